@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+from tfdoctor.engine import Report, gather_facts, run_checks
+from tfdoctor.facts import Facts
+from tfdoctor.registry import load_registry, select_checks
+from tfdoctor.testing import FakeRoot
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def make_root(tmp_path: Path) -> Callable[..., FakeRoot]:
+    counter = iter(range(1000))
+
+    def make(name: str | None = None) -> FakeRoot:
+        return FakeRoot(tmp_path / (name or f"root{next(counter)}"))
+
+    return make
+
+
+def probe_root(root: FakeRoot, env: Mapping[str, str] | None = None, **machine_kwargs) -> Facts:
+    registry = load_registry()
+    return gather_facts(registry.probes, root.machine(env, **machine_kwargs))
+
+
+def check_facts(facts: Facts, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Report:
+    registry = load_registry()
+    return run_checks(select_checks(registry.checks, tuple(select), tuple(ignore)), facts, registry.errors)
+
+
+def check_root(root: FakeRoot, env: Mapping[str, str] | None = None, select: Iterable[str] = (),
+               ignore: Iterable[str] = (), **machine_kwargs) -> Report:
+    return check_facts(probe_root(root, env, **machine_kwargs), select, ignore)
+
+
+def env_fixes(report: Report) -> dict[str, str | None]:
+    from tfdoctor.fixes.plan import plan_fixes
+
+    return plan_fixes(report.findings(), unsafe=True).env_values()

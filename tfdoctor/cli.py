@@ -1,0 +1,343 @@
+"""The command line: parse options, call the engine, pick a renderer. Nothing else lives here.
+
+Exit codes (also in the README):
+  0  nothing at or above the --fail-on level
+  1  something was
+  2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
+  3  tfdoctor itself failed
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfdoctor import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+DEFAULT_TIMEOUT = 5.0
+
+
+class UsageError(click.ClickException):
+    """Bad input the user can correct: exit 2 with a one-line message, never a traceback."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"tfdoctor: error: {self.format_message()}", err=True)
+
+
+def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
+    codes = []
+    for value in values:
+        codes.extend(part.strip().upper() for part in value.split(",") if part.strip())
+    return tuple(codes)
+
+
+@dataclass(frozen=True)
+class GatherOptions:
+    facts_file: str | None
+    root: str | None
+    python: str | None
+    timeout: float | None
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+
+
+def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command that looks at a machine shares."""
+    options = [
+        click.option("--select", multiple=True, metavar="CODES",
+                     help="Only these checks (comma-separated codes or prefixes, e.g. THR,CPU002)."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these checks (codes or prefixes)."),
+        click.option("--facts", "facts_file", metavar="FILE",
+                     help="Replay facts collected earlier (tfdoctor collect) instead of probing."),
+        click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /."),
+        click.option("--python", metavar="PATH",
+                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own."),
+        click.option("--timeout", type=float, metavar="S",
+                     help=f"Total seconds for gathering facts (default {DEFAULT_TIMEOUT:g}); a probe still "
+                          "running then is abandoned and its facts are unknown."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _config() -> Any:
+    from tfdoctor.config import Config, ConfigError, find_config_file, load_config
+
+    path = find_config_file(Path.cwd())
+    try:
+        config = load_config(path) if path else Config()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return config
+
+
+def _build_report(opts: GatherOptions, config: Any) -> Any:
+    from tfdoctor.engine import gather_facts, run_checks
+    from tfdoctor.facts import Facts, FactsFileError
+    from tfdoctor.registry import load_registry, select_checks
+
+    registry = load_registry()
+    select = opts.select or config.select
+    ignore = opts.ignore + config.ignore
+    unknown = [c for c in (*select, *opts.ignore) if not any(s.code.startswith(c) for s in registry.checks)]
+    if unknown:
+        raise UsageError(f"no check code starts with {', '.join(unknown)} (see tfdoctor check --list-checks)")
+    checks = select_checks(registry.checks, select, ignore)
+    if opts.facts_file:
+        if opts.root or opts.python:
+            raise UsageError("--facts replays recorded facts; it cannot be combined with --root or --python")
+        try:
+            facts = Facts.load(opts.facts_file)
+        except FactsFileError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        facts = gather_facts(registry.probes, _machine(opts, config), deadline=_deadline(opts, config))
+    return run_checks(checks, facts, registry.errors)
+
+
+def _timeout(opts: GatherOptions, config: Any) -> float:
+    timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
+    if timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    return timeout
+
+
+def _deadline(opts: GatherOptions, config: Any) -> float:
+    import time
+
+    return time.monotonic() + _timeout(opts, config)
+
+
+def _machine(opts: GatherOptions, config: Any) -> Any:
+    from tfdoctor.facts.machine import Machine
+
+    root = Path("/")
+    if opts.root:
+        root = Path(opts.root).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--root {opts.root}: no such directory")
+    python = None
+    if opts.python:
+        candidate = Path(opts.python)
+        if not candidate.exists():
+            raise UsageError(f"--python {opts.python}: no such file")
+        if candidate.is_dir() or not os.access(candidate, os.X_OK):
+            raise UsageError(f"--python {opts.python}: not an executable interpreter")
+        python = str(candidate)
+    return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
+
+
+def _emit(text: str, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text)
+    stream.flush()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tfdoctor")
+def cli() -> None:
+    """Find what in this machine and environment will make TensorFlow slow or broken — before the job
+    starts — and write a script that fixes what can be fixed.
+
+    Exit codes: 0 nothing at or above --fail-on; 1 something was; 2 usage error; 3 tfdoctor failed."""
+
+
+@cli.command()
+@gather_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+              help="Exit 1 when a finding is at or above this level (default: error, or the config's).")
+@click.option("-v", "--verbose", is_flag=True, help="Also list passed and not-checked checks.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Pre-job hook form: nothing when healthy, one line per finding at or above --fail-on.")
+@click.option("--list-checks", is_flag=True, help="List every registered check and exit.")
+def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
+          python: str | None, timeout: float | None, fmt: str, fail_on: str | None, verbose: bool,
+          quiet: bool, list_checks: bool) -> None:
+    """Check this machine (or recorded facts) and report findings."""
+    from tfdoctor.engine import should_fail
+
+    if list_checks:
+        _emit(_list_checks())
+        return
+    config = _config()
+    opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
+    report = _build_report(opts, config)
+    level = fail_on or config.fail_on
+    if fmt == "json":
+        from tfdoctor.report.json_report import render_json
+
+        _emit(render_json(report))
+    elif quiet:
+        from tfdoctor.model import Severity
+        from tfdoctor.report.text import render_quiet
+
+        _emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
+    else:
+        from tfdoctor.report.text import render_text
+
+        color = None if sys.stdout.isatty() else False
+        _emit(render_text(report, verbose=verbose, color=color))
+    if report.crashed() and level != "never":
+        raise SystemExit(EXIT_INTERNAL)
+    raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
+
+
+def _list_checks() -> str:
+    from tfdoctor.registry import load_registry
+
+    registry = load_registry()
+    lines = [f"{s.code:<9}{s.severity.label:<9}{s.name:<44}{s.summary}" for s in registry.checks]
+    lines += [f"plugin error: {e}" for e in registry.errors]
+    return "\n".join(lines) + "\n"
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Show the documentation of one check (what, why, example, fix, fix safety)."""
+    from tfdoctor.registry import load_registry
+
+    spec = load_registry().check_by_code(code)
+    if spec is None:
+        raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
+    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")
+
+
+@cli.command()
+@click.option("-o", "--output", metavar="FILE", help="Write the facts here instead of standard output.")
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
+@click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /.")
+@click.option("--python", metavar="PATH", help="Inspect the Python environment of this interpreter.")
+@click.option("--timeout", type=float, metavar="S", help="Total seconds for gathering facts.")
+def collect(output: str | None, force: bool, root: str | None, python: str | None,
+            timeout: float | None) -> None:
+    """Write the machine's facts as JSON (secrets redacted), for bug reports and for --facts replay."""
+    import json
+
+    from tfdoctor.engine import gather_facts
+    from tfdoctor.facts.redact import redact
+    from tfdoctor.registry import load_registry
+
+    config = _config()
+    opts = GatherOptions(None, root, python, timeout, (), ())
+    facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
+    data = redact(facts.to_json())
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    if output:
+        from tfdoctor.fixes.write import WriteError, write_file
+
+        target = output.replace("%h", facts.meta.get("hostname", "host"))
+        try:
+            write_file(target, text, force=force)
+        except WriteError as exc:
+            raise UsageError(str(exc)) from None
+        _emit(f"tfdoctor: facts written to {target}\n", err=True)
+    else:
+        _emit(text)
+
+
+@cli.command()
+@gather_options
+@click.option("--write", "write_path", metavar="FILE", help="Write the environment fixes as a script.")
+@click.option("--print", "print_script", is_flag=True,
+              help='Print the script, for eval "$(tfdoctor fix --print)".')
+@click.option("--write-python", metavar="FILE", help="Write in-process fixes as a Python file.")
+@click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
+        python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
+        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool) -> None:
+    """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
+    from tfdoctor.fixes.plan import plan_fixes
+    from tfdoctor.fixes.write import WriteError, write_file
+
+    config = _config()
+    opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
+    report = _build_report(opts, config)
+    plan = plan_fixes(report.findings(), unsafe=unsafe_fixes)
+    header = f"tfdoctor {__version__} fixes for {report.facts.meta.get('hostname', 'this host')}"
+    script = _render_env(plan, header, shell)
+    try:
+        if write_path:
+            write_file(write_path, script, force=force)
+            _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
+        if write_python:
+            from tfdoctor.fixes.render_python import render_python
+
+            write_file(write_python, render_python(plan, header), force=force)
+            _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
+    except WriteError as exc:
+        raise UsageError(str(exc)) from None
+    if print_script or (not write_path and not write_python):
+        _emit(script)
+    _emit(_plan_notes(plan), err=True)
+
+
+def _render_env(plan: Any, header: str, shell: str) -> str:
+    if shell == "fish":
+        from tfdoctor.fixes.render_fish import render_fish
+
+        return render_fish(plan, header)
+    from tfdoctor.fixes.render_sh import render_sh
+
+    return render_sh(plan, header)
+
+
+def _plan_notes(plan: Any) -> str:
+    """Admin steps and skipped fixes go to stderr, so `eval "$(tfdoctor fix --print)"` never runs them."""
+    lines = []
+    for fix_, source in plan.admin:
+        lines.append(f"tfdoctor: {source.code} needs an administrator: {fix_.title}")
+        lines.extend(f"    {step}" for step in fix_.steps)
+    for skipped in plan.skipped:
+        lines.append(f"tfdoctor: {skipped.source.code} not applied ({skipped.reason}): {skipped.title}")
+    return "".join(line + "\n" for line in lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    code = EXIT_OK
+    try:
+        returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
+        code = returned if isinstance(returned, int) else EXIT_OK
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
+    except click.exceptions.Abort:
+        _emit("tfdoctor: aborted\n", err=True)
+        code = EXIT_INTERNAL
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE if isinstance(exc, (click.UsageError, UsageError)) else EXIT_INTERNAL
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = EXIT_OK
+    except Exception as exc:
+        if os.environ.get("TFDOCTOR_DEBUG"):
+            raise
+        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {exc}\n"
+              "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
+        code = EXIT_INTERNAL
+    _leave(code)
+
+
+def _leave(code: int) -> None:
+    from tfdoctor.engine import abandoned_probes
+
+    if abandoned_probes():
+        # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,129 @@
+"""The CPU budget a job really has, derived from facts (pure).
+
+The smallest of: the CPUs the process may run on (affinity, intersected with the cgroup cpuset), the
+cgroup CPU quota, and the scheduler's allocation (Slurm, PBS). TensorFlow sizes its thread pools from
+the host's core count and knows none of these limits, which is why a 2-CPU container on a 64-core host
+starts 64 intra-op threads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tfdoctor.facts import Facts, NotChecked
+
+
+@dataclass(frozen=True)
+class CpuBudget:
+    cpus: int  # whole CPUs (logical) the job may keep busy
+    source: str  # which limit decided, e.g. "cgroup quota 200000/100000"
+    host_cpus: int  # online logical CPUs of the host
+    allowed: tuple[int, ...]  # logical CPUs the process may run on
+    physical_cores: int  # distinct cores among the allowed CPUs, capped by `cpus`
+    sockets: int  # distinct sockets among the allowed CPUs
+    limits: dict[str, float] = field(default_factory=dict)  # every limit seen, by source
+
+    @property
+    def constrained(self) -> bool:
+        """True when the job may use fewer CPUs than the host has (container, cpuset, allocation)."""
+        return self.cpus < self.host_cpus
+
+    def evidence(self) -> dict[str, object]:
+        return {"cpu.budget": self.cpus, "cpu.budget.source": self.source, "cpu.host_cpus": self.host_cpus}
+
+
+def _positive_int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def scheduler_allocation(facts: Facts) -> tuple[int, str] | None:
+    """CPUs the batch scheduler gave this task, when a scheduler is visible in the environment."""
+    per_task = _positive_int(facts.env("SLURM_CPUS_PER_TASK"))
+    if per_task:
+        return per_task, "SLURM_CPUS_PER_TASK"
+    on_node = _positive_int(facts.env("SLURM_CPUS_ON_NODE"))
+    if on_node:
+        tasks = _positive_int(facts.env("SLURM_NTASKS_PER_NODE"))
+        if tasks and tasks > 1:
+            return max(1, on_node // tasks), "SLURM_CPUS_ON_NODE / SLURM_NTASKS_PER_NODE"
+        return on_node, "SLURM_CPUS_ON_NODE"
+    if facts.env("PBS_JOBID"):
+        ncpus = _positive_int(facts.env("NCPUS"))
+        if ncpus:
+            return ncpus, "NCPUS (PBS)"
+    return None
+
+
+def cpu_budget(facts: Facts) -> CpuBudget:
+    """Raises NotChecked when neither the host's CPUs nor any limit can be read."""
+    online = facts.get("cpu.online")
+    host_cpus = len(online)
+    if host_cpus == 0:
+        raise NotChecked("no online CPUs recorded")
+    allowed = set(online)
+    limits: dict[str, float] = {"host": float(host_cpus)}
+
+    affinity = facts.peek("cpu.allowed_cpus")
+    if isinstance(affinity, list) and affinity:
+        allowed &= set(affinity)
+        limits["affinity"] = float(len(affinity))
+    cgroup = facts.peek("cgroup")
+    if isinstance(cgroup, dict):
+        cpuset = cgroup.get("cpuset")
+        if isinstance(cpuset, list) and cpuset:
+            allowed &= set(cpuset)
+            limits["cgroup cpuset"] = float(len(cpuset))
+        for limit in cgroup.get("limits") or []:
+            quota = limit["quota_us"] / limit["period_us"]
+            key = f"cgroup quota {limit['quota_us']}/{limit['period_us']}"
+            limits[key] = quota
+    if not allowed:
+        allowed = set(online)
+    limits["allowed CPUs"] = float(len(allowed))
+    allocation = scheduler_allocation(facts)
+    if allocation:
+        limits[allocation[1]] = float(allocation[0])
+
+    # The binding limit; ties resolve to the more specific source (a quota over the host count).
+    source, value = min(((k, v) for k, v in limits.items() if k != "host"), key=lambda kv: kv[1])
+    if value >= host_cpus:
+        source = "host"
+    # A fractional quota (1.5 CPUs) still keeps one thread per whole CPU busy; never below one.
+    cpus = max(1, math.floor(value + 1e-9))
+
+    topology = facts.peek("cpu.topology")
+    if isinstance(topology, list) and topology:
+        chosen = [t for t in topology if t["cpu"] in allowed]
+        cores = len({(t["socket"], t["core"]) for t in chosen}) or cpus
+        sockets = len({t["socket"] for t in chosen}) or 1
+    else:
+        cores, sockets = cpus, 1
+    return CpuBudget(
+        cpus=cpus,
+        source=source,
+        host_cpus=host_cpus,
+        allowed=tuple(sorted(allowed)),
+        physical_cores=min(cores, cpus),
+        sockets=max(1, min(sockets, cpus)),
+        limits=limits,
+    )
+
+
+def recommended_threads(budget: CpuBudget) -> dict[str, str]:
+    """Intel's published rules for TensorFlow on CPUs: intra-op = physical cores of the budget,
+    OMP_NUM_THREADS = intra-op, inter-op = sockets in the budget."""
+    return {
+        "TF_NUM_INTRAOP_THREADS": str(budget.physical_cores),
+        "TF_NUM_INTEROP_THREADS": str(budget.sockets),
+        "OMP_NUM_THREADS": str(budget.physical_cores),
+    }
+
+
+__all__ = ["CpuBudget", "cpu_budget", "recommended_threads", "scheduler_allocation"]

@@ -1,0 +1,151 @@
+"""Run probes under timeouts, run the selected checks over the facts, contain every failure.
+
+Probes run concurrently in daemon threads: most of them wait on the file system or a subprocess, and a
+probe that hangs (NVML on a wedged driver) is abandoned at its deadline, its section recorded as
+unknown. `abandoned_probes()` tells the CLI whether it must leave with os._exit, since a thread stuck
+in C code could otherwise hold the interpreter at shutdown.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from tfdoctor import __version__
+from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.facts.machine import Machine
+from tfdoctor.model import CheckResult, Finding, Severity, Status
+from tfdoctor.registry import CheckSpec, ProbeSpec
+
+_abandoned: list[str] = []
+
+
+def abandoned_probes() -> list[str]:
+    return list(_abandoned)
+
+
+def gather_facts(
+    probes: Iterable[ProbeSpec], machine: Machine, deadline: float | None = None
+) -> Facts:
+    """Run every probe; each fills its own section or leaves an Unknown with the reason."""
+    probes = list(probes)
+    results: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def run(spec: ProbeSpec) -> None:
+        start = time.perf_counter()
+        try:
+            value: Any = spec.func(machine)
+        except Exception as exc:  # a probe bug must cost one section, not the run
+            value = Unknown(f"probe {spec.section} failed: {type(exc).__name__}: {exc}")
+        with lock:
+            results[spec.section] = value
+            timings[spec.section] = round(time.perf_counter() - start, 4)
+
+    start = time.monotonic()
+    threads = []
+    for spec in probes:
+        thread = threading.Thread(target=run, args=(spec,), name=f"probe-{spec.section}", daemon=True)
+        thread.start()
+        threads.append((spec, thread))
+    for spec, thread in threads:
+        limit = spec.timeout if spec.timeout is not None else machine.timeout
+        own_deadline = start + limit
+        if deadline is not None:
+            own_deadline = min(own_deadline, deadline)
+        thread.join(max(0.0, own_deadline - time.monotonic()))
+    sections: dict[str, Any] = {}
+    with lock:
+        for spec, _thread in threads:
+            if spec.section in results:
+                sections[spec.section] = results[spec.section]
+            else:
+                limit = spec.timeout if spec.timeout is not None else machine.timeout
+                sections[spec.section] = Unknown(f"probe {spec.section} timed out after {limit:g} s")
+                _abandoned.append(spec.section)
+    meta = {
+        "tfdoctor_version": __version__,
+        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname() if machine.is_live else "fake-root",
+        "root": str(machine.root),
+        "probe_seconds": dict(sorted(timings.items())),
+    }
+    return Facts(dict(sorted(sections.items())), meta)
+
+
+@dataclass
+class Report:
+    results: list[CheckResult]
+    facts: Facts
+    plugin_errors: list[str] = field(default_factory=list)
+
+    def findings(self) -> list[Finding]:
+        return [f for r in self.results for f in r.findings]
+
+    def codes(self) -> list[str]:
+        """Codes of the checks that found something, in report order (tests compare this)."""
+        return [r.code for r in self.results if r.status is Status.FAILED]
+
+    def result(self, code: str) -> CheckResult:
+        return next(r for r in self.results if r.code == code)
+
+    def worst(self) -> Severity | None:
+        levels = [f.severity for f in self.findings() if f.severity is not None]
+        return max(levels) if levels else None
+
+    def crashed(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status is Status.CRASHED]
+
+    def counts(self) -> dict[str, int]:
+        counts = {s.label: 0 for s in Severity} | {"not-checked": 0, "crashed": 0, "passed": 0}
+        for result in self.results:
+            if result.status is Status.FAILED:
+                for finding in result.findings:
+                    counts[(finding.severity or result.severity).label] += 1
+            else:
+                counts[result.status.value] += 1
+        return counts
+
+
+def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
+    try:
+        raw = list(spec.func(facts) or ())
+    except NotChecked as exc:
+        return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED, reason=exc.reason)
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        reason = f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
+        return CheckResult(spec.code, spec.name, spec.severity, Status.CRASHED, reason=reason)
+    findings = tuple(
+        Finding(
+            message=f.message,
+            evidence=f.evidence,
+            fixes=f.fixes,
+            severity=f.severity or spec.severity,
+            code=spec.code,
+            name=spec.name,
+        )
+        for f in raw
+    )
+    status = Status.FAILED if findings else Status.PASSED
+    return CheckResult(spec.code, spec.name, spec.severity, status, findings)
+
+
+def run_checks(
+    checks: Iterable[CheckSpec], facts: Facts, plugin_errors: Iterable[str] = ()
+) -> Report:
+    return Report([run_check(spec, facts) for spec in checks], facts, list(plugin_errors))
+
+
+def should_fail(report: Report, fail_on: str) -> bool:
+    if fail_on == "never":
+        return False
+    worst = report.worst()
+    return worst is not None and worst >= Severity.parse(fail_on)

@@ -1,0 +1,151 @@
+"""Facts: what the probes read off a machine, as plain JSON-able data.
+
+A fact that could not be read is an `Unknown` carrying its reason. In JSON it is written as
+`{"$unknown": "<reason>"}` wherever a value would stand, so a replayed facts file keeps the reason.
+Checks read facts with `Facts.get`, which raises `NotChecked` when the fact is unknown; the engine turns
+that into a "not checked: <reason>" result, so no check needs to handle unknowns by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+UNKNOWN_KEY = "$unknown"
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A fact that could not be read, and why."""
+
+    reason: str
+
+    def __bool__(self) -> bool:  # an unknown must never pass for a truthy fact
+        return False
+
+
+class NotChecked(Exception):
+    """Raised by `Facts.get` for an unknown fact: the check cannot run and says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class FactsFileError(Exception):
+    """A facts file that cannot be replayed: not JSON, another schema version, wrong shape."""
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return {UNKNOWN_KEY: value.reason}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def from_jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {UNKNOWN_KEY}:
+            return Unknown(str(value[UNKNOWN_KEY]))
+        return {k: from_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_jsonable(v) for v in value]
+    return value
+
+
+class Facts:
+    """All sections gathered for one machine (or one replayed file).
+
+    `sections` maps a section name ("env", "cpu", "cgroup", …) to a dict of values, or to an `Unknown`
+    when the whole probe failed. `meta` holds who collected what, when.
+    """
+
+    def __init__(self, sections: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> None:
+        self.sections: dict[str, Any] = dict(sections)
+        self.meta: dict[str, Any] = dict(meta or {})
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, path: str, default: Any = _MISSING) -> Any:
+        """The value at a dotted path ("cpu.flags"); `default` when a key is absent.
+
+        Raises NotChecked when the value, or any section on the way, is unknown; and when the key
+        is absent and no default was given (the probe never collected it).
+        """
+        node: Any = self.sections
+        walked: list[str] = []
+        for part in path.split("."):
+            walked.append(part)
+            if isinstance(node, Unknown):
+                raise NotChecked(f"{'.'.join(walked[:-1])} unknown: {node.reason}")
+            if not isinstance(node, Mapping) or part not in node:
+                if default is not _MISSING:
+                    return default
+                raise NotChecked(f"{'.'.join(walked)} was not collected")
+            node = node[part]
+        if isinstance(node, Unknown):
+            raise NotChecked(f"{path} unknown: {node.reason}")
+        return node
+
+    def peek(self, path: str, default: Any = None) -> Any:
+        """Like `get`, but returns an Unknown (or default) instead of raising."""
+        try:
+            return self.get(path, default)
+        except NotChecked as exc:
+            return Unknown(exc.reason)
+
+    def env(self, name: str) -> str | None:
+        """An environment variable from the allowlisted environment fact; None when unset."""
+        variables = self.get("env.variables")
+        value = variables.get(name)
+        return None if value is None else str(value)
+
+    def has_section(self, name: str) -> bool:
+        return name in self.sections and not isinstance(self.sections[name], Unknown)
+
+    # -- JSON ----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "meta": to_jsonable(self.meta),
+            "sections": to_jsonable(self.sections),
+        }
+
+    def dumps(self) -> str:
+        # ensure_ascii keeps non-UTF-8 environment bytes (lone surrogates) round-tripping.
+        return json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=True)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Facts:
+        if not isinstance(data, dict):
+            raise FactsFileError("a facts file holds a JSON object at the top")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise FactsFileError(
+                f"facts schema version {version!r} is not supported (this tfdoctor reads version "
+                f"{SCHEMA_VERSION}); collect the facts again with this tfdoctor"
+            )
+        sections = data.get("sections")
+        if not isinstance(sections, dict):
+            raise FactsFileError("a facts file needs a 'sections' object")
+        meta = data.get("meta", {})
+        return cls(from_jsonable(sections), from_jsonable(meta) if isinstance(meta, dict) else {})
+
+    @classmethod
+    def load(cls, path: str | Path) -> Facts:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise FactsFileError(f"cannot read facts file {path}: {exc.strerror or exc}") from None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FactsFileError(f"facts file {path} is not JSON: {exc}") from None
+        return cls.from_json(data)

@@ -1,0 +1,1 @@
+"""Probes: the only code that touches the machine. One module per area, each fills facts sections."""

@@ -1,0 +1,58 @@
+"""The host as a whole: operating system, architecture, container signs, NVIDIA driver presence."""
+
+from __future__ import annotations
+
+import platform
+
+from tfdoctor.facts import Unknown
+from tfdoctor.facts.machine import Machine
+from tfdoctor.registry import probe
+
+
+def _os_release(machine: Machine) -> dict[str, str] | Unknown:
+    text = machine.read_text("/etc/os-release")
+    if isinstance(text, Unknown):
+        return text
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key in ("ID", "VERSION_ID", "PRETTY_NAME"):
+            fields[key.lower()] = value.strip().strip('"')
+    return fields
+
+
+def _container(machine: Machine) -> dict[str, object]:
+    signs = []
+    if machine.exists("/.dockerenv"):
+        signs.append("/.dockerenv")
+    if machine.exists("/run/.containerenv"):
+        signs.append("/run/.containerenv")
+    if machine.environ.get("KUBERNETES_SERVICE_HOST"):
+        signs.append("KUBERNETES_SERVICE_HOST")
+    cgroup = machine.read_text("/proc/1/cgroup")
+    if isinstance(cgroup, str) and any(w in cgroup for w in ("docker", "kubepods", "containerd", "libpod")):
+        signs.append("/proc/1/cgroup")
+    return {"detected": bool(signs), "signs": signs}
+
+
+@probe("host")
+def probe_host(machine: Machine) -> dict[str, object]:
+    driver = machine.read_text("/proc/driver/nvidia/version")
+    if machine.is_live:
+        system, arch, kernel = platform.system(), platform.machine(), platform.release()
+    else:
+        # A fake root describes a Linux machine; its architecture is whatever cpuinfo says.
+        system, arch, kernel = "Linux", Unknown("fake root: architecture not recorded"), ""
+        arch_file = machine.read_text("/proc/sys/kernel/arch")
+        if isinstance(arch_file, str):
+            arch = arch_file.strip()
+    return {
+        "system": system,
+        "arch": arch,
+        "kernel": kernel,
+        "os_release": _os_release(machine),
+        "container": _container(machine),
+        # Only presence and the first line: the full GPU story is the nvidia probes' business.
+        "nvidia_driver": (driver.splitlines()[0].strip() if isinstance(driver, str) and driver.strip()
+                          else None),
+    }

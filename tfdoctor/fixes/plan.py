@@ -1,0 +1,116 @@
+"""Which fixes a script gets: filtered by applicability, merged, conflicts resolved — as data.
+
+Renderers only turn a FixPlan into text; every decision about what goes in is made here, once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tfdoctor.model import AdminFix, Applicability, EnvChange, EnvFix, EnvOp, Finding, PythonFix, Severity
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The finding a planned change answers, for the comment above it."""
+
+    code: str
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    change: EnvChange
+    sources: tuple[Source, ...]
+    title: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    title: str
+    source: Source
+    reason: str
+
+
+@dataclass
+class FixPlan:
+    env: list[PlannedChange] = field(default_factory=list)
+    python: list[tuple[PythonFix, Source]] = field(default_factory=list)
+    admin: list[tuple[AdminFix, Source]] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def env_values(self) -> dict[str, str | None]:
+        """The SET/UNSET outcome by name (None = unset); tests compare this."""
+        return {p.change.name: p.change.value for p in self.env if p.change.op is not EnvOp.PREPEND}
+
+    def is_empty(self) -> bool:
+        return not (self.env or self.python or self.admin)
+
+
+def _source(finding: Finding) -> Source:
+    return Source(finding.code, finding.name, finding.message)
+
+
+def plan_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:
+    """Worst findings first, so when two fixes want one variable the more serious problem decides."""
+    ordered = sorted(findings, key=lambda f: (-(f.severity or Severity.INFO), f.code))
+    plan = FixPlan()
+    by_name: dict[str, int] = {}  # variable -> index of its SET/UNSET in plan.env
+    prepends: dict[tuple[str, str], int] = {}
+    for finding in ordered:
+        source = _source(finding)
+        for fix in finding.fixes:
+            if isinstance(fix, AdminFix) or fix.applicability is Applicability.MANUAL:
+                if isinstance(fix, AdminFix):
+                    plan.admin.append((fix, source))
+                else:
+                    plan.skipped.append(Skipped(fix.title, source, "manual fix: shown, never applied"))
+                continue
+            if fix.applicability is Applicability.UNSAFE and not unsafe:
+                plan.skipped.append(Skipped(fix.title, source, "unsafe fix: add --unsafe-fixes to apply it"))
+                continue
+            if isinstance(fix, PythonFix):
+                plan.python.append((fix, source))
+                continue
+            assert isinstance(fix, EnvFix)
+            _merge_env(plan, fix, source, by_name, prepends)
+    return plan
+
+
+def _merge_env(plan: FixPlan, fix: EnvFix, source: Source, by_name: dict[str, int],
+               prepends: dict[tuple[str, str], int]) -> None:
+    for change in fix.changes:
+        if not ENV_NAME.match(change.name):
+            plan.skipped.append(Skipped(fix.title, source, f"{change.name!r} is not a variable name"))
+            continue
+        if change.op is EnvOp.PREPEND:
+            key = (change.name, change.value or "")
+            if key in prepends:
+                _add_source(plan, prepends[key], source)
+            else:
+                prepends[key] = len(plan.env)
+                plan.env.append(PlannedChange(change, (source,), fix.title))
+            continue
+        if change.name in by_name:
+            index = by_name[change.name]
+            if plan.env[index].change == change:
+                _add_source(plan, index, source)
+            else:
+                first = plan.env[index].sources[0]
+                plan.skipped.append(Skipped(
+                    fix.title, source,
+                    f"{change.name} is already changed by {first.code} (a more serious finding)"))
+            continue
+        by_name[change.name] = len(plan.env)
+        plan.env.append(PlannedChange(change, (source,), fix.title))
+
+
+def _add_source(plan: FixPlan, index: int, source: Source) -> None:
+    planned = plan.env[index]
+    if source not in planned.sources:
+        plan.env[index] = PlannedChange(planned.change, (*planned.sources, source), planned.title)

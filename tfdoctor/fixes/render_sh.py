@@ -1,0 +1,51 @@
+"""POSIX sh rendering of a FixPlan: the one place that knows sh quoting.
+
+Every value is single-quoted (nothing inside single quotes is ever expanded), so no value can run as
+code. A path prepend is guarded by a `case` on the current value, so sourcing twice adds nothing
+the second time, and the user's existing value is only ever expanded inside double quotes.
+"""
+
+from __future__ import annotations
+
+from tfdoctor.fixes.plan import FixPlan, PlannedChange, Source
+from tfdoctor.model import EnvOp
+
+
+def sh_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def comment_text(text: str) -> str:
+    """One line, no control characters: a comment must not be able to end early and start code."""
+    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
+
+
+def _comment(sources: tuple[Source, ...]) -> list[str]:
+    return [f"# {s.code} {s.name}: {comment_text(s.message)}" for s in sources]
+
+
+def _change_lines(planned: PlannedChange) -> list[str]:
+    change, name = planned.change, planned.change.name
+    if change.op is EnvOp.SET:
+        return [f"{name}={sh_quote(change.value or '')}", f"export {name}"]
+    if change.op is EnvOp.UNSET:
+        return [f"unset {name}"]
+    entry = sh_quote(change.value or "")
+    return [
+        f'case ":${{{name}-}}:" in',
+        f"  *:{entry}:*) ;;",
+        f'  *) {name}={entry}"${{{name}:+:${name}}}"; export {name} ;;',
+        "esac",
+    ]
+
+
+def render_sh(plan: FixPlan, header: str) -> str:
+    lines = [f"# {comment_text(line)}" for line in header.splitlines()]
+    lines.append("# Source it (. ./env.sh); sourcing it again changes nothing.")
+    for planned in plan.env:
+        lines.append("")
+        lines.extend(_comment(planned.sources))
+        lines.extend(_change_lines(planned))
+    if not plan.env:
+        lines.append("# Nothing to change: no finding has a safe environment fix.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,51 @@
+"""Writing files the user asked for: atomically, and never over an existing file without --force."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+class WriteError(Exception):
+    pass
+
+
+def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mode: int = 0o644) -> None:
+    """Write to a temporary file beside the target, then link (no --force: fails if the target
+    appeared meanwhile) or replace (--force). A reader never sees half a script."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise WriteError(f"{target} is a directory")
+    if target.exists() and not force:
+        raise WriteError(f"{target} exists; add --force to overwrite it")
+    if not folder.is_dir():
+        raise WriteError(f"cannot write {target}: folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    except OSError as exc:
+        raise WriteError(f"cannot write in {folder}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        if force:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise WriteError(f"{target} exists; add --force to overwrite it") from None
+            except OSError:
+                # File systems without hard links: a last existence check, then rename.
+                if target.exists():
+                    raise WriteError(f"{target} exists; add --force to overwrite it") from None
+                os.replace(tmp, target)
+    except OSError as exc:
+        raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

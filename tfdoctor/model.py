@@ -1,0 +1,194 @@
+"""The data every layer passes on: severities, fixes, findings and check results.
+
+Everything here is a frozen dataclass of plain values so that a report can be compared in tests,
+written as JSON and rendered by any renderer without the renderer knowing where it came from.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that `--fail-on` can compare: INFO < WARNING < ERROR."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (expected error, warning or info)") from None
+
+
+class Applicability(str, enum.Enum):
+    """Whether `tfdoctor fix` may apply a fix on its own.
+
+    SAFE: changes no numerics and cannot slow a workload. UNSAFE: may change numerics or slow some
+    workloads; applied only with --unsafe-fixes. MANUAL: needs a person (root, reboot, a container flag);
+    shown, never written into a script.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    MANUAL = "manual"
+
+
+class EnvOp(str, enum.Enum):
+    SET = "set"
+    UNSET = "unset"
+    PREPEND = "prepend"  # prepend one entry to a ':'-separated path list unless it is already there
+
+
+@dataclass(frozen=True)
+class EnvChange:
+    op: EnvOp
+    name: str
+    value: str | None = None  # None only for UNSET
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"op": self.op.value, "name": self.name}
+        if self.value is not None:
+            data["value"] = self.value
+        return data
+
+
+def set_env(name: str, value: str) -> EnvChange:
+    return EnvChange(EnvOp.SET, name, value)
+
+
+def unset_env(name: str) -> EnvChange:
+    return EnvChange(EnvOp.UNSET, name)
+
+
+def prepend_path(name: str, entry: str) -> EnvChange:
+    return EnvChange(EnvOp.PREPEND, name, entry)
+
+
+@dataclass(frozen=True)
+class EnvFix:
+    """Environment changes that a sourced script applies."""
+
+    title: str
+    changes: tuple[EnvChange, ...]
+    applicability: Applicability = Applicability.SAFE
+    kind: str = field(default="env", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "applicability": self.applicability.value,
+            "changes": [c.to_json() for c in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class PythonFix:
+    """Code that must run inside the training process (what no environment variable can set)."""
+
+    title: str
+    code: str
+    applicability: Applicability = Applicability.UNSAFE
+    kind: str = field(default="python", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "applicability": self.applicability.value,
+                "code": self.code}
+
+
+@dataclass(frozen=True)
+class AdminFix:
+    """Instructions for an administrator: shown to the user, never written into a script."""
+
+    title: str
+    steps: tuple[str, ...]
+    applicability: Applicability = field(default=Applicability.MANUAL)
+    kind: str = field(default="admin", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "applicability": self.applicability.value,
+                "steps": list(self.steps)}
+
+
+Fix = EnvFix | PythonFix | AdminFix
+
+
+def fix_from_json(data: Mapping[str, Any]) -> Fix:
+    kind = data["kind"]
+    applicability = Applicability(data["applicability"])
+    if kind == "env":
+        changes = tuple(EnvChange(EnvOp(c["op"]), c["name"], c.get("value")) for c in data["changes"])
+        return EnvFix(data["title"], changes, applicability)
+    if kind == "python":
+        return PythonFix(data["title"], data["code"], applicability)
+    if kind == "admin":
+        return AdminFix(data["title"], tuple(data["steps"]), applicability)
+    raise ValueError(f"unknown fix kind {kind!r}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a check observed. `code`, `name` and `severity` are filled in by the engine."""
+
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fixes: tuple[Fix, ...] = ()
+    severity: Severity | None = None  # None: the check's own severity
+    code: str = ""
+    name: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label if self.severity else None,
+            "message": self.message,
+            "evidence": dict(self.evidence),
+            "fixes": [f.to_json() for f in self.fixes],
+        }
+
+
+class Status(str, enum.Enum):
+    PASSED = "passed"  # ran, found nothing
+    FAILED = "failed"  # ran, yielded findings
+    NOT_CHECKED = "not-checked"  # a fact it needs is unknown
+    CRASHED = "crashed"  # the check raised
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    code: str
+    name: str
+    severity: Severity
+    status: Status
+    findings: tuple[Finding, ...] = ()
+    reason: str = ""  # why not checked, or what the crash was
+
+    @property
+    def worst(self) -> Severity | None:
+        if not self.findings:
+            return None
+        return max(f.severity or self.severity for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label,
+            "status": self.status.value,
+            "findings": [f.to_json() for f in self.findings],
+        }
+        if self.reason:
+            data["reason"] = self.reason
+        return data

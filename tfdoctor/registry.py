@@ -1,0 +1,213 @@
+"""Checks and probes, and how they are found.
+
+The entry-point groups are the plugin API: `tfdoctor.checks` names modules (or single functions) that
+hold `@check` functions, `tfdoctor.probes` names modules that hold `@probe` functions. tfdoctor's own
+checks and probes are registered through the very same groups in its pyproject.toml, so a third-party
+check is found, selected, documented and run exactly like a built-in one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import types
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from tfdoctor.model import Finding, Severity
+
+CHECK_GROUP = "tfdoctor.checks"
+PROBE_GROUP = "tfdoctor.probes"
+
+CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Fix", "Fix safety")
+
+CheckFunc = Callable[..., Iterable[Finding]]
+ProbeFunc = Callable[..., object]
+
+_CHECK_ATTR = "__tfdoctor_check__"
+_PROBE_ATTR = "__tfdoctor_probe__"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    code: str
+    name: str
+    severity: Severity
+    func: CheckFunc
+    origin: str = ""  # the entry point (or module) it came from
+
+    @property
+    def doc(self) -> str:
+        return _dedent_doc(self.func.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    section: str
+    func: ProbeFunc
+    # Seconds this probe may take before it is abandoned and its section reported unknown.
+    timeout: float | None = None
+    origin: str = ""
+
+
+def check(code: str, name: str, severity: Severity) -> Callable[[CheckFunc], CheckFunc]:
+    """Mark a function as a check. Its docstring is its documentation (see DOC_SECTIONS)."""
+    if not CODE_RE.match(code):
+        raise ValueError(f"check code {code!r} is not PREFIX + 3 digits")
+    if not NAME_RE.match(name):
+        raise ValueError(f"check name {name!r} is not kebab-case")
+
+    def mark(func: CheckFunc) -> CheckFunc:
+        setattr(func, _CHECK_ATTR, CheckSpec(code, name, severity, func))
+        return func
+
+    return mark
+
+
+def probe(section: str, timeout: float | None = None) -> Callable[[ProbeFunc], ProbeFunc]:
+    """Mark a function `f(machine) -> dict` as the probe that fills one facts section."""
+
+    def mark(func: ProbeFunc) -> ProbeFunc:
+        setattr(func, _PROBE_ATTR, ProbeSpec(section, func, timeout))
+        return func
+
+    return mark
+
+
+def _dedent_doc(doc: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc)
+
+
+def _marked(obj: object, attr: str) -> Iterator[object]:
+    if isinstance(obj, types.ModuleType):
+        for value in vars(obj).values():
+            spec = getattr(value, attr, None)
+            if spec is not None and getattr(spec, "func", None) is value:
+                yield spec
+    else:
+        spec = getattr(obj, attr, None)
+        if spec is not None:
+            yield spec
+
+
+class PluginError(Exception):
+    """A plugin that cannot be loaded, or that clashes with another (same code)."""
+
+
+def _entry_points(group: str) -> list[tuple[str, str]]:
+    from importlib.metadata import entry_points
+
+    found = sorted({(ep.name, ep.value) for ep in entry_points(group=group)})
+    if not found and group in _BUILTIN_FALLBACK:
+        # Running from a source tree that was never installed: no entry points exist at all.
+        found = [(name, value) for name, value in _BUILTIN_FALLBACK[group]]
+    return found
+
+
+# Used only when tfdoctor's own metadata is missing (e.g. PYTHONPATH=src checkout); kept in step with
+# pyproject.toml by tests/test_registry.py.
+_BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
+    CHECK_GROUP: [
+        ("threads", "tfdoctor.checks.threads"),
+        ("cpu", "tfdoctor.checks.cpu"),
+        ("packages", "tfdoctor.checks.packages"),
+    ],
+    PROBE_GROUP: [
+        ("env", "tfdoctor.facts.probes.environment"),
+        ("host", "tfdoctor.facts.probes.host"),
+        ("cpu", "tfdoctor.facts.probes.cpu"),
+        ("cgroup", "tfdoctor.facts.probes.cgroup"),
+        ("python", "tfdoctor.facts.probes.python_env"),
+        ("keras", "tfdoctor.facts.probes.keras_config"),
+    ],
+}
+
+
+def _load(value: str) -> object:
+    module_name, _, attr = value.partition(":")
+    module = importlib.import_module(module_name)
+    obj: object = module
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass
+class Registry:
+    checks: list[CheckSpec]
+    probes: list[ProbeSpec]
+    errors: list[str]  # plugins that failed to load: reported, never fatal
+
+    def check_by_code(self, code: str) -> CheckSpec | None:
+        code = code.upper()
+        return next((c for c in self.checks if c.code == code), None)
+
+
+def load_registry(
+    check_modules: Iterable[object] | None = None, probe_modules: Iterable[object] | None = None
+) -> Registry:
+    """Discover checks and probes. Pass modules explicitly (tests) to bypass entry points."""
+    errors: list[str] = []
+
+    def collect(group: str, explicit: Iterable[object] | None, attr: str) -> list:
+        sources: list[tuple[str, object]] = []
+        if explicit is not None:
+            sources = [(getattr(m, "__name__", repr(m)), m) for m in explicit]
+        else:
+            for name, value in _entry_points(group):
+                try:
+                    sources.append((f"{name} = {value}", _load(value)))
+                except Exception as exc:  # a broken plugin must not take tfdoctor down
+                    errors.append(f"{group} entry point '{name} = {value}' failed to load: {exc}")
+        specs = []
+        for origin, obj in sources:
+            for spec in _marked(obj, attr):
+                specs.append(type(spec)(**{**spec.__dict__, "origin": origin}))
+        return specs
+
+    checks: list[CheckSpec] = collect(CHECK_GROUP, check_modules, _CHECK_ATTR)
+    probes: list[ProbeSpec] = collect(PROBE_GROUP, probe_modules, _PROBE_ATTR)
+
+    by_code: dict[str, CheckSpec] = {}
+    for spec in checks:
+        if spec.code in by_code:
+            errors.append(
+                f"check code {spec.code} is registered twice ({by_code[spec.code].origin} and "
+                f"{spec.origin}); the second is ignored"
+            )
+            continue
+        by_code[spec.code] = spec
+    by_section: dict[str, ProbeSpec] = {}
+    for spec in probes:
+        if spec.section in by_section:
+            errors.append(f"facts section {spec.section!r} has two probes; {spec.origin} is ignored")
+            continue
+        by_section[spec.section] = spec
+    return Registry(
+        checks=sorted(by_code.values(), key=lambda s: s.code),
+        probes=sorted(by_section.values(), key=lambda s: s.section),
+        errors=errors,
+    )
+
+
+def select_checks(
+    checks: Iterable[CheckSpec], select: Iterable[str] = (), ignore: Iterable[str] = ()
+) -> list[CheckSpec]:
+    """flake8's rule: codes match by prefix; the longest matching prefix decides; ties go to select."""
+    select = [s.upper() for s in select if s]
+    ignore = [s.upper() for s in ignore if s]
+    chosen = []
+    for spec in checks:
+        sel = max((len(p) for p in select if spec.code.startswith(p)), default=-1 if select else 0)
+        ign = max((len(p) for p in ignore if spec.code.startswith(p)), default=-1)
+        if sel >= 0 and sel >= ign:
+            chosen.append(spec)
+    return chosen

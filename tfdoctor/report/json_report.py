@@ -1,0 +1,26 @@
+"""The JSON report: versioned, documented in tfdoctor/schema/report.schema.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tfdoctor import __version__
+from tfdoctor.engine import Report
+
+REPORT_SCHEMA_VERSION = 1
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tfdoctor_version": __version__,
+        "facts": {k: report.facts.meta.get(k) for k in ("hostname", "collected_at", "root")},
+        "summary": report.counts(),
+        "results": [r.to_json() for r in report.results],
+        "plugin_errors": list(report.plugin_errors),
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_json(report), indent=2, sort_keys=False, ensure_ascii=True) + "\n"

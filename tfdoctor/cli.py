@@ -143,7 +143,25 @@ def _emit(text: str, err: bool = False) -> None:
     stream.flush()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Commands beyond the core live in their own modules and are imported only when invoked, so that
+# `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
+LAZY_COMMANDS: dict[str, str] = {}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS:
+            import importlib
+
+            module, _, attr = LAZY_COMMANDS[name].partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tfdoctor")
 def cli() -> None:
     """Find what in this machine and environment will make TensorFlow slow or broken — before the job

@@ -1,0 +1,105 @@
+"""Which NVIDIA GPUs this job has, derived from facts (pure). Shared by the GPU, NUMA, framework and
+fleet families.
+
+The contract with the probes (facts section "nvml", filled by tfdoctor/facts/probes/nvml.py):
+
+    "nvml": {
+        "driver_version": "550.54.15",
+        "cuda_driver_version": "12.4",           # the CUDA version the driver supports
+        "devices": [{
+            "index": 0, "uuid": "GPU-…", "name": "NVIDIA A100-SXM4-40GB",
+            "pci_bus_id": "00000000:3B:00.0", "compute_capability": "8.0",
+            "memory_total_mib": 40960, "memory_used_mib": 3, ...
+        }]
+    }
+
+or an Unknown whose reason says why NVML could not answer. `host.nvidia_driver` (None when
+/proc/driver/nvidia/version is absent) tells a host without an NVIDIA driver from one whose NVML failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfdoctor.facts import Facts, NotChecked, Unknown
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    compute_capability: tuple[int, int] | None
+    uuid: str = ""
+    pci_bus_id: str = ""
+    raw: Any = None  # the whole device record, for checks that need more
+
+    @property
+    def cc_text(self) -> str:
+        return f"{self.compute_capability[0]}.{self.compute_capability[1]}" if self.compute_capability else "?"
+
+
+def parse_compute_capability(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    if isinstance(value, str) and "." in value:
+        major, _, minor = value.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return int(major), int(minor)
+    return None
+
+
+def all_gpus(facts: Facts) -> list[Gpu]:
+    """Every NVIDIA GPU on the host; [] when the host has no NVIDIA driver at all.
+
+    Raises NotChecked when a driver is present but NVML could not list the devices.
+    """
+    nvml = facts.peek("nvml", default=Unknown("nvml facts were not collected"))
+    if isinstance(nvml, Unknown):
+        driver = facts.peek("host.nvidia_driver")
+        if driver is None:
+            return []  # no /proc/driver/nvidia/version: no NVIDIA driver loaded, so no usable GPU
+        raise NotChecked(f"GPUs unknown: {nvml.reason}")
+    devices = nvml.get("devices")
+    if isinstance(devices, Unknown):
+        raise NotChecked(f"GPUs unknown: {devices.reason}")
+    gpus = []
+    for position, device in enumerate(devices or []):
+        gpus.append(Gpu(
+            index=int(device.get("index", position)),
+            name=str(device.get("name", "")),
+            compute_capability=parse_compute_capability(device.get("compute_capability")),
+            uuid=str(device.get("uuid", "")),
+            pci_bus_id=str(device.get("pci_bus_id", "")),
+            raw=device,
+        ))
+    return gpus
+
+
+def visible_gpus(facts: Facts) -> list[Gpu]:
+    """The GPUs TensorFlow will see, after CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs).
+
+    An empty CUDA_VISIBLE_DEVICES hides every GPU. Entries that match nothing are dropped here;
+    the CUDA family reports them.
+    """
+    gpus = all_gpus(facts)
+    setting = facts.env("CUDA_VISIBLE_DEVICES")
+    if setting is None:
+        return gpus
+    chosen: list[Gpu] = []
+    for entry in (e.strip() for e in setting.split(",")):
+        if not entry:
+            # CUDA stops at the first entry it cannot parse; an empty one ends the list.
+            break
+        if entry.lstrip("-").isdigit():
+            index = int(entry)
+            if index < 0:
+                break
+            match = next((g for g in gpus if g.index == index), None)
+        else:
+            match = next((g for g in gpus if g.uuid and (g.uuid == entry or g.uuid.startswith(entry))), None)
+        if match is None:
+            break
+        if match not in chosen:
+            chosen.append(match)
+    return chosen

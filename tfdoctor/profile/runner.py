@@ -1,0 +1,240 @@
+"""Run one workload in a fresh process, under a timeout, with a given environment.
+
+This is the only place the micro-profile starts TensorFlow, and it never does so in tfdoctor's own
+process: `workload_main.py` runs as a script in a child interpreter (the current one, or --python).
+The child gets KERAS_HOME pointed at a temporary copy of the user's Keras directory, so importing
+TensorFlow cannot create ~/.keras/keras.json (a copy, so the user's keras.json settings still apply).
+
+Public API (the tune helper uses it as its built-in objective):
+
+    run_workload(workload, env=None, steps=20, warmup=3, timeout=120.0, *, device="auto",
+                 logdir=None, snippet=None, script=None, script_args=(), python=None,
+                 batch=None) -> RunResult
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
+WORKLOAD_SCRIPT = Path(__file__).with_name("workload_main.py")
+
+
+class WorkloadError(Exception):
+    """The workload process failed, timed out or wrote no result: one line saying which."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one workload process measured. Times in seconds; per-step lists in step order."""
+
+    ok: bool
+    step_seconds: tuple[float, ...] = ()
+    input_seconds: tuple[float, ...] = ()  # wait for the next batch, inside each step
+    import_seconds: float | None = None  # `import tensorflow` in the child
+    wall_seconds: float = 0.0  # the whole child process, start to exit, seen from the parent
+    cpu_steal: float | None = None  # share of CPU time stolen by the hypervisor during the run
+    devices: tuple[dict[str, str], ...] = ()
+    tf_version: str | None = None
+    policy: str | None = None  # Keras global dtype policy in force
+    jit_compile: bool = False
+    logdir: str | None = None
+    error: str | None = None
+    stderr_tail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median_step(self) -> float | None:
+        return statistics.median(self.step_seconds) if self.step_seconds else None
+
+    @property
+    def input_share(self) -> float | None:
+        """Share of the timed steps spent waiting for input."""
+        total = sum(self.step_seconds)
+        if not self.input_seconds or total <= 0:
+            return None
+        return min(1.0, sum(self.input_seconds) / total)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "step_seconds": list(self.step_seconds), "input_seconds": list(self.input_seconds),
+            "import_seconds": self.import_seconds, "wall_seconds": self.wall_seconds, "cpu_steal": self.cpu_steal,
+            "devices": [dict(d) for d in self.devices], "tf_version": self.tf_version, "policy": self.policy,
+            "jit_compile": self.jit_compile, "logdir": self.logdir, "error": self.error,
+        }
+
+
+def read_cpu_ticks(stat_path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(steal, total) jiffies of the aggregate `cpu` line, or None off Linux."""
+    try:
+        with open(stat_path, encoding="ascii") as handle:
+            first = handle.readline().split()
+    except OSError:
+        return None
+    return parse_cpu_line(first)
+
+
+def parse_cpu_line(fields: Sequence[str]) -> tuple[int, int] | None:
+    if not fields or fields[0] != "cpu":
+        return None
+    try:
+        values = [int(v) for v in fields[1:]]
+    except ValueError:
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is already counted
+    # in user/nice, so the total stops at steal.
+    steal = values[7] if len(values) > 7 else 0
+    return steal, sum(values[:8])
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None:
+        return None
+    total = after[1] - before[1]
+    if total <= 0:
+        return None
+    return max(0.0, (after[0] - before[0]) / total)
+
+
+def private_keras_home(environ: Mapping[str, str], scratch: Path) -> Path:
+    """A temporary KERAS_HOME holding a copy of the keras.json the user's runs would read."""
+    target = scratch / "keras"
+    target.mkdir(parents=True, exist_ok=True)
+    source_home = environ.get("KERAS_HOME") or (
+        os.path.join(environ["HOME"], ".keras") if environ.get("HOME") else None)
+    if source_home:
+        config = Path(source_home) / "keras.json"
+        if config.is_file():
+            with contextlib.suppress(OSError):  # unreadable: the child runs with Keras defaults
+                shutil.copyfile(config, target / "keras.json")
+    return target
+
+
+def child_environment(environ: Mapping[str, str], scratch: Path) -> dict[str, str]:
+    env = dict(environ)
+    env["KERAS_HOME"] = str(private_keras_home(environ, scratch))
+    # Python's own caches must not land in the user's home either.
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    return env
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    process.wait()
+
+
+def run_workload(
+    workload: str,
+    env: Mapping[str, str] | None = None,
+    steps: int = 20,
+    warmup: int = 3,
+    timeout: float = 120.0,
+    *,
+    device: str = "auto",
+    logdir: str | None = None,
+    snippet: str | None = None,
+    script: str | None = None,
+    script_args: Sequence[str] = (),
+    python: str | None = None,
+    batch: int | None = None,
+) -> RunResult:
+    """Run `workload` once in a fresh process; never raises for a failing workload (ok=False, error).
+
+    env: the complete environment of the child (None: this process's). snippet: Python run in the
+    child right after `import tensorflow as tf` (an in-process fix). logdir: profile into this
+    directory (TensorBoard layout); None: no profiler, timing only (what comparisons use).
+    """
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r} (expected one of {', '.join(WORKLOADS)})")
+    if workload == "script" and not script:
+        raise ValueError("the script workload needs script=PATH")
+    environ = dict(os.environ if env is None else env)
+    with tempfile.TemporaryDirectory(prefix="tfdoctor-profile-") as scratch_name:
+        scratch = Path(scratch_name)
+        spec = {
+            "workload": workload, "steps": steps, "warmup": warmup, "device": device,
+            "logdir": logdir, "snippet": snippet, "script": script, "script_args": list(script_args),
+            "batch": batch, "result": str(scratch / "result.json"),
+        }
+        (scratch / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        stderr_path = scratch / "stderr.txt"
+        command = [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")]
+        ticks_before = read_cpu_ticks()
+        started = time.perf_counter()
+        with open(stderr_path, "wb") as stderr:
+            try:
+                process = subprocess.Popen(command, env=child_environment(environ, scratch),
+                                           stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                           cwd=os.path.dirname(script) if script else scratch,
+                                           start_new_session=True)
+            except OSError as exc:
+                return RunResult(False, error=f"cannot start {command[0]}: {exc.strerror or exc}")
+            try:
+                process.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                timed_out = True
+            except BaseException:
+                _kill_group(process)
+                raise
+        wall = time.perf_counter() - started
+        steal = steal_share(ticks_before, read_cpu_ticks())
+        tail = _tail(stderr_path)
+        try:
+            data = json.loads((scratch / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+    if timed_out:
+        phase = f" (in {data['phase']})" if data and data.get("phase") else ""
+        return RunResult(False, wall_seconds=wall, cpu_steal=steal, logdir=logdir, stderr_tail=tail,
+                         error=f"the {workload} workload did not finish within {timeout:g} s{phase}")
+    if data is None:
+        return RunResult(False, wall_seconds=wall, cpu_steal=steal, logdir=logdir, stderr_tail=tail,
+                         error=f"the workload process exited with {process.returncode} and wrote no result"
+                               f"{': ' + _last_line(tail) if tail else ''}")
+    return RunResult(
+        ok=bool(data.get("ok")),
+        step_seconds=tuple(float(v) for v in data.get("step_seconds") or ()),
+        input_seconds=tuple(float(v) for v in data.get("input_seconds") or ()),
+        import_seconds=data.get("import_seconds"),
+        wall_seconds=wall,
+        cpu_steal=steal,
+        devices=tuple(data.get("devices") or ()),
+        tf_version=data.get("tf_version"),
+        policy=data.get("policy"),
+        jit_compile=bool(data.get("jit_compile")),
+        logdir=logdir,
+        error=data.get("error"),
+        stderr_tail=tail,
+        extra={k: data[k] for k in ("profiler_stop_seconds", "intra_op_threads", "total_seconds") if k in data},
+    )
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""

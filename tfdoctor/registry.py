@@ -119,6 +119,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("threads", "tfdoctor.checks.threads"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
+        ("profile", "tfdoctor.checks.profile"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),

@@ -61,6 +61,13 @@ class RunResult:
         return statistics.median(self.step_seconds) if self.step_seconds else None
 
     @property
+    def low_step(self) -> float | None:
+        """The 10th percentile of the step times: what comparisons use. Interference from other
+        processes on the machine only ever adds time to a step, so a low quantile estimates what
+        the environment itself allows, while still summarizing many steps (unlike the minimum)."""
+        return low_quantile(self.step_seconds, 0.1)
+
+    @property
     def input_share(self) -> float | None:
         """Share of the timed steps spent waiting for input."""
         total = sum(self.step_seconds)
@@ -73,8 +80,21 @@ class RunResult:
             "ok": self.ok, "step_seconds": list(self.step_seconds), "input_seconds": list(self.input_seconds),
             "import_seconds": self.import_seconds, "wall_seconds": self.wall_seconds, "cpu_steal": self.cpu_steal,
             "devices": [dict(d) for d in self.devices], "tf_version": self.tf_version, "policy": self.policy,
-            "jit_compile": self.jit_compile, "logdir": self.logdir, "error": self.error,
+            "median_step_seconds": self.median_step, "low_step_seconds": self.low_step,
+            "input_share": self.input_share, "jit_compile": self.jit_compile, "logdir": self.logdir,
+            "error": self.error,
         }
+
+
+def low_quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile by linear interpolation between order statistics; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def read_cpu_ticks(stat_path: str = "/proc/stat") -> tuple[int, int] | None:
@@ -153,12 +173,14 @@ def run_workload(
     script_args: Sequence[str] = (),
     python: str | None = None,
     batch: int | None = None,
+    step_budget: float | None = None,
 ) -> RunResult:
     """Run `workload` once in a fresh process; never raises for a failing workload (ok=False, error).
 
     env: the complete environment of the child (None: this process's). snippet: Python run in the
     child right after `import tensorflow as tf` (an in-process fix). logdir: profile into this
     directory (TensorBoard layout); None: no profiler, timing only (what comparisons use).
+    step_budget: stop the timed steps after this many seconds once 10 steps are done.
     """
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r} (expected one of {', '.join(WORKLOADS)})")
@@ -170,7 +192,7 @@ def run_workload(
         spec = {
             "workload": workload, "steps": steps, "warmup": warmup, "device": device,
             "logdir": logdir, "snippet": snippet, "script": script, "script_args": list(script_args),
-            "batch": batch, "result": str(scratch / "result.json"),
+            "batch": batch, "step_budget": step_budget, "result": str(scratch / "result.json"),
         }
         (scratch / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         stderr_path = scratch / "stderr.txt"
@@ -238,3 +260,109 @@ def _tail(path: Path, limit: int = 4000) -> str:
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
+
+
+PROTOCOL = "TFDOCTOR "
+
+
+class WorkloadSession:
+    """A live workload process for comparisons: started (import, build, warmup) in the background,
+    then asked for timed chunks of steps one at a time, so two sessions can be interleaved A B A B.
+
+    Use as a context manager; the process and its scratch directory go at exit.
+    """
+
+    def __init__(self, workload: str, env: Mapping[str, str], *, warmup: int = 3, device: str = "auto",
+                 snippet: str | None = None, python: str | None = None, batch: int | None = None) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="tfdoctor-compare-")
+        scratch = Path(self._scratch.name)
+        spec = {"workload": workload, "warmup": warmup, "device": device, "snippet": snippet, "batch": batch,
+                "serve": True, "result": str(scratch / "result.json")}
+        (scratch / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        self._stderr = open(scratch / "stderr.txt", "wb")  # noqa: SIM115 - lives as long as the process
+        self.step_seconds: list[float] = []
+        self.input_seconds: list[float] = []
+        self.ready: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._ticks = read_cpu_ticks()
+        self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")],
+            env=child_environment(dict(env), scratch), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, cwd=scratch, start_new_session=True)
+
+    def __enter__(self) -> WorkloadSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def cpu_steal(self) -> float | None:
+        return steal_share(self._ticks, read_cpu_ticks())
+
+    def _reply(self, deadline: float) -> dict[str, Any] | None:
+        import selectors
+
+        assert self.process is not None and self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                    break
+                line = self.process.stdout.readline()
+                if not line:
+                    self.error = self._failure()
+                    return None
+                text = line.decode("utf-8", "replace")
+                if text.startswith(PROTOCOL):
+                    return dict(json.loads(text[len(PROTOCOL):]))
+        self.error = "the workload process did not answer in time"
+        return None
+
+    def _failure(self) -> str:
+        scratch = Path(self._scratch.name)
+        try:
+            data = json.loads((scratch / "result.json").read_text(encoding="utf-8"))
+            if data.get("error"):
+                return str(data["error"])
+        except (OSError, ValueError):
+            pass
+        tail = _last_line(_tail(scratch / "stderr.txt"))
+        return f"the workload process ended unexpectedly{': ' + tail if tail else ''}"
+
+    def wait_ready(self, timeout: float) -> bool:
+        if self.ready is None and self.error is None:
+            self.ready = self._reply(time.monotonic() + timeout)
+        return self.ready is not None
+
+    def run_steps(self, count: int, timeout: float) -> bool:
+        """Run `count` timed steps now; False (and `error`) when the process failed or hung."""
+        if not self.wait_ready(timeout) or self.process is None or self.process.stdin is None:
+            return False
+        try:
+            self.process.stdin.write(f"{count}\n".encode())
+            self.process.stdin.flush()
+        except OSError:
+            self.error = self._failure()
+            return False
+        reply = self._reply(time.monotonic() + timeout)
+        if reply is None:
+            return False
+        self.step_seconds.extend(float(v) for v in reply.get("step_seconds", ()))
+        self.input_seconds.extend(float(v) for v in reply.get("input_seconds", ()))
+        return True
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.process.stdin.close()
+            try:
+                self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.process)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+            self.process = None
+        self._stderr.close()
+        self._scratch.cleanup()

@@ -23,6 +23,8 @@ import time
 import traceback
 from typing import Any
 
+MIN_TIMED_STEPS = 10
+PROTOCOL = "TFDOCTOR "
 JIT_SNIPPET_FLAG = "TFDOCTOR_JIT_COMPILE"  # a snippet sets this global to request jit_compile=True
 
 
@@ -132,7 +134,11 @@ def run_builtin(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool
         tf.profiler.experimental.start(logdir)
     steps, inputs = [], []
     result["phase"] = "timed steps"
+    budget = spec.get("step_budget")
+    timed_start = time.perf_counter()
     for number in range(int(spec.get("steps", 10))):
+        if budget and number >= MIN_TIMED_STEPS and time.perf_counter() - timed_start > budget:
+            break
         with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
             start = time.perf_counter()
             batch = next(iterator) if iterator is not None else None
@@ -147,6 +153,38 @@ def run_builtin(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool
         result["profiler_stop_seconds"] = time.perf_counter() - stop
     result["step_seconds"] = steps
     result["input_seconds"] = inputs
+
+
+def _timed(tf: Any, step_fn: Any, iterator: Any, count: int, first: int) -> tuple[list[float], list[float]]:
+    steps, inputs = [], []
+    for number in range(first, first + count):
+        with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
+            start = time.perf_counter()
+            batch = next(iterator) if iterator is not None else None
+            got = time.perf_counter()
+            step_fn(batch).numpy()
+            end = time.perf_counter()
+        steps.append(end - start)
+        inputs.append(got - start)
+    return steps, inputs
+
+
+def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> None:
+    """Comparison mode: set up and warm up, then run timed chunks on request, so the parent can
+    interleave two live processes chunk by chunk (A B A B ...) and both see the same machine.
+
+    Protocol on stdout: lines starting with PROTOCOL; stdin: one integer (steps) per line, EOF ends."""
+    step_fn, iterator = build(tf, spec, jit)
+    for _ in range(int(spec.get("warmup", 3))):
+        batch = next(iterator) if iterator is not None else None
+        step_fn(batch).numpy()
+    print(PROTOCOL + json.dumps({"ready": True, **result}), flush=True)
+    done = 0
+    for line in sys.stdin:
+        count = int(line.strip() or 0)
+        steps, inputs = _timed(tf, step_fn, iterator, count, done)
+        done += count
+        print(PROTOCOL + json.dumps({"step_seconds": steps, "input_seconds": inputs}), flush=True)
 
 
 def run_script(tf: Any, spec: dict[str, Any], result: dict[str, Any]) -> None:
@@ -188,7 +226,9 @@ def main(argv: list[str]) -> int:
         result["policy"] = tf.keras.mixed_precision.global_policy().name
         result["devices"] = _devices(tf)
         result["phase"] = "workload"
-        if spec["workload"] == "script":
+        if spec.get("serve"):
+            serve(tf, spec, result, jit)
+        elif spec["workload"] == "script":
             run_script(tf, spec, result)
         else:
             run_builtin(tf, spec, result, jit)

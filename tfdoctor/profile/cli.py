@@ -1,0 +1,161 @@
+"""`tfdoctor profile`: run the micro-profile (or an A/B comparison) and show what it measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfdoctor.cli import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+
+BUILTIN_WORKLOADS = ("cnn", "matmul", "pyfunc")
+
+
+@contextmanager
+def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner with the current phase on stderr (nothing when stderr is not a terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _message: None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("starting") as status:
+        yield lambda message: status.update(message)
+
+
+def _environment(env_file: str | None) -> dict[str, str]:
+    if not env_file:
+        return dict(os.environ)
+    from tfdoctor.profile.envfile import EnvFileError, environment_from_file
+
+    try:
+        return environment_from_file(env_file, os.environ)
+    except EnvFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@click.command()
+@click.option("--workload", type=click.Choice(BUILTIN_WORKLOADS), default="cnn", show_default=True,
+              help="cnn: a small CNN fed by tf.data; matmul: a matmul loop; pyfunc: the CNN behind a slow "
+                   "tf.py_function pipeline (an input-bound example).")
+@click.option("--script", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Profile your own training script instead (see docs/profile.md for step markers).")
+@click.option("--steps", type=click.IntRange(1, 100000), default=20, show_default=True, help="Timed steps.")
+@click.option("--warmup", type=click.IntRange(0, 10000), default=3, show_default=True,
+              help="Untimed steps first (tracing, autotuning).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True)
+@click.option("--logdir", metavar="DIR", help="Keep the profile here (default: a new folder under the temp dir).")
+@click.option("--env", "env_file", metavar="FILE", help="Judge the environment this script (env.sh) produces.")
+@click.option("--compare", nargs=2, metavar="A.sh B.sh",
+              help="Compare two environments by interleaved runs; report B's step time relative to A's.")
+@click.option("--budget", type=click.FloatRange(10, 3600), default=60.0, show_default=True,
+              help="Seconds a comparison may take before it reports undecided.")
+@click.option("--timeout", type=click.FloatRange(1, 86400), default=300.0, show_default=True,
+              help="Seconds the profiled run may take.")
+@click.option("--python", metavar="PATH", help="Run the workload with this interpreter (it needs TensorFlow).")
+@click.option("--save-facts", metavar="FILE", help="Also write all facts, with the profile, for check --facts.")
+@click.option("--force", is_flag=True, help="Overwrite --save-facts FILE.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def profile(workload: str, script: str | None, steps: int, warmup: int, device: str, logdir: str | None,
+            env_file: str | None, compare: tuple[str, str] | None, budget: float, timeout: float,
+            python: str | None, save_facts: str | None, force: bool, fmt: str) -> None:
+    """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
+    if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageError(f"--python {python}: not an executable interpreter")
+    if compare:
+        _compare(compare, workload, device, budget, python, fmt)
+        return
+    if script and not Path(script).is_file():
+        raise UsageError(f"--script {script}: no such file")
+    environ = _environment(env_file)
+    chosen = "script" if script else workload
+    target = logdir or tempfile.mkdtemp(prefix="tfdoctor-profile-")
+    from tfdoctor.profile.facts import profile_section
+    from tfdoctor.profile.runner import run_workload
+
+    with progress_display(fmt == "text") as progress:
+        progress(f"running the {chosen} workload in a fresh process (importing TensorFlow…)")
+        run = run_workload(chosen, environ, steps, warmup, timeout, device=device, logdir=target,
+                           script=os.path.abspath(script) if script else None, python=python)
+        progress("reading the profile")
+        xspace, xspace_path = _read_xspace(target) if run.ok else ({}, None)
+        section = profile_section(run, chosen, xspace, xspace_path)
+    report = _report(section, save_facts, force, environ)
+    if fmt == "json":
+        click.echo(json.dumps({"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]},
+                              indent=2, sort_keys=True))
+    else:
+        from tfdoctor.profile.render import render_profile
+
+        click.echo(render_profile(section, report), nl=False)
+    if not run.ok:
+        raise SystemExit(EXIT_INTERNAL)
+    raise SystemExit(EXIT_FINDINGS if report.findings() else EXIT_OK)
+
+
+def _read_xspace(logdir: str) -> tuple[dict[str, Any] | Any, str | None]:
+    from tfdoctor.facts import Unknown
+    from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace
+
+    files = find_xspace_files(logdir)
+    if not files:
+        return Unknown(f"the profiler wrote no *.xplane.pb under {logdir}"), None
+    try:
+        return summarize_xspace(load_xspace(files[0])), str(files[0])
+    except ValueError as exc:
+        return Unknown(str(exc)), str(files[0])
+
+
+def _jsonable(section: dict[str, Any]) -> Any:
+    from tfdoctor.facts import to_jsonable
+
+    return to_jsonable(section)
+
+
+def _report(section: dict[str, Any], save_facts: str | None, force: bool, environ: dict[str, str]) -> Any:
+    """The PROF checks over the profile facts (profile itself yields no findings: checks do)."""
+    from tfdoctor.engine import run_checks
+    from tfdoctor.facts import Facts
+    from tfdoctor.registry import load_registry, select_checks
+
+    registry = load_registry()
+    if save_facts:
+        from tfdoctor.engine import gather_facts
+        from tfdoctor.facts.machine import Machine
+        from tfdoctor.fixes.write import WriteError, write_file
+
+        facts = gather_facts(registry.probes, Machine(environ=environ))
+        facts.sections["profile"] = section
+        try:
+            write_file(save_facts, facts.dumps() + "\n", force=force)
+        except WriteError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        from tfdoctor.facts.probes.environment import is_relevant
+
+        facts = Facts({"profile": section,
+                       "env": {"variables": {k: v for k, v in environ.items() if is_relevant(k)}}})
+    return run_checks(select_checks(registry.checks, ("PROF",), ()), facts, registry.errors)
+
+
+def _compare(files: tuple[str, str], workload: str, device: str, budget: float, python: str | None,
+             fmt: str) -> None:
+    from tfdoctor.profile.compare import Arm, compare
+
+    arms = [Arm(name, _environment(name)) for name in files]
+    with progress_display(fmt == "text") as progress:
+        result = compare(arms[0], arms[1], workload, budget=budget, device=device, python=python,
+                         progress=progress)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        click.echo(f"{files[1]} against {files[0]} ({workload} workload): {result.describe()}")
+    raise SystemExit(EXIT_INTERNAL if result.error else EXIT_OK)

@@ -1,0 +1,119 @@
+"""A/B comparison of two environments (or in-process snippets) by interleaved fresh processes.
+
+A round starts a fresh process for A and one for B; both import TensorFlow, build and warm up the
+workload at the same time (untimed, so the two cores are used), then the parent runs their timed
+steps in alternating chunks — A B A B … — so that whatever else the machine does at that moment
+falls on both arms alike. Each process's value is the 10th percentile of its step times; the round's
+value is log(B / A). Rounds repeat until the interval of `stats.paired_ratio_interval` decides or
+another round would overrun the budget. Statistics: tfdoctor/profile/stats.py, docs/profile.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfdoctor.profile.runner import WorkloadSession, low_quantile
+from tfdoctor.profile.stats import UNDECIDED, RatioInterval, paired_ratio_interval
+
+ALPHA = 0.05
+MIN_ROUNDS = 3
+MAX_ROUNDS = 8
+DEFAULT_BUDGET = 60.0
+CHUNKS, CHUNK_STEPS, WARMUP = 4, 6, 3
+LOW_QUANTILE = 0.1
+SETUP_TIMEOUT = 60.0
+
+Progress = Callable[[str], None]
+SessionFactory = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Arm:
+    label: str
+    env: Mapping[str, str]
+    snippet: str | None = None
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    candidate: str
+    verdict: str = UNDECIDED
+    interval: RatioInterval | None = None
+    a_steps: list[float] = field(default_factory=list)  # per round: the process's low step time
+    b_steps: list[float] = field(default_factory=list)
+    rounds: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    cpu_steal: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline, "candidate": self.candidate, "verdict": self.verdict,
+            "interval": self.interval.to_json() if self.interval else None,
+            "baseline_step_seconds": self.a_steps, "candidate_step_seconds": self.b_steps,
+            "rounds": self.rounds, "seconds": self.seconds, "error": self.error, "cpu_steal": self.cpu_steal,
+        }
+
+    def describe(self) -> str:
+        if self.error:
+            return f"not measured: {self.error}"
+        if self.interval is None:
+            return f"undecided after {self.rounds} round(s) in {self.seconds:.0f} s"
+        i = self.interval
+        words = {"slower": "slower", "faster": "faster", "no-effect": "no measurable effect",
+                 "undecided": "undecided"}[self.verdict]
+        return (f"{words}: step time ×{i.ratio:.2f} ({i.confidence:.1%} CI {i.low:.2f}–{i.high:.2f}; "
+                f"{self.rounds} rounds, {self.seconds:.0f} s)")
+
+
+def compare(baseline: Arm, candidate: Arm, workload: str = "cnn", *, budget: float = DEFAULT_BUDGET,
+            device: str = "auto", python: str | None = None, progress: Progress | None = None,
+            session: SessionFactory = WorkloadSession, clock: Callable[[], float] = time.monotonic,
+            max_rounds: int = MAX_ROUNDS) -> Comparison:
+    """Rounds of A/B until decided, at most `max_rounds`, not starting a round that would overrun."""
+    result = Comparison(baseline.label, candidate.label)
+    alpha_look = ALPHA / max(1, max_rounds - MIN_ROUNDS + 1)
+    started = clock()
+    steals: list[float] = []
+    while result.rounds < max_rounds:
+        elapsed = clock() - started
+        if result.rounds and elapsed + elapsed / result.rounds > budget:
+            break
+        if progress:
+            progress(f"round {result.rounds + 1}: starting {baseline.label} and {candidate.label}")
+        pair = [session(workload, arm.env, warmup=WARMUP, device=device, snippet=arm.snippet, python=python)
+                for arm in (baseline, candidate)]
+        try:
+            for chunk in range(CHUNKS):
+                for arm, live in zip((baseline, candidate), pair, strict=True):
+                    if progress:
+                        progress(f"round {result.rounds + 1}: timing {arm.label} ({chunk + 1}/{CHUNKS})")
+                    if not live.run_steps(CHUNK_STEPS, SETUP_TIMEOUT):
+                        result.error = f"{arm.label}: {live.error}"
+                        result.seconds = clock() - started
+                        return result
+            a_value = low_quantile(pair[0].step_seconds, LOW_QUANTILE)
+            b_value = low_quantile(pair[1].step_seconds, LOW_QUANTILE)
+            steal = pair[0].cpu_steal
+        finally:
+            for live in pair:
+                live.close()
+        assert a_value is not None and b_value is not None
+        result.a_steps.append(a_value)
+        result.b_steps.append(b_value)
+        if steal is not None:
+            steals.append(steal)
+        result.rounds += 1
+        result.seconds = clock() - started
+        result.cpu_steal = max(steals) if steals else None
+        if result.rounds >= MIN_ROUNDS:
+            result.interval = paired_ratio_interval(result.a_steps, result.b_steps, alpha_look)
+            result.verdict = result.interval.verdict()
+            if result.verdict != UNDECIDED:
+                return result
+    result.seconds = clock() - started
+    return result

@@ -1,0 +1,62 @@
+"""The "profile" facts section: what a workload run measured, plus what its XSpace shows (pure).
+
+Timing facts come from the workload's own clock (step time, input wait per step); the XSpace adds what
+only the profiler sees (devices and whether device activity was captured, op times, XLA clusters,
+float16/bfloat16 kernels). For a user's script, whose steps tfdoctor does not drive, step times and the
+input share come from the XSpace step markers instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfdoctor.facts import Unknown
+from tfdoctor.profile.runner import RunResult
+from tfdoctor.profile.xspace import step_summary
+
+INPUT_BOUND_SHARE = 0.5  # more than half of every step waits for the next batch
+NOISY_STEAL = 0.05  # 5 % of CPU time taken by the hypervisor: the timings are suspect
+XSPACE_KEYS = ("device_activity_captured", "host_op_seconds", "device_seconds", "top_ops",
+               "low_precision_share", "xla_clusters")
+
+
+def profile_section(run: RunResult, workload: str, xspace: dict[str, Any] | Unknown,
+                    xspace_path: str | None = None) -> dict[str, Any]:
+    if not run.ok:
+        return {"workload": workload, "ok": False, "error": run.error or "the workload failed",
+                "cpu_steal": run.cpu_steal, "wall_seconds": run.wall_seconds}
+    device_names = [d.get("name", "") for d in run.devices]
+    gpu_present = any(d.get("type") == "GPU" for d in run.devices)
+    section: dict[str, Any] = {
+        "workload": workload,
+        "ok": True,
+        "tf_version": run.tf_version,
+        "devices": device_names,
+        "gpu_present": gpu_present,
+        "policy": run.policy,
+        "jit_compile": run.jit_compile,
+        "steps": step_summary(list(run.step_seconds)),
+        "input_share": run.input_share,
+        "cpu_steal": run.cpu_steal,
+        "noisy": bool(run.cpu_steal is not None and run.cpu_steal > NOISY_STEAL),
+        "import_seconds": run.import_seconds,
+        "wall_seconds": run.wall_seconds,
+        "logdir": run.logdir,
+        "xspace_file": xspace_path,
+    }
+    if isinstance(xspace, Unknown):
+        for key in XSPACE_KEYS:
+            section[key] = xspace
+    else:
+        for key in XSPACE_KEYS:
+            section[key] = xspace.get(key)
+        section["planes"] = xspace.get("planes", [])
+        if gpu_present and not xspace.get("device_planes"):
+            # TensorFlow saw a GPU but the profile holds no device plane at all: nothing captured.
+            section["device_activity_captured"] = False
+        if not run.step_seconds:  # a user's script: its own step markers
+            section["steps"] = xspace.get("steps", step_summary([]))
+            section["input_share"] = xspace.get("input_share")
+    share = section.get("input_share")
+    section["input_bound"] = (share >= INPUT_BOUND_SHARE) if isinstance(share, float) else None
+    return section

@@ -1,0 +1,61 @@
+"""The readable summary of a profile (plain text; the findings below it use the report renderer)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from tfdoctor.facts import Unknown
+
+
+def _ms(seconds: Any) -> str:
+    return f"{seconds * 1000:.1f} ms" if isinstance(seconds, (int, float)) else "unknown"
+
+
+def _pct(share: Any) -> str:
+    return f"{share:.0%}" if isinstance(share, (int, float)) else "unknown"
+
+
+def render_profile(section: dict[str, Any], report: Any) -> str:
+    if not section.get("ok"):
+        return f"tfdoctor: the {section.get('workload')} workload failed: {section.get('error')}\n"
+    lines = [f"tfdoctor profile: {section['workload']} workload, TensorFlow {section.get('tf_version')}"]
+    lines.append(f"  devices         {', '.join(section.get('devices') or []) or 'none'}")
+    captured = section.get("device_activity_captured")
+    if isinstance(captured, Unknown):
+        lines.append(f"  device activity unknown ({captured.reason})")
+    elif captured is False:
+        lines.append("  device activity NOT captured: a GPU is present but the profile holds no device events "
+                     "(CUPTI is not working; see the CUPTI findings of tfdoctor check)")
+    elif captured:
+        lines.append("  device activity captured")
+    steps = section.get("steps") or {}
+    lines.append(f"  step time       median {_ms(steps.get('median_seconds'))} over {steps.get('count', 0)} steps, "
+                 f"spread (p90-p10)/median {_pct(steps.get('spread'))}")
+    bound = " — input-bound" if section.get("input_bound") else ""
+    lines.append(f"  input wait      {_pct(section.get('input_share'))} of the step{bound}")
+    host, device = section.get("host_op_seconds"), section.get("device_seconds")
+    if not isinstance(host, Unknown):
+        lines.append(f"  op time         host {_ms(host)}, device {_ms(device)} (over the timed steps)")
+    precision = section.get("low_precision_share")
+    lines.append(f"  dtype policy    {section.get('policy')}; float16/bfloat16 kernel share "
+                 f"{_pct(precision) if precision is not None else 'n/a (no device kernels)'}")
+    clusters = section.get("xla_clusters")
+    if isinstance(clusters, list):
+        lines.append(f"  XLA clusters    {len(clusters)}{': ' + ', '.join(clusters[:5]) if clusters else ''}")
+    steal = section.get("cpu_steal")
+    noisy = " — noisy run: other tenants took CPU time, timings are suspect" if section.get("noisy") else ""
+    lines.append(f"  CPU steal       {_pct(steal)}{noisy}")
+    top = section.get("top_ops")
+    if isinstance(top, list) and top:
+        lines.append("  top ops")
+        lines.extend(f"    {row['where']:<6} {row['op'][:60]:<60} {_ms(row['seconds']):>10} {_pct(row['share']):>5}"
+                     for row in top[:8])
+    if section.get("logdir"):
+        lines.append(f"  view it         tensorboard --logdir {shlex.quote(section['logdir'])}  (Profile tab)")
+    text = "\n".join(lines) + "\n"
+    if report.findings():
+        from tfdoctor.report.text import render_text
+
+        text += "\n" + render_text(report, verbose=False, color=False)
+    return text

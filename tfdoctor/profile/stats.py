@@ -1,0 +1,156 @@
+"""The statistics of an A/B comparison of step times (pure; no numpy, no scipy).
+
+One workload process gives one number: the 10th percentile of its timed steps after warmup (steps
+within one process share its thread placement, memory layout and JIT state, so they are not
+independent samples of the environment; processes are. Other processes on the machine only ever add
+time to a step, so a low quantile measures the environment rather than the neighbours). The
+comparison is between these per-process values of arm A (baseline) and arm B (candidate), on the log
+scale, where a ratio is a difference:
+
+    d = mean(log B) - mean(log A),   se = s * sqrt(1/nA + 1/nB),   df = nA + nB - 2
+    ratio B/A = exp(d),  interval = exp(d ± t(1 - a/2, df) * se)
+
+s is the pooled standard deviation of the per-process log values, floored at SIGMA_FLOOR (two processes that
+happen to agree to 0.1 % must not make an interval look sharper than a run-to-run noise ever is).
+Runs are interleaved (A B A B ...) and the interval is looked at after every round from the second
+on; to keep the overall error rate at `alpha` over up to `max_looks` looks, each look uses
+a = alpha / max_looks (Bonferroni). A look decides:
+  slower   - the whole interval is above 1 (B takes longer per step than A)
+  faster   - the whole interval is below 1
+  no-effect - the whole interval lies within 1 ± EQUIVALENCE (too small to matter, and measured so)
+and otherwise another round runs, until the budget is spent: then the result is undecided.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SIGMA_FLOOR = 0.01  # 1 % process-to-process noise on the log scale, at least
+EQUIVALENCE = 0.03  # differences within ±3 % count as "no measurable effect"
+SLOWER, FASTER, NO_EFFECT, UNDECIDED = "slower", "faster", "no-effect", "undecided"
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    ratio: float  # B / A, > 1 means B is slower
+    low: float
+    high: float
+    confidence: float  # of this one look, e.g. 0.99 after the Bonferroni split
+    n_a: int
+    n_b: int
+
+    def verdict(self, equivalence: float = EQUIVALENCE) -> str:
+        if self.low > 1.0:
+            return SLOWER
+        if self.high < 1.0:
+            return FASTER
+        if self.low >= 1.0 / (1.0 + equivalence) and self.high <= 1.0 + equivalence:
+            return NO_EFFECT
+        return UNDECIDED
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
+                "n_a": self.n_a, "n_b": self.n_b}
+
+
+def ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> RatioInterval:
+    """Interval for step(B) / step(A) from per-process values (each list ≥ 2)."""
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("each arm needs at least two processes")
+    if min(*a, *b) <= 0:
+        raise ValueError("step times must be positive")
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    df = len(la) + len(lb) - 2
+    pooled = (statistics.variance(la) * (len(la) - 1) + statistics.variance(lb) * (len(lb) - 1)) / df
+    sigma = max(math.sqrt(pooled), SIGMA_FLOOR)
+    se = sigma * math.sqrt(1 / len(la) + 1 / len(lb))
+    diff = statistics.fmean(lb) - statistics.fmean(la)
+    half = t_quantile(1 - alpha / 2, df) * se
+    return RatioInterval(math.exp(diff), math.exp(diff - half), math.exp(diff + half), 1 - alpha,
+                         len(la), len(lb))
+
+
+def paired_ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> RatioInterval:
+    """Interval for step(B) / step(A) from rounds that each measured A and B side by side.
+
+    d_i = log(b_i / a_i); interval exp(mean(d) ± t(1 - alpha/2, n - 1) * max(sd(d), SIGMA_FLOOR) / sqrt(n)).
+    """
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError("paired values: two equally long lists of at least two rounds")
+    if min(*a, *b) <= 0:
+        raise ValueError("step times must be positive")
+    diffs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+    sigma = max(statistics.stdev(diffs), SIGMA_FLOOR)
+    half = t_quantile(1 - alpha / 2, len(diffs) - 1) * sigma / math.sqrt(len(diffs))
+    mean = statistics.fmean(diffs)
+    return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), 1 - alpha,
+                         len(a), len(b))
+
+
+# -- Student's t without scipy -------------------------------------------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 3e-16
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with df degrees of freedom (bisection on the CDF)."""
+    if not 0 < p < 1:
+        raise ValueError("p must be in (0, 1)")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-10 * max(1.0, high):
+            break
+    return (low + high) / 2

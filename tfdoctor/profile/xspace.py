@@ -1,0 +1,244 @@
+"""Reading the TensorFlow Profiler's XSpace (`*.xplane.pb`) without importing TensorFlow.
+
+The protobuf classes are generated code that ships in the TensorFlow wheel
+(tensorflow/tsl/profiler/protobuf/xplane_pb2.py); it needs only `google.protobuf`, so it is loaded
+from its file path — `importlib.util.find_spec("tensorflow")` locates the package without running its
+`__init__`. When it cannot be loaded (no TensorFlow beside tfdoctor, a protobuf runtime that rejects
+the generated code) the XSpace facts are unknown with that reason; the timing facts do not need it.
+
+`summarize_xspace` is pure: it turns a parsed XSpace into plain facts, so tests build a small XSpace
+with device planes and check what comes out (including "GPU present, no device events").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tfdoctor.facts import Unknown
+
+XPLANE_RELATIVE = ("tsl", "profiler", "protobuf", "xplane_pb2.py")
+# Lines of a device plane that TensorFlow derives from the kernels (they repeat the kernels' time).
+DERIVED_LINES = ("XLA Modules", "XLA Ops", "TensorFlow Ops", "TensorFlow Name Scope", "Steps", "Source",
+                 "Framework Name Scope", "Framework Ops", "XLA TraceMe", "Launch Stats", "Sparse Core")
+# A TensorFlow op on a host thread is recorded as "op_name:OpType".
+OP_EVENT = re.compile(r"^(?P<name>[^\s:][^\s]*?):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
+INPUT_OP_TYPES = frozenset({"IteratorGetNext", "IteratorGetNextAsOptional", "IteratorGetNextSync",
+                            "MultiDeviceIteratorGetNextFromShard"})
+EAGER_INPUT_EVENTS = ("EagerLocalExecute: IteratorGetNext", "EagerLocalExecute: IteratorGetNextAsOptional")
+XLA_HOST_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "_XlaCompile", "XlaLaunchV2"})
+LOW_PRECISION = re.compile(r"(fp16|f16|half|bf16|bfloat16|h884|h1688|h16816|hmma|s16816gemm_f16)", re.IGNORECASE)
+PS = 1e-12
+
+
+@lru_cache(maxsize=1)
+def xplane_module() -> ModuleType | Unknown:
+    """The generated XSpace module from the installed TensorFlow wheel, loaded by path."""
+    try:
+        spec = importlib.util.find_spec("tensorflow")
+    except (ImportError, ValueError) as exc:
+        return Unknown(f"cannot locate TensorFlow: {exc}")
+    if spec is None or not spec.submodule_search_locations:
+        return Unknown("TensorFlow is not installed beside tfdoctor; the XSpace protos ship in its wheel")
+    for location in spec.submodule_search_locations:
+        path = Path(location, *XPLANE_RELATIVE)
+        if path.is_file():
+            break
+    else:
+        return Unknown(f"{'/'.join(XPLANE_RELATIVE)} is not in this TensorFlow installation")
+    try:
+        loader_spec = importlib.util.spec_from_file_location("tfdoctor_xplane_pb2", path)
+        assert loader_spec is not None and loader_spec.loader is not None
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # ImportError (no protobuf), VersionError, descriptor clashes
+        return Unknown(f"cannot load {path}: {type(exc).__name__}: {exc}")
+    return module
+
+
+def find_xspace_files(logdir: str | Path) -> list[Path]:
+    """The newest run's *.xplane.pb files under a TensorBoard logdir (plugins/profile/<run>/)."""
+    runs = sorted(Path(logdir).glob("plugins/profile/*/"), key=lambda p: p.name)
+    if not runs:
+        return []
+    return sorted(runs[-1].glob("*.xplane.pb"))
+
+
+def load_xspace(path: str | Path) -> Any:
+    """A parsed XSpace message; raises ValueError with a readable reason."""
+    module = xplane_module()
+    if isinstance(module, Unknown):
+        raise ValueError(module.reason)
+    space = module.XSpace()
+    try:
+        space.ParseFromString(Path(path).read_bytes())
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except Exception as exc:  # google.protobuf.message.DecodeError
+        raise ValueError(f"{path} is not an XSpace: {exc}") from None
+    return space
+
+
+# -- pure summary --------------------------------------------------------------------------------
+
+
+def _stat_value(stat: Any, names: dict[int, str]) -> Any:
+    kind = stat.WhichOneof("value")
+    if kind == "ref_value":
+        return names.get(stat.ref_value)
+    return getattr(stat, kind) if kind else None
+
+
+def _events(plane: Any) -> Iterator[tuple[Any, Any, str, int, int]]:
+    """(line, event, event name, start ps, end ps) over every event of a plane."""
+    metadata = plane.event_metadata
+    for line in plane.lines:
+        base = line.timestamp_ns * 1000
+        for event in line.events:
+            name = metadata[event.metadata_id].name if event.metadata_id in metadata else ""
+            start = base + event.offset_ps
+            yield line, event, name, start, start + event.duration_ps
+
+
+def _merged_length(intervals: Iterable[tuple[int, int]]) -> int:
+    total, current_start, current_end = 0, None, None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None:
+                total += current_end - current_start  # type: ignore[operator]
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None:
+        total += current_end - current_start  # type: ignore[operator]
+    return total
+
+
+def _overlap(interval: tuple[int, int], windows: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The part of interval inside the step window containing its start (steps don't overlap)."""
+    for start, end in windows:
+        low, high = max(interval[0], start), min(interval[1], end)
+        if low < high:
+            return low, high
+    return None
+
+
+def is_device_plane(name: str) -> bool:
+    return name.startswith(("/device:GPU:", "/device:TPU:", "/device:CUSTOM:"))
+
+
+def summarize_xspace(space: Any, top: int = 10) -> dict[str, Any]:
+    """Plain facts from one XSpace: devices, steps, input wait, host/device time, top ops, XLA."""
+    host_planes = [p for p in space.planes if p.name.startswith("/host:")]
+    device_planes = [p for p in space.planes if is_device_plane(p.name)]
+
+    steps: list[tuple[int, int]] = []
+    step_lines: set[int] = set()
+    for plane in host_planes:
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for line, event, _name, start, end in _events(plane):
+            stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
+            if "step_num" in stats and stats.get("_r") == 1:
+                steps.append((start, end))
+                step_lines.add(id(line))
+    steps.sort()
+
+    input_intervals: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    host_ops: dict[str, int] = defaultdict(int)
+    host_op_intervals: list[tuple[int, int]] = []
+    xla_clusters: set[str] = set()
+    for plane in host_planes:
+        for line, _event, name, start, end in _events(plane):
+            match = OP_EVENT.match(name)
+            op_type = match.group("type") if match else None
+            if (op_type in INPUT_OP_TYPES) or name in EAGER_INPUT_EVENTS:
+                clipped = _overlap((start, end), steps) if steps else (start, end)
+                if clipped:
+                    input_intervals[id(line)].append(clipped)
+            if op_type and "::" not in name:
+                if op_type in XLA_HOST_OP_TYPES:
+                    xla_clusters.add(match.group("name"))  # type: ignore[union-attr]
+                clipped = _overlap((start, end), steps) if steps else (start, end)
+                if clipped:
+                    host_ops[op_type] += clipped[1] - clipped[0]
+                    host_op_intervals.append(clipped)
+
+    device_facts = []
+    device_ops: dict[str, int] = defaultdict(int)
+    device_intervals: list[tuple[int, int]] = []
+    for plane in device_planes:
+        count = 0
+        busy: list[tuple[int, int]] = []
+        for line, _event, name, start, end in _events(plane):
+            if line.name == "XLA Modules":
+                xla_clusters.add(name.split("(", 1)[0])
+            if line.name in DERIVED_LINES:
+                continue
+            count += 1
+            busy.append((start, end))
+            device_ops[name] += end - start
+        device_intervals.extend(busy)
+        device_facts.append({"name": plane.name, "events": count, "busy_seconds": _merged_length(busy) * PS})
+
+    step_seconds = [(end - start) * PS for start, end in steps]
+    total_step_ps = sum(end - start for start, end in steps)
+    input_ps = sum(_merged_length(v) for v in input_intervals.values())
+    summary: dict[str, Any] = {
+        "planes": sorted(p.name for p in space.planes),
+        "hostnames": list(space.hostnames),
+        "device_planes": device_facts,
+        # None when there is no accelerator plane at all (a CPU run): nothing to capture.
+        "device_activity_captured": (any(d["events"] > 0 for d in device_facts) if device_facts else None),
+        "steps": step_summary(step_seconds),
+        "input_share": (min(1.0, input_ps / total_step_ps) if total_step_ps else None),
+        "host_op_seconds": _merged_length(host_op_intervals) * PS,
+        "device_seconds": _merged_length(device_intervals) * PS,
+        "top_ops": _top_ops(host_ops, device_ops, top),
+        "low_precision_share": _low_precision_share(device_ops),
+        "xla_clusters": sorted(xla_clusters),
+        "errors": list(space.errors),
+        "warnings": list(space.warnings),
+    }
+    return summary
+
+
+def step_summary(seconds: list[float]) -> dict[str, Any]:
+    """Median and spread of step times; spread = (p90 - p10) / median, robust to one slow step."""
+    if not seconds:
+        return {"count": 0, "median_seconds": None, "spread": None}
+    ordered = sorted(seconds)
+    median = statistics.median(ordered)
+
+    def quantile(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        low = int(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    spread = (quantile(0.9) - quantile(0.1)) / median if median > 0 else None
+    return {"count": len(ordered), "median_seconds": median, "min_seconds": ordered[0],
+            "max_seconds": ordered[-1], "spread": spread}
+
+
+def _top_ops(host: dict[str, int], device: dict[str, int], top: int) -> list[dict[str, Any]]:
+    rows = [("host", k, v) for k, v in host.items()] + [("device", k, v) for k, v in device.items()]
+    totals = {"host": sum(host.values()) or 1, "device": sum(device.values()) or 1}
+    rows.sort(key=lambda r: -r[2])
+    return [{"where": where, "op": name, "seconds": ps * PS, "share": ps / totals[where]}
+            for where, name, ps in rows[:top]]
+
+
+def _low_precision_share(device_ops: dict[str, int]) -> float | None:
+    """Share of device kernel time in float16/bfloat16 kernels (by kernel name); None without kernels.
+    Host traces record no dtypes, so a CPU run leaves this to the workload's dtype policy."""
+    total = sum(device_ops.values())
+    if not total:
+        return None
+    return sum(v for k, v in device_ops.items() if LOW_PRECISION.search(k)) / total

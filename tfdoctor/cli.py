@@ -276,9 +276,11 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--validate", is_flag=True,
+              help="Measure each fix with the micro-profile (interleaved runs); drop fixes measured slower.")
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
-        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool) -> None:
+        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool, validate: bool) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -287,6 +289,10 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
     report = _build_report(opts, config)
     plan = plan_fixes(report.findings(), unsafe=unsafe_fixes)
+    if validate:
+        from tfdoctor.profile.validate import validate_fixes
+
+        plan = validate_fixes(plan, live=not (facts_file or root))
     header = f"tfdoctor {__version__} fixes for {report.facts.meta.get('hostname', 'this host')}"
     script = _render_env(plan, header, shell)
     try:

@@ -120,6 +120,28 @@ def parse_cpu_line(fields: Sequence[str]) -> tuple[int, int] | None:
     return steal, sum(values[:8])
 
 
+def busy_ticks(stat_path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(busy, total) jiffies of the aggregate `cpu` line: busy excludes idle and iowait."""
+    try:
+        with open(stat_path, encoding="ascii") as handle:
+            fields = handle.readline().split()
+        values = [int(v) for v in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+    return sum(values) - values[3] - (values[4] if len(values) > 4 else 0), sum(values)
+
+
+def foreign_cpu_share(before: tuple[int, int] | None, after: tuple[int, int] | None,
+                      own_cpu_seconds: float) -> float | None:
+    """Share of the machine's CPU time used by processes other than ours (our children's CPU time
+    subtracted), over an interval: how much the neighbours competed with a measurement."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    foreign = (after[0] - before[0]) - own_cpu_seconds * ticks_per_second
+    return min(1.0, max(0.0, foreign / (after[1] - before[1])))
+
+
 def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     if before is None or after is None:
         return None
@@ -335,12 +357,13 @@ class WorkloadSession:
             self.ready = self._reply(time.monotonic() + timeout)
         return self.ready is not None
 
-    def run_steps(self, count: int, timeout: float) -> bool:
-        """Run `count` timed steps now; False (and `error`) when the process failed or hung."""
+    def run_steps(self, count: int, timeout: float, max_seconds: float = 0.0) -> bool:
+        """Run `count` timed steps now (fewer, but at least two, once `max_seconds` have passed);
+        False (and `error`) when the process failed or hung."""
         if not self.wait_ready(timeout) or self.process is None or self.process.stdin is None:
             return False
         try:
-            self.process.stdin.write(f"{count}\n".encode())
+            self.process.stdin.write(f"{count} {max_seconds}\n".encode())
             self.process.stdin.flush()
         except OSError:
             self.error = self._failure()

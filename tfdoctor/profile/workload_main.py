@@ -155,9 +155,13 @@ def run_builtin(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool
     result["input_seconds"] = inputs
 
 
-def _timed(tf: Any, step_fn: Any, iterator: Any, count: int, first: int) -> tuple[list[float], list[float]]:
+def _timed(tf: Any, step_fn: Any, iterator: Any, count: int, first: int,
+           max_seconds: float = 0.0) -> tuple[list[float], list[float]]:
     steps, inputs = [], []
+    started = time.perf_counter()
     for number in range(first, first + count):
+        if max_seconds and len(steps) >= 2 and time.perf_counter() - started > max_seconds:
+            break
         with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
             start = time.perf_counter()
             batch = next(iterator) if iterator is not None else None
@@ -173,7 +177,7 @@ def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> N
     """Comparison mode: set up and warm up, then run timed chunks on request, so the parent can
     interleave two live processes chunk by chunk (A B A B ...) and both see the same machine.
 
-    Protocol on stdout: lines starting with PROTOCOL; stdin: one integer (steps) per line, EOF ends."""
+    Protocol on stdout: lines starting with PROTOCOL; stdin: "STEPS MAX_SECONDS" per line, EOF ends."""
     step_fn, iterator = build(tf, spec, jit)
     for _ in range(int(spec.get("warmup", 3))):
         batch = next(iterator) if iterator is not None else None
@@ -181,8 +185,10 @@ def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> N
     print(PROTOCOL + json.dumps({"ready": True, **result}), flush=True)
     done = 0
     for line in sys.stdin:
-        count = int(line.strip() or 0)
-        steps, inputs = _timed(tf, step_fn, iterator, count, done)
+        words = line.split()
+        count = int(words[0]) if words else 0
+        max_seconds = float(words[1]) if len(words) > 1 else 0.0
+        steps, inputs = _timed(tf, step_fn, iterator, count, done, max_seconds)
         done += count
         print(PROTOCOL + json.dumps({"step_seconds": steps, "input_seconds": inputs}), flush=True)
 

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tfdoctor.profile.runner import low_quantile, parse_cpu_line, steal_share
+from tfdoctor.profile.stats import (
+    FASTER,
+    NO_EFFECT,
+    SIGMA_FLOOR,
+    SLOWER,
+    UNDECIDED,
+    paired_ratio_interval,
+    ratio_interval,
+    t_quantile,
+)
+
+
+@pytest.mark.parametrize(("p", "df", "expected"), [
+    (0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 10, 2.2281), (0.995, 4, 4.6041), (0.9, 30, 1.3104),
+])
+def test_t_quantile_matches_tables(p, df, expected):
+    assert t_quantile(p, df) == pytest.approx(expected, abs=2e-4)
+    assert t_quantile(1 - p, df) == pytest.approx(-expected, abs=2e-4)
+
+
+def test_paired_interval_decides_a_clear_slowdown():
+    a = [0.010, 0.011, 0.0105]
+    b = [0.019, 0.021, 0.020]
+    interval = paired_ratio_interval(a, b, 0.05 / 6)
+    assert interval.ratio == pytest.approx(math.exp(sum(math.log(y / x) for x, y in zip(a, b)) / 3))
+    assert interval.low > 1.5
+    assert interval.verdict() == SLOWER
+    assert paired_ratio_interval(b, a, 0.05 / 6).verdict() == FASTER
+
+
+def test_paired_interval_noise_is_undecided():
+    interval = paired_ratio_interval([0.010, 0.020, 0.010], [0.020, 0.010, 0.011], 0.05)
+    assert interval.low < 1 < interval.high
+    assert interval.verdict() == UNDECIDED
+
+
+def test_identical_runs_are_no_effect_and_the_floor_keeps_the_interval_honest():
+    values = [0.010, 0.010, 0.010, 0.010, 0.010, 0.010]
+    interval = paired_ratio_interval(values, values, 0.05)
+    # sd is 0; the floor gives half-width t(0.975, 5) * 0.01 / sqrt(6)
+    half = t_quantile(0.975, 5) * SIGMA_FLOOR / math.sqrt(6)
+    assert interval.high == pytest.approx(math.exp(half))
+    assert interval.verdict() == NO_EFFECT
+
+
+def test_unpaired_interval():
+    interval = ratio_interval([0.010, 0.0102, 0.0098], [0.030, 0.031, 0.029], 0.05)
+    assert interval.ratio == pytest.approx(3.0, rel=0.02)
+    assert interval.verdict() == SLOWER
+    with pytest.raises(ValueError):
+        ratio_interval([0.01], [0.02, 0.03], 0.05)
+
+
+def test_low_quantile():
+    assert low_quantile([5, 1, 3, 2, 4], 0.0) == 1
+    assert low_quantile([5, 1, 3, 2, 4], 0.5) == 3
+    assert low_quantile([1, 2], 0.1) == pytest.approx(1.1)
+    assert low_quantile([], 0.1) is None
+
+
+def test_cpu_steal_from_proc_stat_lines():
+    before = parse_cpu_line("cpu 100 0 50 800 10 0 0 40 0 0".split())
+    after = parse_cpu_line("cpu 200 0 100 1600 20 0 0 80 5 0".split())
+    assert before == (40, 1000)
+    assert steal_share(before, after) == pytest.approx(40 / 1000)
+    assert parse_cpu_line("cpu0 1 2 3".split()) is None
+    assert steal_share(None, after) is None

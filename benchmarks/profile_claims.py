@@ -50,7 +50,7 @@ def main() -> None:
             held[name] += ok
             print(json.dumps({"rep": repetition, "claim": name, "held": ok, "input_share": share,
                               "error": run.error, "load1": os.getloadavg()[0]}), flush=True)
-    print("summary (machine: %d CPUs):" % os.cpu_count())
+    print(f"summary (machine: {os.cpu_count()} CPUs):")
     for name, count in held.items():
         print(f"  {count}/{repetitions}  {name}")
 

@@ -10,8 +10,8 @@ from tfdoctor.fixes.plan import plan_fixes
 from tfdoctor.fixes.render_sh import render_sh
 from tfdoctor.model import Applicability, EnvFix, Finding, PythonFix, set_env
 from tfdoctor.profile.compare import CHUNK_STEPS, CHUNKS, MIN_ROUNDS, Arm, compare
-from tfdoctor.profile.validate import validate_plan
 from tfdoctor.profile.stats import FASTER, NO_EFFECT, SLOWER, UNDECIDED
+from tfdoctor.profile.validate import validate_plan
 
 
 class FakeClock:
@@ -76,7 +76,7 @@ def test_snippets_and_faster_and_no_effect():
 def test_noise_runs_out_the_budget_undecided():
     clock = FakeClock()
     noisy = [0.01, 0.03, 0.012, 0.025, 0.02, 0.011, 0.03, 0.01]
-    factory, started = fake_sessions(
+    factory, _ = fake_sessions(
         lambda env, snippet, r: noisy[r % 8] if env["ARM"] == "B" else noisy[(r + 3) % 8], clock)
     result = compare(Arm("A", {"ARM": "A"}), Arm("B", {"ARM": "B"}), session=factory, clock=clock, budget=60)
     assert result.verdict == UNDECIDED

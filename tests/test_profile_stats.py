@@ -29,7 +29,7 @@ def test_paired_interval_decides_a_clear_slowdown():
     a = [0.010, 0.011, 0.0105]
     b = [0.019, 0.021, 0.020]
     interval = paired_ratio_interval(a, b, 0.05 / 6)
-    assert interval.ratio == pytest.approx(math.exp(sum(math.log(y / x) for x, y in zip(a, b)) / 3))
+    assert interval.ratio == pytest.approx(math.exp(sum(math.log(y / x) for x, y in zip(a, b, strict=True)) / 3))
     assert interval.low > 1.5
     assert interval.verdict() == SLOWER
     assert paired_ratio_interval(b, a, 0.05 / 6).verdict() == FASTER
@@ -66,9 +66,9 @@ def test_low_quantile():
 
 
 def test_cpu_steal_from_proc_stat_lines():
-    before = parse_cpu_line("cpu 100 0 50 800 10 0 0 40 0 0".split())
-    after = parse_cpu_line("cpu 200 0 100 1600 20 0 0 80 5 0".split())
+    before = parse_cpu_line(["cpu", "100", "0", "50", "800", "10", "0", "0", "40", "0", "0"])
+    after = parse_cpu_line(["cpu", "200", "0", "100", "1600", "20", "0", "0", "80", "5", "0"])
     assert before == (40, 1000)
     assert steal_share(before, after) == pytest.approx(40 / 1000)
-    assert parse_cpu_line("cpu0 1 2 3".split()) is None
+    assert parse_cpu_line(["cpu0", "1", "2", "3"]) is None
     assert steal_share(None, after) is None

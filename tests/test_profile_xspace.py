@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import check_facts
 from tfdoctor.facts import Unknown
 from tfdoctor.profile.facts import profile_section
 from tfdoctor.profile.runner import RunResult
 from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace, xplane_module
 from tfdoctor.testing import facts_from
-from tests.conftest import check_facts
 
 MS = 1_000_000_000  # picoseconds
 

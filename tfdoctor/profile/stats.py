@@ -3,22 +3,20 @@
 One workload process gives one number: the 10th percentile of its timed steps after warmup (steps
 within one process share its thread placement, memory layout and JIT state, so they are not
 independent samples of the environment; processes are. Other processes on the machine only ever add
-time to a step, so a low quantile measures the environment rather than the neighbours). The
-comparison is between these per-process values of arm A (baseline) and arm B (candidate), on the log
-scale, where a ratio is a difference:
+time to a step, so a low quantile measures the environment rather than the neighbours).
 
-    d = mean(log B) - mean(log A),   se = s * sqrt(1/nA + 1/nB),   df = nA + nB - 2
-    ratio B/A = exp(d),  interval = exp(d ± t(1 - a/2, df) * se)
+Comparisons run in rounds, each measuring a fresh A process and a fresh B process side by side
+(tfdoctor/profile/compare.py); round i gives d_i = log(b_i / a_i), and after n rounds
 
-s is the pooled standard deviation of the per-process log values, floored at SIGMA_FLOOR (two processes that
-happen to agree to 0.1 % must not make an interval look sharper than a run-to-run noise ever is).
-Runs are interleaved (A B A B ...) and the interval is looked at after every round from the second
-on; to keep the overall error rate at `alpha` over up to `max_looks` looks, each look uses
-a = alpha / max_looks (Bonferroni). A look decides:
-  slower   - the whole interval is above 1 (B takes longer per step than A)
-  faster   - the whole interval is below 1
+    ratio B/A = exp(mean(d)),  interval = exp(mean(d) ± t(1 - a/2, n - 1) * max(sd(d), SIGMA_FLOOR) / sqrt(n))
+
+(`paired_ratio_interval`; `ratio_interval` is the unpaired pooled form, for independent runs). The
+floor keeps two rounds that happen to agree to 0.1 % from looking sharper than process noise ever is.
+The caller splits its error rate over the looks it takes (Bonferroni), and a look decides:
+  slower    - the whole interval is above 1 (B takes longer per step than A)
+  faster    - the whole interval is below 1
   no-effect - the whole interval lies within 1 ± EQUIVALENCE (too small to matter, and measured so)
-and otherwise another round runs, until the budget is spent: then the result is undecided.
+and is undecided otherwise.
 """
 
 from __future__ import annotations

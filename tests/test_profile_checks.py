@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import check_facts
+from tfdoctor.model import Applicability, PythonFix, Status
+from tfdoctor.testing import facts_from
+
+
+def section(**overrides):
+    base = {"workload": "pyfunc", "ok": True, "devices": ["/device:CPU:0"], "gpu_present": False,
+            "input_share": 0.85, "input_bound": True, "cpu_steal": 0.0, "noisy": False,
+            "device_activity_captured": None, "steps": {"count": 20, "median_seconds": 0.15}}
+    return base | overrides
+
+
+def test_input_bound_profile_raises_the_tf_data_finding():
+    report = check_facts(facts_from({"profile": section()}), select=["PROF"])
+    assert report.codes() == ["PROF001"]
+    finding = report.findings()[0]
+    assert finding.evidence == {"profile.input_share": 0.85, "profile.workload": "pyfunc"}
+    (fix,) = finding.fixes
+    assert isinstance(fix, PythonFix) and fix.applicability is Applicability.MANUAL
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in fix.code and "prefetch(tf.data.AUTOTUNE)" in fix.code
+
+
+def test_a_fast_pipeline_stays_silent():
+    report = check_facts(facts_from({"profile": section(workload="cnn", input_share=0.02, input_bound=False)}),
+                         select=["PROF"])
+    assert report.codes() == []
+
+
+def test_noisy_run_is_reported():
+    report = check_facts(facts_from({"profile": section(input_share=0.0, input_bound=False, cpu_steal=0.12,
+                                                         noisy=True)}), select=["PROF"])
+    assert report.codes() == ["PROF003"]
+    assert report.findings()[0].evidence == {"profile.cpu_steal": 0.12}
+
+
+def test_without_a_profile_the_checks_are_not_checked():
+    report = check_facts(facts_from({}), select=["PROF"])
+    assert {r.status for r in report.results} == {Status.NOT_CHECKED}
+    assert report.result("PROF001").reason == "profile was not collected"
+
+
+def test_a_failed_profile_says_why():
+    report = check_facts(facts_from({"profile": {"workload": "cnn", "ok": False, "error": "timed out"}}),
+                         select=["PROF001"])
+    assert report.result("PROF001").reason == "the profile run failed: timed out"
+
+
+@pytest.mark.parametrize("captured", [True, None])
+def test_captured_or_cpu_only_profiles_do_not_raise_prof002(captured):
+    report = check_facts(facts_from({"profile": section(input_bound=False, device_activity_captured=captured)}),
+                         select=["PROF002"])
+    assert report.codes() == []

@@ -1,0 +1,48 @@
+"""Command-line behaviour of `tfdoctor profile` and `fix --validate` that needs no TensorFlow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def tfdoctor(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=60)
+
+
+def test_profile_is_listed_and_has_help():
+    done = tfdoctor("profile", "--help")
+    assert done.returncode == 0
+    for option in ("--workload", "--script", "--steps", "--warmup", "--device", "--logdir", "--env", "--compare",
+                   "--format"):
+        assert option in done.stdout
+
+
+def test_bad_inputs_are_one_line_usage_errors(tmp_path):
+    bad = tmp_path / "bad.sh"
+    bad.write_text("exit 4\n")
+    cases = [
+        (("profile", "--script", str(tmp_path / "missing.py")), "--script"),
+        (("profile", "--env", str(tmp_path / "missing.sh")), "no such file"),
+        (("profile", "--compare", str(bad), str(bad)), "failed (exit 4)"),
+        (("profile", "--python", str(tmp_path)), "not an executable interpreter"),
+        (("profile", "--workload", "resnet"), "Invalid value"),
+        (("fix", "--validate", "--root", str(tmp_path)), "cannot be combined"),
+    ]
+    for args, message in cases:
+        done = tfdoctor(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_a_workload_that_cannot_start_is_reported(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'no tensorflow here' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    done = tfdoctor("profile", "--python", str(fake), "--format", "json")
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    assert '"ok": false' in done.stdout
+    assert "no tensorflow here" in done.stdout

@@ -109,9 +109,13 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
         if reported is not None and reported >= 0:
             placements.append(GpuPlacement(gpu, bus_id, reported, reported, "numa_node"))
             continue
+        if len(nodes) == 1:
+            # One node: binding to it is trivially right, whatever the firmware says.
+            placements.append(GpuPlacement(gpu, bus_id, nodes[0].node, reported, "only node"))
+            continue
         local = record.get("local_cpus")
         match = [n.node for n in nodes if isinstance(local, list) and set(local) == set(n.cpus)]
-        if len(match) == 1 and len(nodes) > 1:
+        if len(match) == 1:
             placements.append(GpuPlacement(gpu, bus_id, match[0], reported, "local_cpulist"))
         else:
             placements.append(GpuPlacement(gpu, bus_id, None, reported, "numa_node is -1"))

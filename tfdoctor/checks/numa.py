@@ -253,7 +253,7 @@ def gpu_numa_node_unknown(facts: Facts) -> Iterator[Finding]:
     if not unknown:
         return
     listed = ", ".join(p.label for p in unknown)
-    inferred = [p for p in unknown if p.node is not None]
+    inferred = [p for p in unknown if p.how == "local_cpulist"]
     multi = len(nodes) > 1
     message = (f"{listed}: numa_node is -1 (the firmware does not report the GPU's node)"
                + ("" if multi else "; harmless on this single-node host"))

@@ -65,13 +65,13 @@ def render_launcher(plan: LaunchPlan, header: str, name: str = "run.sh") -> str:
     lines += [
         "set -u",
         'if [ "$#" -eq 0 ]; then',
-        f'  echo "usage: $0 COMMAND [ARG...]" >&2',
+        '  echo "usage: $0 COMMAND [ARG...]" >&2',
         "  exit 2",
         "fi",
         f"rank={_rank_expression()}",
         "case $rank in",
         f"  '') {_assignments(plan.single)} ;;",
-        f"  *[!0-9]*) echo \"$0: local rank '$rank' is not a whole number\" >&2; exit 2 ;;",
+        "  *[!0-9]*) echo \"$0: local rank '$rank' is not a whole number\" >&2; exit 2 ;;",
     ]
     if plan.ranks:
         lines += ["  *)", f"    case $((rank % {len(plan.ranks)})) in"]

@@ -7,7 +7,8 @@ sockets and cores are its `cpu.topology`.
 Whether numactl may bind memory is a live-only test (`numactl --membind=N true` under the timeout):
 containers without CAP_SYS_NICE or with a restrictive seccomp profile refuse set_mempolicy/mbind. Under a
 fake root (--root) nothing is executed; the answer is read from the file MEMBIND_FACT_FILE in the tree
-("permitted", or "refused: <message>"), and is unknown when that file is absent.
+("permitted", or "refused: <message>"), and is unknown when that file is absent. It is not tested on a
+single-node host either (nothing to choose between). The launcher repeats the test at run time anyway.
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def _membind(machine: Machine, numactl: str | None, nodes: object) -> dict[str, 
         return {"permitted": False, "error": answer.partition(":")[2].strip() or answer}
     if numactl is None:
         return Unknown("numactl is not on PATH")
+    if isinstance(nodes, list) and len(nodes) < 2:
+        # Nothing to choose between; spares every `tfdoctor check` a subprocess on one-node hosts.
+        return Unknown("not tested on a single-node host")
     with_memory = [n["node"] for n in nodes if isinstance(n.get("mem_total_kib"), int) and n["mem_total_kib"]] \
         if isinstance(nodes, list) else []
     node = with_memory[0] if with_memory else 0

@@ -235,3 +235,42 @@ def test_unknown_numa_facts_mean_not_checked(make_root):
     report = check_facts(facts, select=["NUMA001"])
     assert report.results[0].status.value == "not-checked"
     assert "no NUMA information" in report.results[0].reason
+
+
+def test_slurm_ranks_each_seeing_one_gpu(make_root):
+    # --gpus-per-task=1: rank r sees only GPU r; the launcher still places every rank by the step's GPUs.
+    codes = {}
+    for rank, allowed in enumerate((NODE0, NODE1, NODE0, NODE1)):
+        root = two_socket_host(make_root(f"rank{rank}"), allowed=allowed)
+        facts = probe_with_gpus(root, slurm_env(rank, CUDA_VISIBLE_DEVICES=str(rank)))
+        codes[rank] = check_facts(facts, select=["NUMA"]).codes()
+        plan = launch_plan(facts)
+        assert [plan.command_for(r) for r in range(4)] == [numactl(0), numactl(0), numactl(1), numactl(1)]
+        assert plan.slot_for(rank).gpus == (rank,)
+        assert plan.slot_for(rank).threads["OMP_NUM_THREADS"] == "4"
+        assert plan.single.node == rank // 2  # started without a rank: the node of the one GPU it sees
+    assert codes == {0: [], 1: ["NUMA102"], 2: ["NUMA102"], 3: []}
+
+
+def test_budget_of_a_bound_node_stays_within_cgroup_limits(make_root):
+    from conftest import probe_root
+
+    from tfdoctor.cpu_budget import cpu_budget
+
+    root = two_socket_host(make_root())
+    facts = probe_root(root, {})
+    node1 = list(range(8, 16)) + list(range(24, 32))
+    budget = cpu_budget(facts, bound_to=node1, bound_label="bound to node 1")
+    assert (budget.cpus, budget.physical_cores, budget.sockets, budget.source) == (16, 8, 1, "bound to node 1")
+    assert cpu_budget(facts).cpus == 32  # without bound_to: the process's own affinity, as before
+    root.cgroup_v2(cpu_max="400000 100000")
+    budget = cpu_budget(probe_root(root, {}), bound_to=node1, bound_label="bound to node 1")
+    assert (budget.cpus, budget.source) == (4, "cgroup quota 400000/100000")
+
+
+def test_rank_variables_are_collected():
+    from tfdoctor.facts.probes.environment import is_relevant
+
+    for name in ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "MPI_LOCALRANKID",
+                 "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE", "SLURM_CPU_BIND", "SLURM_GPUS_ON_NODE", "SLURM_STEP_GPUS"):
+        assert is_relevant(name), name

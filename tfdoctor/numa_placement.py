@@ -16,7 +16,7 @@ from tfdoctor.cpu_budget import cpu_budget, recommended_threads
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.facts.parse_numa import normalize_bus_id, parse_tasks_per_node
-from tfdoctor.gpu_inventory import Gpu, visible_gpus
+from tfdoctor.gpu_inventory import Gpu, all_gpus, visible_gpus
 
 # In the order a launcher consults them; PMI_RANK is a global rank (right on one node only).
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_RANK")
@@ -217,13 +217,28 @@ def node_slot(facts: Facts, node: NumaNode | None, sharing: int = 1, gpus: tuple
     return Slot(node.node, cpus, threads, gpus, sharing)
 
 
+def _rank_gpus(facts: Facts, visible: list[Gpu]) -> list[Gpu]:
+    """The GPUs the local ranks take in turn. When each rank sees only its own GPU (Slurm's
+    --gpus-per-task, a per-rank CUDA_VISIBLE_DEVICES), they are the step's GPUs (SLURM_STEP_GPUS) or
+    the host's, in index order: rank r is assumed to get the r-th."""
+    if not rank_layout(facts).several_ranks or len(visible) != 1:
+        return visible
+    host = all_gpus(facts)
+    step = facts.env("SLURM_STEP_GPUS")
+    if step:
+        listed = [int(e) for e in step.split(",") if e.strip().isdigit()]
+        host = [g for g in host if g.index in listed]
+    return host if len(host) > 1 else visible
+
+
 def launch_plan(facts: Facts, local_ranks: int | None = None) -> LaunchPlan:
     """One slot per visible GPU (rank r → GPU r's node); with no GPUs, one per node the job may use.
     `local_ranks` (default: the layout's local size, else one per slot) decides how many share a node."""
     nodes = numa_nodes(facts)
     by_number = {n.node: n for n in nodes}
     visible = visible_gpus(facts)
-    placements = gpu_placements(facts, visible, nodes) if visible else []
+    slot_gpus = _rank_gpus(facts, visible)
+    placements = gpu_placements(facts, slot_gpus, nodes) if slot_gpus else []
     job = _job_cpus(facts)
     if placements:
         targets = [(by_number.get(p.node) if p.node is not None else None, (p.gpu.index,)) for p in placements]
@@ -235,6 +250,8 @@ def launch_plan(facts: Facts, local_ranks: int | None = None) -> LaunchPlan:
     ranks = tuple(node_slot(facts, node, sharing.get(node.node, 1) if node else 1, gpus)
                   for node, gpus in targets)
 
+    if slot_gpus is not visible:
+        placements = gpu_placements(facts, visible, nodes)
     gpu_nodes = {p.node for p in placements}
     if placements and len(gpu_nodes) == 1 and None not in gpu_nodes:
         single_node = by_number.get(next(iter(gpu_nodes)))  # type: ignore[arg-type]

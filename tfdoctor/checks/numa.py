@@ -20,7 +20,6 @@ from tfdoctor.numa_placement import (
     GpuPlacement,
     NumaNode,
     RankLayout,
-    Slot,
     bind_command,
     gpu_placements,
     launch_plan,
@@ -75,12 +74,14 @@ def _placement(facts: Facts) -> Placement | None:
 
 
 def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | AdminFix, ...]:
+    """Thread sizes for the target node (this rank's share of it, as the launcher would give) and the
+    ways to bind: the launcher, or the binding command by hand."""
     plan = launch_plan(facts)
-    rank = place.layout.local_rank if place.layout.several_ranks else None
-    slot = plan.slot_for(rank) if rank is not None else node_slot(facts, place.node(target))
-    if slot.node != target:
+    slot = plan.slot_for(place.layout.local_rank) if place.layout.several_ranks else None
+    if slot is None or slot.node != target:
         slot = node_slot(facts, place.node(target))
-    command = " ".join([*(_bind_prefix(plan.methods[0], slot)), "python", "train.py"])
+    prefix = [part for part in bind_command(plan.methods[0], slot) if part != "--"]
+    command = " ".join([*prefix, "python", "train.py"])
     launch = "srun ./run.sh python train.py" if place.layout.several_ranks else "./run.sh python train.py"
     steps = ("tfdoctor fix --write-launcher run.sh",
              f"{launch}   # binds each process to its GPU's node and sizes its threads")
@@ -95,11 +96,6 @@ def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | A
         AdminFix(f"Bind the process to NUMA node {target}, the node of its GPU(s)", steps,
                  Applicability.MANUAL),
     )
-
-
-def _bind_prefix(method: str, slot: Slot) -> list[str]:
-    prefix = bind_command(method, slot)
-    return [p for p in prefix if p != "--"]
 
 
 @check("NUMA001", "process-unbound-from-gpu-node", Severity.WARNING)
@@ -143,9 +139,9 @@ def process_unbound_from_gpu_node(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _off_node(place: Placement | None) -> bool:
-    return (place is not None and bool(place.gpu_nodes) and bool(place.process_nodes)
-            and not set(place.process_nodes) & set(place.gpu_nodes))
+def _off_node(place: Placement) -> bool:
+    """Bound to nodes that hold none of its GPUs."""
+    return bool(place.gpu_nodes) and bool(place.process_nodes) and not set(place.process_nodes) & set(place.gpu_nodes)
 
 
 @check("NUMA002", "process-bound-off-gpu-node", Severity.ERROR)
@@ -169,7 +165,7 @@ def process_bound_off_gpu_node(facts: Facts) -> Iterator[Finding]:
     The thread sizes are safe (speed only). Binding is shown, never applied.
     """
     place = _placement(facts)
-    if not _off_node(place) or place is None or place.layout.several_ranks:
+    if place is None or place.layout.several_ranks or not _off_node(place):
         return
     gpus = ", ".join(str(p.gpu.index) for p in place.gpus)
     target = place.gpu_nodes[0]
@@ -348,7 +344,7 @@ def rank_bound_off_gpu_node(facts: Facts) -> Iterator[Finding]:
     Manual: a change to how the job is started; shown, never applied.
     """
     place = _placement(facts)
-    if not _off_node(place) or place is None or not place.layout.several_ranks:
+    if place is None or not place.layout.several_ranks or not _off_node(place):
         return
     gpu = place.gpus[0]
     target = place.gpu_nodes[0]

@@ -20,7 +20,8 @@ def test_cgroup_v2_quota_without_thread_settings(make_root):
     assert finding.evidence["cpu.budget"] == 2
     assert finding.evidence["cpu.budget.source"] == "cgroup quota 200000/100000"
     assert finding.evidence["cpu.host_cpus"] == 64
-    assert env_fixes(report) == {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "2",
+    # Two CPUs of quota fit in one socket: one inter-op thread, not one per socket of the host.
+    assert env_fixes(report) == {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "1",
                                  "OMP_NUM_THREADS": "2"}
 
 
@@ -78,7 +79,7 @@ def test_slurm_allocation_is_the_budget(make_root):
     assert finding.evidence["cpu.budget.source"] == "SLURM_CPUS_PER_TASK"
     assert finding.message == ("OMP_NUM_THREADS=32, TF_NUM_INTRAOP_THREADS=32 exceed the 4 CPU(s) this job "
                                "may use (SLURM_CPUS_PER_TASK)")
-    assert env_fixes(report) == {"TF_NUM_INTRAOP_THREADS": "4", "TF_NUM_INTEROP_THREADS": "2",
+    assert env_fixes(report) == {"TF_NUM_INTRAOP_THREADS": "4", "TF_NUM_INTEROP_THREADS": "1",
                                  "OMP_NUM_THREADS": "4"}
 
 

@@ -137,8 +137,8 @@ def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
         return
     yield Finding(
         f"this job may use {budget.cpus} of the host's {budget.host_cpus} CPUs ({budget.source}) but "
-        f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} unset: TensorFlow will size its pools "
-        f"for {budget.host_cpus}",
+        f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set to a valid count: TensorFlow "
+        f"will size its pools for {budget.host_cpus}",
         evidence={**budget.evidence(), "env.unset": list(unset)},
         fixes=(_recommend_fix(budget, unset),),
     )

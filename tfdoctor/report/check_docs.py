@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from tfdoctor.registry import DOC_SECTIONS, CheckSpec
 
-_SECTION = re.compile(r"^(" + "|".join(re.escape(s) for s in DOC_SECTIONS) + r")\s*(.*)$")
+_SECTION = re.compile(r"^(" + "|".join(re.escape(s) for s in DOC_SECTIONS) + r"):?\s*(.*)$")
 
 
 def _markdown_doc(doc: str) -> str:

@@ -176,7 +176,7 @@ def test_slurm_step_with_four_local_ranks_bound_cyclically(make_root):
             assert finding.evidence["env.SLURM_NTASKS_PER_NODE"] == 4
             assert finding.evidence["env.SLURM_CPU_BIND"] == "quiet,sockets"
             assert finding.evidence["numa.gpu_nodes"] == {str(rank): rank // 2}
-            assert finding.fixes[1].steps[1].startswith("srun ./run.sh python train.py")
+            assert finding.fixes[1].steps[1].startswith("srun --cpu-bind=none ./run.sh python train.py")
         plan = launch_plan(facts)
         assert [plan.command_for(r) for r in range(4)] == [numactl(0), numactl(0), numactl(1), numactl(1)]
         assert [plan.slot_for(r).threads["OMP_NUM_THREADS"] for r in range(4)] == ["4"] * 4

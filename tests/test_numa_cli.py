@@ -82,3 +82,20 @@ def test_every_numa_check_is_documented():
     for spec in checks:
         for section in DOC_SECTIONS:
             assert f"{section}:" in spec.doc or f"{section}\n" in spec.doc, (spec.code, section)
+
+
+def test_recorded_slurm_rank_replays_with_an_error_and_a_rank_aware_launcher(tmp_path):
+    from conftest import REPO
+
+    snapshot = REPO / "tests" / "snapshots" / "numa" / "slurm-rank1-off-gpu-node.json"
+    done = tfdoctor("check", "--facts", str(snapshot), "--select", "NUMA", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 1  # an error, at the default --fail-on
+    report = json.loads(done.stdout)
+    (failed,) = [r for r in report["results"] if r["status"] == "failed"]
+    assert failed["code"] == "NUMA102"
+    assert failed["findings"][0]["message"] == "local rank 1 is bound to NUMA node(s) 1 but its GPU 1 sits on node 0"
+    done = tfdoctor("fix", "--facts", str(snapshot), "--write-launcher", "run.sh", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "run.sh").read_text()
+    assert "      1) node='0' cpus='0-7,16-23' places='{0}:8,{16}:8' intra=4 inter=1 ;;" in text
+    assert "      2) node='1' cpus='8-15,24-31' places='{8}:8,{24}:8' intra=4 inter=1 ;;" in text

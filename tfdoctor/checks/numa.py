@@ -62,12 +62,12 @@ class Placement:
 
 def _placement(facts: Facts) -> Placement | None:
     """None when there is nothing to place: one node, or no GPU for this process."""
-    nodes = numa_nodes(facts)
-    if len(nodes) < 2:
-        return None
     layout = rank_layout(facts)
     gpus = process_gpus(visible_gpus(facts), layout)
     if not gpus:
+        return None  # checked first: a host without GPUs needs no NUMA facts to pass
+    nodes = numa_nodes(facts)
+    if len(nodes) < 2:
         return None
     allowed = facts.get("cpu.allowed_cpus")
     return Placement(nodes, layout, gpu_placements(facts, gpus, nodes), allowed, nodes_of(allowed, nodes))
@@ -82,7 +82,7 @@ def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | A
         slot = node_slot(facts, place.node(target))
     prefix = [part for part in bind_command(plan.methods[0], slot) if part != "--"]
     command = " ".join([*prefix, "python", "train.py"])
-    launch = "srun ./run.sh python train.py" if place.layout.several_ranks else "./run.sh python train.py"
+    launch = "srun --cpu-bind=none ./run.sh python train.py" if place.layout.several_ranks else "./run.sh python train.py"
     steps = ("tfdoctor fix --write-launcher run.sh",
              f"{launch}   # binds each process to its GPU's node and sizes its threads")
     if command != "python train.py":
@@ -241,10 +241,10 @@ def gpu_numa_node_unknown(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Manual: firmware and kernel settings need an administrator.
     """
-    nodes = numa_nodes(facts)
     gpus = all_gpus(facts)
     if not gpus:
         return
+    nodes = numa_nodes(facts)
     unknown = [p for p in gpu_placements(facts, gpus, nodes) if p.reported_node == -1]
     if not unknown:
         return

@@ -82,7 +82,9 @@ def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | A
         slot = node_slot(facts, place.node(target))
     prefix = [part for part in bind_command(plan.methods[0], slot) if part != "--"]
     command = " ".join([*prefix, "python", "train.py"])
-    launch = "srun --cpu-bind=none ./run.sh python train.py" if place.layout.several_ranks else "./run.sh python train.py"
+    launch = "./run.sh python train.py"
+    if place.layout.several_ranks:
+        launch = f"srun --cpu-bind=none {launch}"
     steps = ("tfdoctor fix --write-launcher run.sh",
              f"{launch}   # binds each process to its GPU's node and sizes its threads")
     if command != "python train.py":

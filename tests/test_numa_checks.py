@@ -274,3 +274,23 @@ def test_rank_variables_are_collected():
     for name in ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "MPI_LOCALRANKID",
                  "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE", "SLURM_CPU_BIND", "SLURM_GPUS_ON_NODE", "SLURM_STEP_GPUS"):
         assert is_relevant(name), name
+
+
+def test_per_task_allocation_is_not_split_again(make_root):
+    root = two_socket_host(make_root(), allowed=NODE0)
+    facts = probe_with_gpus(root, slurm_env(0, SLURM_CPUS_PER_TASK="2"))
+    # Node 0 has 8 cores for 2 ranks (4 each), but Slurm gave this task 2 CPUs: 2 threads.
+    assert launch_plan(facts).slot_for(0).threads["OMP_NUM_THREADS"] == "2"
+
+
+def test_batch_script_that_knows_the_task_count_is_not_a_rank(make_root):
+    root = two_socket_host(make_root(), allowed=NODE0)
+    env = {"SLURM_TASKS_PER_NODE": "4", "SLURM_JOB_ID": "7", "CUDA_VISIBLE_DEVICES": "2,3"}
+    facts = probe_with_gpus(root, env)
+    report = check_facts(facts, select=["NUMA"])
+    assert report.codes() == ["NUMA002"]
+    assert report.result("NUMA002").findings[0].message.startswith("this process is bound")
+    # Its launcher sizes for the 4 tasks the step will start, all on node 1 (GPUs 2, 3): 2 threads each.
+    plan = launch_plan(facts)
+    assert [plan.command_for(r) for r in range(4)] == [numactl(1)] * 4
+    assert [plan.slot_for(r).threads["OMP_NUM_THREADS"] for r in range(4)] == ["2"] * 4

@@ -55,7 +55,9 @@ class RankLayout:
 
     @property
     def several_ranks(self) -> bool:
-        return (self.local_size or 0) > 1 or (self.local_rank or 0) > 0
+        """This process is one of several local ranks (a batch script that merely knows the task
+        count, with no rank of its own, is not)."""
+        return self.local_rank is not None and ((self.local_size or 0) > 1 or self.local_rank > 0)
 
     def evidence(self) -> dict[str, object]:
         data: dict[str, object] = {}
@@ -212,7 +214,12 @@ def node_slot(facts: Facts, node: NumaNode | None, sharing: int = 1, gpus: tuple
     cpus = tuple(sorted(set(node.cpus) & _job_cpus(facts))) or node.cpus
     budget = cpu_budget(facts, bound_to=cpus, bound_label=f"bound to node {node.node}")
     threads = dict(recommended_threads(budget))
-    share = str(max(1, budget.physical_cores // max(1, sharing)))
+    # Ranks bound to one node split its cores; a per-task allocation (SLURM_CPUS_PER_TASK) already
+    # is one rank's part, hence the smaller of the two.
+    topology = facts.peek("cpu.topology")
+    chosen = [t for t in topology if t["cpu"] in cpus] if isinstance(topology, list) else []
+    node_cores = len({(t["socket"], t["core"]) for t in chosen}) or len(cpus)
+    share = str(max(1, min(budget.physical_cores, node_cores // max(1, sharing))))
     threads["TF_NUM_INTRAOP_THREADS"] = threads["OMP_NUM_THREADS"] = share
     return Slot(node.node, cpus, threads, gpus, sharing)
 

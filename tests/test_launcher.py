@@ -212,3 +212,14 @@ def test_numactl_binding_takes_effect_for_real(tmp_path):
     assert json.loads(affinity) == node_cpus
     assert memory_bound == "True"
     assert format_cpulist(node_cpus) in launcher.read_text()
+
+
+def test_a_one_task_step_runs_as_a_single_process(make_root, tmp_path, fake_bin):
+    launcher = write_launcher(tmp_path, probe_with_gpus(two_socket_host(make_root()), {"CUDA_VISIBLE_DEVICES": "2,3"}))
+    path = f"{fake_bin}:/usr/bin:/bin"
+    single = ["numactl", "--cpunodebind=1", "--membind=1", "--", "x", "OMP_NUM_THREADS=8"]
+    assert run(launcher, ["x"], {"SLURM_LOCALID": "0", "SLURM_STEP_TASKS_PER_NODE": "1(x2)"}, path) == single
+    assert run(launcher, ["x"], {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}, path) == single
+    # Two ranks on GPUs 2 and 3 of node 1: each gets half of node 1's 8 cores.
+    assert run(launcher, ["x"], {"SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "2(x2)"}, path)[-1] == \
+        "OMP_NUM_THREADS=4"

@@ -20,8 +20,11 @@ from tfdoctor.gpu_inventory import Gpu, all_gpus, visible_gpus
 
 # In the order a launcher consults them; PMI_RANK is a global rank (right on one node only).
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_RANK")
+# The first four describe the running step (the launcher reads them at run time too); the last two the
+# job, as a batch script sees it before `srun`.
 LOCAL_SIZE_VARIABLES = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                        "SLURM_NTASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+                        "SLURM_STEP_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+STEP_SIZE_VARIABLES = LOCAL_SIZE_VARIABLES[:4]
 SLURM_LAYOUT_VARIABLES = ("SLURM_CPU_BIND", "SLURM_GPUS_ON_NODE", "SLURM_STEP_GPUS")
 
 

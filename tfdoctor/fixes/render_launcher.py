@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tfdoctor.facts import Facts
 from tfdoctor.fixes.render_sh import comment_text, sh_quote
-from tfdoctor.numa_placement import LOCAL_RANK_VARIABLES, LaunchPlan, Slot, launch_plan
+from tfdoctor.numa_placement import LOCAL_RANK_VARIABLES, STEP_SIZE_VARIABLES, LaunchPlan, Slot, launch_plan
 
 
 def omp_places(cpus: tuple[int, ...]) -> str:
@@ -42,9 +42,10 @@ def _describe(slot: Slot) -> str:
     return f"{where}{gpus}{shared}; {slot.threads['TF_NUM_INTRAOP_THREADS']} intra-op/OpenMP threads"
 
 
-def _rank_expression() -> str:
+def _first_set(names: tuple[str, ...]) -> str:
+    """${A:-${B:-${C:-}}}: the first of the variables that is set and not empty."""
     expression = ""
-    for name in reversed(LOCAL_RANK_VARIABLES):
+    for name in reversed(names):
         expression = f"${{{name}:-{expression}}}"
     return expression
 
@@ -68,7 +69,12 @@ def render_launcher(plan: LaunchPlan, header: str, name: str = "run.sh") -> str:
         '  echo "usage: $0 COMMAND [ARG...]" >&2',
         "  exit 2",
         "fi",
-        f"rank={_rank_expression()}",
+        f"rank={_first_set(LOCAL_RANK_VARIABLES)}",
+        f"size={_first_set(STEP_SIZE_VARIABLES)}",
+        "# A step of one task per node (\"4(x2)\" is Slurm's 4 on each of 2 nodes) runs as a single process.",
+        'if [ "${size%%[!0-9]*}" = 1 ]; then',
+        "  rank=''",
+        "fi",
         "case $rank in",
         f"  '') {_assignments(plan.single)} ;;",
         "  *[!0-9]*) echo \"$0: local rank '$rank' is not a whole number\" >&2; exit 2 ;;",

@@ -88,3 +88,21 @@ def test_live_probe_answers_without_error():
     assert set(facts["tools"]) == {"numactl", "taskset"}
     membind = facts["membind"]
     assert isinstance(membind, Unknown) or membind["permitted"] in (True, False)
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("exit 0", {"permitted": True}),
+    ("echo 'set_mempolicy: Operation not permitted' >&2; exit 1",
+     {"permitted": False, "error": "set_mempolicy: Operation not permitted"}),
+    ("sleep 5", Unknown("numactl --membind=1 true did not finish in 0.1 s")),
+])
+def test_live_membind_test_runs_numactl_under_a_timeout(tmp_path, body, expected):
+    from tfdoctor.facts.machine import Machine
+    from tfdoctor.facts.probes.numa import _membind
+
+    numactl = tmp_path / "numactl"
+    numactl.write_text(f"#!/bin/sh\n[ \"$1 $2\" = '--membind=1 true' ] || exit 3\n{body}\n")
+    numactl.chmod(0o755)
+    nodes = [{"node": 0, "mem_total_kib": 0}, {"node": 1, "mem_total_kib": 1024}]  # node 0: no memory
+    assert _membind(Machine(environ={}, timeout=0.2), str(numactl), nodes) == expected
+    assert _membind(Machine(environ={}), str(numactl), nodes[:1]) == Unknown("not tested on a single-node host")

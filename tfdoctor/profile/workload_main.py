@@ -82,8 +82,8 @@ def _synthetic_dataset(tf: Any, batch: int) -> Any:
 
 
 def _slow_py_function_dataset(tf: Any, batch: int, delay: float) -> Any:
-    """A pipeline whose map runs Python per batch (tf.py_function), sequentially: the classic
-    input-bound pipeline (the GIL, no parallel calls)."""
+    """A pipeline whose map runs Python per batch (tf.py_function), sequentially and without
+    prefetch: the classic input-bound pipeline (the GIL, no parallel calls, no overlap)."""
 
     def slow(images: Any) -> Any:
         time.sleep(delay)
@@ -94,7 +94,7 @@ def _slow_py_function_dataset(tf: Any, batch: int, delay: float) -> Any:
         out.set_shape(images.shape)
         return out, labels
 
-    return _batches(tf, batch).map(mapped).prefetch(1)
+    return _batches(tf, batch).map(mapped)
 
 
 def build(tf: Any, spec: dict[str, Any], jit: bool) -> tuple[Any, Any]:
@@ -106,7 +106,7 @@ def build(tf: Any, spec: dict[str, Any], jit: bool) -> tuple[Any, Any]:
         if workload == "cnn":
             dataset = _synthetic_dataset(tf, batch)
         else:
-            dataset = _slow_py_function_dataset(tf, batch, float(spec.get("input_delay") or 0.15))
+            dataset = _slow_py_function_dataset(tf, batch, float(spec.get("input_delay") or 0.3))
         return (lambda b: step(*b)), iter(dataset)
     if workload == "matmul":
         size = int(spec.get("size") or 384)

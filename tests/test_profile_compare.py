@@ -77,11 +77,11 @@ def test_noise_runs_out_the_budget_undecided():
     clock = FakeClock()
     noisy = [0.01, 0.03, 0.012, 0.025, 0.02, 0.011, 0.03, 0.01]
     factory, _ = fake_sessions(
-        lambda env, snippet, r: noisy[r % 8] if env["ARM"] == "B" else noisy[(r + 3) % 8], clock)
+        lambda env, snippet, r: noisy[r % 8] if env["ARM"] == "B" else noisy[(r + 3) % 8], clock, round_seconds=12)
     result = compare(Arm("A", {"ARM": "A"}), Arm("B", {"ARM": "B"}), session=factory, clock=clock, budget=60)
     assert result.verdict == UNDECIDED
     assert result.seconds <= 60
-    assert result.rounds == 6  # a seventh 10 s round would end past 60 s
+    assert result.rounds == 5  # a sixth 12 s round would end past 60 s
     assert "undecided" in result.describe()
 
 

@@ -54,3 +54,18 @@ def test_captured_or_cpu_only_profiles_do_not_raise_prof002(captured):
     report = check_facts(facts_from({"profile": section(input_bound=False, device_activity_captured=captured)}),
                          select=["PROF002"])
     assert report.codes() == []
+
+
+def test_measured_mixed_precision_slowdown():
+    measured = {"verdict": "slower", "ratio": 7.1234, "low": 5.0, "high": 9.9, "confidence": 0.99,
+                "summary": "slower: step time ×7.12"}
+    report = check_facts(facts_from({"profile": section(input_bound=False, mixed_precision=measured)}),
+                         select=["PROF004"])
+    assert report.codes() == ["PROF004"]
+    assert report.findings()[0].evidence == {"profile.mixed_precision.ratio": 7.123,
+                                             "profile.mixed_precision.low": 5.0, "profile.workload": "pyfunc"}
+    faster = check_facts(facts_from({"profile": section(mixed_precision=measured | {"verdict": "faster"})}),
+                         select=["PROF004"])
+    assert faster.codes() == []
+    unmeasured = check_facts(facts_from({"profile": section()}), select=["PROF004"])
+    assert unmeasured.result("PROF004").status is Status.NOT_CHECKED

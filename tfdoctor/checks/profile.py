@@ -121,3 +121,39 @@ def profile_run_noisy(facts: Facts) -> Iterator[Finding]:
         f"the hypervisor took {steal:.0%} of the CPU time during the profile: its timings are noisy",
         evidence={"profile.cpu_steal": round(steal, 4)},
     )
+
+
+@check("PROF004", "mixed-precision-measured-slower", Severity.WARNING)
+def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads the comparison of mixed_float16 with float32 that `tfdoctor profile --measure-mixed-precision`
+    ran on this machine, and reports a measured slowdown.
+
+    Why is this bad?
+    Mixed precision pays off only where the hardware computes float16 fast (GPU tensor cores, some
+    CPUs with AMX-FP16); elsewhere every layer casts back and forth and the float16 kernels are
+    emulated: on a CPU without native float16 math training gets several times slower. A measured
+    slowdown outranks any suggestion drawn from the hardware's description; checks that recommend
+    mixed precision should read `profile.mixed_precision.verdict` and stay silent when it is "slower".
+
+    Example:
+    mixed_float16 measured ×7.1 slower than float32 on a 2-core CPU VM.
+
+    Fix:
+    Keep the float32 policy on this machine (remove `set_global_policy('mixed_float16')`).
+
+    Fix safety:
+    Manual: the policy is set in your code.
+    """
+    section = _profile(facts)
+    measured = facts.get("profile.mixed_precision")
+    if measured.get("verdict") != "slower":
+        return
+    yield Finding(
+        f"mixed_float16 measured slower than float32 on this machine: {measured.get('summary')}",
+        evidence={"profile.mixed_precision.ratio": round(measured["ratio"], 3),
+                  "profile.mixed_precision.low": round(measured["low"], 3),
+                  "profile.workload": section["workload"]},
+        fixes=(PythonFix("Keep the float32 policy",
+                         "tf.keras.mixed_precision.set_global_policy('float32')", Applicability.MANUAL),),
+    )

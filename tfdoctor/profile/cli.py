@@ -63,10 +63,12 @@ def _environment(env_file: str | None) -> dict[str, str]:
 @click.option("--python", metavar="PATH", help="Run the workload with this interpreter (it needs TensorFlow).")
 @click.option("--save-facts", metavar="FILE", help="Also write all facts, with the profile, for check --facts.")
 @click.option("--force", is_flag=True, help="Overwrite --save-facts FILE.")
+@click.option("--measure-mixed-precision", "measure_mp", is_flag=True,
+              help="Also compare mixed_float16 with float32 on this machine (up to --budget seconds).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def profile(workload: str, script: str | None, steps: int, warmup: int, device: str, logdir: str | None,
             env_file: str | None, compare: tuple[str, str] | None, budget: float, timeout: float,
-            python: str | None, save_facts: str | None, force: bool, fmt: str) -> None:
+            python: str | None, save_facts: str | None, force: bool, measure_mp: bool, fmt: str) -> None:
     """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageError(f"--python {python}: not an executable interpreter")
@@ -88,6 +90,9 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         progress("reading the profile")
         xspace, xspace_path = _read_xspace(target) if run.ok else ({}, None)
         section = profile_section(run, chosen, xspace, xspace_path)
+        if measure_mp and run.ok:
+            section["mixed_precision"] = _measure_mixed_precision(environ, workload, device, budget, python,
+                                                                  progress)
     report = _report(section, save_facts, force, environ)
     if fmt == "json":
         click.echo(json.dumps({"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]},
@@ -99,6 +104,24 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if not run.ok:
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if report.findings() else EXIT_OK)
+
+
+MIXED_FLOAT16 = "tf.keras.mixed_precision.set_global_policy('mixed_float16')"
+
+
+def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str, budget: float,
+                             python: str | None, progress: Callable[[str], None]) -> dict[str, Any]:
+    """mixed_float16 against float32, as facts: verdict, ratio (mixed / float32) and interval."""
+    from tfdoctor.profile.compare import Arm, compare
+
+    result = compare(Arm("float32", environ), Arm("mixed_float16", environ, MIXED_FLOAT16), workload,
+                     budget=budget, device=device, python=python,
+                     progress=lambda message: progress(f"mixed precision: {message}"))
+    data = {"verdict": result.verdict if not result.error else "error", "summary": result.describe()}
+    if result.interval:
+        data |= {"ratio": result.interval.ratio, "low": result.interval.low, "high": result.interval.high,
+                 "confidence": result.interval.confidence}
+    return data
 
 
 def _read_xspace(logdir: str) -> tuple[dict[str, Any] | Any, str | None]:

@@ -40,6 +40,9 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     precision = section.get("low_precision_share")
     lines.append(f"  dtype policy    {section.get('policy')}; float16/bfloat16 kernel share "
                  f"{_pct(precision) if precision is not None else 'n/a (no device kernels)'}")
+    mixed = section.get("mixed_precision")
+    if isinstance(mixed, dict):
+        lines.append(f"  mixed_float16   {mixed.get('summary')}")
     clusters = section.get("xla_clusters")
     if isinstance(clusters, list):
         lines.append(f"  XLA clusters    {len(clusters)}{': ' + ', '.join(clusters[:5]) if clusters else ''}")

@@ -108,3 +108,26 @@ def test_mixed_precision_fix_is_measured_slower_on_cpu_and_dropped(fake_home):
     assert validation.comparison.seconds <= 60
     assert validated.python == []
     assert validated.skipped[-1].reason.startswith("measured slower")
+
+
+def test_a_users_script_is_profiled_with_its_step_markers(fake_home, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys\n"
+        "import tensorflow as tf\n"
+        "assert sys.argv[0].endswith('train.py')\n"
+        "x = tf.random.uniform((128, 128))\n"
+        "for step in range(5):\n"
+        "    with tf.profiler.experimental.Trace('train', step_num=step, _r=1):\n"
+        "        tf.matmul(x, x).numpy()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdoctor", "profile", "--script", str(script), "--device", "cpu",
+         "--logdir", str(tmp_path / "logs"), "--format", "json"],
+        env=environment(fake_home), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    profile = json.loads(done.stdout)["profile"]
+    assert profile["workload"] == "script"
+    assert profile["steps"]["count"] == 5
+    assert profile["input_share"] == 0.0
+    assert profile["input_bound"] is False

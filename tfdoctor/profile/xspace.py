@@ -12,6 +12,7 @@ with device planes and check what comes out (including "GPU present, no device e
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import re
 import statistics
@@ -122,8 +123,9 @@ def _merged_length(intervals: Iterable[tuple[int, int]]) -> int:
 
 
 def _overlap(interval: tuple[int, int], windows: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """The part of interval inside the step window containing its start (steps don't overlap)."""
-    for start, end in windows:
+    """The part of interval inside the first step window it overlaps (windows sorted, disjoint)."""
+    index = max(0, bisect.bisect_right(windows, (interval[0], interval[0])) - 1)
+    for start, end in windows[index:index + 2]:
         low, high = max(interval[0], start), min(interval[1], end)
         if low < high:
             return low, high

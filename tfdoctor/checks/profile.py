@@ -123,7 +123,7 @@ def profile_run_noisy(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@check("PROF004", "mixed-precision-measured-slower", Severity.WARNING)
+@check("PROF004", "mixed-precision-measured-slower", Severity.INFO)
 def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Reads the comparison of mixed_float16 with float32 that `tfdoctor profile --measure-mixed-precision`
@@ -133,8 +133,8 @@ def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     Mixed precision pays off only where the hardware computes float16 fast (GPU tensor cores, some
     CPUs with AMX-FP16); elsewhere every layer casts back and forth and the float16 kernels are
     emulated: on a CPU without native float16 math training gets several times slower. A measured
-    slowdown outranks any suggestion drawn from the hardware's description; checks that recommend
-    mixed precision should read `profile.mixed_precision.verdict` and stay silent when it is "slower".
+    slowdown outranks any suggestion drawn from the hardware's description: the MP checks read the
+    same measurement (`profile.mixed_precision_speedup`) and stay silent when it is below 1.
 
     Example:
     mixed_float16 measured ×7.1 slower than float32 on a 2-core CPU VM.

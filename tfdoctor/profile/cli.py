@@ -91,8 +91,12 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         xspace, xspace_path = _read_xspace(target) if run.ok else ({}, None)
         section = profile_section(run, chosen, xspace, xspace_path)
         if measure_mp and run.ok:
-            section["mixed_precision"] = _measure_mixed_precision(environ, workload, device, budget, python,
-                                                                  progress)
+            measured = _measure_mixed_precision(environ, workload, device, budget, python, progress)
+            section["mixed_precision"] = measured
+            if measured["verdict"] in ("slower", "faster", "no-effect"):
+                # The contract the MP checks read (tfdoctor/precision.py): float32 time ÷ policy time.
+                section["mixed_precision_policy"] = "mixed_float16"
+                section["mixed_precision_speedup"] = 1.0 / measured["ratio"]
     report = _report(section, save_facts, force, environ)
     if fmt == "json":
         click.echo(json.dumps({"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]},

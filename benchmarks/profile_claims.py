@@ -31,6 +31,9 @@ def main() -> None:
                                            Arm("TF_ENABLE_ONEDNN_OPTS=0", dict(base, TF_ENABLE_ONEDNN_OPTS="0"))),
         "TF_NUM_INTRAOP_THREADS=1 slower than 2": (Arm("intra=2", dict(base, TF_NUM_INTRAOP_THREADS="2")),
                                                    Arm("intra=1", dict(base, TF_NUM_INTRAOP_THREADS="1"))),
+        "TF_NUM_INTRAOP_THREADS=1 slower than 2 (matmul)": (
+            Arm("intra=2", dict(base, TF_NUM_INTRAOP_THREADS="2")),
+            Arm("intra=1", dict(base, TF_NUM_INTRAOP_THREADS="1"))),
     }
     comparisons = {k: v for k, v in comparisons.items() if only in k}
     shares = [(w, n, t) for w, n, t in (
@@ -40,7 +43,7 @@ def main() -> None:
     for repetition in range(1, repetitions + 1):
         for name, (a, b) in comparisons.items():
             started = time.monotonic()
-            result = compare(a, b, "cnn", device="cpu")
+            result = compare(a, b, "matmul" if "(matmul)" in name else "cnn", device="cpu")
             seconds = time.monotonic() - started
             ok = result.verdict == "slower" and seconds <= 60.0
             held[name] += ok

@@ -109,7 +109,7 @@ def build(tf: Any, spec: dict[str, Any], jit: bool) -> tuple[Any, Any]:
             dataset = _slow_py_function_dataset(tf, batch, float(spec.get("input_delay") or 0.3))
         return (lambda b: step(*b)), iter(dataset)
     if workload == "matmul":
-        size = int(spec.get("size") or 384)
+        size = int(spec.get("size") or 1024)
         a = tf.Variable(tf.random.uniform((size, size)))
         b = tf.random.uniform((size, size))
 

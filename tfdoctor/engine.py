@@ -30,6 +30,11 @@ def abandoned_probes() -> list[str]:
     return list(_abandoned)
 
 
+def note_abandoned(name: str) -> None:
+    """A probe that gave up on a call of its own (a hung NVML call) and left a thread stuck in it."""
+    _abandoned.append(name)
+
+
 def gather_facts(
     probes: Iterable[ProbeSpec], machine: Machine, deadline: float | None = None
 ) -> Facts:

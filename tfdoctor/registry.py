@@ -119,6 +119,11 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("threads", "tfdoctor.checks.threads"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
+        ("cuda", "tfdoctor.checks.cuda"),
+        ("cupti", "tfdoctor.checks.cupti"),
+        ("driver", "tfdoctor.checks.driver"),
+        ("gpu_health", "tfdoctor.checks.gpu_health"),
+        ("xla", "tfdoctor.checks.xla"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -127,6 +132,10 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cgroup", "tfdoctor.facts.probes.cgroup"),
         ("python", "tfdoctor.facts.probes.python_env"),
         ("keras", "tfdoctor.facts.probes.keras_config"),
+        ("nvml", "tfdoctor.facts.probes.nvml"),
+        ("cuda_libs", "tfdoctor.facts.probes.cuda_libs"),
+        ("privileges", "tfdoctor.facts.probes.privileges"),
+        ("xla_toolchain", "tfdoctor.facts.probes.xla_toolchain"),
     ],
 }
 

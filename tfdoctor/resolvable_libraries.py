@@ -53,8 +53,7 @@ class LibraryView:
         for record in self.files:
             if posixpath.join(record["dir"], record["name"]) == path:
                 return _copy(record)
-        directory, name = posixpath.split(path)
-        return LibraryCopy(path, directory, None, "ld.so.cache")
+        return LibraryCopy(path, posixpath.dirname(path), None, "ld.so.cache")
 
     def on_disk(self, name: str) -> list[LibraryCopy]:
         """Every copy named `name`, loader-visible or not, broken links included."""

@@ -80,7 +80,8 @@ class TfBuild:
             return f"pip install 'tensorflow[and-cuda]=={self.version}'"
         wheel = self.wheel_name(library)
         if wheel:
-            return f"pip install '{wheel}~={major_minor(self.cuda_version if library != 'cudnn' else self.cudnn_version)}'"
+            version = self.cudnn_version if library == "cudnn" else self.cuda_version
+            return f"pip install '{wheel}~={major_minor(version)}'"
         return f"install the CUDA {self.cuda_version} libraries (CUDA toolkit and cuDNN {self.cudnn_version})"
 
 

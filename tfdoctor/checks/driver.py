@@ -140,7 +140,8 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
         evidence = {"gpu": gpu.index, "gpu.name": gpu.name, "gpu.compute_capability": gpu.cc_text,
                     "tensorflow.cuda_compute_capabilities": list(build.compute_capabilities)}
         fix = AdminFix("Use a TensorFlow build that includes this GPU's architecture", (
-            f"pip install -U tensorflow[and-cuda]   # check the release's build_info for sm_{gpu.cc_text.replace('.', '')}",
+            "pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for "
+            f"sm_{gpu.cc_text.replace('.', '')}",
             "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU"))
         if support == "ptx":
             yield Finding(

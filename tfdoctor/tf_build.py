@@ -80,8 +80,8 @@ class TfBuild:
             return f"pip install 'tensorflow[and-cuda]=={self.version}'"
         wheel = self.wheel_name(library)
         if wheel:
-            version = self.cudnn_version if library == "cudnn" else self.cuda_version
-            return f"pip install '{wheel}~={major_minor(version)}'"
+            wanted = major_minor(self.cudnn_version if library == "cudnn" else self.cuda_version)
+            return f"pip install '{wheel}{'~=' + wanted if '.' in wanted else '==' + wanted + '.*'}'"
         return f"install the CUDA {self.cuda_version} libraries (CUDA toolkit and cuDNN {self.cudnn_version})"
 
 
@@ -116,13 +116,16 @@ def _from_python(facts: Facts) -> tuple[Any, str | None, str | None, Any]:
 def tensorflow_build(facts: Facts) -> TfBuild | None:
     """None when no TensorFlow is installed (or its build is unreadable)."""
     info, dist, version, requires = _from_python(facts)
-    if not isinstance(info, dict):
-        found = facts.peek("cuda_libs.tensorflow")
-        if not isinstance(found, dict) or not isinstance(found.get("build_info"), dict):
-            return None
+    found = facts.peek("cuda_libs.tensorflow")
+    found_ok = isinstance(found, dict) and isinstance(found.get("build_info"), dict)
+    # Under --root the python snapshot describes tfdoctor's interpreter, not the fake machine's.
+    fake_root = facts.meta.get("root") not in (None, "/")
+    if found_ok and (fake_root or not isinstance(info, dict)):
         info = found["build_info"]
         dist = (found.get("dist") or "tensorflow").replace("_", "-")
         version, requires = found.get("version"), found.get("requires_dist")
+    if not isinstance(info, dict):
+        return None
     caps = info.get("cuda_compute_capabilities") or []
     if isinstance(caps, str):
         caps = [c.strip() for c in caps.split(",")]

@@ -77,10 +77,11 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     if build is None:
         return
     wanted = wanted_sonames(build)
+    driver_loaded = facts.peek("host.nvidia_driver") is not None
     for key in CORE_LIBRARIES:
         name = wanted.get(key)
-        if name is None:
-            continue
+        if name is None or (key == "cuda" and not driver_loaded):
+            continue  # no driver at all: DRV001 says so
         view = LibraryView(facts, key)
         if view.resolved(name):
             continue

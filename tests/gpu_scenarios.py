@@ -109,8 +109,8 @@ def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", lib
     if cudnn:
         lib(root, f"{base}/lib64/libcudnn.so.{cudnn}", f"libcudnn.so.{cudnn.split('.')[0]}")
         link(root, f"{base}/lib64/libcudnn.so.{cudnn.split('.')[0]}", f"libcudnn.so.{cudnn}")
-        root.write(f"{base}/include/cudnn_version.h", "".join(
-            f"#define CUDNN_{k} {v}\n" for k, v in zip(("MAJOR", "MINOR", "PATCHLEVEL"), cudnn.split("."))))
+        parts = zip(("MAJOR", "MINOR", "PATCHLEVEL"), cudnn.split("."), strict=True)
+        root.write(f"{base}/include/cudnn_version.h", "".join(f"#define CUDNN_{k} {v}\n" for k, v in parts))
     cupti_soname = f"libcupti.so.{major}" if int(major) >= 12 else f"libcupti.so.{version}"
     if cupti != "none":
         lib(root, f"{base}/extras/CUPTI/lib64/{CUPTI_DATED[version]}", cupti_soname)

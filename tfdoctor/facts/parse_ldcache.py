@@ -24,7 +24,7 @@ _ARCH_NAMES = {
     0x0e00: "64bit,nan2008", 0x0f00: "double-float", 0x1000: "RISC-V",
 }
 _TYPE_NAMES = {0x0000: "libc4", 0x0001: "ELF", 0x0002: "libc5", 0x0003: "libc6"}
-# The arch bits a 64-bit process of each machine can load (plus untagged entries).
+# The arch bits a 64-bit process of each machine can load; untagged libc6 entries there are 32-bit ones.
 ARCH_BITS_FOR_MACHINE = {"x86_64": 0x0300, "aarch64": 0x0a00, "ppc64le": 0x0500, "s390x": 0x0400}
 
 
@@ -107,7 +107,7 @@ def entries_for_machine(entries: list[CacheEntry], machine: str) -> list[CacheEn
     bits = ARCH_BITS_FOR_MACHINE.get(machine)
     if bits is None:
         return list(entries)
-    return [e for e in entries if e.arch_bits in (bits, 0) and e.flags & 0x00FF in (0x01, 0x03)]
+    return [e for e in entries if e.arch_bits == bits and e.flags & 0x00FF in (0x01, 0x03)]
 
 
 def format_like_ldconfig(entries: list[CacheEntry]) -> list[str]:

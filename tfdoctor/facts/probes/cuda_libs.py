@@ -158,8 +158,7 @@ def _tensorflow(fs: RootedFs, packages: list[str]) -> dict[str, Any] | None:
         dist = next((d for d in TENSORFLOW_DISTS if d in versions), None)
         info: dict[str, Any] = {"site_packages": folder, "dist": dist, "version": versions.get(dist or "")}
         build_info = posixpath.join(folder, "tensorflow", "python", "platform", "build_info.py")
-        info["build_info"] = (pyenv_snapshot.read_build_info(fs.host_path(build_info))
-                              if fs.is_file(build_info) else None)
+        info["build_info"] = read_tf_build_info(fs.host_path(build_info)) if fs.is_file(build_info) else None
         requires: list[str] = []
         if dist:
             for entry in fs.listdir(folder):
@@ -170,6 +169,32 @@ def _tensorflow(fs: RootedFs, packages: list[str]) -> dict[str, Any] | None:
         info["requires_dist"] = requires
         return info
     return None
+
+
+def read_tf_build_info(path: str) -> dict[str, Any]:
+    """build_info.py of a wheel. Real wheels write `build_info = collections.OrderedDict([(k, v), …])`,
+    which a plain literal_eval rejects; the pair list is read here when the snapshot's reader finds nothing."""
+    import ast
+
+    from tfdoctor.facts.probes import pyenv_snapshot
+
+    info = pyenv_snapshot.read_build_info(path)
+    if info and "is_cuda_build" in info:
+        return info
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return info
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "build_info" and isinstance(node.value, ast.Call) and node.value.args):
+            try:
+                value = ast.literal_eval(node.value.args[0])
+                return {str(k): v for k, v in dict(value).items()}
+            except (ValueError, TypeError, SyntaxError):
+                return info
+    return info
 
 
 def wheel_lib_dirs(fs: RootedFs, folder: str) -> list[dict[str, str | None]]:

@@ -35,6 +35,9 @@ TENSORFLOW_DISTS = ("tensorflow", "tensorflow_cpu", "tensorflow_gpu", "tensorflo
                     "intel_tensorflow", "tensorflow_aarch64")
 RUNPATH_SINCE = (2, 14)
 
+# One pass over a folder listing: the group names the library (libcuda.so.550.54.15 -> "cuda").
+_LIBRARY_FILE = re.compile(
+    r"^lib(cudart|cublasLt|cublas|cudnn|cufft|cusolver|cusparse|nccl|cupti|cuda)\.so(?:\.[0-9.]+)?$")
 _VERSION_TAIL = re.compile(r"\.so((?:\.[0-9]+)+)$")
 _DIST_INFO = re.compile(r"^(?P<name>.+?)-(?P<version>[0-9][^-]*)\.dist-info$")
 
@@ -270,8 +273,7 @@ def _read_ld_cache(machine: Machine, fs: RootedFs, arch: str) -> dict[str, Any] 
         layout, entries = parse_ld_so_cache(data)
     except (ValueError, IndexError) as exc:  # struct.error is a ValueError
         return Unknown(f"/etc/ld.so.cache not understood: {exc}")
-    stems = tuple(LIBRARIES.values())
-    kept = [e for e in entries_for_machine(entries, arch) if any(matches_stem(e.soname, s) for s in stems)]
+    kept = [e for e in entries_for_machine(entries, arch) if _LIBRARY_FILE.match(e.soname)]
     return {"path": "/etc/ld.so.cache", "format": layout, "entries": [
         {"soname": e.soname, "path": e.path, "flags": e.flags_text} for e in kept]}
 
@@ -322,28 +324,27 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     wheel_version = {str(d["dir"]): d["version"] for d in wheel_dirs}
 
     libraries: dict[str, Any] = {key: {"files": [], "resolved": {}} for key in LIBRARIES}
-    seen_files: set[str] = set()
+    listed: set[str] = set()
     for folder, origin in scan:
-        listing = fs.listdir(folder)
-        for key, stem in LIBRARIES.items():
-            for filename in listing:
-                if not matches_stem(filename, stem):
-                    continue
-                path = posixpath.join(folder, filename)
-                if path in seen_files:
-                    continue
-                seen_files.add(path)
-                real = fs.realpath(path)
-                broken = fs.is_broken_link(path)
-                record: dict[str, Any] = {
-                    "name": filename, "dir": folder, "origin": origin,
-                    "target": real if real and real != path else None, "broken": broken,
-                    "file_version": file_version(posixpath.basename(real or filename)),
-                    "wheel_version": wheel_version.get(folder),
-                }
-                if key == "cudnn":
-                    record["header_version"] = _cudnn_header(fs, folder, arch)
-                libraries[key]["files"].append(record)
+        if folder in listed:
+            continue
+        listed.add(folder)
+        for filename in fs.listdir(folder):
+            match = _LIBRARY_FILE.match(filename)
+            if not match:
+                continue
+            key = match.group(1)
+            path = posixpath.join(folder, filename)
+            real = fs.realpath(path)
+            record: dict[str, Any] = {
+                "name": filename, "dir": folder, "origin": origin,
+                "target": real if real and real != path else None, "broken": fs.is_broken_link(path),
+                "file_version": file_version(posixpath.basename(real or filename)),
+                "wheel_version": wheel_version.get(folder),
+            }
+            if key == "cudnn":
+                record["header_version"] = _cudnn_header(fs, folder, arch)
+            libraries[key]["files"].append(record)
     for key, entry in libraries.items():
         names = sorted({f["name"] for f in entry["files"]} | {s for s, _ in cache_pairs
                                                              if matches_stem(s, LIBRARIES[key])})

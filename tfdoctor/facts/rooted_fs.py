@@ -19,11 +19,20 @@ _MAX_LINKS = 40
 class RootedFs:
     def __init__(self, machine: Machine) -> None:
         self.machine = machine
+        self._live = machine.is_live
+        self._root = os.fspath(machine.root).rstrip("/")
+        self._real: dict[str, str | None] = {}  # one probe run sees one file system: resolve each path once
+
+    def _host(self, path: str) -> str:
+        return path if self._live else self._root + "/" + path.lstrip("/")
 
     def realpath(self, path: str) -> str | None:
         """The machine path with every link resolved; None for a loop. Missing parts stay as written."""
-        if self.machine.is_live:
-            return os.path.realpath(path)
+        if path not in self._real:
+            self._real[path] = os.path.realpath(path) if self._live else self._resolve(path)
+        return self._real[path]
+
+    def _resolve(self, path: str) -> str | None:
         parts = [p for p in posixpath.normpath(path).split("/") if p]
         resolved = "/"
         hops = 0
@@ -33,7 +42,7 @@ class RootedFs:
                 resolved = posixpath.dirname(resolved) or "/"
                 continue
             candidate = posixpath.join(resolved, part)
-            host = self.machine.path(candidate)
+            host = self._host(candidate)
             if os.path.islink(host):
                 hops += 1
                 if hops > _MAX_LINKS:
@@ -49,23 +58,22 @@ class RootedFs:
         return resolved
 
     def host_path(self, path: str) -> str:
-        real = self.realpath(path)
-        return os.fspath(self.machine.path(real or path))
+        return self._host(self.realpath(path) or path)
 
     def exists(self, path: str) -> bool:
         real = self.realpath(path)
-        return real is not None and os.path.exists(self.machine.path(real))
+        return real is not None and os.path.exists(self._host(real))
 
     def is_file(self, path: str) -> bool:
         real = self.realpath(path)
-        return real is not None and os.path.isfile(self.machine.path(real))
+        return real is not None and os.path.isfile(self._host(real))
 
     def is_dir(self, path: str) -> bool:
         real = self.realpath(path)
-        return real is not None and os.path.isdir(self.machine.path(real))
+        return real is not None and os.path.isdir(self._host(real))
 
     def is_link(self, path: str) -> bool:
-        return os.path.islink(self.machine.path(path))
+        return os.path.islink(self._host(path))
 
     def is_broken_link(self, path: str) -> bool:
         return self.is_link(path) and not self.exists(path)

@@ -55,14 +55,17 @@ def _nvcc_wheel_version(fs: RootedFs, packages_dir: str) -> str | None:
     return None
 
 
-def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None, wheel: str | None) -> Any:
+def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None, wheel: str | None,
+                   run: bool = True) -> Any:
+    """From the wheel or the toolkit's version files; running `ptxas --version` (live only) is the last
+    resort, and only for the ptxas XLA will use."""
     if wheel:
         return wheel
     if root:
         version = toolkit_version(fs, root)
         if version:
             return version
-    if machine.is_live:
+    if machine.is_live and run:
         try:
             done = subprocess.run([ptxas, "--version"], capture_output=True, timeout=min(machine.timeout, 2.0),
                                   stdin=subprocess.DEVNULL, check=False)
@@ -72,7 +75,8 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
     return None
 
 
-def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: str | None) -> dict[str, Any]:
+def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: str | None,
+                 run: bool = True) -> dict[str, Any]:
     libdevice = posixpath.join(root, LIBDEVICE)
     ptxas = posixpath.join(root, "bin", "ptxas")
     has_ptxas = fs.is_file(ptxas)
@@ -83,7 +87,7 @@ def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: 
         "exists": fs.is_dir(root),
         "libdevice": libdevice if fs.is_file(libdevice) else None,
         "ptxas": ptxas if has_ptxas else None,
-        "ptxas_version": _ptxas_version(machine, fs, ptxas, root, wheel) if has_ptxas else None,
+        "ptxas_version": _ptxas_version(machine, fs, ptxas, root, wheel, run=run) if has_ptxas else None,
     }
 
 
@@ -105,12 +109,14 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any]:
             break
     libdevice = next((c["libdevice"] for c in candidates if c["libdevice"]), None)
 
-    path_ptxas = []
+    path_ptxas: list[dict[str, Any]] = []
+    from_roots = any(c["ptxas"] for c in candidates)  # XLA prefers them: PATH's ptxas is not run then
     for folder in [d for d in machine.environ.get("PATH", "").split(":") if d.startswith("/")]:
         candidate = posixpath.join(folder, "ptxas")
         if fs.is_file(candidate):
             root = posixpath.dirname(folder.rstrip("/"))
-            path_ptxas.append({"path": candidate, "version": _ptxas_version(machine, fs, candidate, root, None)})
+            path_ptxas.append({"path": candidate, "version": _ptxas_version(machine, fs, candidate, root, None,
+                                                                            run=not path_ptxas and not from_roots)})
     first = next(({"path": c["ptxas"], "version": c["ptxas_version"], "via": c["origin"]}
                   for c in candidates if c["ptxas"]), None)
     if first is None and path_ptxas:
@@ -131,7 +137,7 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any]:
             wheel = None
             if origin.startswith("pip"):
                 wheel = _nvcc_wheel_version(fs, posixpath.dirname(posixpath.dirname(root)))
-            elsewhere.append(_root_record(machine, fs, root, origin, wheel))
+            elsewhere.append(_root_record(machine, fs, root, origin, wheel, run=False))
     return {
         "xla_flags": xla_flags,
         "cuda_data_dir": data_dir,

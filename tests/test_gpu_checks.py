@@ -175,3 +175,14 @@ def test_cli_replays_fixtures(name, code):
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "check", "--facts", str(g.SNAPSHOTS / f"{name}.json"),
                            "--select", ",".join(FAMILIES)], capture_output=True, text=True, timeout=60)
     assert done.returncode == code, done.stdout + done.stderr
+
+
+def test_gpus_known_only_from_proc_leave_health_and_architecture_not_checked():
+    facts = load("healthy-cuda12-pip")
+    facts.sections["nvml"] = {"source": "procfs", "nvml_error": "nvmlInit failed: Driver/library version mismatch",
+                              "driver_version": "550.54.15", "devices": [{"index": 0, "name": "NVIDIA A100",
+                                                                          "pci_bus_id": "00000000:3B:00.0"}]}
+    result = check_facts(facts, select=["GPU0", "DRV003"])
+    assert {r.status.value for r in result.results} == {"not-checked"}
+    assert result.result("GPU001").reason == (
+        "GPU health needs NVML (nvmlInit failed: Driver/library version mismatch)")

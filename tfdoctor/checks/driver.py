@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.checks.cuda import arch_support
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.gpu_inventory import all_gpus
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
@@ -131,9 +131,10 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None or not build.compute_capabilities:
         return
-    for gpu in all_gpus(facts):
-        if not gpu.compute_capability:
-            continue
+    gpus = all_gpus(facts)
+    if any(not g.compute_capability for g in gpus):
+        raise NotChecked(f"compute capability unknown ({facts.peek('nvml.nvml_error') or 'NVML was not queried'})")
+    for gpu in gpus:
         support = arch_support(gpu.compute_capability, build.compute_capabilities)
         if support == "sass":
             continue

@@ -6,13 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.facts import Facts, Unknown
-from tfdoctor.gpu_inventory import Gpu, visible_gpus
+from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.gpu_inventory import Gpu
+from tfdoctor.gpu_inventory import visible_gpus as _visible_gpus
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 
 SLOWDOWN_REASONS = ("hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 OTHER_PROCESS_SHARE = 0.5
+
+
+def visible_gpus(facts: Facts) -> list[Gpu]:
+    """The visible GPUs, when NVML described them: /proc (the fallback) knows nothing of their health."""
+    gpus = _visible_gpus(facts)
+    if gpus and facts.peek("nvml.source") == "procfs":
+        why = facts.peek("nvml.nvml_error") or "NVML was not queried"
+        raise NotChecked(f"GPU health needs NVML ({why})")
+    return gpus
 
 
 def _value(gpu: Gpu, *path: str) -> Any:

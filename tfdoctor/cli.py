@@ -271,22 +271,29 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
 @click.option("--print", "print_script", is_flag=True,
               help='Print the script, for eval "$(tfdoctor fix --print)".')
 @click.option("--write-python", metavar="FILE", help="Write in-process fixes as a Python file.")
-@click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["sh", "fish", "taskprolog"]), default=None,
+              help="Script language (default sh); taskprolog: `export NAME=value` lines for a Slurm TaskProlog.")
+@click.option("--shell", type=click.Choice(["sh", "fish"]), default=None, help="Same as --format (sh or fish).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
-        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool) -> None:
+        write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
 
+    if fmt and shell and fmt != shell:
+        raise UsageError(f"--format {fmt} and --shell {shell} disagree; give one of them")
     config = _config()
     opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
     report = _build_report(opts, config)
     plan = plan_fixes(report.findings(), unsafe=unsafe_fixes)
     header = f"tfdoctor {__version__} fixes for {report.facts.meta.get('hostname', 'this host')}"
-    script = _render_env(plan, header, shell)
+    # A TaskProlog prepend needs the current value: the task's environment is the prolog's own on a live
+    # run, the recorded one when replaying --facts.
+    recorded = report.facts.peek("env.variables") if facts_file else None
+    script = _render_env(plan, header, fmt or shell or "sh", recorded if isinstance(recorded, dict) else os.environ)
     try:
         if write_path:
             write_file(write_path, script, force=force)
@@ -303,7 +310,13 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     _emit(_plan_notes(plan), err=True)
 
 
-def _render_env(plan: Any, header: str, shell: str) -> str:
+def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
+    if shell == "taskprolog":
+        from tfdoctor.fixes.render_taskprolog import render_taskprolog
+
+        rendered = render_taskprolog(plan, environ)
+        _emit("".join(note + "\n" for note in rendered.notes), err=True)
+        return rendered.text
     if shell == "fish":
         from tfdoctor.fixes.render_fish import render_fish
 

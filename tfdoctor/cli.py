@@ -107,7 +107,7 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
 
 def _timeout(opts: GatherOptions, config: Any) -> float:
     timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if timeout <= 0:
+    if not 0 < timeout < float("inf"):  # also refuses nan, which would abandon every probe at once
         raise UsageError("--timeout must be a positive number of seconds")
     return timeout
 
@@ -203,6 +203,7 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
         from tfdoctor.report.text import render_quiet
 
         _emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
+        _emit(_abandoned_note(), err=True)
     else:
         from tfdoctor.report.text import render_text
 
@@ -211,6 +212,17 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
     if report.crashed() and level != "never":
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
+
+
+def _abandoned_note() -> str:
+    """The hook must not pass silently for want of time: say which probes ran out of it (on stderr)."""
+    from tfdoctor.engine import abandoned_probes
+
+    abandoned = abandoned_probes()
+    if not abandoned:
+        return ""
+    return (f"tfdoctor: not checked: probe(s) {', '.join(sorted(abandoned))} did not finish within the "
+            "--timeout budget; raise --timeout to check them\n")
 
 
 def _list_checks() -> str:

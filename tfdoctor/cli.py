@@ -247,12 +247,14 @@ def explain(code: str) -> None:
 
 
 @cli.command()
-@click.option("-o", "--output", metavar="FILE", help="Write the facts here instead of standard output.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the facts here instead of standard output; %h host name, %N node name, %j job id.")
+@click.option("--by-host", metavar="DIR", help="Write the facts to DIR/<node name>.json (DIR is created).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /.")
 @click.option("--python", metavar="PATH", help="Inspect the Python environment of this interpreter.")
 @click.option("--timeout", type=float, metavar="S", help="Total seconds for gathering facts.")
-def collect(output: str | None, force: bool, root: str | None, python: str | None,
+def collect(output: str | None, by_host: str | None, force: bool, root: str | None, python: str | None,
             timeout: float | None) -> None:
     """Write the machine's facts as JSON (secrets redacted), for bug reports and for --facts replay."""
     import json
@@ -261,6 +263,11 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
     from tfdoctor.facts.redact import redact
     from tfdoctor.registry import load_registry
 
+    if output and by_host:
+        raise UsageError("give -o FILE or --by-host DIR, not both")
+    if by_host:
+        Path(by_host).mkdir(parents=True, exist_ok=True)
+        output = str(Path(by_host) / "%N.json")
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
@@ -269,10 +276,12 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
 
-        target = output.replace("%h", facts.meta.get("hostname", "host"))
+        from tfdoctor.fleet.output_name import OutputNameError, expand_output
+
         try:
+            target = expand_output(output, str(facts.meta.get("hostname", "host")), os.environ)
             write_file(target, text, force=force)
-        except WriteError as exc:
+        except (WriteError, OutputNameError) as exc:
             raise UsageError(str(exc)) from None
         _emit(f"tfdoctor: facts written to {target}\n", err=True)
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from local_slurm import LocalSlurm, SlurmUnavailable, install, start  # noqa: E402
+from local_slurm import LocalSlurm, SlurmUnavailable, install, start
 
 pytestmark = pytest.mark.slurm
 

@@ -266,8 +266,11 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     if output and by_host:
         raise UsageError("give -o FILE or --by-host DIR, not both")
     if by_host:
-        Path(by_host).mkdir(parents=True, exist_ok=True)
-        output = str(Path(by_host) / "%N.json")
+        try:
+            Path(by_host).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--by-host {by_host}: cannot create the folder: {exc.strerror or exc}") from None
+        output = str(Path(by_host)).replace("%", "%%") + "/%N.json"
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
@@ -275,7 +278,6 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
-
         from tfdoctor.fleet.output_name import OutputNameError, expand_output
 
         try:

@@ -7,7 +7,7 @@ every rule (a thousand nodes are flattened in well under a second).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache

@@ -76,3 +76,16 @@ def test_task_prolog_applies_the_fixes_to_every_task(slurm: LocalSlurm) -> None:
     cpus = lines[0].rsplit("cpus=", 1)[1]
     assert cpus.isdigit()
     assert lines == [f"batch OMP_NUM_THREADS={cpus} cpus={cpus}", f"step OMP_NUM_THREADS={cpus}", "job-body-ran"]
+
+
+def test_srun_collects_facts_named_by_node_and_compare_reads_them(slurm: LocalSlurm) -> None:
+    script = (
+        "#!/bin/sh\n"
+        "mkdir -p facts\n"
+        f"srun --ntasks-per-node=1 {TFDOCTOR} collect -o facts/%N.json --force 2>/dev/null || exit 1\n"
+        f"{TFDOCTOR} compare facts/*.json\n"
+    )
+    code, output = slurm.sbatch(script, "collect", env={})
+    assert (code, output) == (0, "All 1 node(s) agree on every compared fact.\n")
+    # slurmd was started as node "localhost": %N is Slurm's node name, not the machine's host name.
+    assert (slurm.base / "facts" / "localhost.json").exists()

@@ -215,3 +215,10 @@ def test_collect_redacts_and_replays(tmp_path):
     assert "THR001" in replay.stdout
     refused = run_cli(["collect", "-o", str(written[0])], cwd=tmp_path)
     assert refused.returncode == 2
+
+
+def test_docs_checks_page_is_generated_from_the_checks():
+    from tfdoctor.report.check_docs import render_check_docs
+
+    expected = render_check_docs(load_registry().checks)
+    assert (REPO / "docs" / "checks.md").read_text() == expected, "run: tfdoctor explain --all > docs/checks.md"

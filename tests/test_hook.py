@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -83,55 +82,27 @@ def test_bad_timeout_is_a_usage_error(node: Path, tmp_path: Path, value: str) ->
     assert done.stdout == ""
 
 
-HUNG_PROBE = textwrap.dedent("""
-    import threading, types
-    import tfdoctor.registry as registry
-    from tfdoctor.registry import probe
-
-    @probe("wedged")
-    def wedged(machine):  # a driver call that never returns
-        threading.Event().wait()
-
-    module = types.ModuleType("wedged_probe")
-    module.wedged = wedged
-    real = registry.load_registry
-    registry.load_registry = lambda *a, **k: real(*a, **k) if a or k else real(
-        probe_modules=[module, *(registry._load(v) for _, v in registry._entry_points("tfdoctor.probes"))])
-""")
+def with_plugin(group: str) -> str:
+    """A prelude that adds tests/hook_plugins.py to one entry-point group, as an installed plugin would."""
+    return ("import tfdoctor.registry as registry\n"
+            "real = registry._entry_points\n"
+            f"registry._entry_points = lambda g: [*real(g), ('bad', 'hook_plugins')] if g == {group!r} else real(g)\n")
 
 
 def test_a_hung_probe_cannot_hang_the_hook(node: Path, tmp_path: Path) -> None:
     # The subprocess timeout (60 s) is the hang detector; the budget here is half a second.
     done = hook(["check", "--root", str(node), "--fail-on", "error", "--quiet", "--timeout", "0.5"],
-                env={"OMP_NUM_THREADS": "abc"}, cwd=tmp_path, prelude=HUNG_PROBE)
+                env={"OMP_NUM_THREADS": "abc"}, cwd=tmp_path, prelude=with_plugin("tfdoctor.probes"))
     assert done.returncode == 1
     assert done.stdout.splitlines() == [THR001_LINE]
     assert done.stderr == ("tfdoctor: not checked: probe(s) wedged did not finish within the --timeout budget; "
                            "raise --timeout to check them\n")
 
 
-CRASHING_CHECK = textwrap.dedent("""
-    import types
-    import tfdoctor.registry as registry
-    from tfdoctor.model import Severity
-    from tfdoctor.registry import check
-
-    @check("ZZZ999", "always-crashes", Severity.ERROR)
-    def always_crashes(facts):
-        '''What it does: crashes.'''
-        raise RuntimeError("boom")
-
-    module = types.ModuleType("crashing_check")
-    module.always_crashes = always_crashes
-    real = registry.load_registry
-    registry.load_registry = lambda *a, **k: real(*a, **k) if a or k else real(
-        check_modules=[module, *(registry._load(v) for _, v in registry._entry_points("tfdoctor.checks"))])
-""")
-
 
 def test_a_crashing_check_exits_3_with_one_line(node: Path, tmp_path: Path) -> None:
     done = hook(["check", "--root", str(node), "--fail-on", "error", "--quiet"], cwd=tmp_path,
-                prelude=CRASHING_CHECK)
+                prelude=with_plugin("tfdoctor.checks"))
     assert done.returncode == 3
     [line] = done.stdout.splitlines()
     assert line.startswith("tfdoctor: crashed: ZZZ999 always-crashes: RuntimeError: boom")

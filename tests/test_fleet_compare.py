@@ -48,11 +48,12 @@ def test_sixteen_nodes_two_odd_ones_are_named_with_their_differing_facts(fleet16
     }
     assert odd["node11"]["nvml.devices#count"] == 3
     assert odd["node11"]["nvml.devices.3.name"] is ABSENT
-    assert set(odd["node11"]) == {
-        "nvml.devices#count", "numa.pci_gpus.3.numa_node",
-        *(f"nvml.devices.3.{f}" for f in ("name", "compute_capability", "memory_total_mib", "pci_bus_id",
-                                           "retired_pages.count", "retired_pages.pending")),
-    }
+    assert {"nvml.devices.3.pci_bus_id", "nvml.devices.3.retired_pages.pending", "nvml.devices.3.ecc.enabled",
+            "nvml.devices.3.mig_devices#count", "numa.pci_gpus.3.numa_node"} < set(odd["node11"])
+    # Everything else it lacks is about that fourth GPU.
+    assert all(key == "nvml.devices#count" or key.startswith(("nvml.devices.3.", "numa.pci_gpus.3."))
+               for key in odd["node11"])
+    assert all(value is ABSENT for key, value in odd["node11"].items() if key != "nvml.devices#count")
     driver = next(d for d in comparison.differences if d.fact == "nvml.driver_version")
     assert driver.majority == "550.54.15"
     assert driver.holders[1] == ("535.104.05", ("node03",))
@@ -191,3 +192,30 @@ def test_repeated_hostnames_fall_back_to_file_names(tmp_path: Path) -> None:
 ])
 def test_node_lists_are_written_like_slurm_hostlists(names: list[str], expected: str) -> None:
     assert compress(names) == expected
+
+
+def test_gpu_health_and_cuda_libraries_are_compared(tmp_path: Path) -> None:
+    sick = node_facts("node02")
+    sick["sections"]["nvml"]["devices"][1]["remapped_rows"]["pending"] = True
+    other_cudnn = node_facts("node03")
+    cudnn = other_cudnn["sections"]["cuda_libs"]["libraries"]["cudnn"]
+    cudnn["resolved"]["libcudnn.so.8"] = {"path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "via": "ld.so.cache"}
+    cudnn["files"].append({"name": "libcudnn.so.8.6.0", "dir": "/usr/lib/x86_64-linux-gnu", "file_version": "8.6.0",
+                           "wheel_version": None, "origin": "ld.so.cache", "broken": False, "target": None})
+    for name, data in (("node01", node_facts("node01")), ("node02", sick), ("node03", other_cudnn),
+                       ("node04", node_facts("node04"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    odd = compare(*load_nodes(sorted(tmp_path.glob("*.json")))).odd_nodes()
+    assert odd == {
+        "node02": {"nvml.devices.1.remapped_rows.pending": True},
+        "node03": {
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].broken": False,
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].dir": "/usr/lib/x86_64-linux-gnu",
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].file_version": "8.6.0",
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].origin": "ld.so.cache",
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].target": None,
+            "cuda_libs.libraries.cudnn.files[libcudnn.so.8.6.0].wheel_version": None,
+            "cuda_libs.libraries.cudnn.resolved.libcudnn.so.8.path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
+            "cuda_libs.libraries.cudnn.resolved.libcudnn.so.8.via": "ld.so.cache",
+        },
+    }

@@ -76,6 +76,12 @@ def _emit(path: str, value: Any, mode: str, out: dict[str, Any]) -> None:
     elif mode == "set" and isinstance(value, list):
         for element in value:
             out.setdefault(f"{path}[{element}]", "present")
+    elif mode.startswith("by:") and isinstance(value, list):
+        field = mode[3:]
+        for position, record in enumerate(value):
+            key = record.get(field, position) if isinstance(record, dict) else position
+            _leaves(f"{path}[{key}]", {k: v for k, v in record.items() if k != field}
+                    if isinstance(record, dict) else record, out)
     else:
         _leaves(path, value, out)
 

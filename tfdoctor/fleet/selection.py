@@ -11,6 +11,8 @@ How a matched value becomes comparable is the rule's `mode`:
   count  the number of elements (GPUs, NUMA nodes, online CPUs)
   set    one fact per element, `path[element]` = present: a CPU flag missing on one node is named as such,
          instead of a 100-flag list that differs somewhere
+  by:F   a list of records keyed by their field F, `path[<F>].leaf` (library files keyed by file name),
+         so a copy that exists on one node only is named, not the position it shifts
 
 Facts that differ between healthy nodes by nature (ranks, hostnames, UUIDs, serials, temperatures,
 memory in use) are deliberately not listed.
@@ -24,29 +26,33 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class FactRule:
     pattern: str
-    mode: str = "value"  # value | count | set
+    mode: str = "value"  # value | count | set | by:FIELD
     topic: str = ""
 
 
-# Section shapes: "nvml" as in tfdoctor/gpu_inventory.py; "numa" {"nodes": [{"node", "cpus", ...}],
+# Section shapes: "nvml" as in tfdoctor/gpu_inventory.py and its probe; "cuda_libs" as in docs/facts-gpu.md
+# ({"libraries": {key: {"resolved": {soname: {"path", "via"}}, "files": [{"name", "file_version", ...}]}}});
+# "numa" {"nodes": [{"node", "cpus", ...}],
 # "pci_gpus": [{"numa_node", ...}]}; "cpu", "host", "python", "env" as their probes write them.
 FACT_RULES: tuple[FactRule, ...] = (
     # NVIDIA driver and GPUs
     FactRule("host.nvidia_driver", topic="gpu"),
+    FactRule("nvml.source", topic="gpu"),
     FactRule("nvml.driver_version", topic="gpu"),
     FactRule("nvml.cuda_driver_version", topic="gpu"),
     FactRule("nvml.devices", "count", topic="gpu"),
     *(FactRule(f"nvml.devices.*.{field}", topic="gpu") for field in (
-        "name", "compute_capability", "memory_total_mib", "pci_bus_id", "mig_mode*", "persistence_mode*",
-        "ecc*", "retired_pages*", "remapped_rows*", "row_remap*", "pending_*", "xid*", "health*",
-        "throttle*", "clocks_event*", "power_limit*", "pcie_link*", "max_pcie*", "nvlink*",
+        "name", "compute_capability", "memory_total_mib", "pci_bus_id", "error", "persistence_mode", "ecc",
+        "retired_pages", "remapped_rows", "clock_event_reasons", "pcie", "mig_mode",
     )),
-    # CUDA libraries as the loader resolves them (paths and versions), whatever the GPU probes name them
-    *(FactRule(pattern, topic="cuda") for pattern in (
-        "cuda.libraries.*.path", "cuda.libraries.*.version", "cuda.libraries.*.resolved*",
-        "cuda.toolkit*", "cuda.runtime_version", "cudnn.version", "libraries.*.path", "libraries.*.version",
-        "python.tensorflow.build_info.*",
-    )),
+    FactRule("nvml.devices.*.mig_devices", "count", topic="gpu"),
+    FactRule("gpu_pci.devices", "count", topic="gpu"),
+    FactRule("gpu_pci.devices.*.driver_bound", topic="gpu"),
+    # CUDA libraries: what the loader resolves each soname to, and every copy on disk with its version
+    FactRule("cuda_libs.libraries.*.resolved", topic="cuda"),
+    FactRule("cuda_libs.libraries.*.files", "by:name", topic="cuda"),
+    FactRule("cuda_libs.ld_library_path", topic="cuda"),
+    FactRule("python.tensorflow.build_info", topic="cuda"),
     # NUMA layout
     FactRule("numa.nodes", "count", topic="numa"),
     FactRule("numa.nodes.*.cpus", topic="numa"),

@@ -219,3 +219,14 @@ def test_gpu_health_and_cuda_libraries_are_compared(tmp_path: Path) -> None:
             "cuda_libs.libraries.cudnn.resolved.libcudnn.so.8.via": "ld.so.cache",
         },
     }
+
+
+def test_unknowns_survive_loading_from_files(tmp_path: Path) -> None:
+    data = node_facts("node01")
+    data["sections"]["nvml"] = {"$unknown": "NVML: driver not loaded"}
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = {"$unknown": "no /proc/cpuinfo"}
+    (tmp_path / "node01.json").write_text(json.dumps(data))
+    [node], _ = load_nodes([tmp_path / "node01.json"])
+    assert node.facts.sections["nvml"] == Unknown("NVML: driver not loaded")
+    assert node.facts.peek("cpu.cpuinfo.flags") == Unknown("cpu.cpuinfo.flags unknown: no /proc/cpuinfo")
+    assert flatten(node.facts)["cpu.cpuinfo.flags"] == Unknown("no /proc/cpuinfo")

@@ -95,9 +95,13 @@ def _sort_key(value: Any) -> tuple[int, str]:
 def compare_flat(flat_by_node: Mapping[str, Mapping[str, Any]]) -> list[Difference]:
     """Differences between nodes given each node's flattened facts."""
     names = list(flat_by_node)
+    # Most facts are the same everywhere: find the candidates with set operations on the items (in C),
+    # then look node by node only at those.
     keys: set[str] = set()
-    for flat in flat_by_node.values():
-        keys.update(flat)
+    if names:
+        reference = flat_by_node[names[0]].items()
+        for flat in flat_by_node.values():
+            keys.update(key for key, _ in flat.items() ^ reference)
     differences = []
     for key in sorted(keys):
         by_value: dict[Any, list[str]] = {}

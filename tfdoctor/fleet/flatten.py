@@ -26,6 +26,12 @@ class _Part:
     literal: dict[str, _Part] = field(default_factory=dict)
     wildcard: list[tuple[re.Pattern[str], _Part]] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
+    plain: bool = False  # a leaf taking the value as it is: a scalar needs no further walk
+
+    def seal(self) -> None:
+        self.plain = not self.literal and not self.wildcard and self.modes == ["value"]
+        for child in (*self.literal.values(), *(c for _, c in self.wildcard)):
+            child.seal()
 
 
 def _compile(rules: tuple[FactRule, ...]) -> _Part:
@@ -43,6 +49,7 @@ def _compile(rules: tuple[FactRule, ...]) -> _Part:
                     node.wildcard.append((regex, found))
                 node = found
         node.modes.append(rule.mode)
+    root.seal()
     return root
 
 
@@ -106,14 +113,23 @@ def _walk(value: Any, part: _Part, path: str, out: dict[str, Any]) -> None:
     for key, child in part.literal.items():
         if get is not None:
             if key in value:
-                _walk(get(key), child, prefix + key, out)
+                _step(get(key), child, prefix + key, out)
         elif key.isdigit() and int(key) < len(value):
-            _walk(value[int(key)], child, prefix + key, out)
+            _step(value[int(key)], child, prefix + key, out)
     if part.wildcard:
         for key, child_value in items:
             for regex, child in part.wildcard:
                 if regex.match(key):
-                    _walk(child_value, child, prefix + key, out)
+                    _step(child_value, child, prefix + key, out)
+
+
+def _step(value: Any, part: _Part, path: str, out: dict[str, Any]) -> None:
+    # Most facts end in a plain scalar (a package version, a variable): store it without the full walk.
+    if part.plain and isinstance(value, str | int | float | bool | None):
+        if path not in out:
+            out[path] = value
+    else:
+        _walk(value, part, path, out)
 
 
 def flatten(facts: Facts, rules: Iterable[FactRule] = FACT_RULES) -> dict[str, Any]:

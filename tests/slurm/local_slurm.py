@@ -51,7 +51,9 @@ def install() -> None:
     update = _run(["apt-get", "update", "-q"], APT_TIMEOUT, env)
     if update.returncode != 0:
         raise SlurmUnavailable(f"apt-get update failed: {update.stderr.strip()[-300:]}")
-    result = _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES],
+    # Another apt run on the machine holds the lock for a while: wait for it rather than fail at once.
+    result = _run(["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=60", "--no-install-recommends",
+                   *PACKAGES],
                   max(10.0, deadline - time.monotonic()), env)
     if result.returncode != 0:
         raise SlurmUnavailable(f"apt-get install {' '.join(PACKAGES)} failed: {result.stderr.strip()[-300:]}")

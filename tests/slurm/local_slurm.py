@@ -173,8 +173,11 @@ def start(base: Path, task_prolog: Path | None = None) -> LocalSlurm:
         for argv in commands:
             argv[0] = shutil.which(argv[0], path="/usr/sbin:/usr/bin:/sbin:/bin") or argv[0]
             out = (base / f"{Path(argv[0]).name}.console.log").open("w")
-            cluster.processes.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                                      start_new_session=True))
+            try:
+                cluster.processes.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                                          start_new_session=True))
+            except OSError as exc:
+                raise SlurmUnavailable(f"cannot start {argv[0]}: {exc}") from None
             if Path(argv[0]).name == "munged":
                 _wait_for(lambda: (base / "munge.socket").exists(), 10, cluster, "munged did not start")
         _wait_for(lambda: _node_idle(cluster), START_TIMEOUT, cluster, "the node did not become idle")

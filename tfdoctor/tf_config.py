@@ -122,8 +122,10 @@ def parse_tf_config(raw: str) -> tuple[TfConfig | None, list[Problem]]:
     config = TfConfig(cluster, task_type, task_index)
     if isinstance(cluster_raw, dict):
         problems += _task_problems(config, cluster_raw)
-        problems += _duplicate_problems(config)
-        problems += _shape_problems(config)
+        if not any(p.kind == "malformed" for p in problems):
+            # A job dropped as malformed would make the shape look wrong too: one problem, one finding.
+            problems += _duplicate_problems(config)
+            problems += _shape_problems(config)
     return config, problems
 
 
@@ -137,7 +139,9 @@ def _task_problems(config: TfConfig, cluster_raw: dict[str, Any]) -> list[Proble
         return [Problem("task", f"TF_CONFIG task type {kind!r} is not a job of the cluster "
                                 f"({', '.join(sorted(cluster_raw)) or 'no jobs'})",
                         {"TF_CONFIG.task.type": kind, "TF_CONFIG.cluster.jobs": sorted(cluster_raw)})]
-    size = len(cluster_raw[kind]) if isinstance(cluster_raw[kind], list) else 0
+    if not isinstance(cluster_raw[kind], list):
+        return []  # reported as malformed
+    size = len(cluster_raw[kind])
     if not 0 <= index < size:
         return [Problem("task", f"TF_CONFIG task {kind}[{index}] is out of range: the cluster lists {size} "
                                 f"{kind} address(es)",

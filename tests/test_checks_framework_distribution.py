@@ -152,7 +152,8 @@ IB_NETWORK = {"hostname": "node1", "names": ["node1"], "addresses": ["10.0.0.1"]
               "interfaces": {"lo": {"operstate": "unknown", "speed_mbps": None},
                              "ib0": {"operstate": "up", "speed_mbps": None},
                              "eno1": {"operstate": "up", "speed_mbps": 25000}},
-              "infiniband": [{"name": "mlx5_0", "active_rate_gbps": 200.0}, {"name": "mlx5_1", "active_rate_gbps": None}]}
+              "infiniband": [{"name": "mlx5_0", "active_rate_gbps": 200.0},
+                             {"name": "mlx5_1", "active_rate_gbps": None}]}
 
 
 def test_nccl_ib_disabled_with_active_infiniband():

@@ -144,3 +144,16 @@ def test_recorded_multi_gpu_container_replays():
     assert by_code["DIST105"]["findings"][0]["message"] == (
         "/dev/shm is 64 MiB in a container with 8 GPUs; NCCL needs about 1 GiB")
     assert not [r for r in report["results"] if r["status"] == "crashed"]
+
+
+def test_framework_checks_are_documented_and_registered():
+    from tfdoctor.registry import DOC_SECTIONS, load_registry
+
+    registry = load_registry()
+    assert registry.errors == []
+    ours = [c for c in registry.checks if c.code.startswith(("LAY", "MP", "XLA1", "GPU1", "DIST"))]
+    assert len(ours) == 36
+    for spec in ours:
+        for section in DOC_SECTIONS:
+            assert f"{section}:" in spec.doc or f"{section}\n" in spec.doc, (spec.code, section)
+    assert {p.section for p in registry.probes} >= {"network", "shm", "iommu"}

@@ -8,7 +8,6 @@ TF_CONFIG is the JSON TensorFlow's TFConfigClusterResolver reads for multi-worke
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -194,6 +193,8 @@ def _shape_problems(config: TfConfig) -> list[Problem]:
 def host_is_local(host: str, names: Iterable[str], addresses: Iterable[str]) -> bool:
     """Whether `host` names this machine: one of its addresses or names; a fully qualified name also
     matches on its first label (Kubernetes gives pods "worker-0" and lists "worker-0.svc.cluster.local")."""
+    import ipaddress  # only when TF_CONFIG is set: kept off the start-up path
+
     lowered = host.strip().lower()
     try:
         ip = ipaddress.ip_address(lowered)
@@ -207,7 +208,9 @@ def host_is_local(host: str, names: Iterable[str], addresses: Iterable[str]) -> 
     return lowered in local or lowered.split(".", 1)[0] in {n.split(".", 1)[0] for n in local}
 
 
-def _same_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, text: str) -> bool:
+def _same_ip(ip: object, text: str) -> bool:
+    import ipaddress
+
     try:
         return ipaddress.ip_address(text) == ip
     except ValueError:

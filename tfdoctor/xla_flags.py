@@ -7,8 +7,6 @@ first XLA use, so a misspelt flag is not a silent no-op but a crashed job.
 
 from __future__ import annotations
 
-import difflib
-import shlex
 from dataclasses import dataclass
 
 # Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
@@ -66,6 +64,8 @@ class Flag:
 
 def split_flags(text: str) -> list[Flag]:
     """Tokens of a flags variable. Quotes are honoured like a shell would; a stray quote is kept literal."""
+    import shlex  # only when a flags variable is set
+
     try:
         tokens = shlex.split(text)
     except ValueError:
@@ -81,6 +81,8 @@ def split_flags(text: str) -> list[Flag]:
 
 
 def closest(name: str, known: frozenset[str]) -> str | None:
+    import difflib  # only needed for an unknown flag: kept off the start-up path
+
     match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
     return match[0] if match else None
 

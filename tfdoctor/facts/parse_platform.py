@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
 _SIZE_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -23,6 +22,8 @@ def parse_fib_trie_local(text: str) -> list[str]:
 
 def parse_if_inet6(text: str) -> list[str]:
     """IPv6 addresses from /proc/net/if_inet6 (32 hex digits, then index, prefix, scope, flags, name)."""
+    import ipaddress  # a few ms at import; only this parser needs it
+
     found: list[str] = []
     for line in text.splitlines():
         fields = line.split()

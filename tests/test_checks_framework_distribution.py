@@ -293,7 +293,8 @@ def test_odd_tf_config_values_never_crash():
     values = [None, 0, -1, 1.5, True, "", "x", "a:b", "h:0", "h:70000", [], {}, ["h:1"], {"0": "h:1"}, [None]]
     for cluster in values:
         for index in values:
-            raw = json.dumps({"cluster": {"worker": cluster, "ps": ["p:1"]}, "task": {"type": "worker", "index": index}})
+            raw = json.dumps({"cluster": {"worker": cluster, "ps": ["p:1"]},
+                              "task": {"type": "worker", "index": index}})
             report = dist({"TF_CONFIG": raw, "TFDOCTOR_PARAMS": "1M"}, gpus=gpu_devices(T4, T4))
             assert not report.crashed(), (raw, [r.reason for r in report.crashed()])
             valid = cluster == ["h:1"] and index == 0 and not isinstance(index, bool)

@@ -37,7 +37,7 @@ def test_misspelt_tf_xla_flag_is_fatal():
     finding = only(check_facts(make_facts(env={"TF_XLA_FLAGS": "--tf_xla_auto_jti=2"}), select=["XLA1"]))
     assert finding.code == "XLA101"
     assert finding.evidence["suggestion"] == "tf_xla_auto_jit"
-    assert finding.fixes == (EnvFix("Replace --tf_xla_auto_jti=2 with --tf_xla_auto_jit=2",
+    assert finding.fixes == (EnvFix("Spell --tf_xla_auto_jti as --tf_xla_auto_jit",
                                     (set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2"),)),)
 
 
@@ -45,8 +45,8 @@ def test_xla_flag_in_tf_xla_flags_moves_to_xla_flags():
     env = {"TF_XLA_FLAGS": "--xla_gpu_autotune_level=0 --tf_xla_auto_jit=2", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
     finding = only(check_facts(make_facts(env=env, gpus=gpu_devices(A100)), select=["XLA1"]))
     assert finding.code == "XLA101"
-    assert finding.fixes[0].changes == (set_env("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_gpu_autotune_level=0"),
-                                        set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2"))
+    assert finding.fixes[0].changes == (set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2"),
+                                        set_env("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_gpu_autotune_level=0"))
 
 
 def test_unknown_unlike_any_flag_is_a_warning_and_bare_word_an_error():
@@ -65,8 +65,7 @@ def test_valid_tf_xla_flags_are_silent():
 def test_invalid_auto_jit_value():
     finding = only(check_facts(make_facts(env={"TF_XLA_FLAGS": "--tf_xla_auto_jit=on"}), select=["XLA1"]))
     assert finding.code == "XLA102"
-    assert finding.fixes[0].applicability is Applicability.UNSAFE
-    assert finding.fixes[0].changes == (set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2"),)
+    assert finding.fixes == (EnvFix("Remove --tf_xla_auto_jit=on", (unset_env("TF_XLA_FLAGS"),)),)
 
 
 def test_invalid_boolean_and_integer_values():
@@ -83,8 +82,18 @@ def test_xla_flags_problems():
     assert [f.evidence["flag"] for f in findings] == ["--tf_xla_auto_jit=2", "--xla_dump_too=/tmp/x", "--dump=1"]
     assert findings[0].fixes[0].changes == (
         set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2"),
-        set_env("XLA_FLAGS", "--xla_dump_too=/tmp/x --dump=1 --xla_gpu_some_rare_flag=true"))
+        set_env("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_gpu_some_rare_flag=true"))
     assert findings[1].severity is Severity.WARNING and findings[1].evidence["suggestion"] == "xla_dump_to"
+
+
+def test_every_flag_fix_proposes_the_same_corrected_variables():
+    env = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=on --tf_xla_cpu_global_jit=yes stray --xla_dump_to=/tmp/d",
+           "XLA_FLAGS": "--tf_xla_min_cluster_size=4 --xla_dump_hlo_as_txt"}
+    report = check_facts(make_facts(env=env), select=["XLA101", "XLA102", "XLA103"])
+    assert report.codes() == ["XLA101", "XLA102", "XLA103"]
+    assert len({f.fixes[0].changes for f in report.findings()}) == 1
+    assert env_fixes(report) == {"TF_XLA_FLAGS": "--tf_xla_cpu_global_jit=true --tf_xla_min_cluster_size=4",
+                                 "XLA_FLAGS": "--xla_dump_hlo_as_text --xla_dump_to=/tmp/d"}
 
 
 def test_valid_xla_flags_are_silent():

@@ -36,6 +36,7 @@ TF_XLA_BOOLEAN = frozenset({"tf_xla_cpu_global_jit", "tf_xla_enable_xla_devices"
                             "tf_xla_compile_on_demand", "tf_xla_async_compilation",
                             "tf_xla_always_defer_compilation", "tf_mlir_enable_mlir_bridge"})
 AUTO_JIT_LEVELS = ("-1", "0", "1", "2", "fusible")
+INTEGER_FLAGS = ("tf_xla_min_cluster_size", "tf_xla_max_cluster_size", "tf_xla_clustering_fuel")
 
 # A selection of XLA's debug options that users set by hand; XLA has hundreds, so an unknown --xla_ flag
 # is reported only when it is within a typo of one of these.
@@ -118,3 +119,43 @@ def effective_tf_xla_flags(text: str | None) -> dict[str, str | None]:
 def auto_jit_globally_on(flags: dict[str, str | None]) -> bool:
     value = flags.get("tf_xla_auto_jit")
     return value is not None and value.strip() in ("1", "2", "fusible")
+
+
+TRUTHY = ("true", "1", "yes", "y", "on")
+
+
+def _correct_tf_flag(flag: Flag) -> str | None:
+    """The token TensorFlow will accept for what the user meant; None to drop it."""
+    if flag.name not in TF_XLA_KNOWN:
+        suggestion = closest(flag.name, TF_XLA_KNOWN)
+        if suggestion is None:
+            return flag.token  # unknown to tfdoctor, perhaps not to this TensorFlow: left alone
+        flag = Flag(f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else ""), suggestion, flag.value)
+    if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
+        return None  # TensorFlow's default (off) rather than a guess at the level meant
+    if flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
+        return f"--{flag.name}=true" if (flag.value or "").strip().lower() in TRUTHY else None
+    if flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
+        return None
+    return flag.token
+
+
+def _correct_xla_flag(flag: Flag) -> str | None:
+    if not flag.name.startswith("xla_"):
+        return None
+    if flag.name not in XLA_COMMON and (suggestion := closest(flag.name, XLA_COMMON)):
+        return f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else "")
+    return flag.token
+
+
+
+def corrected_flag_variables(tf_raw: str | None, xla_raw: str | None) -> tuple[str, str]:
+    """TF_XLA_FLAGS and XLA_FLAGS as they should read: bare words dropped, each flag moved to the variable
+    that parses it, misspellings corrected, invalid values dropped. "" means "unset it"."""
+    tf_flags = [f for f in split_flags(tf_raw or "") if f.name and not f.name.startswith("xla_")]
+    tf_flags += [f for f in split_flags(xla_raw or "") if f.name.startswith("tf_")]
+    xla_flags = [f for f in split_flags(xla_raw or "") if f.name and not f.name.startswith("tf_")]
+    xla_flags += [f for f in split_flags(tf_raw or "") if f.name.startswith("xla_")]
+    tf_tokens = [t for f in tf_flags if (t := _correct_tf_flag(f))]
+    xla_tokens = [t for f in xla_flags if (t := _correct_xla_flag(f))]
+    return " ".join(tf_tokens), " ".join(xla_tokens)

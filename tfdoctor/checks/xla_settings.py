@@ -11,31 +11,42 @@ from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, un
 from tfdoctor.registry import check
 from tfdoctor.xla_flags import (
     AUTO_JIT_LEVELS,
+    INTEGER_FLAGS,
     TF_XLA_BOOLEAN,
     TF_XLA_KNOWN,
     XLA_COMMON,
-    Flag,
     auto_jit_globally_on,
     auto_jit_valid,
     closest,
+    corrected_flag_variables,
     effective_tf_xla_flags,
     parse_bool,
     split_flags,
 )
 
-INTEGER_FLAGS = ("tf_xla_min_cluster_size", "tf_xla_max_cluster_size", "tf_xla_clustering_fuel")
+
+def _corrected_fix(facts: Facts, title: str) -> EnvFix:
+    """One fix shared by XLA101-103: both variables as they should read. Every finding proposes the same
+    values, so the fix plan merges them instead of letting one finding's edit undo another's."""
+    tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
+    tf_value, xla_value = corrected_flag_variables(tf_raw, xla_raw)
+    changes = []
+    for name, raw, value in (("TF_XLA_FLAGS", tf_raw, tf_value), ("XLA_FLAGS", xla_raw, xla_value)):
+        if (raw or "") == value:
+            continue
+        changes.append(set_env(name, value) if value else unset_env(name))
+    return EnvFix(title, tuple(changes))
 
 
-def _without(variable: str, raw: str, drop: Flag, replacement: str | None = None) -> EnvFix:
-    """A fix that rewrites `variable` with one token dropped or replaced (unset when nothing is left)."""
-    tokens = [f.token for f in split_flags(raw)]
-    kept = [replacement if t == drop.token and replacement else t for t in tokens
-            if t != drop.token or replacement]
-    if not kept:
-        return EnvFix(f"Unset {variable}", (unset_env(variable),))
-    value = " ".join(kept)
-    title = f"Replace {drop.token} with {replacement}" if replacement else f"Remove {drop.token} from {variable}"
-    return EnvFix(title, (set_env(variable, value),))
+def _without_xla_devices(facts: Facts) -> EnvFix:
+    kept = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_enable_xla_devices"]
+    change = set_env("TF_XLA_FLAGS", " ".join(kept)) if kept else unset_env("TF_XLA_FLAGS")
+    return EnvFix("Remove --tf_xla_enable_xla_devices", (change,))
+
+
+def _tf_flags_base(facts: Facts) -> str:
+    """TF_XLA_FLAGS after XLA101/XLA102's corrections: what the other fixes build on."""
+    return corrected_flag_variables(facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS"))[0]
 
 
 @check("XLA101", "tf-xla-flags-unknown-flag", Severity.ERROR)
@@ -65,23 +76,17 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
         if not flag.name:
             yield Finding(f"TF_XLA_FLAGS token {flag.token!r} is not a --flag; TensorFlow aborts on it",
-                          evidence=evidence, fixes=(_without("TF_XLA_FLAGS", raw, flag),))
+                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token} from TF_XLA_FLAGS"),))
         elif flag.name.startswith("xla_"):
-            xla_flags = facts.env("XLA_FLAGS")
-            moved = f"{xla_flags} {flag.token}" if xla_flags else flag.token
-            rest = [f.token for f in split_flags(raw) if f.token != flag.token]
-            changes = (set_env("XLA_FLAGS", moved),
-                       set_env("TF_XLA_FLAGS", " ".join(rest)) if rest else unset_env("TF_XLA_FLAGS"))
             yield Finding(f"{flag.token} is an XLA compiler flag: it belongs in XLA_FLAGS, and TensorFlow aborts "
                           "on it in TF_XLA_FLAGS", evidence=evidence,
-                          fixes=(EnvFix(f"Move {flag.token} to XLA_FLAGS", changes),))
+                          fixes=(_corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
         elif flag.name not in TF_XLA_KNOWN:
             suggestion = closest(flag.name, TF_XLA_KNOWN)
             if suggestion:
-                fixed = f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else "")
                 yield Finding(f"TF_XLA_FLAGS has unknown flag --{flag.name} (did you mean --{suggestion}?); "
                               "TensorFlow aborts on it", evidence={**evidence, "suggestion": suggestion},
-                              fixes=(_without("TF_XLA_FLAGS", raw, flag, fixed),))
+                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
             else:
                 yield Finding(f"TF_XLA_FLAGS has --{flag.name}, a flag tfdoctor does not know; if this TensorFlow "
                               "does not know it either, it aborts at the first XLA use",
@@ -102,9 +107,11 @@ def tf_xla_flag_invalid_value(facts: Facts) -> Iterator[Finding]:
 
     Fix:
     Use a valid value: --tf_xla_auto_jit=2 turns auto-clustering on, 0 leaves it to the session config.
+    The automatic fix removes an invalid auto-jit or number flag (TensorFlow's default) and turns
+    "yes"/"on" into "true".
 
     Fix safety:
-    Safe for booleans; the auto-jit replacement (2) compiles more of the graph, so it is marked unsafe.
+    Safe: the process starts with TensorFlow's defaults instead of aborting.
     """
     raw = facts.env("TF_XLA_FLAGS")
     if not raw:
@@ -112,16 +119,14 @@ def tf_xla_flag_invalid_value(facts: Facts) -> Iterator[Finding]:
     for flag in split_flags(raw):
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
         if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
-            fix = _without("TF_XLA_FLAGS", raw, flag, "--tf_xla_auto_jit=2")
             yield Finding(f"{flag.token}: --tf_xla_auto_jit takes {', '.join(AUTO_JIT_LEVELS)} or single-gpu(N)",
-                          evidence=evidence,
-                          fixes=(EnvFix(fix.title, fix.changes, Applicability.UNSAFE),))
+                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
         elif flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
             yield Finding(f"{flag.token}: --{flag.name} takes true or false", evidence=evidence,
-                          fixes=(_without("TF_XLA_FLAGS", raw, flag, f"--{flag.name}=true"),))
+                          fixes=(_corrected_fix(facts, f"Correct {flag.token}"),))
         elif flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
             yield Finding(f"{flag.token}: --{flag.name} takes a whole number", evidence=evidence,
-                          fixes=(_without("TF_XLA_FLAGS", raw, flag),))
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
 
 
 @check("XLA103", "xla-flags-unknown-flag", Severity.ERROR)
@@ -151,26 +156,20 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
         evidence = {"env.XLA_FLAGS": raw, "flag": flag.token}
         if not flag.name:
             yield Finding(f"XLA_FLAGS token {flag.token!r} is not a --flag; XLA aborts on it", evidence=evidence,
-                          fixes=(_without("XLA_FLAGS", raw, flag),))
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
         elif flag.name.startswith("tf_"):
-            tf_flags = facts.env("TF_XLA_FLAGS")
-            moved = f"{tf_flags} {flag.token}" if tf_flags else flag.token
-            rest = [f.token for f in split_flags(raw) if f.token != flag.token]
-            changes = (set_env("TF_XLA_FLAGS", moved),
-                       set_env("XLA_FLAGS", " ".join(rest)) if rest else unset_env("XLA_FLAGS"))
             yield Finding(f"{flag.token} is a TensorFlow flag: it belongs in TF_XLA_FLAGS, and XLA aborts on it "
                           "in XLA_FLAGS", evidence=evidence,
-                          fixes=(EnvFix(f"Move {flag.token} to TF_XLA_FLAGS", changes),))
+                          fixes=(_corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
         elif not flag.name.startswith("xla_"):
             yield Finding(f"XLA_FLAGS has --{flag.name}: XLA's flags all start with --xla_", evidence=evidence,
-                          fixes=(_without("XLA_FLAGS", raw, flag),))
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
         elif flag.name not in XLA_COMMON:
             suggestion = closest(flag.name, XLA_COMMON)
             if suggestion:
-                fixed = f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else "")
                 yield Finding(f"XLA_FLAGS has --{flag.name}; did you mean --{suggestion}? XLA aborts on unknown flags",
                               evidence={**evidence, "suggestion": suggestion}, severity=Severity.WARNING,
-                              fixes=(_without("XLA_FLAGS", raw, flag, fixed),))
+                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
 
 
 @check("XLA104", "auto-jit-with-dynamic-shapes", Severity.INFO)
@@ -204,7 +203,7 @@ def auto_jit_with_dynamic_shapes(facts: Facts) -> Iterator[Finding]:
     seconds = facts.peek("profile.xla_compile_seconds")
     cost = (f", costing {seconds:.1f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
             else "")
-    rest = [f.token for f in split_flags(raw or "") if f.name != "tf_xla_auto_jit"]
+    rest = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_auto_jit"]
     changes = (set_env("TF_XLA_FLAGS", " ".join(rest)),) if rest else (unset_env("TF_XLA_FLAGS"),)
     yield Finding(
         f"auto-clustering is on for the whole process (--tf_xla_auto_jit={flags['tf_xla_auto_jit']}) and the "
@@ -244,7 +243,8 @@ def auto_jit_ignored_on_cpu(facts: Facts) -> Iterator[Finding]:
         f"--tf_xla_auto_jit={flags['tf_xla_auto_jit']} without --tf_xla_cpu_global_jit on a host with no GPU: "
         "nothing is auto-clustered",
         evidence={"env.TF_XLA_FLAGS": raw, "gpus.visible": 0},
-        fixes=(EnvFix("Add --tf_xla_cpu_global_jit", (set_env("TF_XLA_FLAGS", f"{raw} --tf_xla_cpu_global_jit"),),
+        fixes=(EnvFix("Add --tf_xla_cpu_global_jit",
+                      (set_env("TF_XLA_FLAGS", f"{_tf_flags_base(facts)} --tf_xla_cpu_global_jit"),),
                       Applicability.UNSAFE),),
     )
 
@@ -276,4 +276,4 @@ def xla_devices_enabled(facts: Facts) -> Iterator[Finding]:
         if flag.name == "tf_xla_enable_xla_devices" and parse_bool(flag.value):
             yield Finding("TF_XLA_FLAGS brings back the deprecated XLA_CPU/XLA_GPU devices",
                           evidence={"env.TF_XLA_FLAGS": raw, "flag": flag.token},
-                          fixes=(_without("TF_XLA_FLAGS", raw, flag),))
+                          fixes=(_without_xla_devices(facts),))

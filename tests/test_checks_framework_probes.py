@@ -122,7 +122,7 @@ def test_tf_config_and_nccl_checks_on_a_fake_root(make_root):
     assert "DIST005" in check_root(gpu_container(make_root), env=env, select=["DIST"]).codes()
 
 
-SNAPSHOT = REPO / "tests" / "snapshots" / "framework-dgx-container.json"
+SNAPSHOT = REPO / "tests" / "snapshots" / "framework" / "dgx-a100-container.json"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -278,6 +278,12 @@ def test_allreduce_across_slurm_nodes_over_infiniband():
     assert finding.evidence["link"] == "InfiniBand 200 Gb/s" and finding.evidence["hosts"] == 4
 
 
+def test_allreduce_silent_for_parameter_servers():
+    cluster = {"chief": ["node1:2222"], "worker": ["node2:2222"], "ps": ["node3:2222"]}
+    env = {"TFDOCTOR_PARAMS": "340M", "TF_CONFIG": tf_config(cluster=cluster)}
+    assert dist(env, gpus=gpu_devices(A100, A100)).codes() == []
+
+
 def test_allreduce_silent_without_params_or_single_gpu():
     assert dist({}, gpus=gpu_devices(A100, A100)).codes() == []
     assert dist({"TFDOCTOR_PARAMS": "1B"}, gpus=gpu_devices(A100)).codes() == []

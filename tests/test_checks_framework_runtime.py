@@ -164,9 +164,16 @@ def test_thread_settings_invalid():
 def test_more_ranks_than_gpus_without_memory_growth():
     facts = make_facts(env={"SLURM_NTASKS_PER_NODE": "8"}, gpus=gpu_devices(A100, A100, A100, A100))
     finding = only(check_facts(facts, select=["GPU103"]))
-    assert finding.evidence["env.SLURM_NTASKS_PER_NODE"] == 8 and finding.evidence["gpus.visible"] == 4
+    assert finding.evidence["env.SLURM_NTASKS_PER_NODE"] == 8 and finding.evidence["gpus.host"] == 4
     assert [f.applicability for f in finding.fixes] == [Applicability.SAFE, Applicability.UNSAFE]
     assert finding.fixes[0].changes == (set_env("TF_FORCE_GPU_ALLOW_GROWTH", "true"),)
+
+
+def test_one_gpu_per_task_is_not_sharing():
+    # Slurm --gpus-per-task: 4 tasks, each with its own CUDA_VISIBLE_DEVICES, on a 4-GPU host.
+    facts = make_facts(env={"SLURM_NTASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "2"},
+                       gpus=gpu_devices(A100, A100, A100, A100))
+    assert check_facts(facts, select=["GPU103"]).codes() == []
 
 
 def test_nvml_processes_mark_a_shared_gpu():

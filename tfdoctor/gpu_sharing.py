@@ -33,14 +33,18 @@ def other_gpu_processes(gpu: Gpu) -> int:
     return 0
 
 
-def gpu_sharing(facts: Facts, gpus: list[Gpu]) -> dict[str, object] | None:
-    """Evidence that several processes share a GPU, or None."""
-    if not gpus:
+def gpu_sharing(facts: Facts, visible: list[Gpu], host: list[Gpu]) -> dict[str, object] | None:
+    """Evidence that several processes share a GPU, or None.
+
+    More processes on the node than the host has GPUs must share (pigeonhole); comparing with the GPUs
+    this process sees would be wrong where the launcher gives every task its own CUDA_VISIBLE_DEVICES.
+    """
+    if not visible:
         return None
     local = local_processes(facts)
-    if local is not None and local[0] > len(gpus):
-        return {f"env.{local[1]}": local[0], "gpus.visible": len(gpus)}
-    busy = {g.index: n for g in gpus if (n := other_gpu_processes(g)) > 0}
+    if local is not None and local[0] > len(host):
+        return {f"env.{local[1]}": local[0], "gpus.host": len(host)}
+    busy = {g.index: n for g in visible if (n := other_gpu_processes(g)) > 0}
     if busy:
         return {"nvml.devices.compute_processes": busy}
     return None

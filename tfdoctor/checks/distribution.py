@@ -458,6 +458,8 @@ def expected_allreduce_time(facts: Facts) -> Iterator[Finding]:
     the node (NVML's link facts; PCIe gen3 x16 assumed when unknown), the InfiniBand or Ethernet
     port between nodes.
 
+    Silent for a cluster with parameter servers, which does not all-reduce.
+
     Why is this bad?
     It is a figure, not a fault: every step pays at least this much for synchronous data
     parallelism. When it approaches the step time, the job is communication-bound — larger
@@ -476,6 +478,9 @@ def expected_allreduce_time(facts: Facts) -> Iterator[Finding]:
     params = parse_param_count(raw) if raw is not None else None
     if params is None:
         return
+    parsed = _tf_config(facts)
+    if parsed is not None and parsed[1] is not None and parsed[1].cluster.get("ps"):
+        return  # ParameterServerStrategy: workers push to parameter servers, nothing is all-reduced
     gpus = visible_gpus(facts)
     hosts, hosts_source = _worker_hosts(facts)
     participants = max(len(gpus), 1) * hosts

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.facts import Facts
-from tfdoctor.gpu_inventory import visible_gpus
+from tfdoctor.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.gpu_sharing import gpu_sharing
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
@@ -101,9 +101,9 @@ def _growth_on(facts: Facts) -> bool:
 @check("GPU103", "shared-gpu-without-memory-growth", Severity.WARNING)
 def shared_gpu_without_memory_growth(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds several processes sharing a GPU — more local ranks (LOCAL_WORLD_SIZE,
-    OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE) than visible GPUs, or other compute processes
-    on a GPU — with neither TF_FORCE_GPU_ALLOW_GROWTH=true nor TF_GPU_ALLOCATOR=cuda_malloc_async.
+    Finds several processes sharing a GPU — more processes on the node (LOCAL_WORLD_SIZE,
+    OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE) than the host has GPUs, or other compute
+    processes on a visible GPU — with neither TF_FORCE_GPU_ALLOW_GROWTH=true nor TF_GPU_ALLOCATOR=cuda_malloc_async.
 
     Why is this bad?
     TensorFlow's default allocator reserves almost all GPU memory at start-up: the first process
@@ -122,7 +122,7 @@ def shared_gpu_without_memory_growth(facts: Facts) -> Iterator[Finding]:
     """
     if _growth_on(facts) or facts.env("TF_GPU_ALLOCATOR") == "cuda_malloc_async":
         return
-    sharing = gpu_sharing(facts, visible_gpus(facts))
+    sharing = gpu_sharing(facts, visible_gpus(facts), all_gpus(facts))
     if sharing is None:
         return
     yield Finding(

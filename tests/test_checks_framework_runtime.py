@@ -165,8 +165,8 @@ def test_more_ranks_than_gpus_without_memory_growth():
     facts = make_facts(env={"SLURM_NTASKS_PER_NODE": "8"}, gpus=gpu_devices(A100, A100, A100, A100))
     finding = only(check_facts(facts, select=["GPU103"]))
     assert finding.evidence["env.SLURM_NTASKS_PER_NODE"] == 8 and finding.evidence["gpus.host"] == 4
-    assert [f.applicability for f in finding.fixes] == [Applicability.SAFE, Applicability.UNSAFE]
-    assert finding.fixes[0].changes == (set_env("TF_FORCE_GPU_ALLOW_GROWTH", "true"),)
+    assert finding.fixes == (EnvFix("Let TensorFlow grow GPU memory on demand",
+                                    (set_env("TF_FORCE_GPU_ALLOW_GROWTH", "true"),)),)
 
 
 def test_one_gpu_per_task_is_not_sharing():

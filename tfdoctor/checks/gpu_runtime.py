@@ -117,8 +117,8 @@ def shared_gpu_without_memory_growth(facts: Facts) -> Iterator[Finding]:
     pool allocator, which also returns memory).
 
     Fix safety:
-    Growth is safe; switching allocator is marked unsafe (different fragmentation behaviour, needs
-    CUDA 11.2+).
+    Safe: memory is allocated as needed instead of up front. The automatic fix sets growth; the
+    asynchronous allocator (needs CUDA 11.2+) is the alternative to choose by hand.
     """
     if _growth_on(facts) or facts.env("TF_GPU_ALLOCATOR") == "cuda_malloc_async":
         return
@@ -129,9 +129,8 @@ def shared_gpu_without_memory_growth(facts: Facts) -> Iterator[Finding]:
         "several processes share a GPU but each will reserve nearly all of its memory at start-up",
         evidence={**sharing, "env.TF_FORCE_GPU_ALLOW_GROWTH": facts.env("TF_FORCE_GPU_ALLOW_GROWTH"),
                   "env.TF_GPU_ALLOCATOR": facts.env("TF_GPU_ALLOCATOR")},
-        fixes=(EnvFix("Let TensorFlow grow GPU memory on demand", (set_env("TF_FORCE_GPU_ALLOW_GROWTH", "true"),)),
-               EnvFix("Use CUDA's asynchronous pool allocator", (set_env("TF_GPU_ALLOCATOR", "cuda_malloc_async"),),
-                      Applicability.UNSAFE)),
+        # One fix, not two alternatives: `tfdoctor fix --unsafe-fixes` would otherwise apply both.
+        fixes=(EnvFix("Let TensorFlow grow GPU memory on demand", (set_env("TF_FORCE_GPU_ALLOW_GROWTH", "true"),)),),
     )
 
 

@@ -138,6 +138,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("xla_settings", "tfdoctor.checks.xla_settings"),
         ("gpu_runtime", "tfdoctor.checks.gpu_runtime"),
         ("distribution", "tfdoctor.checks.distribution"),
+        ("numa", "tfdoctor.checks.numa"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -148,6 +149,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("keras", "tfdoctor.facts.probes.keras_config"),
         ("network", "tfdoctor.facts.probes.network"),
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
+        ("numa", "tfdoctor.facts.probes.numa"),
     ],
 }
 

@@ -138,6 +138,11 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("driver", "tfdoctor.checks.driver"),
         ("gpu_health", "tfdoctor.checks.gpu_health"),
         ("xla", "tfdoctor.checks.xla"),
+        ("layout", "tfdoctor.checks.layout"),
+        ("mixed_precision", "tfdoctor.checks.mixed_precision"),
+        ("xla_settings", "tfdoctor.checks.xla_settings"),
+        ("gpu_runtime", "tfdoctor.checks.gpu_runtime"),
+        ("distribution", "tfdoctor.checks.distribution"),
         ("numa", "tfdoctor.checks.numa"),
     ],
     PROBE_GROUP: [
@@ -151,6 +156,8 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cuda_libs", "tfdoctor.facts.probes.cuda_libs"),
         ("privileges", "tfdoctor.facts.probes.privileges"),
         ("xla_toolchain", "tfdoctor.facts.probes.xla_toolchain"),
+        ("network", "tfdoctor.facts.probes.network"),
+        ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
     ],
 }

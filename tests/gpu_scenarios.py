@@ -396,7 +396,7 @@ SCENARIOS: list[Scenario] = [
              env={"XLA_FLAGS": "--xla_gpu_autotune_level=2 --xla_gpu_cuda_data_dir=/home/ada/venv/lib/python3.11/"
                                "site-packages/nvidia/cuda_nvcc/nvvm"}, expect=("XLA003",)),
 ]
-GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU0")
+GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA0", "GPU0")
 
 
 def by_name(name: str) -> Scenario:

@@ -145,7 +145,9 @@ def _emit(text: str, err: bool = False) -> None:
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "lint": "tfdoctor.lint.cli:lint",
+}
 
 
 class LazyGroup(click.Group):
@@ -226,7 +228,11 @@ def explain(code: str) -> None:
     """Show the documentation of one check (what, why, example, fix, fix safety)."""
     from tfdoctor.registry import load_registry
 
-    spec = load_registry().check_by_code(code)
+    spec: Any = load_registry().check_by_code(code)
+    if spec is None:  # lint rules share the code space and the docstring format
+        from tfdoctor.lint.rule import load_lint_rules
+
+        spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
     _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")

@@ -18,6 +18,7 @@ from tfdoctor.model import Finding, Severity
 
 CHECK_GROUP = "tfdoctor.checks"
 PROBE_GROUP = "tfdoctor.probes"
+LINT_RULE_GROUP = "tfdoctor.lint_rules"  # rules of `tfdoctor lint` (tfdoctor/lint/rule.py)
 
 CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -127,6 +128,13 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cgroup", "tfdoctor.facts.probes.cgroup"),
         ("python", "tfdoctor.facts.probes.python_env"),
         ("keras", "tfdoctor.facts.probes.keras_config"),
+    ],
+    LINT_RULE_GROUP: [
+        ("source-files", "tfdoctor.lint.rules.source_files"),
+        ("input-pipeline", "tfdoctor.lint.rules.input_pipeline"),
+        ("training-loop", "tfdoctor.lint.rules.training_loop"),
+        ("layers", "tfdoctor.lint.rules.layers"),
+        ("gpu-setup", "tfdoctor.lint.rules.gpu_setup"),
     ],
 }
 

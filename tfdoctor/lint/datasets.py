@@ -60,6 +60,12 @@ class Pipeline:
         return any(name == op for name, _ in self.ops)
 
 
+@dataclass(frozen=True)
+class ReturnShape:
+    elements: tuple[tuple[Pipeline | None, ast.AST], ...]
+    is_tuple: bool
+
+
 @dataclass
 class ScopeFlow:
     scope: ast.AST
@@ -67,6 +73,8 @@ class ScopeFlow:
     extended: set[int] = field(default_factory=set)  # ids of values something was built on
     consumed: dict[int, ast.AST] = field(default_factory=dict)  # id → the consuming node
     returned: list[Pipeline] = field(default_factory=list)
+    # Each return statement's shape: one (value, expression) per returned element; a tuple when is_tuple.
+    return_shapes: list[ReturnShape] = field(default_factory=list)
     of_node: dict[int, Pipeline] = field(default_factory=dict)  # id(expression) → its value
     loops: list[tuple[ast.For | ast.AsyncFor, Pipeline]] = field(default_factory=list)
 
@@ -75,7 +83,7 @@ class ScopeFlow:
 
 
 class _ScopeWalker(ast.NodeVisitor):
-    def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, Pipeline]) -> None:
+    def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, ReturnShape]) -> None:
         self.module, self.flow, self.returning = module, flow, returning
         self.env: dict[str, Pipeline] = {}
 
@@ -122,6 +130,22 @@ class _ScopeWalker(ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
+            shape = self._tuple_call(node.value)
+            if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
+                    len(target.elts) == len(shape.elements):
+                for element, (made, expr) in zip(target.elts, shape.elements):
+                    if made is not None and made.source is not None:
+                        # Positioned at the returned expression: `.prefetch()` can be appended there.
+                        unpacked = Pipeline(node.value, made.ops, expr)
+                        self.flow.values.append(unpacked)
+                        self._bind(element, unpacked)
+
+    def _tuple_call(self, node: ast.AST) -> ReturnShape | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.returning:
+            shape = self.returning[node.func.id]
+            if shape.is_tuple and self.module.call_name(node) is None:
+                return shape
+        return None
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -136,11 +160,15 @@ class _ScopeWalker(ast.NodeVisitor):
             self.flow.of_node[id(node)] = value
 
     def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None:
-            self.visit(node.value)
-            value = self.value(node.value)
-            if value is not None:
-                self.flow.returned.append(value)
+        if node.value is None:
+            return
+        self.visit(node.value)
+        is_tuple = isinstance(node.value, ast.Tuple)
+        exprs = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        elements = tuple((self.value(e), e) for e in exprs)
+        if any(v is not None for v, _ in elements):
+            self.flow.returned.extend(v for v, _ in elements if v is not None)
+            self.flow.return_shapes.append(ReturnShape(elements, is_tuple))
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
@@ -178,8 +206,11 @@ class _ScopeWalker(ast.NodeVisitor):
                 self.flow.extended.add(id(merged))
             self._new(Pipeline(node, (), node), node)
             return
-        if isinstance(func, ast.Name) and func.id in self.returning and name is None:
-            made = self.returning[func.id]
+        if isinstance(func, ast.Name) and func.id in self.returning and name is None and \
+                not self.returning[func.id].is_tuple:
+            made = self.returning[func.id].elements[0][0]
+            if made is None:
+                return
             if made.source is None:  # a function that transforms the dataset it is given
                 base = arg_values[0] if arg_values else Pipeline(None, (), None)
                 self.flow.extended.update(id(v) for v in arg_values)
@@ -215,13 +246,13 @@ class DatasetFlow:
         return {n.id for n in self.module.nodes(ast.Name) if isinstance(n.ctx, ast.Load)}
 
     @cached_property
-    def returning(self) -> dict[str, Pipeline]:
-        """Module functions that return a pipeline, with the ops they apply (first return wins)."""
-        found: dict[str, Pipeline] = {}
+    def returning(self) -> dict[str, ReturnShape]:
+        """Module functions that return pipelines (alone or in a tuple), as their first return shows."""
+        found: dict[str, ReturnShape] = {}
         for scope in self.scopes[1:]:
             flow = self._walk(scope, {})
-            if flow.returned and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.setdefault(scope.name, flow.returned[0])
+            if flow.return_shapes and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.setdefault(scope.name, flow.return_shapes[0])
         return found
 
     @cached_property
@@ -230,7 +261,7 @@ class DatasetFlow:
             return []
         return [self._walk(scope, self.returning) for scope in self.scopes]
 
-    def _walk(self, scope: ast.AST, returning: dict[str, Pipeline]) -> ScopeFlow:
+    def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)
         _ScopeWalker(self.module, flow, returning).start(scope)
         return flow

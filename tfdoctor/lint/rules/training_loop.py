@@ -47,12 +47,14 @@ def _compiled_functions(module: SourceModule) -> set[str]:
     functions = [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]
     compiled = {f.name for f in functions if any(_is_tf_function_decorator(module, d) for d in f.decorator_list)}
     compiled |= set(_wrapped_names(module))
-    by_name = {f.name: f for f in functions}
+    by_name: dict[str, list[Function]] = {}
+    for f in functions:
+        by_name.setdefault(f.name, []).append(f)
     changed = True
     while changed:  # whatever a graph function references by name is traced with it
         changed = False
         for name in list(compiled):
-            for f in [by_name[name]] if name in by_name else []:
+            for f in by_name.get(name, []):
                 for node in ast.walk(f):
                     ref = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) \
                         else None

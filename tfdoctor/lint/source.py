@@ -33,13 +33,21 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
-    except (SyntaxError, LookupError) as exc:  # unknown or contradictory coding cookie
-        raise SourceError("SRC002", f"cannot decode: {exc}") from None
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SourceError("SRC002", f"cannot decode as {exc.encoding}: byte 0x{data[exc.start]:02x} "
-                                    f"is not valid (add a coding cookie, PEP 263)", line) from None
+        raise _undecodable(data, exc) from None
+    except (SyntaxError, LookupError) as exc:  # no valid cookie, or one naming an unknown encoding
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as utf8_error:  # invalid UTF-8 in the first two lines
+            raise _undecodable(data, utf8_error) from None
+        raise SourceError("SRC002", f"cannot decode: {exc}") from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _undecodable(data: bytes, exc: UnicodeDecodeError) -> SourceError:
+    line = data[: exc.start].count(b"\n") + 1
+    return SourceError("SRC002", f"cannot decode as {exc.encoding}: byte 0x{data[exc.start]:02x} is not valid "
+                                 "(save the file as UTF-8 or declare its encoding, PEP 263)", line)
 
 
 def parse_source(text: str, filename: str) -> ast.Module:

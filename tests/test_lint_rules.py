@@ -127,7 +127,8 @@ def test_prefetched_pipeline_and_unconsumed_one_are_silent():
     text = PIPELINE.format(map_args=", num_parallel_calls=8", tail=".prefetch(1)")
     assert lint(text).findings == []
     # Handed to an unknown function: the callee may prefetch, so nothing is claimed.
-    assert lint(text.replace("    model.fit(ds, epochs=3)\n", "    run(ds)\n").replace(".prefetch(1)", "")).findings == []
+    handed_on = text.replace("    model.fit(ds, epochs=3)\n", "    run(ds)\n").replace(".prefetch(1)", "")
+    assert lint(handed_on).findings == []
 
 
 @pytest.mark.parametrize("map_args, expected_evidence", [("", None), (", num_parallel_calls=1", 1),
@@ -235,7 +236,8 @@ def test_conv_followed_by_activation_then_batch_norm_is_silent():
 # --- SRC110 ---------------------------------------------------------------------------------------
 
 def test_oom_report_attribute_assignment_is_flagged_with_a_safe_edit():
-    text = "import tensorflow as tf\nopts = tf.compat.v1.RunOptions()\nopts.report_tensor_allocations_upon_oom = True\n"
+    text = ("import tensorflow as tf\nopts = tf.compat.v1.RunOptions()\n"
+            "opts.report_tensor_allocations_upon_oom = True\n")
     (finding,) = lint(text).findings
     assert (finding.code, finding.line) == ("SRC110", 3)
     assert apply_fixes(text, [finding]).endswith("= False\n")

@@ -51,7 +51,7 @@ def train_step(images, labels):  # expect: SRC107
         loss = loss_fn(labels, logits)
     tape = hvd.DistributedGradientTape(tape)
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return loss
 
 

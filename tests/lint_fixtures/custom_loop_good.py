@@ -36,7 +36,7 @@ class ResidualBlock(keras.Model):
         with tf.GradientTape() as tape:
             loss = self.compute_loss(y=y, y_pred=self(x, training=True))
         grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
         return {"loss": loss}
 
 
@@ -60,7 +60,7 @@ def compute_gradients(images, labels):
         loss = loss_fn(labels, model(images, training=True))
     tape = hvd.DistributedGradientTape(tape)
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return loss
 
 
@@ -73,7 +73,8 @@ def train_step(images, labels):
 def eval_step(images, labels):
     with tf.GradientTape() as tape:
         loss = loss_fn(labels, model(images, training=False))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return loss
 
 

@@ -133,7 +133,7 @@ class _ScopeWalker(ast.NodeVisitor):
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
-                for element, (made, expr) in zip(target.elts, shape.elements):
+                for element, (made, expr) in zip(target.elts, shape.elements, strict=True):
                     if made is not None and made.source is not None:
                         # Positioned at the returned expression: `.prefetch()` can be appended there.
                         unpacked = Pipeline(node.value, made.ops, expr)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor.model import Applicability, Severity
-from tfdoctor.registry import CODE_RE, NAME_RE, LINT_RULE_GROUP, _dedent_doc, _entry_points, _load
+from tfdoctor.registry import CODE_RE, LINT_RULE_GROUP, NAME_RE, _dedent_doc, _entry_points, _load
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
 

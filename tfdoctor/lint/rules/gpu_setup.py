@@ -20,7 +20,8 @@ _GPU_MEMORY_SETUP = frozenset({
     "tf.config.experimental.set_logical_device_configuration",
 })
 _MEMORY_ENV = frozenset({"TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_VISIBLE_DEVICES", "TF_GPU_ALLOCATOR"})
-_MWMS = frozenset({"tf.distribute.MultiWorkerMirroredStrategy", "tf.distribute.experimental.MultiWorkerMirroredStrategy"})
+_MWMS = frozenset({"tf.distribute.MultiWorkerMirroredStrategy",
+                   "tf.distribute.experimental.MultiWorkerMirroredStrategy"})
 _LOCAL_ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1):\d+")
 
 
@@ -79,7 +80,7 @@ def _env_assignments(module: SourceModule) -> Iterator[tuple[ast.AST, str, objec
         elif isinstance(func, ast.Attribute) and func.attr == "update" and module.qualified(func.value) in _ENVIRON:
             for arg in call.args:
                 if isinstance(arg, ast.Dict):
-                    for key, value in zip(arg.keys, arg.values):
+                    for key, value in zip(arg.keys, arg.values, strict=True):
                         if isinstance(constant(key), str):
                             yield key, constant(key), constant(value)  # type: ignore[misc]
             for kw in call.keywords:

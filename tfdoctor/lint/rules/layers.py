@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterator
 
 from tfdoctor.lint.edits import add_keyword, replace_node
@@ -73,13 +74,13 @@ def _conv_bn_pairs(module: SourceModule) -> Iterator[ast.Call]:
     index = layer_index(module)
     # Sequential([... Conv2D(...), BatchNormalization(), ...])
     for seq in [*module.nodes(ast.List), *module.nodes(ast.Tuple)]:
-        for first, second in zip(seq.elts, seq.elts[1:]):
+        for first, second in itertools.pairwise(seq.elts):
             if isinstance(first, ast.Call) and isinstance(second, ast.Call) and \
                     layer_class(module, first) in CONV_LAYERS and layer_class(module, second) in BATCH_NORM_LAYERS:
                 yield first
     # model.add(Conv2D(...)); model.add(BatchNormalization())
     for body in _statement_lists(module):
-        for first, second in zip(body, body[1:]):
+        for first, second in itertools.pairwise(body):
             a, b = _added_layer(module, first), _added_layer(module, second)
             if a and b and a[0] == b[0] and layer_class(module, a[1]) in CONV_LAYERS and \
                     layer_class(module, b[1]) in BATCH_NORM_LAYERS:

@@ -246,12 +246,38 @@ class DatasetFlow:
         return {n.id for n in self.module.nodes(ast.Name) if isinstance(n.ctx, ast.Load)}
 
     @cached_property
+    def _calls_by_scope(self) -> dict[int, tuple[bool, set[str]]]:
+        """id(scope) → (does it build or transform a dataset itself?, names of the functions it calls).
+
+        Walking only the scopes that can hold a pipeline keeps lint time close to parse time.
+        """
+        found: dict[int, tuple[bool, set[str]]] = {}
+        for call in self.module.calls:
+            func = call.func
+            relevant = (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or \
+                self.module.call_name(call) in SOURCES
+            scope = self.module.scope_of(call)
+            has, names = found.get(id(scope), (False, set()))
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            found[id(scope)] = (has or relevant, names)
+        return found
+
+    def _builds(self, scope: ast.AST) -> bool:
+        return self._calls_by_scope.get(id(scope), (False, set()))[0]
+
+    @cached_property
+    def _plain_flows(self) -> dict[int, ScopeFlow]:
+        """Functions that build pipelines, walked without knowing what other functions return."""
+        return {id(s): self._walk(s, {}) for s in self.scopes[1:] if self._builds(s)}
+
+    @cached_property
     def returning(self) -> dict[str, ReturnShape]:
         """Module functions that return pipelines (alone or in a tuple), as their first return shows."""
         found: dict[str, ReturnShape] = {}
         for scope in self.scopes[1:]:
-            flow = self._walk(scope, {})
-            if flow.return_shapes and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            flow = self._plain_flows.get(id(scope))
+            if flow is not None and flow.return_shapes and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.setdefault(scope.name, flow.return_shapes[0])
         return found
 
@@ -259,7 +285,17 @@ class DatasetFlow:
     def flows(self) -> list[ScopeFlow]:
         if not self.module.imports.imports_module("tf") and not self.module.imports.imports_module("keras"):
             return []
-        return [self._walk(scope, self.returning) for scope in self.scopes]
+        flows = []
+        returning = self.returning
+        for scope in self.scopes:
+            builds, called = self._calls_by_scope.get(id(scope), (False, set()))
+            if called & returning.keys():
+                flows.append(self._walk(scope, returning))
+            elif id(scope) in self._plain_flows:
+                flows.append(self._plain_flows[id(scope)])
+            elif builds:
+                flows.append(self._walk(scope, {}))
+        return flows
 
     def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)

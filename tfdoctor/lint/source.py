@@ -78,13 +78,37 @@ class SourceModule:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
         self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
-        for node in ast.walk(tree):
-            self.by_type[type(node)].append(node)
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
+        self._index(tree)
         imports: list = [*self.by_type[ast.Import], *self.by_type[ast.ImportFrom]]
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}
+
+    def _index(self, tree: ast.AST) -> None:
+        """One pre-order pass (roughly source order) for node types and parents.
+
+        This is the linter's hot loop: iter_child_nodes is inlined, and fields that never hold a node
+        worth visiting (names, `ctx`, operators) are skipped by a per-type table.
+        """
+        parents, by_type, node_type = self.parents, self.by_type, ast.AST
+        stack = [tree]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            kind = type(node)
+            by_type[kind].append(node)
+            fields = _CHILD_FIELDS.get(kind)
+            if fields is None:
+                fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+            children = []
+            for name in fields:
+                value = getattr(node, name, None)
+                if isinstance(value, node_type):
+                    children.append(value)
+                elif isinstance(value, list):
+                    children.extend(item for item in value if isinstance(item, node_type))
+            for child in reversed(children):
+                parents[child] = node
+                push(child)
 
     @classmethod
     def from_text(cls, text: str, path: str = "<string>") -> SourceModule:
@@ -112,12 +136,28 @@ class SourceModule:
     def qualified(self, node: ast.AST) -> str | None:
         """Canonical name of what `node` refers to (`tf.data.Dataset.from_tensor_slices`), memoised."""
         key = id(node)
-        if key not in self._qualified:
-            self._qualified[key] = self.imports.qualified(node)
-        return self._qualified[key]
+        try:
+            return self._qualified[key]
+        except KeyError:
+            name = self._qualified[key] = self.imports.qualified(node)
+            return name
 
     def call_name(self, call: ast.Call) -> str | None:
         return self.qualified(call.func)
+
+    @cached_property
+    def calls_by_name(self) -> dict[str, list[ast.Call]]:
+        """Calls of imported names, by canonical name: rules look up what they need instead of scanning."""
+        found: dict[str, list[ast.Call]] = defaultdict(list)
+        for call in self.calls:
+            name = self.call_name(call)
+            if name is not None:
+                found[name].append(call)
+        return found
+
+    def calls_named(self, *names: str) -> list[ast.Call]:
+        found = [c for n in names for c in self.calls_by_name.get(n, ())]
+        return sorted(found, key=lambda c: (c.lineno, c.col_offset)) if len(names) > 1 else found
 
     def ancestors(self, node: ast.AST):
         while node in self.parents:
@@ -147,6 +187,12 @@ class SourceModule:
 
     def segment(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.text, node) or ""
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+# Fields holding identifiers, flags or shared singletons (Load/Store, operators): nothing to lint below.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "level",
+                          "is_async", "conversion", "module"})
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

@@ -64,15 +64,20 @@ def _compiled_functions(module: SourceModule) -> set[str]:
     return compiled
 
 
-def _records_gradients(module: SourceModule, func: Function) -> bool:
-    tape = applies = False
-    for node in ast.walk(func):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            tape = tape or any(isinstance(i.context_expr, ast.Call) and
-                               module.call_name(i.context_expr) == "tf.GradientTape" for i in node.items)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            applies = applies or node.func.attr in ("apply_gradients", "apply")
-    return tape and applies
+def _gradient_steps(module: SourceModule) -> list[Function]:
+    """Functions that open a GradientTape and apply gradients in their own body (in source order)."""
+    def enclosing(node: ast.AST) -> Function | None:
+        return next((a for a in module.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                    None)
+
+    tapes = {id(f): f for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith))
+             if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
+                    for i in w.items) and (f := enclosing(w)) is not None}
+    if not tapes:
+        return []
+    applying = {id(f) for c in module.calls if isinstance(c.func, ast.Attribute)
+                and c.func.attr in ("apply_gradients", "apply") and (f := enclosing(c)) is not None}
+    return sorted((f for key, f in tapes.items() if key in applying), key=lambda f: f.lineno)
 
 
 @lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING)
@@ -109,10 +114,13 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         Unsafe: Python side effects (print, appending to lists, Python random numbers) then run only
         while tracing, and a step called with new shapes or Python values retraces.
     """
+    steps = _gradient_steps(module)
+    if not steps:
+        return
     compiled = _compiled_functions(module)
     alias = module.imports.alias_for("tf")
-    for func in [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]:
-        if func.name in compiled or not _records_gradients(module, func):
+    for func in steps:
+        if func.name in compiled:
             continue
         if func.name in _KERAS_STEP_METHODS and isinstance(module.parents.get(func), ast.ClassDef):
             continue

@@ -318,3 +318,12 @@ def test_jit_compile_with_fixed_shapes_is_silent():
     text = ("import tensorflow as tf\n@tf.function(jit_compile=True, input_signature=[tf.TensorSpec([8, 4])])\n"
             "def step(x):\n    return x\nstep(tf.zeros([8, 4]))\n")
     assert lint(text, select=("SRC115",)).findings == []
+
+
+def test_keras_model_compiled_with_xla_and_fit_on_bucketed_data():
+    text = ("import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(x)\n"
+            "ds = ds.bucket_by_sequence_length(len_fn, [10, 20], [32, 32, 32]).prefetch(2)\n"
+            "model.compile(optimizer='adam', loss='mse', jit_compile=True)\nmodel.fit(ds)\n")
+    (finding,) = lint(text, select=("SRC115",)).findings
+    assert (finding.line, finding.evidence) == (4, {"model": "model", "ops": ["bucket_by_sequence_length"]})
+    assert lint(text.replace("jit_compile=True", "jit_compile=False"), select=("SRC115",)).findings == []

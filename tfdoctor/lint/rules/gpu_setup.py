@@ -139,11 +139,10 @@ def cuda_visible_devices_set_in_script(module: SourceModule) -> Iterator[Hit]:
 
 
 def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
-    for call in module.calls:
-        name = module.call_name(call) or ""
+    for name, calls in module.calls_by_name.items():
         if name.startswith("horovod.") and name.endswith(".init"):
-            return call, "Horovod starts one process per GPU on each host"
-    mwms = next((c for c in module.calls if module.call_name(c) in _MWMS), None)
+            return calls[0], "Horovod starts one process per GPU on each host"
+    mwms = next(iter(module.calls_named(*_MWMS)), None)
     if mwms is not None:
         addresses = {m.group(0) for node in module.nodes(ast.Constant) if isinstance(node.value, str)
                      for m in _LOCAL_ADDRESS.finditer(node.value)}
@@ -186,7 +185,7 @@ def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     signal = _shared_gpu_signal(module)
     if signal is None:
         return
-    if any(module.call_name(c) in _GPU_MEMORY_SETUP for c in module.calls):
+    if module.calls_named(*_GPU_MEMORY_SETUP):
         return
     if any(name in _MEMORY_ENV for _node, name, _value in _env_assignments(module)):
         return

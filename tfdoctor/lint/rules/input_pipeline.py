@@ -143,10 +143,9 @@ def dataset_from_python_generator(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Manual: the generator's logic must be rewritten with TensorFlow ops.
     """
-    for call in module.calls:
-        if module.call_name(call) == "tf.data.Dataset.from_generator":
-            yield Hit(call.func, "tf.data pipeline built from a Python generator: elements are produced one "
-                      "at a time under the GIL", fix=SourceFix("Read and decode with tf.data and TensorFlow ops"))
+    for call in module.calls_named("tf.data.Dataset.from_generator"):
+        yield Hit(call.func, "tf.data pipeline built from a Python generator: elements are produced one "
+                  "at a time under the GIL", fix=SourceFix("Read and decode with tf.data and TensorFlow ops"))
 
 
 @lint_rule("SRC105", "py-function-in-input-pipeline", Severity.WARNING)

@@ -59,14 +59,13 @@ def conv_channels_first(module: SourceModule) -> Iterator[Hit]:
             yield Hit(arg, f"{cls.rsplit('.', 1)[-1]} with data_format=\"channels_first\" (NCHW)",
                       evidence={"layer": cls}, fix=SourceFix('Use data_format="channels_last"',
                       (replace_node(module, arg.value, '"channels_last"'),), Applicability.UNSAFE))
-    for call in module.calls:
-        if module.call_name(call) in _SET_FORMAT:
-            value = argument(call, "data_format", 0)
-            if value is not None and constant(value) == "channels_first":
-                yield Hit(call, "image data format set to channels_first for every layer",
-                          evidence={"call": module.call_name(call)},
-                          fix=SourceFix('Use "channels_last"', (replace_node(module, value, '"channels_last"'),),
-                                        Applicability.UNSAFE))
+    for call in module.calls_named(*_SET_FORMAT):
+        value = argument(call, "data_format", 0)
+        if value is not None and constant(value) == "channels_first":
+            yield Hit(call, "image data format set to channels_first for every layer",
+                      evidence={"call": module.call_name(call)},
+                      fix=SourceFix('Use "channels_last"', (replace_node(module, value, '"channels_last"'),),
+                                    Applicability.UNSAFE))
 
 
 def _conv_bn_pairs(module: SourceModule) -> Iterator[ast.Call]:

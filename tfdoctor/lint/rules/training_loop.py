@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tfdoctor.lint.datasets import dataset_flow
+from tfdoctor.lint.datasets import Pipeline, dataset_flow
 from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
 from tfdoctor.model import Applicability, Severity
@@ -247,12 +247,17 @@ def _signature_varies(module: SourceModule, call: ast.Call) -> str | None:
     return None
 
 
+def _varying_ops(value: Pipeline) -> list[str]:
+    """Ops of a pipeline after which element shapes differ from batch to batch."""
+    return [op for op, call in value.ops if op in _VARYING_OPS and not (
+        op == "padded_batch" and argument(call, "padded_shapes", 1) is not None)]
+
+
 def _fed_varying(module: SourceModule, name: str) -> str | None:
     """Whether the function is called inside a loop over a pipeline with varying element shapes."""
     for flow in dataset_flow(module).flows:
         for loop, value in flow.loops:
-            varying = [op for op, call in value.ops if op in _VARYING_OPS and not (
-                op == "padded_batch" and argument(call, "padded_shapes", 1) is not None)]
+            varying = _varying_ops(value)
             if not varying:
                 continue
             for node in ast.walk(loop):
@@ -290,6 +295,8 @@ def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
         batch it recompiles again and again (seconds each, and an ever-growing cache) and the run is
         slower than without XLA; ragged tensors are not supported by XLA at all and fail to compile.
 
+        Likewise `model.compile(jit_compile=True)` when `model.fit()` is given such a pipeline.
+
     Example:
         @tf.function(jit_compile=True, input_signature=[tf.TensorSpec([None, None], tf.int32)])
         def train_step(tokens):
@@ -314,3 +321,30 @@ def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
             yield Hit(jit if jit is not None else call, f"{func.name}() is compiled with jit_compile=True but {why}: "
                       "XLA recompiles for every new shape", evidence={"function": func.name},
                       fix=SourceFix("Feed the compiled function fixed shapes, or drop jit_compile"))
+    yield from _keras_jit_fed_varying(module)
+
+
+def _keras_jit_fed_varying(module: SourceModule) -> Iterator[Hit]:
+    """`model.compile(jit_compile=True)` and then `model.fit(pipeline with varying shapes)`."""
+    compiled: dict[str, ast.keyword] = {}
+    for call in module.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "compile" and isinstance(func.value, ast.Name):
+            jit = keyword(call, "jit_compile")
+            if jit is not None and constant(jit.value) is True:
+                compiled[func.value.id] = jit
+    if not compiled:
+        return
+    for flow in dataset_flow(module).flows:
+        for value in flow.values:
+            node = flow.consumed.get(id(value))
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "fit"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in compiled):
+                continue
+            varying = _varying_ops(value)
+            if varying:
+                model = node.func.value.id
+                yield Hit(compiled[model], f"{model} is compiled with jit_compile=True but {model}.fit() is fed a "
+                          f"pipeline with {varying[0]}() (shapes vary per batch): XLA recompiles for every new shape",
+                          evidence={"model": model, "ops": varying},
+                          fix=SourceFix("Feed the compiled model fixed shapes, or drop jit_compile"))

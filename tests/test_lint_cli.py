@@ -206,3 +206,35 @@ def test_pre_commit_hook_definition():
     text = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     for line in ("- id: tfdoctor-lint", "entry: tfdoctor lint", "language: python", "types: [python]"):
         assert line in text
+
+
+def test_deeply_nested_expressions_do_not_crash_the_rules(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    deep = "+".join(["1"] * 2000)
+    Path("gen.py").write_text(f"import tensorflow as tf\n\ndef f():\n    ds = tf.data.Dataset.range(3).map(g, "
+                              f"num_parallel_calls={deep})\n    model.fit(ds)\n", encoding="utf-8")
+    code, out, err = run(capsys, "lint", "gen.py")
+    assert (code, out) == (0, "")
+    assert "crashed" not in err
+
+
+def test_json_output_validates_against_the_published_schema(scripts, capsys):
+    (scripts / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    _, out, _ = run(capsys, "lint", "--format", "json", ".")
+    schema = json.loads((REPO / "tfdoctor" / "schema" / "lint.schema.json").read_text(encoding="utf-8"))
+    data = json.loads(out)
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert data["files"] == 3
+    assert {f["code"] for f in data["findings"]} >= {"SRC001", "SRC101", "SRC102"}
+
+
+def test_fail_on_from_the_config_file(scripts, capsys):
+    (scripts / "tfdoctor.toml").write_text('fail-on = "warning"\nignore = ["SRC113"]\n', encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "train.py")
+    assert code == 1
+    assert "SRC113" not in out
+
+
+def test_show_fixes_prints_the_fix_under_each_finding(scripts, capsys):
+    _, out, _ = run(capsys, "lint", "--show-fixes", "--select", "SRC103", "train.py")
+    assert out.splitlines()[1] == "    fix (safe): Pass num_parallel_calls=tf.data.AUTOTUNE"

@@ -299,7 +299,10 @@ class DatasetFlow:
 
     def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)
-        _ScopeWalker(self.module, flow, returning).start(scope)
+        try:
+            _ScopeWalker(self.module, flow, returning).start(scope)
+        except RecursionError:  # an expression nested thousands deep (generated code): no pipeline claims
+            return ScopeFlow(scope)
         return flow
 
     def values(self):

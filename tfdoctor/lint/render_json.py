@@ -1,4 +1,4 @@
-"""The JSON form of a lint report (versioned like `tfdoctor check --format json`)."""
+"""The JSON form of a lint report, documented in tfdoctor/schema/lint.schema.json."""
 
 from __future__ import annotations
 

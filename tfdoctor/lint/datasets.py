@@ -312,8 +312,4 @@ class DatasetFlow:
 
 
 def dataset_flow(module: SourceModule) -> DatasetFlow:
-    cached = getattr(module, "_dataset_flow", None)
-    if cached is None:
-        cached = DatasetFlow(module)
-        module._dataset_flow = cached  # type: ignore[attr-defined]
-    return cached
+    return module.derived(DatasetFlow)

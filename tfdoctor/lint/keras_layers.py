@@ -93,11 +93,7 @@ class LayerIndex:
 
 
 def layer_index(module: SourceModule) -> LayerIndex:
-    cached = getattr(module, "_layer_index", None)
-    if cached is None:
-        cached = LayerIndex(module)
-        module._layer_index = cached  # type: ignore[attr-defined]
-    return cached
+    return module.derived(LayerIndex)
 
 
 def mixed_precision_policy(module: SourceModule) -> tuple[str, ast.Call] | None:

@@ -66,15 +66,19 @@ def lint_module(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lin
                 hit.severity or spec.severity, hit.message, dict(hit.evidence), hit.fix))
 
 
+def _report_source_error(error: SourceError, path: str, rules: list[LintRuleSpec], report: LintReport) -> None:
+    spec = next((r for r in rules if r.code == error.code), None)
+    if spec is not None:  # unless --ignore'd
+        report.findings.append(LintFinding(path, error.line, error.column, error.line, error.column,
+                                           spec.code, spec.name, spec.severity, error.message))
+
+
 def lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport) -> None:
     report.files += 1
     try:
         module = SourceModule.from_path(path, display)
     except SourceError as error:
-        spec = next((r for r in rules if r.code == error.code), None)
-        if spec is not None:
-            report.findings.append(LintFinding(display, error.line, error.column, error.line, error.column,
-                                               spec.code, spec.name, spec.severity, error.message))
+        _report_source_error(error, display, rules, report)
         return
     lint_module(module, rules, report)
 
@@ -94,10 +98,7 @@ def lint_text(text: str, rules: list[LintRuleSpec], path: str = "<string>") -> L
     try:
         module = SourceModule.from_text(text, path)
     except SourceError as error:
-        spec = next((r for r in rules if r.code == error.code), None)
-        if spec is not None:
-            report.findings.append(LintFinding(path, error.line, error.column, error.line, error.column,
-                                               spec.code, spec.name, spec.severity, error.message))
+        _report_source_error(error, path, rules, report)
         return report
     lint_module(module, rules, report)
     report.findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))

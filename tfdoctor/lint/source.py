@@ -10,12 +10,15 @@ import ast
 import io
 import tokenize
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from tfdoctor.lint.names import ImportMap
 
+T = TypeVar("T")
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -82,6 +85,7 @@ class SourceModule:
         imports: list = [*self.by_type[ast.Import], *self.by_type[ast.ImportFrom]]
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}
+        self._derived: dict[object, object] = {}
 
     def _index(self, tree: ast.AST) -> None:
         """One pre-order pass (roughly source order) for node types and parents.
@@ -121,6 +125,12 @@ class SourceModule:
         except OSError as exc:
             raise SourceError("SRC002", f"cannot read: {exc.strerror or exc}") from None
         return cls.from_text(decode_source(data), display or str(path))
+
+    def derived(self, factory: Callable[[SourceModule], T]) -> T:
+        """`factory(self)`, computed once per module: analyses that several rules share."""
+        if factory not in self._derived:
+            self._derived[factory] = factory(self)
+        return self._derived[factory]  # type: ignore[return-value]
 
     @cached_property
     def lines(self) -> list[str]:

@@ -211,26 +211,21 @@ def softmax_in_float16(module: SourceModule) -> Iterator[Hit]:
 def _int_value(module: SourceModule, node: ast.AST | None) -> int | None:
     value = constant(node)
     if isinstance(node, ast.Name):
-        constants = _module_int_constants(module)
-        return constants.get(node.id)
+        return module.derived(_module_int_constants).get(node.id)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _module_int_constants(module: SourceModule) -> dict[str, int]:
-    cached = getattr(module, "_int_constants", None)
-    if cached is None:
-        cached = {}
-        counts: dict[str, int] = {}
-        for stmt in module.tree.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                name = stmt.targets[0].id
-                counts[name] = counts.get(name, 0) + 1
-                value = constant(stmt.value)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    cached[name] = value
-        cached = {k: v for k, v in cached.items() if counts[k] == 1}  # reassigned names are not constants
-        module._int_constants = cached  # type: ignore[attr-defined]
-    return cached
+    found: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for stmt in module.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            counts[name] = counts.get(name, 0) + 1
+            value = constant(stmt.value)
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[name] = value
+    return {k: v for k, v in found.items() if counts[k] == 1}  # reassigned names are not constants
 
 
 @lint_rule("SRC112", "layer-size-not-multiple-of-8", Severity.INFO)

@@ -166,7 +166,9 @@ def _softmax_activation(module: SourceModule, call: ast.Call, cls: str) -> bool:
 
 def _float32_dtype(module: SourceModule, call: ast.Call) -> bool:
     dtype = argument(call, "dtype")
-    return constant(dtype) == "float32" or module.qualified(dtype) == "tf.float32" if dtype is not None else False
+    if dtype is None:
+        return False
+    return constant(dtype) == "float32" or module.qualified(dtype) == "tf.float32"
 
 
 @lint_rule("SRC111", "softmax-in-float16", Severity.WARNING)

@@ -31,9 +31,9 @@ def abandoned_probes() -> list[str]:
     return [t.name.removeprefix("probe-") for t in _abandoned if t.is_alive()]
 
 
-def note_abandoned(name: str) -> None:
-    """A probe that gave up on a call of its own (a hung NVML call) and left a thread stuck in it."""
-    _abandoned.append(name)
+def note_abandoned(thread: threading.Thread) -> None:
+    """A probe that gave up on a call of its own (a hung NVML call) and left `thread` stuck in it."""
+    _abandoned.append(thread)
 
 
 def gather_facts(

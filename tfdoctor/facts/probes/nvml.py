@@ -227,7 +227,7 @@ def _run_with_timeout(nvml_factory: Callable[[], Any], timeout: float) -> dict[s
     if thread.is_alive():
         from tfdoctor.engine import note_abandoned
 
-        note_abandoned("nvml")
+        note_abandoned(thread)
         call = session_box["s"].current if "s" in session_box else "loading NVML"
         return Unknown(f"NVML did not answer within {timeout:g} s (hung in {call})")
     return box["result"]

@@ -192,3 +192,12 @@ def test_parse_ptxas_version():
     text = "ptxas: NVIDIA (R) Ptx optimizing assembler\nCuda compilation tools, release 12.2, V12.2.140\n"
     assert parse_ptxas_version(text) == "12.2.140"
     assert parse_ptxas_version("garbage") is None
+
+
+def test_python_option_points_at_that_environments_wheels(make_root):
+    root = make_root()
+    g.tensorflow(root, pins=g.PINS_215, site="/opt/env/lib/python3.11/site-packages")
+    g.wheels(root, site="/opt/env/lib/python3.11/site-packages")
+    facts = probe_cuda_libs(root.machine({"PATH": "/usr/bin"}, python="/opt/env/bin/python"))
+    assert facts["tensorflow"]["site_packages"] == "/opt/env/lib/python3.11/site-packages"
+    assert "/opt/env/lib/python3.11/site-packages/nvidia/cudnn/lib" in facts["runpath"]

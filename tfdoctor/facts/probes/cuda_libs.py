@@ -120,12 +120,14 @@ def default_dirs(arch: str) -> list[str]:
 
 
 def site_packages(machine: Machine, fs: RootedFs) -> list[str]:
-    """The site-packages folders TensorFlow may live in: this interpreter's path (live, no --python),
-    then those of $VIRTUAL_ENV, $CONDA_PREFIX and the system."""
+    """The site-packages folders TensorFlow may live in: this interpreter's path (live, no --python) or
+    the --python interpreter's prefix, then those of $VIRTUAL_ENV, $CONDA_PREFIX and the system."""
     found: list[str] = []
     if machine.is_live and not machine.python:
         found += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    prefixes = [machine.environ.get("VIRTUAL_ENV"), machine.environ.get("CONDA_PREFIX"), "/usr/local", "/usr"]
+    # --python PATH: that environment's prefix is the folder above its bin/ (a venv or conda env).
+    other = posixpath.dirname(posixpath.dirname(machine.python)) if machine.python else None
+    prefixes = [other, machine.environ.get("VIRTUAL_ENV"), machine.environ.get("CONDA_PREFIX"), "/usr/local", "/usr"]
     for prefix in filter(None, prefixes):
         lib = posixpath.join(prefix, "lib")
         for entry in fs.listdir(lib):
@@ -141,7 +143,7 @@ def site_packages(machine: Machine, fs: RootedFs) -> list[str]:
     return seen
 
 
-def _dist_versions(fs: RootedFs, folder: str) -> dict[str, str]:
+def dist_versions(fs: RootedFs, folder: str) -> dict[str, str]:
     versions = {}
     for entry in fs.listdir(folder):
         match = _DIST_INFO.match(entry)
@@ -157,7 +159,7 @@ def _tensorflow(fs: RootedFs, packages: list[str]) -> dict[str, Any] | None:
     for folder in packages:
         if not fs.is_file(posixpath.join(folder, "tensorflow", "__init__.py")):
             continue
-        versions = _dist_versions(fs, folder)
+        versions = dist_versions(fs, folder)
         dist = next((d for d in TENSORFLOW_DISTS if d in versions), None)
         info: dict[str, Any] = {"site_packages": folder, "dist": dist, "version": versions.get(dist or "")}
         build_info = posixpath.join(folder, "tensorflow", "python", "platform", "build_info.py")
@@ -202,7 +204,7 @@ def read_tf_build_info(path: str) -> dict[str, Any]:
 
 def wheel_lib_dirs(fs: RootedFs, folder: str) -> list[dict[str, str | None]]:
     """site-packages/nvidia/<lib>/lib folders with the version of the wheel that installed each."""
-    versions = _dist_versions(fs, folder)
+    versions = dist_versions(fs, folder)
     dirs = []
     nvidia = posixpath.join(folder, "nvidia")
     for entry in fs.listdir(nvidia):

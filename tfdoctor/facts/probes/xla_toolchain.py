@@ -16,12 +16,20 @@ import subprocess
 from typing import Any
 
 from tfdoctor.facts.machine import Machine
-from tfdoctor.facts.probes.cuda_libs import site_packages, toolkit_version, toolkits
+from tfdoctor.facts.probes.cuda_libs import (
+    TENSORFLOW_DISTS,
+    dist_versions,
+    site_packages,
+    toolkit_version,
+    toolkits,
+    version_tuple,
+)
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.registry import probe
 
 LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
 DATA_DIR_FLAG = "--xla_gpu_cuda_data_dir"
+NVCC_WHEEL_SINCE = (2, 15)
 
 
 def parse_data_dir(xla_flags: str | None) -> str | None:
@@ -103,6 +111,9 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any]:
     candidates.append(_root_record(machine, fs, "/usr/local/cuda", "/usr/local/cuda", None))
     for folder in packages:
         if fs.is_dir(posixpath.join(folder, "tensorflow")):
+            tf_version = next((v for d, v in dist_versions(fs, folder).items() if d in TENSORFLOW_DISTS), None)
+            if tf_version and version_tuple(tf_version) < NVCC_WHEEL_SINCE:
+                break  # older XLA does not look next to TensorFlow
             nvcc = posixpath.join(folder, "nvidia", "cuda_nvcc")
             candidates.append(_root_record(machine, fs, nvcc, "pip nvidia-cuda-nvcc",
                                            _nvcc_wheel_version(fs, folder)))

@@ -12,7 +12,7 @@ import pytest
 from conftest import check_facts, env_fixes
 
 from tfdoctor.facts import Facts
-from tfdoctor.model import AdminFix, EnvFix, Severity
+from tfdoctor.model import AdminFix, Severity
 
 FAMILIES = g.GPU_FAMILIES
 
@@ -57,25 +57,37 @@ def test_fixtures_are_what_the_probes_write_today(tmp_path):
         assert fresh["sections"] == recorded["sections"], f"{scenario.name}: run python tests/gpu_scenarios.py"
 
 
-def test_library_on_disk_but_off_the_loader_path_gets_a_prepend():
-    result = report("cuda001-library-not-on-loader-path")
-    cudnn = next(f for f in result.findings() if f.code == "CUDA001" and f.evidence["library"] == "libcudnn.so.8")
-    assert cudnn.fixes == (EnvFix("Put /usr/local/cuda/lib64 first on LD_LIBRARY_PATH (it holds libcudnn.so.8)",
-                                  cudnn.fixes[0].changes),)
-    assert [c.to_json() for c in cudnn.fixes[0].changes] == [
+def test_libraries_on_disk_but_off_the_loader_path_get_one_prepend_per_folder():
+    findings = [f for f in report("cuda001-library-not-on-loader-path").findings() if f.code == "CUDA001"]
+    assert len(findings) == 1
+    finding = findings[0]
+    assert finding.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
+                                             "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
+                                             "libcusparse.so.12"]
+    assert finding.evidence["folder"] == "/usr/local/cuda/lib64"
+    assert finding.evidence["found_at"]["libcudnn.so.8"] == ["/usr/local/cuda/lib64/libcudnn.so.8",
+                                                            "/usr/local/cuda-12.2/lib64/libcudnn.so.8"]
+    assert [c.to_json() for c in finding.fixes[0].changes] == [
         {"op": "prepend", "name": "LD_LIBRARY_PATH", "value": "/usr/local/cuda/lib64"}]
-    assert cudnn.evidence["found_at"] == ["/usr/local/cuda/lib64/libcudnn.so.8",
-                                          "/usr/local/cuda-12.2/lib64/libcudnn.so.8"]
 
 
-def test_library_nowhere_gets_the_pinned_install():
-    result = report("cuda001-library-not-installed")
-    by_library = {f.evidence["library"]: f for f in result.findings() if f.code == "CUDA001"}
-    assert set(by_library) == {"libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12", "libcudnn.so.8",
-                               "libcufft.so.11", "libcusolver.so.11", "libcusparse.so.12", "libnccl.so.2"}
-    assert by_library["libcudnn.so.8"].fixes == (AdminFix("Install libcudnn.so.8 for CUDA 12.2",
-                                                          ("pip install 'nvidia-cudnn-cu12==8.9.4.25'",)),)
-    assert by_library["libnccl.so.2"].severity is Severity.WARNING  # only multi-GPU work needs it
+def test_libraries_nowhere_get_the_pinned_install():
+    errors, nccl = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
+    assert errors.severity is Severity.ERROR
+    assert errors.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
+                                            "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
+                                            "libcusparse.so.12"]
+    assert errors.fixes[0].steps == ("pip install 'tensorflow[and-cuda]==2.15.0'   # every pinned nvidia-* wheel",)
+    assert nccl.severity is Severity.WARNING  # only multi-GPU work needs it
+    assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.2", ("pip install 'nvidia-nccl-cu12==2.16.5'",)),)
+
+
+def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
+    facts = load("healthy-cuda12-pip")
+    facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
+    finding = check_facts(facts, select=["CUDA001"]).findings()[0]
+    assert finding.evidence["libraries"] == ["libcuda.so.1"]
+    assert "docker run --gpus all" in finding.fixes[0].steps[0]
 
 
 def test_old_cudnn_first_on_path_points_at_the_wheel():

@@ -25,18 +25,24 @@ JIT_CACHE_MIN_BYTES = 1 << 31  # 2 GiB: TensorFlow's PTX JITs to several hundred
 JIT_CACHE_RECOMMENDED = str(4 * (1 << 30))  # 4 GiB, the largest value the driver accepts
 
 
-def prepend_fix(library: str, folder: str, why: str) -> EnvFix:
+def prepend_fix(folder: str, why: str) -> EnvFix:
     return EnvFix(f"Put {folder} first on LD_LIBRARY_PATH ({why})", (prepend_path("LD_LIBRARY_PATH", folder),))
 
 
-def _install_fix(build: TfBuild, key: str, name: str) -> AdminFix:
-    if key == "cuda":
-        return AdminFix("Make the NVIDIA driver's libcuda.so.1 visible", (
-            "On a host: install the NVIDIA driver (its user-space part provides libcuda.so.1).",
-            "In a container: run it with the NVIDIA Container Toolkit (docker run --gpus all, or "
-            "--runtime=nvidia), which mounts the host driver's libcuda.so.1.",
-        ))
-    return AdminFix(f"Install {name} for CUDA {build.cuda_version}", (build.install_hint(key),))
+def _install_fix(build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
+    steps: list[str] = []
+    if "cuda" in keys:
+        steps += ["libcuda.so.1 comes with the NVIDIA driver: install it on a host; run a container with the "
+                  "NVIDIA Container Toolkit (docker run --gpus all), which mounts the host's libcuda.so.1."]
+    others = [k for k in keys if k != "cuda"]
+    if len(others) > 1 and build.pins and build.version and build.dist == "tensorflow":
+        steps.append(f"pip install 'tensorflow[and-cuda]=={build.version}'   # every pinned nvidia-* wheel")
+    else:
+        for key in others:
+            hint = build.install_hint(key)
+            if hint not in steps:
+                steps.append(hint)
+    return AdminFix(f"Install {_listing(names, verb=False)} for CUDA {build.cuda_version}", tuple(steps))
 
 
 def required_version(build: TfBuild, key: str) -> tuple[tuple[int, ...], str]:
@@ -78,31 +84,51 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
         return
     wanted = wanted_sonames(build)
     driver_loaded = facts.peek("host.nvidia_driver") is not None
+    off_path: dict[str, list[tuple[str, list[str]]]] = {}  # folder -> [(library, copies found)]
+    missing: list[tuple[str, str]] = []  # (key, library)
+    broken: list[str] = []
+    lib_path: list[str] = []
     for key in CORE_LIBRARIES:
         name = wanted.get(key)
         if name is None or (key == "cuda" and not driver_loaded):
             continue  # no driver at all: DRV001 says so
         view = LibraryView(facts, key)
+        lib_path = view.ld_library_path
         if view.resolved(name):
             continue
+        broken += [c.path for c in view.broken(name)]
         copies = view.unresolvable(name)
-        broken = [c.path for c in view.broken(name)]
-        evidence: dict[str, Any] = {"library": name, "cuda_libs.ld_library_path": view.ld_library_path}
-        if broken:
-            evidence["broken_links"] = broken
-        severity = Severity.WARNING if key == "nccl" else None
         if copies:
             best = prefer_copy(copies, required_version(build, key)[0] if key in VERSIONED else ())
-            evidence["found_at"] = [c.path for c in copies]
-            yield Finding(
-                f"{name} is not resolvable by the loader, but exists in {best.dir}: TensorFlow will not "
-                f"use the GPU",
-                evidence=evidence, fixes=(prepend_fix(key, best.dir, f"it holds {name}"),), severity=severity)
+            off_path.setdefault(best.dir, []).append((name, [c.path for c in copies]))
         else:
-            yield Finding(
-                f"{name} is not installed anywhere tfdoctor looked: TensorFlow will not use the GPU"
-                + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
-                evidence=evidence, fixes=(_install_fix(build, key, name),), severity=severity)
+            missing.append((key, name))
+    for folder, found in off_path.items():
+        names = [name for name, _ in found]
+        yield Finding(
+            f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
+            f"in {folder}: TensorFlow will not use the GPU",
+            evidence={"libraries": names, "folder": folder, "found_at": dict(found),
+                      "cuda_libs.ld_library_path": lib_path},
+            fixes=(prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),))
+    for severity, group in ((None, [m for m in missing if m[0] != "nccl"]),
+                            (Severity.WARNING, [m for m in missing if m[0] == "nccl"])):
+        if not group:
+            continue
+        names = [name for _, name in group]
+        evidence: dict[str, Any] = {"libraries": names, "cuda_libs.ld_library_path": lib_path}
+        if broken:
+            evidence["broken_links"] = broken
+        yield Finding(
+            f"{_listing(names)} not installed anywhere tfdoctor looked: "
+            + ("multi-GPU collectives will fail" if severity else "TensorFlow will not use the GPU")
+            + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
+            evidence=evidence, fixes=(_install_fix(build, [k for k, _ in group], names),), severity=severity)
+
+
+def _listing(names: list[str], verb: bool = True) -> str:
+    text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{text} {'is' if len(names) == 1 else 'are'}" if verb else text
 
 
 @check("CUDA002", "cuda-library-older-than-build", Severity.ERROR)
@@ -149,9 +175,9 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
                     "required": ".".join(map(str, need)), "required_by": source}
         if better:
             best = prefer_copy(better, need)
-            fix: EnvFix | AdminFix = prepend_fix(key, best.dir, f"it holds {name} {best.version}")
+            fix: EnvFix | AdminFix = prepend_fix(best.dir, f"it holds {name} {best.version}")
         else:
-            fix = _install_fix(build, key, name)
+            fix = _install_fix(build, [key], [name])
         yield Finding(
             f"{name} resolves to version {copy.version} ({resolved['path']}), older than the "
             f"{'.'.join(map(str, need))} this TensorFlow needs ({source})",
@@ -208,7 +234,7 @@ def cuda_library_shadowed(facts: Facts) -> Iterator[Finding]:
             f"{target.path} ({target.version}), the version tensorflow[and-cuda] pins ({pin[0]}=={pin[1]})",
             evidence={"library": name, "resolved": resolved["path"], "resolved_version": first.version,
                       "shadowed": resolved["others"], "pinned": f"{pin[0]}=={pin[1]}"},
-            fixes=(prepend_fix(key, target.dir, f"it holds the pinned {name}"),))
+            fixes=(prepend_fix(target.dir, f"it holds the pinned {name}"),))
 
 
 # -- CUDA_VISIBLE_DEVICES -------------------------------------------------------------------------

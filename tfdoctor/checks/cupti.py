@@ -65,7 +65,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
         best = prefer_copy(copies)
         evidence["found_at"] = [c.path for c in copies]
         yield Finding(f"{name} is not resolvable but exists in {best.dir}: {purpose}", evidence=evidence,
-                      fixes=(prepend_fix("cupti", best.dir, "the CUPTI folder"),), severity=severity)
+                      fixes=(prepend_fix(best.dir, "the CUPTI folder"),), severity=severity)
         return
     others = view.other_names(CUPTI_STEM, name)
     if others:
@@ -77,7 +77,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
             f"export LD_LIBRARY_PATH={target.dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
         )),)
         if target.dir not in view.ld_library_path:
-            fixes = (*fixes, prepend_fix("cupti", target.dir, "after the link exists"))
+            fixes = (*fixes, prepend_fix(target.dir, "after the link exists"))
         yield Finding(
             f"CUPTI exists only as {', '.join(c.path for c in others)}, not under the name {name} this "
             f"TensorFlow build loads: {purpose}", evidence=evidence, fixes=fixes, severity=severity)

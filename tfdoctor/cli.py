@@ -145,7 +145,9 @@ def _emit(text: str, err: bool = False) -> None:
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "tune": "tfdoctor.tune.cli:tune",
+}
 
 
 class LazyGroup(click.Group):

@@ -178,6 +178,10 @@ class Tuner:
         leaders = self.leaders(1)
         return leaders[0] if leaders else None
 
+    def _tried(self, key: tuple[Any, ...]) -> bool:
+        return any(r.phase != "current" and r.role != "current" and params_key(self.space, r.params) == key
+                   for r in self.records)
+
     def best(self) -> TrialRecord | None:
         ok = [r for r in self.records if r.ok]
         return max(ok, key=lambda r: self._score(r.value)) if ok else None  # type: ignore[arg-type]
@@ -243,12 +247,17 @@ class Tuner:
                     continue
             trial = self.study.ask(self.distributions)
             params = dict(trial.params)
-            previous = self.measured(params_key(self.space, params))
-            if previous:
-                # TPE on a discrete space re-proposes points it likes, which would measure nothing new.
-                # Its proposal says where it believes the optimum is: measure the nearest point not
-                # measured yet instead (a local step the model alone takes many trials to make).
-                self.study.tell(trial, statistics.fmean(previous))
+            key = params_key(self.space, params)
+            if self._tried(key):
+                # TPE on a discrete space re-proposes points it likes, which would measure nothing new
+                # (and a failed point fails again). Its proposal says where it believes the optimum is:
+                # measure the nearest point not tried yet instead (a local step the model alone takes
+                # many trials to make).
+                previous = self.measured(key)
+                if previous:
+                    self.study.tell(trial, statistics.fmean(previous))
+                else:
+                    self.study.tell(trial, state=TrialState.FAIL)
                 params = self._unmeasured_near(params)
                 if params is None:
                     return "space exhausted"
@@ -275,15 +284,15 @@ class Tuner:
             point[name] = to[name] + (to[name] - origin[name])
             if not p.contains(point[name]):
                 return None
-        if self.measured(params_key(self.space, point)) or any(
-                params_key(self.space, r.params) == params_key(self.space, point) for r in self.records):
+        if self._tried(params_key(self.space, point)):
             return None
         return point
 
     def _unmeasured_near(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """An unmeasured point at the smallest distance from `params` (one step in one parameter, then
         two, …), chosen at random among equals; a random unmeasured point past distance 3."""
-        seen = {params_key(self.space, r.params) for r in self.records}
+        seen = {params_key(self.space, r.params) for r in self.records
+                if r.phase != "current" and r.role != "current"}
         if len(seen) >= self.space.size():
             return None
         frontier = [params]

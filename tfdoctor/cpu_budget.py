@@ -103,6 +103,9 @@ def cpu_budget(facts: Facts) -> CpuBudget:
         chosen = [t for t in topology if t["cpu"] in allowed]
         cores = len({(t["socket"], t["core"]) for t in chosen}) or cpus
         sockets = len({t["socket"] for t in chosen}) or 1
+        # A quota or allocation smaller than the allowed set fits in fewer sockets than it spans.
+        per_socket = max(1, cores // sockets)
+        sockets = min(sockets, math.ceil(cpus / per_socket))
     else:
         cores, sockets = cpus, 1
     return CpuBudget(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from tfdoctor.cpu_budget import CpuBudget, cpu_budget, recommended_threads
 from tfdoctor.facts import Facts
-from tfdoctor.model import EnvFix, Finding, Severity, set_env
+from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -137,8 +137,8 @@ def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
         return
     yield Finding(
         f"this job may use {budget.cpus} of the host's {budget.host_cpus} CPUs ({budget.source}) but "
-        f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} unset: TensorFlow will size its pools "
-        f"for {budget.host_cpus}",
+        f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set to a valid count: TensorFlow "
+        f"will size its pools for {budget.host_cpus}",
         evidence={**budget.evidence(), "env.unset": list(unset)},
         fixes=(_recommend_fix(budget, unset),),
     )
@@ -256,4 +256,279 @@ def omp_and_intraop_threads_disagree(facts: Facts) -> Iterator[Finding]:
         evidence={"env.OMP_NUM_THREADS": omp, "env.TF_NUM_INTRAOP_THREADS": intra},
         fixes=(EnvFix(f"Set both to {target}", (set_env("OMP_NUM_THREADS", str(target)),
                                                 set_env("TF_NUM_INTRAOP_THREADS", str(target)))),),
+    )
+
+
+# -- affinity ------------------------------------------------------------------------------------
+
+AFFINITY_VARIABLES = ("KMP_AFFINITY", "GOMP_CPU_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES")
+
+
+def _kmp_affinity(value: str) -> tuple[str | None, list[int] | None]:
+    """KMP_AFFINITY -> (type, explicit proclist). Modifiers and type come in any order, commas
+    inside the proclist brackets included."""
+    proclist: list[int] | None = None
+    match = re.search(r"proclist=\[([^\]]*)\]", value)
+    if match:
+        proclist = _cpus_of_list(match.group(1))
+        value = value.replace(match.group(0), "")
+    kind = None
+    for token in (t.strip().lower() for t in value.split(",")):
+        if token in ("none", "compact", "scatter", "balanced", "explicit", "disabled", "logical", "physical"):
+            kind = token
+    return kind, proclist
+
+
+def _cpus_of_list(text: str) -> list[int] | None:
+    """GOMP_CPU_AFFINITY / proclist syntax: "0 3 1-2 4-15:2" or "0,3,{4,5}"; None if unparsable."""
+    cpus: set[int] = set()
+    for token in re.split(r"[\s,{}]+", text.strip()):
+        if not token:
+            continue
+        found = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", token)
+        if not found:
+            return None
+        start = int(found.group(1))
+        end = int(found.group(2) or start)
+        step = int(found.group(3) or 1)
+        if end < start or step < 1:
+            return None
+        cpus.update(range(start, end + 1, step))
+    return sorted(cpus)
+
+
+def _omp_places(value: str) -> tuple[str | None, int | None, list[int] | None]:
+    """OMP_PLACES -> (abstract name, count, cpus of an explicit list). "{0}:4" expands to 4 places."""
+    text = value.strip().lower()
+    abstract = re.fullmatch(r"(threads|cores|sockets|ll_caches|numa_domains)\s*(?:\((\d+)\))?", text)
+    if abstract:
+        return abstract.group(1), int(abstract.group(2)) if abstract.group(2) else None, None
+    cpus: set[int] = set()
+    count = 0
+    for place in re.finditer(r"\{([^}]*)\}(?::(\d+)(?::(-?\d+))?)?", text):
+        inner = [int(x) for x in re.findall(r"\d+", place.group(1))]
+        if ":" in place.group(1):  # {start:len[:stride]}
+            parts = [int(x) for x in place.group(1).split(":")]
+            start, length, stride = [*parts, 1, 1][:3]
+            inner = [start + i * stride for i in range(length)]
+        repeat = int(place.group(2) or 1)
+        stride = int(place.group(3) or 1)  # the OpenMP default stride is 1
+        for i in range(repeat):
+            cpus.update(c + i * stride for c in inner)
+        count += repeat
+    if not count:
+        return None, None, None
+    return None, count, sorted(cpus)
+
+
+def _thread_count(facts: Facts, budget: CpuBudget | None) -> int | None:
+    settings = thread_settings(facts)
+    return settings.get("OMP_NUM_THREADS") or settings.get("TF_NUM_INTRAOP_THREADS") or (
+        budget.cpus if budget else None)
+
+
+@check("THR105", "affinity-pins-all-threads-to-one-cpu", Severity.ERROR)
+def affinity_pins_all_threads_to_one_cpu(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads KMP_AFFINITY, GOMP_CPU_AFFINITY, OMP_PLACES and OMP_PROC_BIND and finds settings that bind
+    every thread of a multi-threaded process to one CPU: an explicit proclist or GOMP_CPU_AFFINITY
+    naming a single CPU, OMP_PLACES with a single one-CPU place, or OMP_PROC_BIND=master/primary
+    (every thread on the primary thread's place) with per-core or per-thread places.
+
+    Why is this bad?
+    All threads then share one core: a job configured for 32 threads runs on one, 10-30× slower,
+    and nothing warns. It usually comes from a template written for one process per core.
+
+    Example:
+    KMP_AFFINITY=granularity=fine,proclist=[0],explicit with OMP_NUM_THREADS=16;
+    OMP_PROC_BIND=master OMP_PLACES=cores.
+
+    Fix:
+    Unset the pinning variable (or use Intel's recommended
+    KMP_AFFINITY=granularity=fine,compact,1,0, which spreads threads over cores).
+
+    Fix safety:
+    Safe: affinity changes speed, never results.
+    """
+    budget = _optional_budget(facts)
+    threads = _thread_count(facts, budget)
+    if threads is not None and threads <= 1:
+        return
+    bind = (facts.env("OMP_PROC_BIND") or "").strip().lower()
+    pinned: list[tuple[str, str, str]] = []  # (variable, value, why)
+    kmp = facts.env("KMP_AFFINITY")
+    if kmp:
+        kind, proclist = _kmp_affinity(kmp)
+        if kind == "explicit" and proclist is not None and len(proclist) == 1:
+            pinned.append(("KMP_AFFINITY", kmp, f"an explicit proclist with the single CPU {proclist[0]}"))
+    gomp = facts.env("GOMP_CPU_AFFINITY")
+    if gomp:
+        cpus = _cpus_of_list(gomp)
+        if cpus is not None and len(cpus) == 1:
+            pinned.append(("GOMP_CPU_AFFINITY", gomp, f"the single CPU {cpus[0]}"))
+    places = facts.env("OMP_PLACES")
+    if places and bind != "false":
+        abstract, count, cpus = _omp_places(places)
+        if (abstract in ("threads", "cores") and count == 1) or (cpus is not None and len(cpus) == 1):
+            pinned.append(("OMP_PLACES", places, "a single place of one CPU"))
+    if bind.split(",", 1)[0] in ("master", "primary"):
+        abstract = _omp_places(places)[0] if places else "threads"
+        if abstract in ("threads", "cores"):
+            pinned.append(("OMP_PROC_BIND", facts.env("OMP_PROC_BIND") or "",
+                           f"every thread on the primary thread's place, and places are {abstract}"))
+    for name, value, why in pinned:
+        yield Finding(
+            f"{name}={value!r} binds all {threads or 'the'} threads to one CPU ({why})",
+            evidence={f"env.{name}": value, "threads": threads},
+            fixes=(EnvFix(f"Unset {name}", (unset_env(name),)),),
+        )
+
+
+def _local_ranks(facts: Facts) -> tuple[int, str] | None:
+    for name in ("SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS"):
+        raw = facts.env(name)
+        if raw and raw.split("(")[0].strip().isdigit() and int(raw.split("(")[0]) > 1:
+            return int(raw.split("(")[0]), name
+    return None
+
+
+@check("THR106", "affinity-overlaps-across-local-ranks", Severity.WARNING)
+def affinity_overlaps_across_local_ranks(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds several processes per node (Slurm, Open MPI or torchrun-style local ranks) that are not
+    bound by their launcher — each may run on every CPU of the host — while an OpenMP affinity
+    setting (KMP_AFFINITY, GOMP_CPU_AFFINITY, OMP_PROC_BIND, OMP_PLACES) is active.
+
+    Why is this bad?
+    Each process computes its thread placement from its own CPU mask, which is the whole host for
+    every rank: all ranks pin their first thread to the same first core, their second to the
+    second, and so on. The ranks pile onto the same cores while others idle.
+
+    Example:
+    srun --ntasks-per-node=4 --cpu-bind=none python train.py with KMP_AFFINITY=compact.
+
+    Fix:
+    Unset the affinity variables and let the launcher bind each rank to its own CPUs
+    (srun --cpu-bind=cores, mpirun --bind-to core, or tfdoctor's launcher).
+
+    Fix safety:
+    Safe: affinity changes speed, never results.
+    """
+    ranks = _local_ranks(facts)
+    if ranks is None:
+        return
+    budget = cpu_budget(facts)
+    if len(budget.allowed) < budget.host_cpus:
+        return  # the launcher already gave this rank its own CPUs
+    active = {}
+    for name in AFFINITY_VARIABLES:
+        value = facts.env(name)
+        if value is None or not value.strip():
+            continue
+        lowered = value.strip().lower()
+        if name == "OMP_PROC_BIND" and lowered == "false":
+            continue
+        if name == "KMP_AFFINITY" and _kmp_affinity(value)[0] in (None, "none", "disabled"):
+            continue
+        active[name] = value
+    if not active:
+        return
+    yield Finding(
+        f"{ranks[0]} processes per node ({ranks[1]}) each may run on all {budget.host_cpus} CPUs, and "
+        f"{', '.join(sorted(active))} pins each one's threads from the same first CPU: the ranks overlap",
+        evidence={f"env.{ranks[1]}": ranks[0], "cpu.allowed_cpus": len(budget.allowed),
+                  **{f"env.{k}": v for k, v in sorted(active.items())}},
+        fixes=(
+            EnvFix("Unset the OpenMP affinity variables", tuple(unset_env(n) for n in sorted(active))),
+            AdminFix("Bind each rank to its own CPUs in the launcher",
+                     ("srun --cpu-bind=cores ...", "mpirun --bind-to core --map-by socket ...")),
+        ),
+    )
+
+
+def _intel_openmp_in_use(facts: Facts) -> bool | None:
+    if any(facts.env(n) for n in ("KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_SETTINGS")):
+        return True
+    runtimes = facts.peek("python.openmp_runtimes")
+    if not isinstance(runtimes, list):
+        return None
+    return any(r.get("runtime") == "libiomp5" for r in runtimes)
+
+
+@check("THR107", "kmp-blocktime-spins-on-shared-node", Severity.WARNING)
+def kmp_blocktime_spins_on_shared_node(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Where Intel's OpenMP runtime (libiomp5) is in use and the job shares its node (its CPU budget is
+    smaller than the host), finds KMP_BLOCKTIME unset (200 ms by default) or above 10 ms.
+
+    Why is this bad?
+    After each parallel region every OpenMP thread spins for KMP_BLOCKTIME before sleeping. TensorFlow
+    runs thousands of small regions per step, so the threads spin most of the time, burning the CPUs
+    that the job's other threads (and its neighbours on the node) need. Intel's TensorFlow guide
+    recommends KMP_BLOCKTIME=1 (0 for some models).
+
+    Example:
+    An Intel-optimised TensorFlow in a Slurm job with 8 of 64 CPUs and KMP_BLOCKTIME unset.
+
+    Fix:
+    Set KMP_BLOCKTIME=1.
+
+    Fix safety:
+    Safe: spinning time changes speed, never results.
+    """
+    raw = facts.env("KMP_BLOCKTIME")
+    if raw is not None:
+        text = raw.strip().lower()
+        if text.isdigit() and int(text) <= 10:
+            return
+    intel = _intel_openmp_in_use(facts)
+    if intel is None:
+        facts.get("python.openmp_runtimes")  # raises NotChecked with the reason
+    if not intel:
+        return
+    budget = cpu_budget(facts)
+    if not budget.constrained:
+        return
+    shown = "unset (200 ms)" if raw is None else f"{raw!r}"
+    yield Finding(
+        f"KMP_BLOCKTIME is {shown} while this job shares its node ({budget.cpus} of {budget.host_cpus} "
+        "CPUs): idle OpenMP threads spin on CPUs others need",
+        evidence={"env.KMP_BLOCKTIME": raw, **budget.evidence()},
+        fixes=(EnvFix("Set KMP_BLOCKTIME=1", (set_env("KMP_BLOCKTIME", "1"),)),),
+    )
+
+
+@check("THR108", "several-openmp-runtimes", Severity.WARNING)
+def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Lists the OpenMP runtimes (libiomp5, libgomp, libomp) found in the environment's library folders
+    (LD_LIBRARY_PATH, the environment's lib folder, the packages' bundled libraries) and reports more
+    than one.
+
+    Why is this bad?
+    Two OpenMP runtimes in one process each start their own thread pool, sized for every core:
+    twice the threads, fighting each other. Intel's runtime aborts with "OMP: Error #15: Initializing
+    libiomp5.so, but found libiomp5.so already initialized" when loaded twice, and the usual
+    workaround (KMP_DUPLICATE_LIB_OK=TRUE) can give wrong results.
+
+    Example:
+    An environment with intel-openmp (libiomp5) and a PyTorch or scikit-learn wheel bundling libgomp.
+
+    Fix:
+    Keep one runtime: remove the package that brings the other, or install builds that share one.
+
+    Fix safety:
+    Manual: which package can go is the user's decision.
+    """
+    runtimes = facts.get("python.openmp_runtimes")
+    kinds: dict[str, list[str]] = {}
+    for entry in runtimes:
+        kinds.setdefault(entry["runtime"], []).append(entry["path"])
+    if len(kinds) < 2:
+        return
+    yield Finding(
+        f"{len(kinds)} OpenMP runtimes in this environment: {', '.join(sorted(kinds))}",
+        evidence={f"python.openmp_runtimes.{k}": v for k, v in sorted(kinds.items())},
+        fixes=(AdminFix("Keep one OpenMP runtime in the environment",
+                        tuple(f"{k}: {', '.join(v)}" for k, v in sorted(kinds.items()))),),
     )

@@ -95,11 +95,16 @@ class Facts:
         return node
 
     def peek(self, path: str, default: Any = None) -> Any:
-        """Like `get`, but returns an Unknown (or default) instead of raising."""
-        try:
-            return self.get(path, default)
-        except NotChecked as exc:
-            return Unknown(exc.reason)
+        """Like `get`, but never raises: the stored Unknown itself (the first met on the path), or
+        `default` when a key is absent."""
+        node: Any = self.sections
+        for part in path.split("."):
+            if isinstance(node, Unknown):
+                return node
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
 
     def env(self, name: str) -> str | None:
         """An environment variable from the allowlisted environment fact; None when unset."""

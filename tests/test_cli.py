@@ -1,0 +1,212 @@
+"""The command line: exit codes, messages, and no traceback on any bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from tfdoctor.cli import main
+
+SNAPSHOT = REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json"
+
+
+def run_cli(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+    """The real entry point in a subprocess: exit codes and streams exactly as a batch script sees them."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd or REPO, env=full_env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def assert_no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+
+
+def test_findings_at_error_exit_1(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT)], cwd=tmp_path)
+    assert done.returncode == 1
+    assert "THR001 thread-count-not-a-number" in done.stdout
+
+
+def test_fail_on_never_exits_0(tmp_path):
+    assert run_cli(["check", "--facts", str(SNAPSHOT), "--fail-on", "never"], cwd=tmp_path).returncode == 0
+
+
+def test_fail_on_warning_counts_warnings(tmp_path):
+    args = ["check", "--facts", str(SNAPSHOT), "--select", "THR101"]
+    assert run_cli(args, cwd=tmp_path).returncode == 0
+    assert run_cli([*args, "--fail-on", "warning"], cwd=tmp_path).returncode == 1
+
+
+def test_select_and_ignore_by_prefix(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--format", "json", "--select", "THR",
+                    "--ignore", "THR0,THR105"], cwd=tmp_path)
+    codes = [r["code"] for r in json.loads(done.stdout)["results"] if r["status"] == "failed"]
+    assert codes == ["THR101", "THR107"]
+    assert done.returncode == 0
+
+
+def test_quiet_prints_one_line_per_problem(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--quiet"], cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "tfdoctor: error: THR001 thread-count-not-a-number: OMP_NUM_THREADS='abc' is not a positive whole "
+        "number; the runtime ignores it",
+        "tfdoctor: error: THR105 affinity-pins-all-threads-to-one-cpu: KMP_AFFINITY='granularity=fine,"
+        "proclist=[0],explicit' binds all 4 threads to one CPU (an explicit proclist with the single CPU 0)",
+    ]
+
+
+def test_quiet_prints_nothing_when_healthy(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--quiet", "--select", "THR104"], cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("not json at all", "is not JSON"),
+    ('{"schema_version": 99, "sections": {}}', "facts schema version 99 is not supported"),
+    ('[1, 2]', "a facts file holds a JSON object at the top"),
+    ('{"schema_version": 1, "sections": 5}', "a facts file needs a 'sections' object"),
+    (b"\xff\xfe\x00garbage", "is not JSON"),
+])
+def test_bad_facts_file_is_a_usage_error(tmp_path, content, message):
+    path = tmp_path / "facts.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    done = run_cli(["check", "--facts", str(path)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert done.stderr.startswith("tfdoctor: error: ")
+    assert_no_traceback(done)
+
+
+def test_missing_facts_file(tmp_path):
+    done = run_cli(["check", "--facts", str(tmp_path / "nope.json")], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot read facts file" in done.stderr
+    assert_no_traceback(done)
+
+
+def test_python_that_does_not_exist(tmp_path):
+    done = run_cli(["check", "--python", str(tmp_path / "no-python")], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no such file" in done.stderr
+    assert_no_traceback(done)
+
+
+def test_python_that_is_not_executable(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("not a program")
+    done = run_cli(["check", "--python", str(fake)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "not an executable interpreter" in done.stderr
+
+
+def test_python_that_is_not_python_is_an_unknown_fact(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    fake.chmod(0o755)
+    done = run_cli(["check", "--python", str(fake), "--format", "json", "--select", "THR"], cwd=tmp_path)
+    assert done.returncode in (0, 1)
+    assert_no_traceback(done)
+    facts = run_cli(["collect", "--python", str(fake)], cwd=tmp_path)
+    python = json.loads(facts.stdout)["sections"]["python"]
+    assert python == {"$unknown": f"interpreter {fake} failed the snapshot (exit 3): boom"}
+
+
+def test_root_that_does_not_exist(tmp_path):
+    done = run_cli(["check", "--root", str(tmp_path / "nope")], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no such directory" in done.stderr
+
+
+def test_facts_with_root_is_refused(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--root", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot be combined" in done.stderr
+
+
+def test_unknown_select_code(tmp_path):
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--select", "ZZZ"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no check code starts with ZZZ" in done.stderr
+
+
+def test_bad_option_is_exit_2(tmp_path):
+    done = run_cli(["check", "--format", "yaml"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert_no_traceback(done)
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("pyproject.toml", "[tool.tfdoctor\nselect = [", "is not valid TOML"),
+    ("pyproject.toml", "[tool.tfdoctor]\nfail-on = 'sometimes'\n", "fail-on must be one of"),
+    ("pyproject.toml", "[tool.tfdoctor]\nselect = 3\n", "'select' must be a list of check codes"),
+    ("pyproject.toml", "[tool.tfdoctor]\nslect = ['THR']\n", "unknown key(s) slect"),
+    ("tfdoctor.toml", "timeout = -1\n", "timeout must be a positive number"),
+])
+def test_malformed_config_is_exit_2(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    done = run_cli(["check", "--facts", str(SNAPSHOT)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert_no_traceback(done)
+
+
+def test_config_select_and_fail_on_are_used_and_flags_override(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.tfdoctor]\nselect = ["THR101"]\nfail-on = "warning"\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()  # found from a subfolder too
+    done = run_cli(["check", "--facts", str(SNAPSHOT), "--quiet"], cwd=sub)
+    assert done.returncode == 1
+    assert [line.split(":")[2].split()[0] for line in done.stdout.splitlines()] == ["THR101"]
+    assert run_cli(["check", "--facts", str(SNAPSHOT), "--fail-on", "error"], cwd=sub).returncode == 0
+
+
+def test_explain_prints_the_doc():
+    done = run_cli(["explain", "thr101"])
+    assert done.returncode == 0
+    assert done.stdout.startswith("THR101 thread-pools-unsized-in-cpu-limit (warning)\n")
+    for section in ("What it does:", "Why is this bad?", "Example:", "Fix:", "Fix safety:"):
+        assert section in done.stdout
+
+
+def test_explain_unknown_code():
+    done = run_cli(["explain", "NOPE123"])
+    assert done.returncode == 2
+    assert "no check has the code 'NOPE123'" in done.stderr
+
+
+def test_list_checks():
+    done = run_cli(["check", "--list-checks"])
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("THR101   warning  thread-pools-unsized-in-cpu-limit") for line in lines)
+
+
+def test_internal_error_is_exit_3_without_traceback(monkeypatch, capsys):
+    import tfdoctor.cli as cli
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(cli, "_build_report", explode)
+    monkeypatch.delenv("TFDOCTOR_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--facts", str(SNAPSHOT)])
+    assert exit_info.value.code == 3
+    err = capsys.readouterr().err
+    assert "tfdoctor: internal error: RuntimeError: simulated bug" in err
+    assert "Traceback" not in err
+
+
+def test_help_and_version_exit_0(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert "tfdoctor, version" in capsys.readouterr().out

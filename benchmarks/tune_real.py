@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tfdoctor.tune.results import load_results  # noqa: E402
-from tfdoctor.tune.search import Stats  # noqa: E402
+from tfdoctor.tune.results import load_results
+from tfdoctor.tune.search import Stats
 
 
 def main() -> int:
@@ -43,15 +43,22 @@ def main() -> int:
     print(f"wall time {elapsed:.0f} s for a --time {args.time:g} budget; {len(records)} runs "
           f"({sum(r.phase in ('current', 'rule', 'search') for r in records)} search trials, "
           f"{sum(r.phase == 'confirm' for r in records)} confirmation runs, {sum(not r.ok for r in records)} failed)")
-    text = done.stdout
-    winner_line = next((line for line in text.splitlines() if line.startswith("winner:")), "")
-    print(winner_line)
-    rule_values = [r.value for r in records if r.ok and (r.phase == "rule" or r.role == "rule")]
-    rule = Stats(tuple(rule_values))
-    print(f"rule-based defaults (baseline, same run): median {rule.median:.4g} over {rule.n} runs, "
-          f"spread {rule.spread * 100:.1f} %")
-    gain_line = next((line for line in text.splitlines() if "vs rule-based defaults" in line), "")
-    print(gain_line.strip())
+    # The verdict from the tune's own statistics, recomputed from the results file.
+    header, _records = load_results(out / "results.jsonl")
+    result = Tuner(Space.from_json(header["space"]), None, None,  # type: ignore[arg-type]
+                   TuneSettings(maximize=header["maximize"]), header["seeds"], records).result("")
+    assert result.winner is not None and result.winner_stats is not None
+    print(f"winner: median {result.winner_stats.median:.4g} over {result.winner_stats.n} runs "
+          f"(spread {result.winner_stats.spread * 100:.1f} %)")
+    for name, label in (("rule", "rule-based defaults"), ("current", "current settings")):
+        if name in result.baselines:
+            base, gain = result.baselines[name], result.gains[name]
+            print(f"baseline (same run) {label}: median {base.median:.4g} over {base.n} runs "
+                  f"(spread {base.spread * 100:.1f} %); winner {gain.describe()}")
+    rule = result.gains.get("rule")
+    if rule is not None:
+        verdict = "no worse" if rule.ratio >= -rule.spread else "WORSE"
+        print(f"winner vs rule-based defaults: {verdict} within the measured noise")
     print(f"env.sh written: {(out / 'env.sh').exists()} ({out / 'env.sh'}); heatmap: {out / 'heatmap.html'}")
     return 0
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import simulated_objective as sim  # noqa: E402
+import simulated_objective as sim
 
-from tfdoctor.tune.objective import Measurement, trial_environment  # noqa: E402
-from tfdoctor.tune.search import TuneSettings, Tuner  # noqa: E402
-from tfdoctor.tune.space import Space, int_param  # noqa: E402
+from tfdoctor.tune.objective import Measurement, trial_environment
+from tfdoctor.tune.search import Tuner, TuneSettings
+from tfdoctor.tune.space import Space, int_param
 
 TARGET = 0.97
 
@@ -68,7 +68,8 @@ def trials_to_reach(seed: int, budget: int) -> int | None:
         if incumbent is None or record.value > incumbent.value:
             incumbent = record
         params = incumbent.params
-        if sim.true_throughput(params["TF_NUM_INTRAOP_THREADS"], params["TF_NUM_INTEROP_THREADS"]) >= TARGET * best_true:
+        value = sim.true_throughput(params["TF_NUM_INTRAOP_THREADS"], params["TF_NUM_INTEROP_THREADS"])
+        if value >= TARGET * best_true:
             return count
     return None
 
@@ -99,7 +100,7 @@ def main() -> int:
     for seed in range(args.seeds):
         count = trials_to_reach(seed, args.budget)
         needed.append(count)
-        print(f"seed {seed}: {'not reached in %d' % args.budget if count is None else count} trials")
+        print(f"seed {seed}: {f'not reached in {args.budget}' if count is None else count} trials")
     reached = sorted(n for n in needed if n is not None)
     within = sum(1 for n in reached if n <= 40)
     print(f"trials needed: {needed}")

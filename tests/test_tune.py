@@ -17,7 +17,7 @@ from tfdoctor.cli import main
 from tfdoctor.cpu_budget import cpu_budget
 from tfdoctor.tune.objective import CommandObjective
 from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
-from tfdoctor.tune.search import TuneSettings, Tuner
+from tfdoctor.tune.search import Tuner, TuneSettings
 from tfdoctor.tune.space import (
     UNSET,
     Space,
@@ -209,7 +209,7 @@ def test_tune_command_writes_results_env_script_and_heatmap(tmp_path, capsys, mo
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "winner: TF_NUM_INTRAOP_THREADS=" in out and "vs rule-based defaults: +" in out
-    header, records = load_results(tmp_path / "r.jsonl")
+    _header, records = load_results(tmp_path / "r.jsonl")
     assert [r.phase for r in records[:2]] == ["current", "rule"]
     assert sum(r.phase in ("current", "rule", "search") for r in records) == 12
     script = (tmp_path / "env.sh").read_text()

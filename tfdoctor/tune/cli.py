@@ -64,7 +64,8 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help=f"Search trials, the two seeds included (default {DEFAULT_BUDGET}; unlimited with --time).")
 @click.option("--time", "time_limit", type=click.FloatRange(min=1), metavar="SECONDS",
               help="Stop searching in time to confirm the leaders within this many seconds in all.")
-@click.option("--space", "space_file", metavar="FILE", help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
+@click.option("--space", "space_file", metavar="FILE",
+              help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
 @click.option("--write", "write_path", metavar="FILE", help="Write the winner as an env script (like `fix --write`).")
 @click.option("--force", is_flag=True, help="Overwrite the --write and --plot files.")
 @click.option("--resume", metavar="FILE", help="Continue the tune recorded in this results file.")
@@ -95,7 +96,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     tfdoctor tune --resume tfdoctor-tune-20260101-120000.jsonl
     """
     from tfdoctor.tune.results import ResultsError, ResultsLog, load_results
-    from tfdoctor.tune.search import TuneSettings, Tuner
+    from tfdoctor.tune.search import Tuner, TuneSettings
     from tfdoctor.tune.space import (
         Space,
         SpaceError,
@@ -124,8 +125,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         space = Space.from_json(header["space"])
         seeds = header["seeds"]
         maximize = header["maximize"]
-        objective = _objective(tuple(header["objective"].get("command_args", ())), header["objective"].get("user_metric"),
-                               header["objective"].get("timeout"), header["objective"].get("bench_seconds", 3.0))
+        recorded = header["objective"]
+        objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
+                               recorded.get("timeout"), recorded.get("bench_seconds", 3.0))
         budget = budget if budget is not None else header.get("budget")
         seed = header.get("seed")
         log = ResultsLog(resume)

@@ -222,7 +222,11 @@ class Tuner:
         done_phases = {r.phase for r in self.records}
         budget = self.settings.budget if self.settings.budget is not None else math.inf
         while self.search_count() < budget:
+            # Keep time to confirm the leaders, but never more than 40 % of a short time budget: a tune
+            # that spends its minutes re-measuring the seeds has searched nothing.
             reserve = self._mean_seconds() * (self._confirm_runs_planned() + 1)
+            if self.settings.time_limit is not None:
+                reserve = min(reserve, 0.4 * self.settings.time_limit)
             if self._time_left() <= reserve:
                 return "time limit"
             pending = [name for name in SEED_PHASES if name in self.seeds and name not in done_phases]

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tfdoctor.tune.results import load_results  # noqa: E402
-from tfdoctor.tune.search import Tuner, TuneSettings  # noqa: E402
-from tfdoctor.tune.space import Space  # noqa: E402
+from tfdoctor.tune.results import load_results
+from tfdoctor.tune.search import Tuner, TuneSettings
+from tfdoctor.tune.space import Space
 
 
 def main() -> int:

@@ -129,6 +129,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
                                recorded.get("timeout"), recorded.get("bench_seconds", 3.0))
         budget = budget if budget is not None else header.get("budget")
+        if budget is None and time_limit is None:
+            time_limit = header.get("time_limit")  # a --time tune resumes with its full time again
         seed = header.get("seed")
         log = ResultsLog(resume)
     else:
@@ -146,7 +148,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
         path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
-        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget, "seed": seed,
+        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget, "time_limit": time_limit, "seed": seed,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
                   "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}

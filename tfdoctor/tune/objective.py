@@ -86,6 +86,10 @@ class CommandObjective:
             _kill_group(process)
             out, err = process.communicate()
             return Measurement("timeout", None, time.monotonic() - start, f"no result within {self.timeout:g} s")
+        except BaseException:
+            # Ctrl-C reaches tfdoctor, not the trial (it has a session of its own): take it down too.
+            _kill_group(process)
+            raise
         seconds = time.monotonic() - start
         if process.returncode != 0:
             return Measurement("failed", None, seconds, f"exit {process.returncode}: {_tail(err or out)}")

@@ -148,7 +148,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
         path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
-        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget, "time_limit": time_limit, "seed": seed,
+        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget,
+                  "time_limit": time_limit, "seed": seed,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
                   "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}

@@ -31,21 +31,22 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="tfdoctor-tune-"))
     out.mkdir(parents=True, exist_ok=True)
+    results = out / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--time", f"{args.time:g}", "--results",
-                           "results.jsonl", "--write", "env.sh", "--plot", "heatmap.html", "--force"],
+                           str(results), "--write", "env.sh", "--plot", "heatmap.html", "--force"],
                           cwd=out, capture_output=True, text=True)
     elapsed = time.monotonic() - start
     print(done.stdout)
     if done.returncode != 0:
         print(done.stderr[-2000:])
         return 1
-    _header, records = load_results(out / "results.jsonl")
+    _header, records = load_results(results)
     print(f"wall time {elapsed:.0f} s for a --time {args.time:g} budget; {len(records)} runs "
           f"({sum(r.phase in ('current', 'rule', 'search') for r in records)} search trials, "
           f"{sum(r.phase == 'confirm' for r in records)} confirmation runs, {sum(not r.ok for r in records)} failed)")
     # The verdict from the tune's own statistics, recomputed from the results file.
-    header, _records = load_results(out / "results.jsonl")
+    header, _records = load_results(results)
     result = Tuner(Space.from_json(header["space"]), None, None,  # type: ignore[arg-type]
                    TuneSettings(maximize=header["maximize"]), header["seeds"], records).result("")
     assert result.winner is not None and result.winner_stats is not None

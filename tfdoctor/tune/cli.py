@@ -123,6 +123,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
         space = Space.from_json(header["space"])
+        axes = _plot_axes(space, plot_params) if plot_path else None
         seeds = header["seeds"]
         maximize = header["maximize"]
         recorded = header["objective"]
@@ -144,6 +145,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             except SpaceError as exc:
                 raise UsageError(str(exc)) from None
         seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
+        axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created
         if budget is None and time_limit is None:
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
@@ -157,7 +159,6 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             log = ResultsLog.create(path, header)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
-    axes = _plot_axes(space, plot_params) if plot_path else None
 
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed)

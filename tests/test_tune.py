@@ -302,3 +302,41 @@ def test_short_real_tune_of_the_builtin_benchmark(tmp_path):
     assert all(r.ok for r in records), [r.error for r in records if not r.ok]
     assert "steps" not in json.dumps([r.error for r in records])
     assert "TF_NUM_INTRAOP_THREADS=" in (tmp_path / "env.sh").read_text()
+
+
+def test_bad_plot_params_create_no_results_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(_tune_args(tmp_path, "--results", "r.jsonl", "--plot", "h.html", "--plot-params", "NOPE,X"))
+    assert exit_.value.code == 2
+    assert "--plot-params: NOPE, X not in the space" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_heatmap_keeps_the_best_value_per_pair_and_skips_the_current_run():
+    from tfdoctor.tune.plot import heatmap, render_html
+
+    space = Space((int_param("A", 1, 3), int_param("B", 1, 2), int_param("C", 1, 2)))
+    records = [TrialRecord(0, "current", {"A": 3, "B": 2, "C": 1}, "ok", 99.0, 0.1),
+               TrialRecord(1, "search", {"A": 1, "B": 1, "C": 1}, "ok", 5.0, 0.1),
+               TrialRecord(2, "search", {"A": 1, "B": 1, "C": 2}, "ok", 7.0, 0.1),
+               TrialRecord(3, "search", {"A": 2, "B": 2, "C": 2}, "failed", None, 0.1)]
+    hm = heatmap(space, records, "A", "B")
+    assert hm.cells == {(1, 1): 7.0}
+    assert hm.xs == (1, 2, 3) and hm.ys == (1, 2)
+    assert 'title="A=1 B=1: 7"' in render_html(hm, "<t>") and "&lt;t&gt;" in render_html(hm, "<t>")
+
+
+def test_env_script_unsets_a_variable_the_winner_leaves_unset():
+    from tfdoctor.tune.envscript import render_winner
+    from tfdoctor.tune.search import Gain, Stats, TuneResult
+    from tfdoctor.tune.space import choice_param
+
+    space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 4), choice_param("KMP_AFFINITY", (UNSET, "compact"))))
+    result = TuneResult([], winner={"TF_NUM_INTRAOP_THREADS": 3, "KMP_AFFINITY": UNSET},
+                        winner_stats=Stats((10.0, 11.0, 12.0)), baselines={"rule": Stats((8.0, 8.0, 8.0))},
+                        gains={"rule": Gain(0.375, 0.05)})
+    script = render_winner(space, result, "host", "0.1.0", "python train.py")
+    assert "# measured +37.5 % ± 5.0 % over the rule-based defaults (n=3); winner: median of 3 runs" in script
+    assert "TF_NUM_INTRAOP_THREADS='3'\nexport TF_NUM_INTRAOP_THREADS" in script
+    assert "\nunset KMP_AFFINITY\n" in script

@@ -19,6 +19,7 @@ from tfdoctor import __version__
 from tfdoctor.cli import EXIT_FINDINGS, UsageError
 
 DEFAULT_BUDGET = 40
+BUDGET_SECTIONS = frozenset({"env", "cpu", "cgroup", "numa"})
 
 
 def _facts_budget() -> tuple[Any, int]:
@@ -29,8 +30,11 @@ def _facts_budget() -> tuple[Any, int]:
     from tfdoctor.facts.machine import Machine
     from tfdoctor.registry import load_registry
 
+    # Only the probes the budget reads (file reads): the Python-environment probe imports packages and
+    # is slow, and a probe abandoned at its deadline would force tfdoctor to leave with os._exit.
+    probes = [p for p in load_registry().probes if p.section in BUDGET_SECTIONS]
     machine = Machine(root=Path("/"), environ=dict(os.environ), timeout=5.0)
-    facts = gather_facts(load_registry().probes, machine, deadline=time.monotonic() + 5.0)
+    facts = gather_facts(probes, machine, deadline=time.monotonic() + 5.0)
     try:
         budget = cpu_budget(facts)
     except NotChecked as exc:

@@ -347,3 +347,58 @@ def test_env_script_unsets_a_variable_the_winner_leaves_unset():
     assert "# measured +37.5 % ± 5.0 % over the rule-based defaults (n=3); winner: median of 3 runs" in script
     assert "TF_NUM_INTRAOP_THREADS='3'\nexport TF_NUM_INTRAOP_THREADS" in script
     assert "\nunset KMP_AFFINITY\n" in script
+
+
+def test_micro_profile_runner_as_objective(tmp_path, monkeypatch, capsys):
+    """--workload goes through tfdoctor.profile.runner.run_workload (faked here: the env it receives)."""
+    import types
+    from dataclasses import dataclass as _dataclass
+
+    @_dataclass
+    class FakeRunResult:
+        ok: bool
+        step_seconds: tuple[float, ...] = ()
+        wall_seconds: float = 0.5
+        error: str | None = None
+
+    seen: list[dict[str, str]] = []
+
+    def run_workload(workload, env=None, steps=20, timeout=120.0, **_):
+        seen.append(dict(env))
+        intra = int(env.get("TF_NUM_INTRAOP_THREADS", "2"))  # unset in the "current" run
+        if intra == 3:
+            return FakeRunResult(False, error="workload timed out after 120 s")
+        return FakeRunResult(True, (0.02 / intra, 0.02 / intra, 0.03 / intra))
+
+    runner = types.ModuleType("tfdoctor.profile.runner")
+    runner.WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
+    runner.run_workload = run_workload
+    package = types.ModuleType("tfdoctor.profile")
+    package.runner = runner
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile", package)
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile.runner", runner)
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space.toml"
+    space.write_text("[parameters.TF_NUM_INTRAOP_THREADS]\nlow = 1\nhigh = 4\n"
+                     + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
+                               ("TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY",
+                                "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--workload", "cnn", "--space", str(space), "--budget", "5", "--repeats", "1",
+              "--results", "r.jsonl", "--write", "env.sh"])
+    assert exit_.value.code == 0
+    _header, records = load_results(tmp_path / "r.jsonl")
+    timed_out = [r for r in records if r.params["TF_NUM_INTRAOP_THREADS"] == 3 and r.phase == "search"]
+    assert timed_out and timed_out[0].status == "timeout"
+    best = max((r for r in records if r.ok), key=lambda r: r.value)
+    assert best.value == pytest.approx(4 / 0.02)  # steps/s from the median step
+    assert "# objective: micro-profile workload cnn" in (tmp_path / "env.sh").read_text()
+    assert "TF_NUM_INTRAOP_THREADS='4'" in (tmp_path / "env.sh").read_text()
+
+
+def test_workload_without_the_micro_profile_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile", None)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--workload", "cnn"])
+    assert exit_.value.code == 2
+    assert "--workload needs the micro-profile" in capsys.readouterr().err

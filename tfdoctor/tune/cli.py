@@ -45,9 +45,18 @@ def _facts_budget() -> tuple[Any, int]:
 
 
 def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: float | None,
-               bench_seconds: float) -> Any:
+               bench_seconds: float, workload: str | None = None) -> Any:
     from tfdoctor.tune.objective import CommandObjective, builtin_benchmark
 
+    if workload:
+        from tfdoctor.tune.profile_objective import ProfileObjective, ProfileUnavailable
+
+        if command or metric:
+            raise UsageError("--workload measures a micro-profile workload: it takes no command or --metric")
+        try:
+            return ProfileObjective(workload, timeout=trial_timeout or 120.0)
+        except ProfileUnavailable as exc:
+            raise UsageError(str(exc)) from None
     if not command:
         if metric:
             raise UsageError("--metric reads the output of your command: give it after -- (e.g. -- python train.py)")
@@ -85,13 +94,15 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--plot", "plot_path", metavar="FILE", help="Heatmap of two parameters: FILE.html or FILE.png.")
 @click.option("--plot-params", metavar="X,Y", help="The two parameters of the heatmap (default intra × inter).")
 @click.option("--seed", type=int, help="Seed of the sampler (a resumed tune keeps its own).")
+@click.option("--workload", metavar="NAME",
+              help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
 @click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
               help="Measured seconds per trial of the built-in micro-benchmark.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
-         seed: int | None, bench_seconds: float, command: tuple[str, ...]) -> None:
+         seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...]) -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them, and write the winner.
 
     \b
@@ -119,7 +130,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
 
     previous: list[Any] = []
     if resume:
-        if space_file or command or metric or maximize is not None or results:
+        if space_file or command or metric or maximize is not None or results or workload:
             raise UsageError("--resume continues a recorded tune: it takes its space, command, metric and "
                              "direction from the file (only --budget/--time/--write/--plot may change)")
         try:
@@ -132,7 +143,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         maximize = header["maximize"]
         recorded = header["objective"]
         objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
-                               recorded.get("timeout"), recorded.get("bench_seconds", 3.0))
+                               recorded.get("timeout"), recorded.get("bench_seconds", 3.0),
+                               recorded.get("workload"))
         budget = budget if budget is not None else header.get("budget")
         if budget is None and time_limit is None:
             time_limit = header.get("time_limit")  # a --time tune resumes with its full time again
@@ -140,7 +152,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         log = ResultsLog(resume)
     else:
         maximize = True if maximize is None else maximize
-        objective = _objective(command, metric, trial_timeout, bench_seconds)
+        objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
         cpu, nodes = _facts_budget()
         space = default_space(cpu, nodes)
         if space_file:
@@ -185,7 +197,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         from tfdoctor.fixes.write import WriteError, write_file
         from tfdoctor.tune.envscript import render_winner
 
-        described = " ".join(header["objective"].get("command", [])) or "built-in micro-benchmark"
+        recorded = header["objective"]
+        described = (f"micro-profile workload {recorded['workload']}" if recorded.get("workload")
+                     else " ".join(recorded.get("command", [])))
         script = render_winner(space, result, socket.gethostname(), __version__, described)
         try:
             write_file(write_path, script, force=force)

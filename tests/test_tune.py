@@ -75,11 +75,27 @@ def test_default_space_is_bounded_by_the_cpu_budget(make_root):
     assert "numa_bind" not in space.names()
 
 
-def test_numa_dimension_only_with_more_than_one_node():
-    assert numa_parameter(1) is None
-    numa = numa_parameter(2)
-    assert numa is not None and numa.choices == ("none", "node0", "node1")
-    assert numa.launchers["node1"] == ("numactl", "--cpunodebind=1", "--membind=1")
+def test_numa_dimension_uses_the_numa_launcher_on_two_nodes(make_root):
+    from numa_hosts import two_socket_host
+
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    facts = probe_root(two_socket_host(make_root()), {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    launchers = numa_launchers(facts)
+    assert launchers == {"none": (), "node0": ("numactl", "--cpunodebind=0", "--membind=0", "--"),
+                         "node1": ("numactl", "--cpunodebind=1", "--membind=1", "--")}
+    space = default_space(cpu_budget(facts), launchers)
+    assert space.by_name("numa_bind").choices == ("none", "node0", "node1")
+    assert space.launcher({**rule_based_settings(cpu_budget(facts), space), "numa_bind": "node1"})[0] == "numactl"
+    assert space.env_changes(rule_based_settings(cpu_budget(facts), space)).keys().isdisjoint({"numa_bind"})
+
+
+def test_no_numa_dimension_on_one_node(make_root):
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    root = make_root().cpus(sockets=1, cores_per_socket=4).numa(["0-3"])
+    assert numa_launchers(probe_root(root, {"PATH": "/usr/bin"})) == {}
+    assert numa_parameter({}) is None
 
 
 def test_seeds_rules_of_thumb_and_current_environment(make_root):

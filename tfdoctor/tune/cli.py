@@ -19,29 +19,28 @@ from tfdoctor import __version__
 from tfdoctor.cli import EXIT_FINDINGS, UsageError
 
 DEFAULT_BUDGET = 40
-BUDGET_SECTIONS = frozenset({"env", "cpu", "cgroup", "numa"})
+# The Python-environment probes import packages and are slow; nothing here needs them.
+SKIPPED_SECTIONS = frozenset({"python", "keras"})
 
 
-def _facts_budget() -> tuple[Any, int]:
-    """The job's CPU budget and NUMA node count, from the same probes `check` runs."""
+def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
+    """The job's CPU budget and the NUMA bindings to try, from the same probes `check` runs."""
     from tfdoctor.cpu_budget import cpu_budget
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts import NotChecked
     from tfdoctor.facts.machine import Machine
     from tfdoctor.registry import load_registry
 
-    # Only the probes the budget reads (file reads): the Python-environment probe imports packages and
-    # is slow, and a probe abandoned at its deadline would force tfdoctor to leave with os._exit.
-    probes = [p for p in load_registry().probes if p.section in BUDGET_SECTIONS]
+    probes = [p for p in load_registry().probes if p.section not in SKIPPED_SECTIONS]
     machine = Machine(root=Path("/"), environ=dict(os.environ), timeout=5.0)
     facts = gather_facts(probes, machine, deadline=time.monotonic() + 5.0)
     try:
         budget = cpu_budget(facts)
     except NotChecked as exc:
         raise UsageError(f"cannot size the search space: the CPU budget is unknown ({exc.reason})") from None
-    nodes = facts.peek("numa.nodes")
-    count = len(nodes) if isinstance(nodes, (list, dict)) else nodes if isinstance(nodes, int) else 1
-    return budget, max(1, count)
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    return budget, numa_launchers(facts)
 
 
 def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: float | None,
@@ -153,8 +152,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     else:
         maximize = True if maximize is None else maximize
         objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
-        cpu, nodes = _facts_budget()
-        space = default_space(cpu, nodes)
+        cpu, launchers = _facts_budget()
+        space = default_space(cpu, launchers)
         if space_file:
             try:
                 space = apply_space_file(space, load_space_file(space_file), f"--space {space_file}")

@@ -137,17 +137,16 @@ def choice_param(name: str, choices: tuple[str, ...]) -> Parameter:
     return Parameter(name, "choice", choices=choices)
 
 
-def numa_parameter(nodes: int) -> Parameter | None:
-    """NUMA binding is a dimension only on a machine with more than one node: with one there is nothing
-    to bind to. Each choice is a launcher prefix (numactl binds CPUs and memory of one node)."""
-    if nodes <= 1:
+def numa_parameter(launchers: Mapping[str, tuple[str, ...]]) -> Parameter | None:
+    """NUMA binding is a dimension only with more than one node to bind to (tfdoctor.tune.numa_binding):
+    each choice is a command prefix from the NUMA launcher ("none": no prefix)."""
+    if len(launchers) <= 1:
         return None
-    launchers = {"none": ()} | {
-        f"node{n}": ("numactl", f"--cpunodebind={n}", f"--membind={n}") for n in range(nodes)}
-    return Parameter("numa_bind", "choice", choices=tuple(launchers), target="launcher", launchers=launchers)
+    return Parameter("numa_bind", "choice", choices=tuple(launchers), target="launcher",
+                     launchers=dict(launchers))
 
 
-def default_space(budget: CpuBudget, numa_nodes: int = 1) -> Space:
+def default_space(budget: CpuBudget, numa_launchers: Mapping[str, tuple[str, ...]] | None = None) -> Space:
     """Thread counts from 1 to the budget (an oversubscribed pool only adds contention), inter-op up to
     half of it (at least 2 so it can vary); the OpenMP/oneDNN knobs as presets."""
     cpus = budget.cpus
@@ -160,7 +159,7 @@ def default_space(budget: CpuBudget, numa_nodes: int = 1) -> Space:
         choice_param("OMP_PROC_BIND", OMP_PROC_BIND_PRESETS),
         choice_param("TF_ENABLE_ONEDNN_OPTS", ("1", "0")),
     ]
-    numa = numa_parameter(numa_nodes)
+    numa = numa_parameter(numa_launchers or {})
     if numa is not None:
         parameters.append(numa)
     return Space(tuple(parameters))

@@ -148,6 +148,7 @@ def _emit(text: str, err: bool = False) -> None:
 LAZY_COMMANDS: dict[str, str] = {
     "compare": "tfdoctor.fleet.command:compare",
     "lint": "tfdoctor.lint.cli:lint",
+    "tune": "tfdoctor.tune.cli:tune",
 }
 
 

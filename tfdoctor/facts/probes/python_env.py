@@ -49,4 +49,4 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
 def probe_python(machine: Machine) -> dict[str, object] | Unknown:
     if machine.python:
         return snapshot_other_interpreter(machine.python, machine)
-    return from_jsonable(pyenv_snapshot.snapshot())
+    return from_jsonable(pyenv_snapshot.snapshot(environ=machine.environ))

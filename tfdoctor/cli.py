@@ -221,12 +221,21 @@ def _list_checks() -> str:
 
 
 @cli.command()
-@click.argument("code")
-def explain(code: str) -> None:
+@click.argument("code", required=False)
+@click.option("--all", "all_checks", is_flag=True, help="Document every check, as Markdown (docs/checks.md).")
+def explain(code: str | None, all_checks: bool) -> None:
     """Show the documentation of one check (what, why, example, fix, fix safety)."""
     from tfdoctor.registry import load_registry
 
-    spec = load_registry().check_by_code(code)
+    registry = load_registry()
+    if all_checks:
+        from tfdoctor.report.check_docs import render_check_docs
+
+        _emit(render_check_docs(registry.checks))
+        return
+    if not code:
+        raise UsageError("name a check code (tfdoctor explain THR101), or use --all")
+    spec = registry.check_by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
     _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")

@@ -8,6 +8,7 @@ check is found, selected, documented and run exactly like a built-in one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import types
@@ -102,10 +103,23 @@ class PluginError(Exception):
     """A plugin that cannot be loaded, or that clashes with another (same code)."""
 
 
-def _entry_points(group: str) -> list[tuple[str, str]]:
-    from importlib.metadata import entry_points
+@functools.lru_cache(maxsize=1)
+def _all_entry_points() -> tuple[tuple[str, str, str], ...]:
+    """One scan of every installed distribution's entry points, shared by both groups: the scan is
+    most of the registry's cost, and the pre-job hook pays it on every job."""
+    from importlib.metadata import distributions
 
-    found = sorted({(ep.name, ep.value) for ep in entry_points(group=group)})
+    wanted = (CHECK_GROUP, PROBE_GROUP, *EXTRA_GROUPS)
+    return tuple((ep.group, ep.name, ep.value)
+                 for dist in distributions() for ep in dist.entry_points if ep.group in wanted)
+
+
+# Other plugin groups (e.g. lint rules) read through the same cached scan.
+EXTRA_GROUPS: tuple[str, ...] = ("tfdoctor.lint_rules",)
+
+
+def _entry_points(group: str) -> list[tuple[str, str]]:
+    found = sorted({(name, value) for g, name, value in _all_entry_points() if g == group})
     if not found and group in _BUILTIN_FALLBACK:
         # Running from a source tree that was never installed: no entry points exist at all.
         found = [(name, value) for name, value in _BUILTIN_FALLBACK[group]]

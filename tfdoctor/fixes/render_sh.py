@@ -40,8 +40,13 @@ def _change_lines(planned: PlannedChange) -> list[str]:
 
 
 def render_sh(plan: FixPlan, header: str) -> str:
-    lines = [f"# {comment_text(line)}" for line in header.splitlines()]
-    lines.append("# Source it (. ./env.sh); sourcing it again changes nothing.")
+    lines = [
+        # Every value is single-quoted on purpose, to be taken literally: shellcheck's warnings that
+        # "$(...) won't expand" or "quotes will be literal" describe exactly the intended behaviour.
+        "# shellcheck shell=sh disable=SC2016,SC2089,SC2090",
+        *(f"# {comment_text(line)}" for line in header.splitlines()),
+        "# Source it (. ./env.sh); sourcing it again changes nothing.",
+    ]
     for planned in plan.env:
         lines.append("")
         lines.extend(_comment(planned.sources))

@@ -93,7 +93,7 @@ def text_rows(report: Report, verbose: bool = False) -> list[tuple[str, str]]:
     return rows
 
 
-def render_text(report: Report, verbose: bool = False, color: bool | None = None, width: int = 100) -> str:
+def render_text(report: Report, verbose: bool = False, color: bool | None = None, width: int | None = None) -> str:
     """Plain text when color is False (goldens, pipes); rich markup otherwise."""
     rows = text_rows(report, verbose)
     if color is False:

@@ -1,0 +1,224 @@
+"""Registry, engine, facts and redaction: the backbone every family plugs into."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import types
+
+import pytest
+from conftest import REPO
+
+from tfdoctor.engine import gather_facts, run_checks
+from tfdoctor.facts import Facts, FactsFileError, NotChecked, Unknown
+from tfdoctor.facts.machine import Machine
+from tfdoctor.facts.redact import REDACTED, redact
+from tfdoctor.model import Finding, Severity, Status
+from tfdoctor.registry import (
+    _BUILTIN_FALLBACK,
+    CHECK_GROUP,
+    DOC_SECTIONS,
+    NAME_RE,
+    PROBE_GROUP,
+    check,
+    load_registry,
+    probe,
+    select_checks,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def test_every_builtin_check_is_documented_and_unique():
+    registry = load_registry()
+    assert registry.errors == []
+    codes = [spec.code for spec in registry.checks]
+    assert len(codes) == len(set(codes))
+    assert len(registry.checks) >= 8
+    for spec in registry.checks:
+        assert NAME_RE.match(spec.name), spec.name
+        positions = [spec.doc.find(section) for section in DOC_SECTIONS]
+        assert all(p >= 0 for p in positions), f"{spec.code} lacks a doc section"
+        assert positions == sorted(positions), f"{spec.code} doc sections out of order"
+
+
+def test_fallback_list_matches_pyproject_entry_points():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    entry_points = pyproject["project"]["entry-points"]
+    for group in (CHECK_GROUP, PROBE_GROUP):
+        assert sorted(entry_points[group].items()) == sorted(_BUILTIN_FALLBACK[group]), group
+
+
+def test_select_and_ignore_longest_prefix_wins():
+    registry = load_registry()
+    chosen = [s.code for s in select_checks(registry.checks, ["THR1"], ["THR10", "THR101"])]
+    assert "THR101" not in chosen and "THR105" not in chosen
+    chosen = [s.code for s in select_checks(registry.checks, ["THR101"], ["THR1"])]
+    assert chosen == ["THR101"]  # the longer select beats the shorter ignore
+
+
+def test_third_party_plugin_module_is_found_like_a_builtin():
+    plugin = types.ModuleType("acme_checks")
+
+    @check("ACME001", "widget-misconfigured", Severity.INFO)
+    def widget(facts):
+        """What it does: x. Why is this bad? y. Example: z. Fix: w. Fix safety: safe."""
+        yield Finding("widget", evidence={"env.WIDGET": facts.env("WIDGET")})
+
+    plugin.widget = widget
+    registry = load_registry(check_modules=[plugin], probe_modules=[])
+    report = run_checks(registry.checks, Facts({"env": {"variables": {"WIDGET": "1"}}}))
+    assert report.codes() == ["ACME001"]
+    assert report.findings()[0].evidence == {"env.WIDGET": "1"}
+
+
+def test_a_crashing_check_is_contained_and_the_others_run():
+    plugin = types.ModuleType("broken")
+
+    @check("BRK001", "always-crashes", Severity.ERROR)
+    def crashes(facts):
+        """doc"""
+        raise ZeroDivisionError("division by zero")
+
+    @check("BRK002", "finds-something", Severity.WARNING)
+    def finds(facts):
+        """doc"""
+        yield Finding("found")
+
+    plugin.crashes, plugin.finds = crashes, finds
+    registry = load_registry(check_modules=[plugin], probe_modules=[])
+    report = run_checks(registry.checks, Facts({}))
+    assert report.result("BRK001").status is Status.CRASHED
+    assert report.result("BRK001").reason.startswith("ZeroDivisionError: division by zero (at test_core.py:")
+    assert report.codes() == ["BRK002"]
+
+
+def test_broken_plugin_entry_point_is_reported_not_fatal(monkeypatch):
+    import tfdoctor.registry as registry_module
+
+    real = registry_module._entry_points
+    monkeypatch.setattr(registry_module, "_entry_points", lambda group: [
+        *real(group), ("broken", "no_such_module_anywhere")] if group == CHECK_GROUP else real(group))
+    registry = load_registry()
+    assert any("no_such_module_anywhere" in e for e in registry.errors)
+    assert registry.check_by_code("THR101") is not None
+
+
+def test_probe_timeout_and_probe_crash_become_unknown_sections():
+    release = threading.Event()
+
+    @probe("slow", timeout=0.2)
+    def slow(machine):
+        release.wait(10)
+        return {"never": True}
+
+    @probe("broken")
+    def broken(machine):
+        raise OSError("device on fire")
+
+    @probe("fine")
+    def fine(machine):
+        return {"value": 1}
+
+    plugin = types.ModuleType("probes")
+    plugin.slow, plugin.broken, plugin.fine = slow, broken, fine
+    registry = load_registry(check_modules=[], probe_modules=[plugin])
+    start = time.monotonic()
+    facts = gather_facts(registry.probes, Machine(environ={}, timeout=5))
+    elapsed = time.monotonic() - start
+    release.set()
+    assert elapsed < 2  # the hung probe was abandoned, not waited for
+    assert facts.sections["slow"] == Unknown("probe slow timed out after 0.2 s")
+    assert facts.sections["broken"] == Unknown("probe broken failed: OSError: device on fire")
+    assert facts.sections["fine"] == {"value": 1}
+
+
+def test_facts_get_raises_not_checked_with_the_path():
+    facts = Facts({"cpu": {"flags": Unknown("no cpuinfo"), "online": [0]}, "gpu": Unknown("NVML missing")})
+    assert facts.get("cpu.online") == [0]
+    with pytest.raises(NotChecked, match=r"^cpu.flags unknown: no cpuinfo$"):
+        facts.get("cpu.flags")
+    with pytest.raises(NotChecked, match=r"^gpu unknown: NVML missing$"):
+        facts.get("gpu.devices")
+    with pytest.raises(NotChecked, match=r"cpu\.model was not collected"):
+        facts.get("cpu.model")
+    assert facts.get("cpu.model", "absent") == "absent"
+
+
+def test_facts_round_trip_through_json_with_unknowns_and_bytes(tmp_path):
+    weird = "caf\udce9 \n 'x' $(y)"
+    facts = Facts({"env": {"variables": {"X": weird}}, "cpu": Unknown("timed out"),
+                   "nested": {"list": [1, Unknown("gone"), {"a": None}]}}, {"hostname": "h"})
+    path = tmp_path / "facts.json"
+    path.write_text(facts.dumps())
+    again = Facts.load(path)
+    assert again.sections == facts.sections
+    assert again.meta == facts.meta
+
+
+def test_collected_facts_validate_against_the_published_schema(tmp_path):
+    import jsonschema
+
+    schema = json.loads((REPO / "tfdoctor" / "schema" / "facts.schema.json").read_text())
+    facts = gather_facts(load_registry().probes, Machine(environ={"OMP_NUM_THREADS": "2"}))
+    jsonschema.validate(json.loads(facts.dumps()), schema)
+    for snapshot in sorted((REPO / "tests" / "snapshots").rglob("*.json")):
+        jsonschema.validate(json.loads(snapshot.read_text()), schema)
+
+
+def test_report_json_validates_against_the_published_schema():
+    import jsonschema
+
+    from tfdoctor.report.json_report import report_to_json
+
+    schema = json.loads((REPO / "tfdoctor" / "schema" / "report.schema.json").read_text())
+    facts = Facts.load(REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json")
+    registry = load_registry()
+    jsonschema.validate(report_to_json(run_checks(registry.checks, facts)), schema)
+
+
+def test_other_schema_version_is_refused():
+    with pytest.raises(FactsFileError, match="schema version 2 is not supported"):
+        Facts.from_json({"schema_version": 2, "sections": {}})
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("GITHUB_TOKEN", "abc", REDACTED),
+    ("NCCL_IB_HCA", "mlx5_0", "mlx5_0"),
+    ("PIP_INDEX_URL", "https://user:s3cret@pypi.example/simple", f"https://{REDACTED}@pypi.example/simple"),
+    ("SOMETHING", "ghp_0123456789abcdefghijABCDEFGHIJ", REDACTED),
+    ("SLURM_JOB_NAME", "Bearer abcdefghijklmnopqrstuvwx", REDACTED),
+    ("DB_PASSWORD", "hunter2", REDACTED),
+    ("CUDA_HOME", "/usr/local/cuda-12.4", "/usr/local/cuda-12.4"),
+])
+def test_redaction(name, value, expected):
+    assert redact({"variables": {name: value}}) == {"variables": {name: expected}}
+
+
+def test_collect_redacts_and_replays(tmp_path):
+    from test_cli import run_cli
+
+    env = {"SLURM_JOB_NAME": "https://bob:pw@host/x", "OMP_NUM_THREADS": "abc"}
+    done = run_cli(["collect", "-o", str(tmp_path / "f-%h.json")], cwd=tmp_path, env=env)
+    assert done.returncode == 0
+    written = list(tmp_path.glob("f-*.json"))
+    assert len(written) == 1 and "%h" not in written[0].name
+    data = json.loads(written[0].read_text())
+    assert data["sections"]["env"]["variables"]["SLURM_JOB_NAME"] == f"https://{REDACTED}@host/x"
+    replay = run_cli(["check", "--facts", str(written[0]), "--select", "THR001", "--quiet"], cwd=tmp_path)
+    assert replay.returncode == 1
+    assert "THR001" in replay.stdout
+    refused = run_cli(["collect", "-o", str(written[0])], cwd=tmp_path)
+    assert refused.returncode == 2
+
+
+def test_docs_checks_page_is_generated_from_the_checks():
+    from tfdoctor.report.check_docs import render_check_docs
+
+    expected = render_check_docs(load_registry().checks)
+    assert (REPO / "docs" / "checks.md").read_text() == expected, "run: tfdoctor explain --all > docs/checks.md"

@@ -36,7 +36,7 @@ def test_tensorflow_wheel_facts(tmp_path):
     }
     assert snap["distributions"]["ml-dtypes"] == {"version": "0.6.0", "location": str(site)}
     assert "top_level" not in snap["watched"]["numpy"]  # only TensorFlow distributions carry it
-    assert snap["marker_environment"]["python_version"] == "%d.%d" % sys.version_info[:2]
+    assert snap["marker_environment"]["python_version"] == f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert snap["marker_environment"]["sys_platform"] == sys.platform
 
 
@@ -148,7 +148,7 @@ def other_venv(tmp_path: Path) -> tuple[Path, FakeSitePackages]:
 
 
 def test_check_python_of_another_venv(other_venv, tmp_path):
-    venv, site = other_venv
+    venv, _site = other_venv
     python = venv / "bin" / "python"
     done = run_cli(["check", "--python", str(python), "--select", "PKG", "--format", "json"], cwd=tmp_path)
     assert_no_traceback(done)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
+from tfdoctor.requirement_ranges import marker_applies, parse_requirement, version_satisfies
 from tfdoctor.tensorflow_distribution import (
     TensorflowDistribution,
     build_info,
@@ -185,14 +186,8 @@ def python_outside_tensorflow_requires_python(facts: Facts) -> Iterator[Finding]
     dist = installed_tensorflow(facts)
     if dist is None or not dist.requires_python:
         return
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     version = str(facts.get("python.version"))
-    try:
-        allowed = SpecifierSet(dist.requires_python)
-    except InvalidSpecifier:
-        return
-    if allowed.contains(version, prereleases=True):
+    if version_satisfies(version, dist.requires_python) is not False:
         return
     yield Finding(
         f"Python {version} is outside TensorFlow {dist.version}'s Requires-Python {dist.requires_python}",
@@ -206,26 +201,17 @@ def python_outside_tensorflow_requires_python(facts: Facts) -> Iterator[Finding]
 def _dependency_problems(facts: Facts, dist: TensorflowDistribution) -> Iterator[tuple[str, str, str, str]]:
     """(name, specifier, installed version, requirement line) for each installed dependency outside
     the range TensorFlow's METADATA asks for; markers are evaluated for the inspected interpreter."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    environment = {**marker_environment(facts), "extra": ""}
+    environment = marker_environment(facts)
     for line in dist.requires_dist:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
+        requirement = parse_requirement(line)
+        if requirement is None or not requirement.specifier:
             continue
-        if requirement.marker is not None and not requirement.marker.evaluate(environment):
+        if not marker_applies(requirement.marker, environment):
             continue  # another platform's, another Python's, or an extra's dependency
-        if not requirement.specifier:
+        installed = installed_version(facts, requirement.name)
+        if installed is None or version_satisfies(installed, requirement.specifier) is not False:
             continue
-        name = str(canonicalize_name(requirement.name))
-        installed = installed_version(facts, name)
-        if installed is None:
-            continue
-        if requirement.specifier.contains(installed, prereleases=True):
-            continue
-        yield name, str(requirement.specifier), installed, line
+        yield requirement.name, requirement.specifier, installed, line
 
 
 @check("PKG005", "dependency-outside-tensorflow-range", Severity.ERROR)

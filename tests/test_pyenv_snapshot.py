@@ -179,3 +179,13 @@ def test_check_python_that_does_not_exist(tmp_path):
     assert_no_traceback(done)
     assert done.returncode == 2
     assert f"--python {tmp_path}/venv/bin/python: no such file" in done.stderr
+
+
+def test_current_directory_is_not_part_of_the_environment(tmp_path):
+    """`python -c` puts the current directory first on sys.path; a checkout there is not the job's environment."""
+    FakeSitePackages(tmp_path).tensorflow(name="tensorflow-gpu", version="2.11.0").file("numpy.libs/libgomp.so.1")
+    done = subprocess.run([sys.executable, "-B", "-c", SNAPSHOT_SOURCE], capture_output=True, timeout=60,
+                          cwd=tmp_path, check=True, env={**os.environ, "LD_LIBRARY_PATH": ""})
+    data = json.loads(done.stdout)
+    assert "tensorflow-gpu" not in data["distributions"]
+    assert [r for r in data["openmp_runtimes"] if str(tmp_path) in r["path"]] == []

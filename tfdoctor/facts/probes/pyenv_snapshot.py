@@ -215,8 +215,12 @@ def openmp_runtimes(paths, environ, prefix):
     folders.append(os.path.join(prefix, "lib"))
     for site in _site_folders(paths):
         folders.append(site)
-        for name in _library_entries(site):
-            if name.endswith((".dist-info", ".egg-info", "__pycache__")):
+        try:
+            entries = sorted((e.name, e.is_dir()) for e in os.scandir(site))
+        except OSError:
+            continue
+        for name, is_dir in entries:
+            if not is_dir or name.endswith((".dist-info", ".egg-info", "__pycache__")):
                 continue
             folder = os.path.join(site, name)
             if name.endswith(".libs"):
@@ -275,10 +279,20 @@ def _find_package(paths, *parts):
     return None
 
 
+def environment_path():
+    """sys.path minus its first entry, the folder of whatever script runs the snapshot (tfdoctor's
+    bin folder, the current directory for `python -c`): that belongs to tfdoctor's invocation, not
+    to the environment the job will see. With -P (safe_path) Python adds no such entry."""
+    if getattr(sys.flags, "safe_path", False):
+        return list(sys.path)
+    return list(sys.path[1:])
+
+
 def snapshot(paths=None, environ=None, prefix=None):
-    """The environment seen from `paths` (default sys.path). `environ` (default os.environ) supplies
+    """The environment seen from `paths` (default: the import path without the running script's
+    folder, see environment_path). `environ` (default os.environ) supplies
     LD_LIBRARY_PATH, `prefix` (default sys.prefix) the environment's own lib folder."""
-    paths = list(sys.path if paths is None else paths)
+    paths = environment_path() if paths is None else list(paths)
     environ = os.environ if environ is None else environ
     prefix = sys.prefix if prefix is None else prefix
     dists = _scan(paths)

@@ -182,10 +182,12 @@ def test_check_python_that_does_not_exist(tmp_path):
 
 
 def test_current_directory_is_not_part_of_the_environment(tmp_path):
-    """`python -c` puts the current directory first on sys.path; a checkout there is not the job's environment."""
+    """`python -m tfdoctor` puts the current directory first on sys.path; a checkout there is not the
+    job's environment (and `python -c`, for --python, puts '' there)."""
     FakeSitePackages(tmp_path).tensorflow(name="tensorflow-gpu", version="2.11.0").file("numpy.libs/libgomp.so.1")
-    done = subprocess.run([sys.executable, "-B", "-c", SNAPSHOT_SOURCE], capture_output=True, timeout=60,
-                          cwd=tmp_path, check=True, env={**os.environ, "LD_LIBRARY_PATH": ""})
-    data = json.loads(done.stdout)
-    assert "tensorflow-gpu" not in data["distributions"]
-    assert [r for r in data["openmp_runtimes"] if str(tmp_path) in r["path"]] == []
+    done = run_cli(["collect"], cwd=tmp_path, env={"LD_LIBRARY_PATH": ""})
+    assert done.returncode == 0, done.stderr
+    python = json.loads(done.stdout)["sections"]["python"]
+    assert str(tmp_path) not in python["path"]
+    assert "tensorflow-gpu" not in python["distributions"]
+    assert [r for r in python["openmp_runtimes"] if str(tmp_path) in r["path"]] == []

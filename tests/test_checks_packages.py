@@ -175,7 +175,7 @@ def test_legacy_keras_requested_but_missing(site):
 
 @pytest.mark.parametrize(("value", "tf_version", "tf_keras"), [
     ("yes", "2.21.0", None),      # TensorFlow reads only 1/true/True
-    ("1", "2.15.0", None),        # before 2.16 tf.keras is Keras 2 anyway
+    ("1", "2.14.0", None),        # TensorFlow before 2.15 ignores the variable
     ("true", "2.21.0", "2.21.0"),  # installed
 ])
 def test_legacy_keras_silent_cases(site, value, tf_version, tf_keras):

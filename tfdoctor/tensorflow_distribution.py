@@ -1,8 +1,8 @@
 """Which TensorFlow distribution is installed, read from the python facts (a pure function of facts).
 
 Several distributions ship the same `tensorflow` import package (tensorflow, tensorflow-cpu, tf-nightly,
-intel-tensorflow…); some are only shims that depend on another one (tensorflow on Windows 2.10-2.15
-pulls tensorflow-intel and ships no files). The distribution that `import tensorflow` really loads is
+intel-tensorflow…); some are only shims that depend on another one and ship no files (tensorflow on
+Windows pulled tensorflow-intel for several 2.x releases). The distribution that `import tensorflow` really loads is
 the one that provides the package; when several do, the one installed last wrote over the others.
 Shared by the PKG and CPU checks. `packaging` is imported only where a specifier must be evaluated.
 """

@@ -26,8 +26,9 @@ from tfdoctor.tensorflow_distribution import (
 
 # TensorFlow's own test of the variable (tensorflow/python/util/lazy_loader.py): these three only.
 LEGACY_KERAS_TRUE = ("true", "True", "1")
-# TensorFlow 2.16 made Keras 3 its tf.keras; TF_USE_LEGACY_KERAS selects tf-keras (Keras 2) from then on.
-KERAS3_DEFAULT_SINCE = (2, 16)
+# TensorFlow's lazy Keras loader routes tf.keras to tf_keras when TF_USE_LEGACY_KERAS is set from 2.15 on
+# (2.16 then made Keras 3 the default tf.keras); earlier releases ignore the variable.
+LEGACY_KERAS_VARIABLE_SINCE = (2, 15)
 TF_KERAS_DISTS = ("tf-keras", "tf-keras-nightly")
 
 
@@ -79,7 +80,8 @@ def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds more than one installed distribution that ships the `tensorflow` import package
     (tensorflow, tensorflow-cpu, tensorflow-gpu, tensorflow-intel, tf-nightly…). Shims that only depend
-    on another TensorFlow distribution and ship no files (tensorflow on Windows 2.10-2.15) are not counted.
+    on another TensorFlow distribution and ship no files (tensorflow on Windows, which pulled
+    tensorflow-intel for several 2.x releases) are not counted.
 
     Why is this bad?
     Each distribution writes its files into the same `tensorflow/` folder; the last one installed
@@ -272,12 +274,13 @@ def _installed_tf_keras(facts: Facts) -> tuple[str, str] | None:
 def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds TF_USE_LEGACY_KERAS set to a value TensorFlow takes as true ("1", "true", "True") with
-    TensorFlow 2.16 or later installed, and no tf-keras distribution.
+    TensorFlow 2.15 or later installed (earlier releases ignore it), and no tf-keras distribution.
 
     Why is this bad?
-    From TensorFlow 2.16 tf.keras is Keras 3; TF_USE_LEGACY_KERAS asks TensorFlow to load Keras 2 from the
-    tf_keras package instead. Without it, the first use of tf.keras fails with an ImportError, usually
-    deep in a training script after the data pipeline has been built.
+    From TensorFlow 2.16 tf.keras is Keras 3; TF_USE_LEGACY_KERAS makes TensorFlow's lazy loader take
+    Keras 2 from the tf_keras package instead. Without it, the first use of tf.keras logs a warning and
+    fails with "ImportError: Keras cannot be imported", usually deep in a training script after the
+    data pipeline has been built.
 
     Example:
     TF_USE_LEGACY_KERAS=1 in a job template, TensorFlow 2.21 installed, tf-keras never installed.
@@ -293,7 +296,7 @@ def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
     if requested is None:
         return
     dist = installed_tensorflow(facts)
-    if dist is None or dist.release[:2] < KERAS3_DEFAULT_SINCE:
+    if dist is None or dist.release[:2] < LEGACY_KERAS_VARIABLE_SINCE:
         return
     if _installed_tf_keras(facts) is not None:
         return

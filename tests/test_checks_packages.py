@@ -225,3 +225,17 @@ def test_healthy_environment_does_not_import_packaging(site, monkeypatch, tensor
     assert report.codes() == ([] if tensorflow else ["PKG001"])
     assert "packaging.specifiers" not in sys.modules
     assert "packaging.markers" not in sys.modules
+
+
+def test_recorded_cpu_only_machine_with_tensorflow_2_21():
+    """Facts collected on a CPU-only VM with `pip install tensorflow-cpu==2.21.0` (tfdoctor collect --python)."""
+    from conftest import REPO
+
+    from tfdoctor.facts import Facts
+
+    facts = Facts.load(REPO / "tests" / "snapshots" / "cpu-only-vm-tensorflow-2.21.json")
+    report = check_facts(facts, select=["CPU", "PKG"])
+    assert report.codes() == []
+    assert [r.code for r in report.results if r.status is Status.NOT_CHECKED] == ["CPU003"]
+    facts.sections["host"]["nvidia_driver"] = DRIVER  # the same environment on a GPU host
+    assert check_facts(facts, select=["CPU", "PKG"]).codes() == ["PKG003"]

@@ -52,15 +52,19 @@ def test_cpu_with_avx_is_silent(make_root, site):
     assert {r.status for r in report.results} == {Status.PASSED}
 
 
-@pytest.mark.parametrize(("name", "version", "tags"), [
-    ("tensorflow", "2.21.0", ("cp311-cp311-manylinux_2_27_aarch64",)),  # not an x86 wheel
-    ("tensorflow", "2.21.0", ()),                                        # conda / source build: no WHEEL tags
-    ("tensorflow", "1.5.0", ("cp36-cp36m-manylinux1_x86_64",)),          # before AVX wheels
+@pytest.mark.parametrize(("version", "tags", "installer"), [
+    ("2.21.0", ("cp311-cp311-manylinux_2_27_aarch64",), "pip"),  # not an x86 wheel
+    ("2.21.0", (), "pip"),                                       # no WHEEL file: not a wheel install
+    ("2.21.0", ("cp311-cp311-linux_x86_64",), "pip"),            # a wheel built from source
+    ("2.21.0", ("cp311-cp311-manylinux_2_27_x86_64",), "conda"),  # conda's own build
+    ("1.5.0", ("cp36-cp36m-manylinux1_x86_64",), "pip"),         # before AVX wheels
 ])
-def test_no_avx_but_wheel_not_judged(make_root, tmp_path, name, version, tags):
-    site = FakeSitePackages(tmp_path / "sp").tensorflow(name=name, version=version, tags=tags)
+def test_no_avx_but_wheel_not_judged(make_root, tmp_path, version, tags, installer):
+    site = FakeSitePackages(tmp_path / "sp").tensorflow(name="tensorflow", version=version, tags=tags)
+    dist_info = next(site.path.glob("tensorflow-*.dist-info"))
+    (dist_info / "INSTALLER").write_text(installer + "\n")
     if not tags:
-        next(site.path.glob("tensorflow-*.dist-info")).joinpath("WHEEL").unlink()
+        (dist_info / "WHEEL").unlink()
     root = make_root().cpus(flags=NO_AVX_FLAGS, governor="performance")
     assert run(root, site).codes() == []
 
@@ -122,3 +126,12 @@ def test_no_cpufreq_is_not_checked(make_root, site):
     assert report.codes() == []
     assert report.result("CPU003").status is Status.NOT_CHECKED
     assert report.result("CPU003").reason.startswith("cpu.governors unknown: no readable frequency governor")
+
+
+def test_windows_wheel_without_avx(make_root, tmp_path):
+    site = FakeSitePackages(tmp_path / "sp").tensorflow(name="tensorflow-intel", version="2.15.1",
+                                                        tags=("cp311-cp311-win_amd64",))
+    root = make_root().cpus(flags=NO_AVX_FLAGS, governor="performance")
+    report = run(root, site)
+    assert report.codes() == ["CPU001"]
+    assert report.findings()[0].evidence["python.watched.tensorflow-intel.wheel_tags"] == ["cp311-cp311-win_amd64"]

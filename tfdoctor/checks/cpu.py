@@ -23,17 +23,27 @@ PERFORMANCE = "performance"
 
 
 def _x86_wheel_tag(dist: TensorflowDistribution) -> str | None:
-    """The wheel tag naming an x86-64 platform; None for other platforms and for non-wheel installs
-    (conda, builds from source), whose instruction-set baseline tfdoctor cannot know."""
+    """The wheel tag naming an x86-64 platform; None for other platforms."""
     return next((t for t in dist.wheel_tags if t.lower().endswith(("x86_64", "amd64"))), None)
+
+
+def _release_wheel_tag(dist: TensorflowDistribution) -> str | None:
+    """The x86-64 tag of a wheel as published on PyPI. Builds from source are tagged plain
+    `linux_x86_64`, conda installs name conda as installer: their instruction-set baseline is whatever
+    they were compiled for, which tfdoctor cannot know."""
+    tag = _x86_wheel_tag(dist)
+    if tag is None or dist.installer == "conda" or tag.split("-")[-1].lower() == "linux_x86_64":
+        return None
+    return tag
 
 
 @check("CPU001", "cpu-lacks-wheel-instruction-set", Severity.ERROR)
 def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds an x86-64 TensorFlow wheel of version 1.6 or later installed on a CPU whose /proc/cpuinfo
-    flags lack `avx`. Installs that are not wheels (conda, builds from source) are not judged: their
-    baseline is whatever they were compiled for.
+    flags lack `avx`. Only wheels as published on PyPI (manylinux, Windows, macOS tags) are judged: conda
+    installs and wheels built from source (tagged plain linux_x86_64) have whatever baseline they were
+    compiled for.
 
     Why is this bad?
     TensorFlow's release wheels have been compiled with AVX since 1.6 (TensorFlow's install guide;
@@ -55,7 +65,7 @@ def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
     dist = installed_tensorflow(facts)
     if dist is None or dist.release[:2] < AVX_WHEELS_SINCE:
         return
-    tag = _x86_wheel_tag(dist)
+    tag = _release_wheel_tag(dist)
     if tag is None:
         return
     flags = facts.get("cpu.cpuinfo.flags")

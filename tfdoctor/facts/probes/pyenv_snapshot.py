@@ -8,7 +8,6 @@ WHEEL), since importing TensorFlow costs seconds and writes ~/.keras/keras.json.
 Printed (when run as a script) or returned: a JSON-able dict.
 """
 
-import ast
 import json
 import os
 import platform
@@ -61,6 +60,7 @@ def _read(path):
 def _literal_value(node):
     """A literal, or a mapping built by a call of literals: TensorFlow 2.x writes
     `build_info = collections.OrderedDict([('is_cuda_build', False), ...])`, older ones `dict(...)`."""
+    import ast
     if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
@@ -71,6 +71,8 @@ def _literal_value(node):
 
 def _literal_assignments(tree):
     """Module-level NAME = <literal> (or a literal mapping call); anything else is skipped."""
+    import ast
+
     values = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -83,6 +85,7 @@ def _literal_assignments(tree):
 
 def read_build_info(path):
     """tensorflow/python/platform/build_info.py -> the build_info dict (cuda_version, cudnn_version…)."""
+    import ast  # only when TensorFlow is there: importing ast costs a few ms of every snapshot
     try:
         tree = ast.parse(_read(path), filename=path)
     except (OSError, SyntaxError, ValueError) as exc:

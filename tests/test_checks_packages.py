@@ -115,6 +115,13 @@ def test_cpu_only_tensorflow_on_gpu_host(site, name, build_info, why, steps):
     assert finding.fixes == (AdminFix("Install the CUDA build of TensorFlow 2.21.0", steps),)
 
 
+def test_cpu_only_nightly_on_gpu_host_points_to_tf_nightly(site):
+    site.tensorflow(name="tf-nightly-cpu", version="2.22.0.dev20260301").healthy_dependencies()
+    finding = run(site, driver=DRIVER).findings()[0]
+    assert finding.fixes[0].steps == (f"{PIP} uninstall -y tf-nightly-cpu",
+                                      f"{PIP} install 'tf-nightly[and-cuda]==2.22.0.dev20260301'")
+
+
 def test_cpu_only_tensorflow_without_driver_is_silent(site):
     site.tensorflow(name="tensorflow-cpu").healthy_dependencies()
     assert run(site, driver=None).codes() == []

@@ -101,22 +101,26 @@ def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     providers = tensorflow_providers(facts)
     if len(providers) < 2:
         return
-    keep = providers[0]
-    names = [d.name for d in sorted(providers, key=lambda d: d.name)]
-    listed = ", ".join(f"{d.name} {d.version}" for d in sorted(providers, key=lambda d: d.name))
+    keep = providers[0]  # installed last
+    by_name = sorted(providers, key=lambda d: d.name)
+    pip = _pip(facts)
     yield Finding(
-        f"{len(providers)} TensorFlow distributions share the tensorflow package: {listed}",
-        evidence={f"python.watched.{d.name}.version": d.version for d in sorted(providers, key=lambda d: d.name)},
+        f"{len(providers)} TensorFlow distributions share the tensorflow package: "
+        + ", ".join(f"{d.name} {d.version}" for d in by_name),
+        evidence={f"python.watched.{d.name}.version": d.version for d in by_name},
         fixes=(AdminFix(f"Keep one TensorFlow distribution ({keep.name} {keep.version} was installed last)",
-                        (f"{_pip(facts)} uninstall -y {' '.join(names)}", f"{_pip(facts)} install '{keep.pin()}'")),),
+                        (f"{pip} uninstall -y {' '.join(d.name for d in by_name)}",
+                         f"{pip} install '{keep.pin()}'")),),
     )
 
 
 def _cuda_install_steps(pip: str, dist: TensorflowDistribution) -> tuple[str, ...]:
+    """The CUDA build of the same version: nightlies come from tf-nightly, releases from tensorflow."""
+    target = "tf-nightly" if dist.name.startswith("tf-nightly") else "tensorflow"
     steps = []
-    if dist.name != "tensorflow":
+    if dist.name != target:
         steps.append(f"{pip} uninstall -y {dist.name}")
-    steps.append(f"{pip} install 'tensorflow[and-cuda]=={dist.version}'")
+    steps.append(f"{pip} install '{target}[and-cuda]=={dist.version}'")
     return tuple(steps)
 
 

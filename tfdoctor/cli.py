@@ -280,12 +280,15 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
 @click.option("--print", "print_script", is_flag=True,
               help='Print the script, for eval "$(tfdoctor fix --print)".')
 @click.option("--write-python", metavar="FILE", help="Write in-process fixes as a Python file.")
+@click.option("--write-launcher", metavar="FILE",
+              help="Write a launcher that binds the command (each local rank) to its GPU's NUMA node.")
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
-        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool) -> None:
+        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool,
+        write_launcher: str | None = None) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -305,9 +308,13 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
 
             write_file(write_python, render_python(plan, header), force=force)
             _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
+        if write_launcher:
+            from tfdoctor.fixes.render_launcher import write_launcher_file
+
+            _emit(write_launcher_file(report.facts, write_launcher, force), err=True)
     except WriteError as exc:
         raise UsageError(str(exc)) from None
-    if print_script or (not write_path and not write_python):
+    if print_script or (not write_path and not write_python and not write_launcher):
         _emit(script)
     _emit(_plan_notes(plan), err=True)
 

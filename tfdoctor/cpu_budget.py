@@ -9,6 +9,7 @@ starts 64 intra-op threads.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from tfdoctor.facts import Facts, NotChecked
@@ -61,8 +62,13 @@ def scheduler_allocation(facts: Facts) -> tuple[int, str] | None:
     return None
 
 
-def cpu_budget(facts: Facts) -> CpuBudget:
-    """Raises NotChecked when neither the host's CPUs nor any limit can be read."""
+def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_label: str = "") -> CpuBudget:
+    """Raises NotChecked when neither the host's CPUs nor any limit can be read.
+
+    `bound_to`: the CPUs the process will be bound to (a NUMA node, by the launcher) instead of its
+    current affinity — the budget is the bound set, still within the cgroup's cpuset, quota and the
+    scheduler's allocation. `bound_label` names it in `source` ("bound to node 1").
+    """
     online = facts.get("cpu.online")
     host_cpus = len(online)
     if host_cpus == 0:
@@ -70,10 +76,10 @@ def cpu_budget(facts: Facts) -> CpuBudget:
     allowed = set(online)
     limits: dict[str, float] = {"host": float(host_cpus)}
 
-    affinity = facts.peek("cpu.allowed_cpus")
+    affinity = facts.peek("cpu.allowed_cpus") if bound_to is None else sorted(set(bound_to) & allowed)
     if isinstance(affinity, list) and affinity:
         allowed &= set(affinity)
-        limits["affinity"] = float(len(affinity))
+        limits["affinity" if bound_to is None else (bound_label or "bound CPUs")] = float(len(affinity))
     cgroup = facts.peek("cgroup")
     if isinstance(cgroup, dict):
         cpuset = cgroup.get("cpuset")

@@ -133,6 +133,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("threads", "tfdoctor.checks.threads"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
+        ("numa", "tfdoctor.checks.numa"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -141,6 +142,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cgroup", "tfdoctor.facts.probes.cgroup"),
         ("python", "tfdoctor.facts.probes.python_env"),
         ("keras", "tfdoctor.facts.probes.keras_config"),
+        ("numa", "tfdoctor.facts.probes.numa"),
     ],
 }
 

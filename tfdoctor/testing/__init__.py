@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,47 @@ class FakeRoot:
         if cpuset is not None:
             self.write("/sys/fs/cgroup/cpuset" + ("" if path == "/" else path) + "/cpuset.cpus", cpuset + "\n")
         return self
+
+    def numa(self, cpulists: Sequence[str], mem_kib: int = 64 * 1024 * 1024,
+             distances: Sequence[Sequence[int]] | None = None) -> FakeRoot:
+        """NUMA nodes 0..n-1 with these CPU lists ("0-7,16-23"); SLIT distances default 10 / 21.
+        Also allows every node's memory in /proc/self/status (write after `.cpus()`)."""
+        count = len(cpulists)
+        base = "/sys/devices/system/node"
+        self.write(f"{base}/online", f"{format_cpulist(range(count))}\n")
+        self.write(f"{base}/possible", f"{format_cpulist(range(count))}\n")
+        for node, cpulist in enumerate(cpulists):
+            row = distances[node] if distances else [10 if other == node else 21 for other in range(count)]
+            self.write(f"{base}/node{node}/cpulist", f"{cpulist}\n")
+            self.write(f"{base}/node{node}/distance", " ".join(map(str, row)) + "\n")
+            self.write(f"{base}/node{node}/meminfo", f"Node {node} MemTotal:       {mem_kib} kB\n"
+                                                    f"Node {node} MemFree:        {mem_kib // 2} kB\n")
+        status = self.path / "proc/self/status"
+        if status.exists():
+            lines = [line for line in status.read_text().splitlines() if not line.startswith("Mems_allowed_list")]
+            lines.append(f"Mems_allowed_list:\t{format_cpulist(range(count))}")
+            status.write_text("\n".join(lines) + "\n")
+        return self
+
+    def pci_gpu(self, bus_id: str, numa_node: int, local_cpulist: str = "",
+                vendor: str = "0x10de", pci_class: str = "0x030200") -> FakeRoot:
+        """A PCI function under /sys/bus/pci/devices (an NVIDIA 3D controller unless told otherwise)."""
+        base = f"/sys/bus/pci/devices/{bus_id}"
+        self.write(f"{base}/vendor", f"{vendor}\n")
+        self.write(f"{base}/class", f"{pci_class}\n")
+        self.write(f"{base}/numa_node", f"{numa_node}\n")
+        self.write(f"{base}/local_cpulist", f"{local_cpulist}\n")
+        return self
+
+    def tool(self, name: str, folder: str = "/usr/bin") -> FakeRoot:
+        """An executable named `name` (its presence is all a probe looks at)."""
+        return self.write(f"{folder}/{name}", "#!/bin/sh\nexit 0\n", mode=0o755)
+
+    def membind(self, answer: str) -> FakeRoot:
+        """What the live `numactl --membind=N true` test would have said: "permitted" or "refused: <why>"."""
+        from tfdoctor.facts.probes.numa import MEMBIND_FACT_FILE
+
+        return self.write(MEMBIND_FACT_FILE, answer + "\n")
 
     def machine(self, env: Mapping[str, str] | None = None, **kwargs: Any) -> Machine:
         return Machine(root=self.path, environ=dict(env or {}), **kwargs)

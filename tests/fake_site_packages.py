@@ -20,8 +20,12 @@ TF_2_21_REQUIRES = (
 )
 TF_WHEEL_TAG = "cp311-cp311-manylinux_2_27_x86_64"
 # Versions of a healthy TensorFlow 2.21 environment (what `pip install tensorflow-cpu==2.21.0` resolved).
-HEALTHY_DEPENDENCIES = {"numpy": "2.4.6", "protobuf": "7.36.2", "ml_dtypes": "0.6.0", "keras": "3.15.1",
-                        "h5py": "3.14.0", "grpcio": "1.85.1", "absl_py": "2.5.1", "packaging": "26.3"}
+HEALTHY_DEPENDENCIES = {
+    "absl_py": "2.5.1", "astunparse": "1.6.3", "flatbuffers": "25.12.19", "gast": "0.7.0", "google_pasta": "0.2.0",
+    "libclang": "18.1.1", "opt_einsum": "3.4.0", "packaging": "26.3", "protobuf": "7.36.2", "requests": "2.34.2",
+    "setuptools": "65.5.0", "six": "1.17.0", "termcolor": "3.3.0", "typing_extensions": "4.16.0", "wrapt": "2.5.2",
+    "grpcio": "1.85.1", "keras": "3.15.1", "numpy": "2.4.6", "h5py": "3.14.0", "ml_dtypes": "0.6.0",
+}
 
 BUILD_INFO_CPU = (
     '"""Auto-generated module providing information about the build."""\nimport collections\n\n'

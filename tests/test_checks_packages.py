@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,31 @@ def test_dependency_markers_use_the_inspected_interpreter(site, python_version, 
     site.dist("tensorflow-io-gcs-filesystem", "0.20.0")
     marker_environment = {**snapshot(paths=[])["marker_environment"], "python_version": python_version}
     assert run(site, marker_environment=marker_environment).codes() == codes
+
+
+def test_dependencies_missing_one_finding_each(site):
+    site.tensorflow().healthy_dependencies()
+    for name in ("ml_dtypes", "keras"):
+        shutil.rmtree(next(site.path.glob(f"{name}-*.dist-info")))
+    report = run(site)
+    assert report.codes() == ["PKG009"]
+    findings = report.findings()
+    assert [f.message for f in findings] == [
+        "keras is not installed, and TensorFlow 2.21.0 requires keras>=3.12.0",
+        "ml-dtypes is not installed, and TensorFlow 2.21.0 requires ml-dtypes<1.0.0,>=0.5.1",
+    ]
+    assert findings[0].severity.label == "warning"
+    assert findings[0].evidence == {"python.distributions.keras": None,
+                                    "python.watched.tensorflow-cpu.requires_dist": "keras>=3.12.0"}
+    assert findings[0].fixes == (AdminFix("Install keras>=3.12.0 next to TensorFlow 2.21.0", (
+        f"{PIP} install 'keras>=3.12.0' 'tensorflow-cpu==2.21.0'",)),)
+
+
+def test_extras_and_other_platforms_dependencies_are_not_missing(site):
+    # TF 2.21's and-cuda and gcs-filesystem extras, and a Windows-only one, are not installed: fine.
+    requires = ("numpy>=1.26.0", 'tensorflow-intel==2.21.0; platform_system == "Windows"')
+    site.tensorflow(requires=requires).healthy_dependencies()
+    assert run(site).codes() == []
 
 
 def test_legacy_keras_requested_but_missing(site):

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
-from tfdoctor.requirement_ranges import marker_applies, parse_requirement, version_satisfies
+from tfdoctor.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
 from tfdoctor.tensorflow_distribution import (
     TensorflowDistribution,
     build_info,
@@ -204,16 +204,22 @@ def python_outside_tensorflow_requires_python(facts: Facts) -> Iterator[Finding]
     )
 
 
-def _dependency_problems(facts: Facts, dist: TensorflowDistribution) -> Iterator[tuple[str, str, str, str]]:
-    """(name, specifier, installed version, requirement line) for each installed dependency outside
-    the range TensorFlow's METADATA asks for; markers are evaluated for the inspected interpreter."""
+def _applicable_requirements(facts: Facts, dist: TensorflowDistribution) -> Iterator[tuple[Requirement, str]]:
+    """TensorFlow's Requires-Dist that apply to the inspected interpreter with no extra requested
+    (markers evaluated with that interpreter's values), each with its METADATA line."""
     environment = marker_environment(facts)
     for line in dist.requires_dist:
         requirement = parse_requirement(line)
-        if requirement is None or not requirement.specifier:
+        if requirement is not None and marker_applies(requirement.marker, environment):
+            yield requirement, line
+
+
+def _dependency_problems(facts: Facts, dist: TensorflowDistribution) -> Iterator[tuple[str, str, str, str]]:
+    """(name, specifier, installed version, requirement line) for each installed dependency outside
+    the range TensorFlow's METADATA asks for."""
+    for requirement, line in _applicable_requirements(facts, dist):
+        if not requirement.specifier:
             continue
-        if not marker_applies(requirement.marker, environment):
-            continue  # another platform's, another Python's, or an extra's dependency
         installed = installed_version(facts, requirement.name)
         if installed is None or version_satisfies(installed, requirement.specifier) is not False:
             continue
@@ -253,6 +259,45 @@ def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
                       f"python.watched.{dist.name}.requires_dist": line},
             fixes=(AdminFix(f"Install {name}{specifier} next to TensorFlow {dist.version}",
                             (f"{_pip(facts)} install '{name}{specifier}' '{dist.pin()}'",)),),
+        )
+
+
+@check("PKG009", "tensorflow-dependency-missing", Severity.WARNING)
+def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Lists the dependencies in the installed TensorFlow's Requires-Dist that apply to this interpreter
+    (extras such as `and-cuda` left out) and are not installed. One finding per dependency.
+
+    Why is this bad?
+    TensorFlow imports most of them at `import tensorflow` (numpy, protobuf, ml_dtypes, absl-py, wrapt,
+    keras for tf.keras, …): the job fails with ModuleNotFoundError, or later when the first Keras or
+    SavedModel call reaches the missing one. It comes from `pip install --no-deps`, a partial copy of
+    site-packages, or an uninstall of a package that something else still needed.
+
+    Example:
+    `pip install --no-deps tensorflow-cpu==2.21.0` into a fresh environment: no ml_dtypes, no keras.
+
+    Fix:
+    `pip install '<name><range>' '<tensorflow>==<installed version>'`, or `pip check` to see all.
+
+    Fix safety:
+    Manual: it installs packages. A warning, not an error: a dependency installed without metadata
+    (copied in, vendored) looks missing here while it imports fine.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    pip = _pip(facts)
+    for requirement, line in _applicable_requirements(facts, dist):
+        if installed_version(facts, requirement.name) is not None:
+            continue
+        wanted = f"{requirement.name}{requirement.specifier}"
+        yield Finding(
+            f"{requirement.name} is not installed, and TensorFlow {dist.version} requires {wanted}",
+            evidence={f"python.distributions.{requirement.name}": None,
+                      f"python.watched.{dist.name}.requires_dist": line},
+            fixes=(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
+                            (f"{pip} install '{wanted}' '{dist.pin()}'",)),),
         )
 
 

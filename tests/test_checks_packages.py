@@ -62,6 +62,14 @@ def test_tensorflow_not_installed(site):
         "tfdoctor check --python /path/to/the/job/venv/bin/python", f"{PIP} install tensorflow")),)
 
 
+def test_tensorflow_not_installed_in_the_interpreter_given_with_python_option(site):
+    site.healthy_dependencies()
+    report = run(site, other_interpreter=True)
+    finding = report.findings()[0]
+    assert finding.message == f"TensorFlow is not installed for {sys.executable}"
+    assert finding.fixes == (AdminFix("Install TensorFlow in this environment", (f"{PIP} install tensorflow",)),)
+
+
 def test_unknown_python_environment_is_not_checked():
     facts = facts_from({"python": {"$unknown": "interpreter /x/python did not answer within 2 s"},
                         "host": {"nvidia_driver": None}}, env={})

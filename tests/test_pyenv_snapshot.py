@@ -191,3 +191,13 @@ def test_current_directory_is_not_part_of_the_environment(tmp_path):
     assert str(tmp_path) not in python["path"]
     assert "tensorflow-gpu" not in python["distributions"]
     assert [r for r in python["openmp_runtimes"] if str(tmp_path) in r["path"]] == []
+
+
+def test_python_option_without_tensorflow_says_install_it_there(tmp_path):
+    venv = tmp_path / "empty-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    done = run_cli(["check", "--python", str(venv / "bin/python"), "--select", "PKG001"], cwd=tmp_path)
+    assert_no_traceback(done)
+    assert done.returncode == 0
+    assert f"PKG001 tensorflow-not-installed: TensorFlow is not installed for {venv}/bin/python\n" in done.stdout
+    assert "--python PATH" not in done.stdout

@@ -65,13 +65,18 @@ def tensorflow_not_installed(facts: Facts) -> Iterator[Finding]:
     if tensorflow_distributions(facts) or facts.get("python.tensorflow.package_dir"):
         return
     executable = _executable(facts)
+    install = f"{_pip(facts)} install tensorflow"
+    evidence = {"python.executable": executable, "python.tensorflow.package_dir": None}
+    if facts.peek("python.other_interpreter") is True:
+        yield Finding(f"TensorFlow is not installed for {executable}", evidence=evidence,
+                      fixes=(AdminFix("Install TensorFlow in this environment", (install,)),))
+        return
     yield Finding(
         f"TensorFlow is not installed for {executable}; if the job runs another interpreter, "
         "inspect that one with --python PATH",
-        evidence={"python.executable": executable, "python.tensorflow.package_dir": None},
+        evidence=evidence,
         fixes=(AdminFix("Inspect the job's interpreter, or install TensorFlow in this one",
-                        ("tfdoctor check --python /path/to/the/job/venv/bin/python",
-                         f"{_pip(facts)} install tensorflow")),),
+                        ("tfdoctor check --python /path/to/the/job/venv/bin/python", install)),),
     )
 
 

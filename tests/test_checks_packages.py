@@ -280,3 +280,12 @@ def test_recorded_cpu_only_machine_with_tensorflow_2_21():
     assert [r.code for r in report.results if r.status is Status.NOT_CHECKED] == ["CPU003"]
     facts.sections["host"]["nvidia_driver"] = DRIVER  # the same environment on a GPU host
     assert check_facts(facts, select=["CPU", "PKG"]).codes() == ["PKG003"]
+
+
+def test_malformed_python_facts_are_not_checked_not_crashed():
+    facts = facts_from({"python": {"watched": ["tensorflow"], "distributions": "numpy",
+                                   "tensorflow": {"package_dir": None}},
+                        "host": {"nvidia_driver": DRIVER}}, env={"TF_USE_LEGACY_KERAS": "1"})
+    report = check_facts(facts, select=["PKG", "CPU"])
+    assert report.crashed() == []
+    assert report.result("PKG002").reason == "python.watched is not a mapping (a hand-edited facts file?)"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdoctor.facts import Facts, Unknown
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS, normalize
 
 IMPORT_PACKAGE = "tensorflow"
@@ -58,13 +58,20 @@ def release_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in match.group(1).split(".")) if match else ()
 
 
+def _mapping(facts: Facts, path: str) -> Mapping[str, Any]:
+    value = facts.get(path)
+    if not isinstance(value, Mapping):
+        raise NotChecked(f"{path} is not a mapping (a hand-edited facts file?)")
+    return value
+
+
 def _as_tuple(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 def tensorflow_distributions(facts: Facts) -> list[TensorflowDistribution]:
     """Every installed TensorFlow distribution (shims included), in name order."""
-    watched = facts.get("python.watched")
+    watched = _mapping(facts, "python.watched")
     found = []
     for name, info in sorted(watched.items()):
         if name not in TENSORFLOW_DISTS or not isinstance(info, Mapping):
@@ -104,8 +111,7 @@ def build_info(facts: Facts) -> Mapping[str, Any] | None:
 
 def installed_version(facts: Facts, name: str) -> str | None:
     """The version of an installed distribution (any spelling of its name), None when absent."""
-    distributions = facts.get("python.distributions")
-    info = distributions.get(normalize(name))
+    info = _mapping(facts, "python.distributions").get(normalize(name))
     if not isinstance(info, Mapping):
         return None
     watched = facts.peek(f"python.watched.{normalize(name)}")

@@ -7,9 +7,9 @@ which may not run on older CPUs", repeated by the maintainers in tensorflow/tens
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
 from tfdoctor.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
@@ -155,6 +155,8 @@ def cpu_governor_not_performance(facts: Facts) -> Iterator[Finding]:
     Manual: needs root, and raises the machine's power use.
     """
     governors = facts.get("cpu.governors")
+    if not isinstance(governors, Mapping) or not all(isinstance(n, int) for n in governors.values()):
+        raise NotChecked("cpu.governors is not a count per governor (a hand-edited facts file?)")
     others = {name: count for name, count in sorted(governors.items()) if name != PERFORMANCE}
     if not others:
         return

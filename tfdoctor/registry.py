@@ -133,6 +133,11 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("threads", "tfdoctor.checks.threads"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
+        ("layout", "tfdoctor.checks.layout"),
+        ("mixed_precision", "tfdoctor.checks.mixed_precision"),
+        ("xla_settings", "tfdoctor.checks.xla_settings"),
+        ("gpu_runtime", "tfdoctor.checks.gpu_runtime"),
+        ("distribution", "tfdoctor.checks.distribution"),
         ("numa", "tfdoctor.checks.numa"),
     ],
     PROBE_GROUP: [
@@ -142,6 +147,8 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cgroup", "tfdoctor.facts.probes.cgroup"),
         ("python", "tfdoctor.facts.probes.python_env"),
         ("keras", "tfdoctor.facts.probes.keras_config"),
+        ("network", "tfdoctor.facts.probes.network"),
+        ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
     ],
 }

@@ -2,7 +2,8 @@
 
 Sources: TensorFlow's install guide ("Starting with TensorFlow 1.6, binaries use AVX instructions
 which may not run on older CPUs", repeated by the maintainers in tensorflow/tensorflow#17411, #29788,
-#47146); the TensorFlow 2.9 and 2.15 release notes (oneDNN on by default on Linux x86, then Windows x86).
+#47146); the TensorFlow 2.9 and 2.15 release notes (oneDNN on by default on Linux x86, then Windows
+x86; for 2.9 also tensorflow/tensorflow#56697).
 """
 
 from __future__ import annotations

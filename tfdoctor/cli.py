@@ -147,6 +147,7 @@ def _emit(text: str, err: bool = False) -> None:
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
 LAZY_COMMANDS: dict[str, str] = {
     "compare": "tfdoctor.fleet.command:compare",
+    "lint": "tfdoctor.lint.cli:lint",
 }
 
 
@@ -249,7 +250,11 @@ def explain(code: str | None, all_checks: bool) -> None:
         return
     if not code:
         raise UsageError("name a check code (tfdoctor explain THR101), or use --all")
-    spec = registry.check_by_code(code)
+    spec: Any = registry.check_by_code(code)
+    if spec is None:  # lint rules share the code space and the docstring format
+        from tfdoctor.lint.rule import load_lint_rules
+
+        spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
     _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")

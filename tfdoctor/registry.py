@@ -19,6 +19,7 @@ from tfdoctor.model import Finding, Severity
 
 CHECK_GROUP = "tfdoctor.checks"
 PROBE_GROUP = "tfdoctor.probes"
+LINT_RULE_GROUP = "tfdoctor.lint_rules"  # rules of `tfdoctor lint` (tfdoctor/lint/rule.py)
 
 CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -115,7 +116,7 @@ def _all_entry_points() -> tuple[tuple[str, str, str], ...]:
 
 
 # Other plugin groups (e.g. lint rules) read through the same cached scan.
-EXTRA_GROUPS: tuple[str, ...] = ("tfdoctor.lint_rules",)
+EXTRA_GROUPS: tuple[str, ...] = (LINT_RULE_GROUP,)
 
 
 def _entry_points(group: str) -> list[tuple[str, str]]:
@@ -150,6 +151,13 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("network", "tfdoctor.facts.probes.network"),
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
+    ],
+    LINT_RULE_GROUP: [
+        ("source-files", "tfdoctor.lint.rules.source_files"),
+        ("input-pipeline", "tfdoctor.lint.rules.input_pipeline"),
+        ("training-loop", "tfdoctor.lint.rules.training_loop"),
+        ("layers", "tfdoctor.lint.rules.layers"),
+        ("gpu-setup", "tfdoctor.lint.rules.gpu_setup"),
     ],
 }
 

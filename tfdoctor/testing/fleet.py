@@ -34,8 +34,10 @@ def node_facts(hostname: str, driver: str = "550.54.15", gpus: int = 4, cpu_flag
                              "wheel_version": "8.9.7.29", "origin": "pip wheel", "broken": False, "target": None}]},
         **(extra_libraries or {}),
     }}
+    # A well-configured job: the GPU launch threads and the mixed-precision policy are declared.
     variables = {"OMP_NUM_THREADS": "8", "SLURM_NODEID": hostname[-2:], "HOSTNAME": hostname,
-                 "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", **(env or {})}
+                 "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "TF_GPU_THREAD_MODE": "gpu_private",
+                 "TFDOCTOR_MIXED_PRECISION": "mixed_bfloat16", **(env or {})}
     distributions = {name: {"version": version, "location": "/opt/venv/lib/python3.11/site-packages"}
                      for name, version in {**PACKAGES, **(packages or {})}.items()}
     return {

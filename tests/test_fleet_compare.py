@@ -18,14 +18,6 @@ from tfdoctor.testing.fleet import node_facts, write_fleet
 ODD = {"node03": {"driver": "535.104.05"}, "node11": {"gpus": 3}}
 
 
-@pytest.fixture(autouse=True)
-def no_abandoned_probes(monkeypatch: pytest.MonkeyPatch) -> None:
-    # main() leaves through os._exit when an earlier test abandoned a probe in this process.
-    import tfdoctor.engine
-
-    monkeypatch.setattr(tfdoctor.engine, "_abandoned", [])
-
-
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exc:
         main(args)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -16,12 +15,6 @@ from tfdoctor.registry import _BUILTIN_FALLBACK, DOC_SECTIONS, LINT_RULE_GROUP
 
 REPO = Path(__file__).resolve().parent.parent
 SARIF_SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
-
-
-@pytest.fixture(autouse=True)
-def plain_exit(monkeypatch):
-    """main() leaves with os._exit when an earlier test abandoned a probe thread; in-process, exit plainly."""
-    monkeypatch.setattr("tfdoctor.cli._leave", sys.exit)
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

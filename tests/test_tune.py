@@ -33,12 +33,6 @@ from tfdoctor.tune.space import (
 pytest.importorskip("optuna")
 
 
-@pytest.fixture(autouse=True)
-def _no_abandoned_probes(monkeypatch):
-    """main() leaves with os._exit when any probe was ever abandoned in this process (a slow probe in an
-    earlier test on a loaded machine): that would end the whole pytest run here."""
-    monkeypatch.setattr("tfdoctor.engine.abandoned_probes", lambda: [])
-
 SIM = REPO / "benchmarks" / "simulated_objective.py"
 SIM_METRIC = r"throughput: ([0-9.]+)"
 SIM_SPACE = """

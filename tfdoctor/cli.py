@@ -220,7 +220,7 @@ def _abandoned_note() -> str:
     """The hook must not pass silently for want of time: say which probes ran out of it (on stderr)."""
     from tfdoctor.engine import abandoned_probes
 
-    abandoned = abandoned_probes()
+    abandoned = abandoned_probes(since=_run_mark)
     if not abandoned:
         return ""
     return (f"tfdoctor: not checked: probe(s) {', '.join(sorted(abandoned))} did not finish within the "
@@ -384,7 +384,15 @@ def _plan_notes(plan: Any) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+_run_mark = 0
+
+
 def main(argv: list[str] | None = None) -> None:
+    global _run_mark
+    from tfdoctor.engine import abandoned_mark
+
+    # Only this invocation's abandoned probes count (tests call main() many times in one process).
+    _run_mark = abandoned_mark()
     code = EXIT_OK
     try:
         returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
@@ -413,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
 def _leave(code: int) -> None:
     from tfdoctor.engine import abandoned_probes
 
-    if abandoned_probes():
+    if abandoned_probes(since=_run_mark):
         # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
         sys.stdout.flush()
         sys.stderr.flush()

@@ -26,9 +26,14 @@ from tfdoctor.registry import CheckSpec, ProbeSpec
 _abandoned: list[threading.Thread] = []
 
 
-def abandoned_probes() -> list[str]:
-    """Probes given up on that are still running (a probe that finished late no longer counts)."""
-    return [t.name.removeprefix("probe-") for t in _abandoned if t.is_alive()]
+def abandoned_mark() -> int:
+    """A position in the record of abandoned probes; pass it to `abandoned_probes(since=...)`."""
+    return len(_abandoned)
+
+
+def abandoned_probes(since: int = 0) -> list[str]:
+    """Probes given up on (after `since`) that are still running; one that finished late no longer counts."""
+    return [t.name.removeprefix("probe-") for t in _abandoned[since:] if t.is_alive()]
 
 
 def note_abandoned(thread: threading.Thread) -> None:

@@ -58,12 +58,17 @@ class ProbeSpec:
     origin: str = ""
 
 
+def validate_identity(kind: str, code: str, name: str) -> None:
+    """Codes are PREFIX + 3 digits and names kebab-case, for checks and lint rules alike."""
+    if not CODE_RE.match(code):
+        raise ValueError(f"{kind} code {code!r} is not PREFIX + 3 digits")
+    if not NAME_RE.match(name):
+        raise ValueError(f"{kind} name {name!r} is not kebab-case")
+
+
 def check(code: str, name: str, severity: Severity) -> Callable[[CheckFunc], CheckFunc]:
     """Mark a function as a check. Its docstring is its documentation (see DOC_SECTIONS)."""
-    if not CODE_RE.match(code):
-        raise ValueError(f"check code {code!r} is not PREFIX + 3 digits")
-    if not NAME_RE.match(name):
-        raise ValueError(f"check name {name!r} is not kebab-case")
+    validate_identity("check", code, name)
 
     def mark(func: CheckFunc) -> CheckFunc:
         setattr(func, _CHECK_ATTR, CheckSpec(code, name, severity, func))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor.model import Applicability, Severity
-from tfdoctor.registry import CODE_RE, LINT_RULE_GROUP, NAME_RE, _dedent_doc, _entry_points, _load
+from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, validate_identity
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
 
@@ -107,10 +107,7 @@ class LintRuleSpec:
 
 def lint_rule(code: str, name: str, severity: Severity) -> Callable[[RuleFunc], RuleFunc]:
     """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation."""
-    if not CODE_RE.match(code):
-        raise ValueError(f"lint rule code {code!r} is not PREFIX + 3 digits")
-    if not NAME_RE.match(name):
-        raise ValueError(f"lint rule name {name!r} is not kebab-case")
+    validate_identity("lint rule", code, name)
 
     def mark(func: RuleFunc) -> RuleFunc:
         setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func))

@@ -222,3 +222,40 @@ def test_docs_checks_page_is_generated_from_the_checks():
 
     expected = render_check_docs(load_registry().checks)
     assert (REPO / "docs" / "checks.md").read_text() == expected, "run: tfdoctor explain --all > docs/checks.md"
+
+
+def test_fast_entry_point_scan_agrees_with_importlib_metadata():
+    from importlib.metadata import entry_points
+
+    from tfdoctor.registry import EXTRA_GROUPS, _all_entry_points
+
+    for group in (CHECK_GROUP, PROBE_GROUP, *EXTRA_GROUPS):
+        expected = sorted({(ep.name, ep.value) for ep in entry_points(group=group)})
+        assert sorted({(n, v) for g, n, v in _all_entry_points() if g == group}) == expected
+
+
+def test_parse_entry_points_file():
+    from tfdoctor.registry import parse_entry_points
+
+    text = "[console_scripts]\ntfdoctor = tfdoctor.cli:main\n\n# comment\n[tfdoctor.checks]\nacme=acme.checks\n"
+    assert parse_entry_points(text) == [("console_scripts", "tfdoctor", "tfdoctor.cli:main"),
+                                        ("tfdoctor.checks", "acme", "acme.checks")]
+
+
+def test_a_probe_stuck_from_an_earlier_run_does_not_end_a_later_one(capsys):
+    """main() leaves through os._exit only for probes abandoned in its own run; an earlier run's stuck
+    thread (same process, as in tests or an embedding tool) must not cut a later run short."""
+    from tfdoctor import engine
+    from tfdoctor.cli import main
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, args=(30,), name="probe-stuck", daemon=True)
+    stuck.start()
+    engine.note_abandoned(stuck)
+    try:
+        with pytest.raises(SystemExit) as exit_info:  # os._exit would end pytest instead
+            main(["explain", "THR101"])
+        assert exit_info.value.code == 0
+        assert "stuck" in engine.abandoned_probes()
+    finally:
+        release.set()

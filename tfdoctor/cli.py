@@ -107,7 +107,7 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
 
 def _timeout(opts: GatherOptions, config: Any) -> float:
     timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if timeout <= 0:
+    if not 0 < timeout < float("inf"):  # also refuses nan, which would abandon every probe at once
         raise UsageError("--timeout must be a positive number of seconds")
     return timeout
 
@@ -146,6 +146,9 @@ def _emit(text: str, err: bool = False) -> None:
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
 LAZY_COMMANDS: dict[str, str] = {
+    "compare": "tfdoctor.fleet.command:compare",
+    "lint": "tfdoctor.lint.cli:lint",
+    "tune": "tfdoctor.tune.cli:tune",
     "profile": "tfdoctor.profile.cli:profile",
 }
 
@@ -203,6 +206,7 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
         from tfdoctor.report.text import render_quiet
 
         _emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
+        _emit(_abandoned_note(), err=True)
     else:
         from tfdoctor.report.text import render_text
 
@@ -211,6 +215,17 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
     if report.crashed() and level != "never":
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
+
+
+def _abandoned_note() -> str:
+    """The hook must not pass silently for want of time: say which probes ran out of it (on stderr)."""
+    from tfdoctor.engine import abandoned_probes
+
+    abandoned = abandoned_probes(since=_run_mark)
+    if not abandoned:
+        return ""
+    return (f"tfdoctor: not checked: probe(s) {', '.join(sorted(abandoned))} did not finish within the "
+            "--timeout budget; raise --timeout to check them\n")
 
 
 def _list_checks() -> str:
@@ -237,19 +252,25 @@ def explain(code: str | None, all_checks: bool) -> None:
         return
     if not code:
         raise UsageError("name a check code (tfdoctor explain THR101), or use --all")
-    spec = registry.check_by_code(code)
+    spec: Any = registry.check_by_code(code)
+    if spec is None:  # lint rules share the code space and the docstring format
+        from tfdoctor.lint.rule import load_lint_rules
+
+        spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
     _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")
 
 
 @cli.command()
-@click.option("-o", "--output", metavar="FILE", help="Write the facts here instead of standard output.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the facts here instead of standard output; %h host name, %N node name, %j job id.")
+@click.option("--by-host", metavar="DIR", help="Write the facts to DIR/<node name>.json (DIR is created).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /.")
 @click.option("--python", metavar="PATH", help="Inspect the Python environment of this interpreter.")
 @click.option("--timeout", type=float, metavar="S", help="Total seconds for gathering facts.")
-def collect(output: str | None, force: bool, root: str | None, python: str | None,
+def collect(output: str | None, by_host: str | None, force: bool, root: str | None, python: str | None,
             timeout: float | None) -> None:
     """Write the machine's facts as JSON (secrets redacted), for bug reports and for --facts replay."""
     import json
@@ -258,6 +279,14 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
     from tfdoctor.facts.redact import redact
     from tfdoctor.registry import load_registry
 
+    if output and by_host:
+        raise UsageError("give -o FILE or --by-host DIR, not both")
+    if by_host:
+        try:
+            Path(by_host).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--by-host {by_host}: cannot create the folder: {exc.strerror or exc}") from None
+        output = str(Path(by_host)).replace("%", "%%") + "/%N.json"
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
@@ -265,11 +294,12 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
+        from tfdoctor.fleet.output_name import OutputNameError, expand_output
 
-        target = output.replace("%h", facts.meta.get("hostname", "host"))
         try:
+            target = expand_output(output, str(facts.meta.get("hostname", "host")), os.environ)
             write_file(target, text, force=force)
-        except WriteError as exc:
+        except (WriteError, OutputNameError) as exc:
             raise UsageError(str(exc)) from None
         _emit(f"tfdoctor: facts written to {target}\n", err=True)
     else:
@@ -284,19 +314,23 @@ def collect(output: str | None, force: bool, root: str | None, python: str | Non
 @click.option("--write-python", metavar="FILE", help="Write in-process fixes as a Python file.")
 @click.option("--write-launcher", metavar="FILE",
               help="Write a launcher that binds the command (each local rank) to its GPU's NUMA node.")
-@click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["sh", "fish", "taskprolog"]), default=None,
+              help="Script language (default sh); taskprolog: `export NAME=value` lines for a Slurm TaskProlog.")
+@click.option("--shell", type=click.Choice(["sh", "fish"]), default=None, help="Same as --format (sh or fish).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.option("--validate", is_flag=True,
               help="Measure each fix with the micro-profile (interleaved runs); drop fixes measured slower.")
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
-        write_python: str | None, shell: str, unsafe_fixes: bool, force: bool,
+        write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool,
         write_launcher: str | None = None, validate: bool = False) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
 
+    if fmt and shell and fmt != shell:
+        raise UsageError(f"--format {fmt} and --shell {shell} disagree; give one of them")
     config = _config()
     opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
     report = _build_report(opts, config)
@@ -306,7 +340,10 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
 
         plan = validate_fixes(plan, live=not (facts_file or root))
     header = f"tfdoctor {__version__} fixes for {report.facts.meta.get('hostname', 'this host')}"
-    script = _render_env(plan, header, shell)
+    # A TaskProlog prepend needs the current value: the task's environment is the prolog's own on a live
+    # run, the recorded one when replaying --facts.
+    recorded = report.facts.peek("env.variables") if facts_file else None
+    script = _render_env(plan, header, fmt or shell or "sh", recorded if isinstance(recorded, dict) else os.environ)
     try:
         if write_path:
             write_file(write_path, script, force=force)
@@ -327,7 +364,13 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     _emit(_plan_notes(plan), err=True)
 
 
-def _render_env(plan: Any, header: str, shell: str) -> str:
+def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
+    if shell == "taskprolog":
+        from tfdoctor.fixes.render_taskprolog import render_taskprolog
+
+        rendered = render_taskprolog(plan, environ)
+        _emit("".join(note + "\n" for note in rendered.notes), err=True)
+        return rendered.text
     if shell == "fish":
         from tfdoctor.fixes.render_fish import render_fish
 
@@ -348,7 +391,15 @@ def _plan_notes(plan: Any) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+_run_mark = 0
+
+
 def main(argv: list[str] | None = None) -> None:
+    global _run_mark
+    from tfdoctor.engine import abandoned_mark
+
+    # Only this invocation's abandoned probes count (tests call main() many times in one process).
+    _run_mark = abandoned_mark()
     code = EXIT_OK
     try:
         returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
@@ -377,7 +428,7 @@ def main(argv: list[str] | None = None) -> None:
 def _leave(code: int) -> None:
     from tfdoctor.engine import abandoned_probes
 
-    if abandoned_probes():
+    if abandoned_probes(since=_run_mark):
         # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
         sys.stdout.flush()
         sys.stderr.flush()

@@ -23,11 +23,22 @@ from tfdoctor.facts.machine import Machine
 from tfdoctor.model import CheckResult, Finding, Severity, Status
 from tfdoctor.registry import CheckSpec, ProbeSpec
 
-_abandoned: list[str] = []
+_abandoned: list[threading.Thread] = []
 
 
-def abandoned_probes() -> list[str]:
-    return list(_abandoned)
+def abandoned_mark() -> int:
+    """A position in the record of abandoned probes; pass it to `abandoned_probes(since=...)`."""
+    return len(_abandoned)
+
+
+def abandoned_probes(since: int = 0) -> list[str]:
+    """Probes given up on (after `since`) that are still running; one that finished late no longer counts."""
+    return [t.name.removeprefix("probe-") for t in _abandoned[since:] if t.is_alive()]
+
+
+def note_abandoned(thread: threading.Thread) -> None:
+    """A probe that gave up on a call of its own (a hung NVML call) and left `thread` stuck in it."""
+    _abandoned.append(thread)
 
 
 def gather_facts(
@@ -63,13 +74,13 @@ def gather_facts(
         thread.join(max(0.0, own_deadline - time.monotonic()))
     sections: dict[str, Any] = {}
     with lock:
-        for spec, _thread in threads:
+        for spec, thread in threads:
             if spec.section in results:
                 sections[spec.section] = results[spec.section]
             else:
                 limit = spec.timeout if spec.timeout is not None else machine.timeout
                 sections[spec.section] = Unknown(f"probe {spec.section} timed out after {limit:g} s")
-                _abandoned.append(spec.section)
+                _abandoned.append(thread)
     meta = {
         "tfdoctor_version": __version__,
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

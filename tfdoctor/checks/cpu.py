@@ -1,1 +1,171 @@
-"""placeholder"""
+"""CPU — the processor against the TensorFlow build: instruction sets, oneDNN, frequency governors.
+
+Sources: TensorFlow's install guide ("Starting with TensorFlow 1.6, binaries use AVX instructions
+which may not run on older CPUs", repeated by the maintainers in tensorflow/tensorflow#17411, #29788,
+#47146); the TensorFlow 2.9 and 2.15 release notes (oneDNN on by default on Linux x86, then Windows
+x86; for 2.9 also tensorflow/tensorflow#56697).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
+from tfdoctor.registry import check
+from tfdoctor.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
+
+# The first release whose x86-64 wheels are compiled with AVX.
+AVX_WHEELS_SINCE = (1, 6)
+# oneDNN optimizations became the default of the x86 wheels: Linux with 2.9, Windows with 2.15.
+ONEDNN_DEFAULT_SINCE = {"linux": (2, 9), "win32": (2, 15)}
+X86_ARCHES = ("x86_64", "amd64", "x64")
+PERFORMANCE = "performance"
+
+
+def _x86_wheel_tag(dist: TensorflowDistribution) -> str | None:
+    """The wheel tag naming an x86-64 platform; None for other platforms."""
+    return next((t for t in dist.wheel_tags if t.lower().endswith(("x86_64", "amd64"))), None)
+
+
+def _release_wheel_tag(dist: TensorflowDistribution) -> str | None:
+    """The x86-64 tag of a wheel as published on PyPI. Builds from source are tagged plain
+    `linux_x86_64`, conda installs name conda as installer: their instruction-set baseline is whatever
+    they were compiled for, which tfdoctor cannot know."""
+    tag = _x86_wheel_tag(dist)
+    if tag is None or dist.installer == "conda" or tag.split("-")[-1].lower() == "linux_x86_64":
+        return None
+    return tag
+
+
+@check("CPU001", "cpu-lacks-wheel-instruction-set", Severity.ERROR)
+def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds an x86-64 TensorFlow wheel of version 1.6 or later installed on a CPU whose /proc/cpuinfo
+    flags lack `avx`. Only wheels as published on PyPI (manylinux, Windows, macOS tags) are judged: conda
+    installs and wheels built from source (tagged plain linux_x86_64) have whatever baseline they were
+    compiled for.
+
+    Why is this bad?
+    TensorFlow's release wheels have been compiled with AVX since 1.6 (TensorFlow's install guide;
+    tensorflow/tensorflow#17411). On a CPU without it `import tensorflow` dies at once with "Illegal
+    instruction (core dumped)" — no Python traceback, nothing that names the cause. Old Atom, Celeron
+    and Pentium parts, and virtual machines whose CPU model hides AVX, are the usual cases. (TensorFlow
+    2.4.0's wheels were also reported to need AVX2, tensorflow/tensorflow#45866; not checked here.)
+
+    Example:
+    tensorflow-cpu 2.21.0 (cp311-cp311-manylinux_2_27_x86_64) on an Intel Celeron J1900.
+
+    Fix:
+    Run on a CPU with AVX (for a virtual machine: expose the host CPU model, e.g. `-cpu host` in
+    QEMU/KVM), or use a TensorFlow built without AVX (built from source, or a conda build).
+
+    Fix safety:
+    Manual: it needs other hardware, a VM setting or another build.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None or dist.release[:2] < AVX_WHEELS_SINCE:
+        return
+    tag = _release_wheel_tag(dist)
+    if tag is None:
+        return
+    flags = facts.get("cpu.cpuinfo.flags")
+    if "avx" in flags:
+        return
+    model = facts.peek("cpu.cpuinfo.model_name") or "this CPU"
+    yield Finding(
+        f"{dist.name} {dist.version} ({tag}) is compiled with AVX, which {model} lacks: "
+        "import tensorflow will die with 'Illegal instruction'",
+        evidence={"cpu.cpuinfo.flags": flags, "cpu.cpuinfo.model_name": facts.peek("cpu.cpuinfo.model_name"),
+                  f"python.watched.{dist.name}.wheel_tags": list(dist.wheel_tags),
+                  f"python.watched.{dist.name}.version": dist.version},
+        fixes=(AdminFix("Run on a CPU with AVX, or install a TensorFlow built without AVX",
+                        ("use a machine (or VM CPU model, e.g. QEMU/KVM `-cpu host`) that reports the avx flag",
+                         "or build TensorFlow from source for this CPU, or install a conda build of it")),),
+    )
+
+
+def _is_x86(facts: Facts, dist: TensorflowDistribution) -> bool:
+    if dist.wheel_tags:
+        return _x86_wheel_tag(dist) is not None
+    machine = facts.peek("python.marker_environment.platform_machine") or facts.get("host.arch")
+    return str(machine).lower() in X86_ARCHES
+
+
+@check("CPU002", "onednn-optimizations-disabled", Severity.WARNING)
+def onednn_optimizations_disabled(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds TF_ENABLE_ONEDNN_OPTS set to 0 or false with an x86 TensorFlow whose default is oneDNN on
+    (Linux from 2.9, Windows from 2.15).
+
+    Why is this bad?
+    oneDNN supplies TensorFlow's fast CPU kernels for convolutions, matrix multiplications and their
+    fused forms, with AVX-512, VNNI, bfloat16 and AMX paths. Turned off, the same model runs on the
+    generic Eigen kernels: measured on this project's 2-core test machine (issue 2),
+    float32 convolutions ran 1.9× slower and bfloat16 ones 45× slower. The variable is usually set to
+    silence TensorFlow's start-up notice about oneDNN and then forgotten.
+
+    Example:
+    export TF_ENABLE_ONEDNN_OPTS=0 in a job template.
+
+    Fix:
+    Unset TF_ENABLE_ONEDNN_OPTS.
+
+    Fix safety:
+    Unsafe: oneDNN orders floating-point operations differently, so results may differ in the last bits
+    (TensorFlow prints this warning itself); tests that compare outputs bit for bit may need new references.
+    """
+    raw = facts.env("TF_ENABLE_ONEDNN_OPTS")
+    if raw is None or raw.strip().lower() not in ("0", "false"):
+        return
+    dist = installed_tensorflow(facts)
+    if dist is None or not _is_x86(facts, dist):
+        return
+    platform = str(facts.peek("python.platform") or "linux")
+    since = ONEDNN_DEFAULT_SINCE.get(platform)
+    if since is None or dist.release[:2] < since:
+        return
+    yield Finding(
+        f"TF_ENABLE_ONEDNN_OPTS={raw} turns off oneDNN's CPU kernels in {dist.name} {dist.version}",
+        evidence={"env.TF_ENABLE_ONEDNN_OPTS": raw, f"python.watched.{dist.name}.version": dist.version},
+        fixes=(EnvFix("Unset TF_ENABLE_ONEDNN_OPTS", (unset_env("TF_ENABLE_ONEDNN_OPTS"),),
+                      Applicability.UNSAFE),),
+    )
+
+
+@check("CPU003", "cpu-governor-not-performance", Severity.INFO)
+def cpu_governor_not_performance(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads the frequency governor of every online CPU (/sys/devices/system/cpu/cpu*/cpufreq/
+    scaling_governor) and reports those not set to `performance`. Machines without cpufreq (most
+    virtual machines and containers) are reported as not checked.
+
+    Why is this bad?
+    Governors such as powersave, ondemand or schedutil lower the clock when a core looks idle. A
+    training step alternates short bursts of work with waits (input pipeline, collectives, GPU
+    launches), so cores keep ramping up and down; latency-sensitive CPU work and benchmarks become slower
+    and noisier.
+
+    Example:
+    A workstation left on the distribution's default `powersave` governor.
+
+    Fix:
+    `sudo cpupower frequency-set -g performance` (as root; on a shared cluster, ask the administrators).
+
+    Fix safety:
+    Manual: needs root, and raises the machine's power use.
+    """
+    governors = facts.get("cpu.governors")
+    if not isinstance(governors, Mapping) or not all(isinstance(n, int) for n in governors.values()):
+        raise NotChecked("cpu.governors is not a count per governor (a hand-edited facts file?)")
+    others = {name: count for name, count in sorted(governors.items()) if name != PERFORMANCE}
+    if not others:
+        return
+    total = sum(governors.values())
+    listed = ", ".join(f"{count} on {name}" for name, count in others.items())
+    yield Finding(
+        f"{sum(others.values())} of {total} CPUs are not on the performance governor ({listed})",
+        evidence={"cpu.governors": dict(governors)},
+        fixes=(AdminFix("Set the performance frequency governor (root)",
+                        ("sudo cpupower frequency-set -g performance",)),),
+    )

@@ -61,6 +61,16 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
+def _unknown_from_object(value: dict[str, Any]) -> Any:
+    if len(value) == 1 and UNKNOWN_KEY in value:
+        return Unknown(str(value[UNKNOWN_KEY]))
+    return value
+
+
+def _as_parsed(value: Any) -> Any:
+    return value
+
+
 class Facts:
     """All sections gathered for one machine (or one replayed file).
 
@@ -129,6 +139,10 @@ class Facts:
 
     @classmethod
     def from_json(cls, data: Any) -> Facts:
+        return cls._from_data(data, from_jsonable)
+
+    @classmethod
+    def _from_data(cls, data: Any, convert: Any) -> Facts:
         if not isinstance(data, dict):
             raise FactsFileError("a facts file holds a JSON object at the top")
         version = data.get("schema_version")
@@ -141,7 +155,7 @@ class Facts:
         if not isinstance(sections, dict):
             raise FactsFileError("a facts file needs a 'sections' object")
         meta = data.get("meta", {})
-        return cls(from_jsonable(sections), from_jsonable(meta) if isinstance(meta, dict) else {})
+        return cls(convert(sections), convert(meta) if isinstance(meta, dict) else {})
 
     @classmethod
     def load(cls, path: str | Path) -> Facts:
@@ -150,7 +164,8 @@ class Facts:
         except OSError as exc:
             raise FactsFileError(f"cannot read facts file {path}: {exc.strerror or exc}") from None
         try:
-            data = json.loads(raw.decode("utf-8"))
+            # Unknowns are rebuilt by the parser itself: a second walk over a large file costs as much again.
+            data = json.loads(raw.decode("utf-8"), object_hook=_unknown_from_object)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise FactsFileError(f"facts file {path} is not JSON: {exc}") from None
-        return cls.from_json(data)
+        return cls._from_data(data, _as_parsed)

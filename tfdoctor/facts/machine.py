@@ -8,11 +8,14 @@ read from `os.environ` by the probes, for the same reason.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tfdoctor.facts import Unknown
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,17 @@ class Machine:
             return Unknown(f"{absolute} is a directory")
         except OSError as exc:
             return Unknown(f"{absolute} could not be read: {exc.strerror or exc}")
+
+    def read_parsed(self, absolute: str, parse: Callable[[str], T], problem: str = "is malformed") -> T | Unknown:
+        """A file run through a pure parser; Unknown when it cannot be read, or when the parser raises
+        ValueError ("<path> <problem>")."""
+        text = self.read_text(absolute)
+        if isinstance(text, Unknown):
+            return text
+        try:
+            return parse(text)
+        except ValueError:
+            return Unknown(f"{absolute} {problem}")
 
     def exists(self, absolute: str) -> bool:
         try:

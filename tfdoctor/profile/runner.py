@@ -248,7 +248,7 @@ def run_workload(
     if timed_out:
         phase = f" (in {data['phase']})" if data and data.get("phase") else ""
         return RunResult(False, wall_seconds=wall, cpu_steal=steal, logdir=logdir, stderr_tail=tail,
-                         error=f"the {workload} workload did not finish within {timeout:g} s{phase}")
+                         error=f"timed out: the {workload} workload did not finish within {timeout:g} s{phase}")
     if data is None:
         return RunResult(False, wall_seconds=wall, cpu_steal=steal, logdir=logdir, stderr_tail=tail,
                          error=f"the workload process exited with {process.returncode} and wrote no result"

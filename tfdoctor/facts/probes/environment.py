@@ -36,6 +36,9 @@ PLATFORM_VARIABLES = frozenset({
     "MALLOC_ARENA_MAX", "TCMALLOC_RELEASE_RATE",
 })
 
+# tfdoctor's own: what the user tells it about the job (docs/framework.md).
+TFDOCTOR_VARIABLES = frozenset({"TFDOCTOR_PARAMS", "TFDOCTOR_MIXED_PRECISION"})
+
 # Whole families whose every member concerns threads, affinity, communication or the scheduler.
 PREFIXES = ("OMP_", "KMP_", "SLURM_", "SBATCH_", "PBS_", "LSB_", "NCCL_", "OMPI_COMM_WORLD_", "MV2_COMM_WORLD_")
 
@@ -46,7 +49,8 @@ EXCLUDED = frozenset({"SLURM_JOB_USER", "SLURM_JOB_ACCOUNT", "PBS_O_MAIL", "LSB_
 def is_relevant(name: str) -> bool:
     if name in EXCLUDED:
         return False
-    return name in TENSORFLOW_VARIABLES or name in PLATFORM_VARIABLES or name.startswith(PREFIXES)
+    return (name in TENSORFLOW_VARIABLES or name in PLATFORM_VARIABLES or name in TFDOCTOR_VARIABLES
+            or name.startswith(PREFIXES))
 
 
 @probe("env")

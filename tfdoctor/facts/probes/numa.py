@@ -40,21 +40,9 @@ def _nodes(machine: Machine) -> list[dict[str, object]] | Unknown:
     for number in numbers:
         base = f"{SYS_NODE}/node{number}"
         node: dict[str, object] = {"node": number}
-        text = machine.read_text(f"{base}/cpulist")
-        try:
-            node["cpus"] = parse_cpulist(text) if isinstance(text, str) else text
-        except ValueError:
-            node["cpus"] = Unknown(f"{base}/cpulist is malformed")
-        text = machine.read_text(f"{base}/meminfo")
-        try:
-            node["mem_total_kib"] = parse_node_meminfo(text) if isinstance(text, str) else text
-        except ValueError:
-            node["mem_total_kib"] = Unknown(f"{base}/meminfo has no MemTotal")
-        text = machine.read_text(f"{base}/distance")
-        try:
-            node["distances"] = parse_distance(text) if isinstance(text, str) else text
-        except ValueError:
-            node["distances"] = Unknown(f"{base}/distance is malformed")
+        node["cpus"] = machine.read_parsed(f"{base}/cpulist", parse_cpulist)
+        node["mem_total_kib"] = machine.read_parsed(f"{base}/meminfo", parse_node_meminfo, "has no MemTotal")
+        node["distances"] = machine.read_parsed(f"{base}/distance", parse_distance)
         nodes.append(node)
     return nodes
 
@@ -75,16 +63,8 @@ def _pci_gpus(machine: Machine) -> list[dict[str, object]] | Unknown:
         except ValueError:
             continue
         gpu: dict[str, object] = {"bus_id": bdf.lower()}
-        text = machine.read_text(f"{base}/numa_node")
-        try:
-            gpu["numa_node"] = int(text) if isinstance(text, str) else text
-        except ValueError:
-            gpu["numa_node"] = Unknown(f"{base}/numa_node is not a number")
-        text = machine.read_text(f"{base}/local_cpulist")
-        try:
-            gpu["local_cpus"] = parse_cpulist(text) if isinstance(text, str) else text
-        except ValueError:
-            gpu["local_cpus"] = Unknown(f"{base}/local_cpulist is malformed")
+        gpu["numa_node"] = machine.read_parsed(f"{base}/numa_node", int, "is not a number")
+        gpu["local_cpus"] = machine.read_parsed(f"{base}/local_cpulist", parse_cpulist)
         gpus.append(gpu)
     return gpus
 

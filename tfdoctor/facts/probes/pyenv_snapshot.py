@@ -8,7 +8,6 @@ WHEEL), since importing TensorFlow costs seconds and writes ~/.keras/keras.json.
 Printed (when run as a script) or returned: a JSON-able dict.
 """
 
-import ast
 import json
 import os
 import platform
@@ -58,13 +57,27 @@ def _read(path):
         return handle.read()
 
 
+def _literal_value(node):
+    """A literal, or a mapping built by a call of literals: TensorFlow 2.x writes
+    `build_info = collections.OrderedDict([('is_cuda_build', False), ...])`, older ones `dict(...)`."""
+    import ast
+    if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in ("OrderedDict", "dict"):
+            return dict(ast.literal_eval(node.args[0]))
+    return ast.literal_eval(node)
+
+
 def _literal_assignments(tree):
-    """Module-level NAME = <literal> and NAME = {dict literal}; anything else is skipped."""
+    """Module-level NAME = <literal> (or a literal mapping call); anything else is skipped."""
+    import ast
+
     values = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
-                values[node.targets[0].id] = ast.literal_eval(node.value)
+                values[node.targets[0].id] = _literal_value(node.value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
     return values
@@ -72,6 +85,7 @@ def _literal_assignments(tree):
 
 def read_build_info(path):
     """tensorflow/python/platform/build_info.py -> the build_info dict (cuda_version, cudnn_version…)."""
+    import ast  # only when TensorFlow is there: importing ast costs a few ms of every snapshot
     try:
         tree = ast.parse(_read(path), filename=path)
     except (OSError, SyntaxError, ValueError) as exc:
@@ -115,7 +129,32 @@ def _scan(paths):
     return found
 
 
-def _detail(info):
+def _top_level(dist_dir):
+    """The import packages a distribution provides: top_level.txt, else the first parts of RECORD."""
+    try:
+        return sorted({line.strip() for line in _read(os.path.join(dist_dir, "top_level.txt")).splitlines()
+                       if line.strip()})
+    except OSError:
+        pass
+    try:
+        record = _read(os.path.join(dist_dir, "RECORD"))
+    except OSError:
+        return None
+    names = set()
+    for line in record.splitlines():
+        first = line.split(",", 1)[0].split("/", 1)
+        top = first[0]
+        if not top or top.endswith((".dist-info", ".data")) or top.startswith(("..", "__pycache__")):
+            continue
+        if len(first) == 1:  # a top-level module file
+            if not top.endswith(".py"):
+                continue
+            top = top[:-3]
+        names.add(top)
+    return sorted(names)
+
+
+def _detail(info, tensorflow=False):
     dist_dir = info.pop("dist_dir")
     for meta_name in ("METADATA", "PKG-INFO"):
         try:
@@ -128,7 +167,111 @@ def _detail(info):
             info["version"] = meta["version"]
         break
     info["wheel_tags"] = _wheel_tags(dist_dir)
+    if tensorflow:
+        # Several TensorFlow distributions may write into the same package: which one wrote last
+        # (the newest metadata folder) owns most of the files there now.
+        info["top_level"] = _top_level(dist_dir)
+        try:
+            info["installed_at"] = round(os.stat(dist_dir).st_mtime, 3)
+        except OSError:
+            info["installed_at"] = None
+        try:
+            info["installer"] = _read(os.path.join(dist_dir, "INSTALLER")).strip() or None
+        except OSError:
+            info["installer"] = None
     return info
+
+
+# An OpenMP runtime's file, also as bundled by auditwheel/delocate with a hash ("libgomp-a34b3233.so.1").
+# Stubs (libiompstubs5) and offload libraries (libomptarget) are not runtimes.
+_OPENMP_LIBRARY = re.compile(
+    r"^(?P<runtime>libiomp5|libgomp|libomp)(?:md)?(?:-[0-9A-Za-z]+)?(?:\.so(?:\.[0-9]+)*|\.dylib|\.dll)$")
+# Folders inside a package where wheels keep bundled shared libraries.
+_PACKAGE_LIBRARY_DIRS = ("lib", ".libs", ".dylibs")
+
+
+def _library_entries(folder):
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _site_folders(paths):
+    """Path entries that hold installed packages: the standard library itself is skipped."""
+    stdlib = os.path.dirname(os.__file__)
+    for entry in paths:
+        if not entry or entry.endswith(".zip") or not os.path.isdir(entry):
+            continue
+        inside_stdlib = entry == stdlib or entry.startswith(stdlib + os.sep)
+        if inside_stdlib and "site-packages" not in entry and "dist-packages" not in entry:
+            continue
+        yield entry
+
+
+def openmp_runtimes(paths, environ, prefix):
+    """Every OpenMP runtime library in the folders a process of this environment loads from:
+    LD_LIBRARY_PATH, {prefix}/lib, and in each site folder the top of every package, its lib/,
+    .libs/, .dylibs/, and the `*.libs` folders auditwheel creates (numpy.libs, scikit_learn.libs).
+    One directory listing per folder, no deeper: this runs on every `tfdoctor check`."""
+    folders = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    folders.append(os.path.join(prefix, "lib"))
+    for site in _site_folders(paths):
+        folders.append(site)
+        try:
+            entries = sorted((e.name, e.is_dir()) for e in os.scandir(site))
+        except OSError:
+            continue
+        for name, is_dir in entries:
+            if not is_dir or name.endswith((".dist-info", ".egg-info", "__pycache__")):
+                continue
+            folder = os.path.join(site, name)
+            if name.endswith(".libs"):
+                folders.append(folder)
+            elif "." not in name:
+                folders.append(folder)
+                folders.extend(os.path.join(folder, sub) for sub in _PACKAGE_LIBRARY_DIRS)
+    found = []
+    seen_folders = set()
+    seen_files = set()
+    for folder in folders:
+        key = os.path.normpath(folder)
+        if key in seen_folders:
+            continue
+        seen_folders.add(key)
+        for name in _library_entries(folder):
+            match = _OPENMP_LIBRARY.match(name)
+            if not match:
+                continue
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)  # libgomp.so.1 -> libgomp.so.1.0.0 is one runtime, listed once
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            found.append({"runtime": match.group("runtime"), "path": path})
+    return found
+
+
+def marker_environment():
+    """The values PEP 508 markers are evaluated against, for this interpreter (packaging's
+    default_environment, rebuilt here because the snapshot may run where packaging is absent)."""
+    impl = sys.implementation.version
+    impl_version = f"{impl.major}.{impl.minor}.{impl.micro}"
+    if impl.releaselevel != "final":
+        impl_version += impl.releaselevel[0] + str(impl.serial)
+    return {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": impl_version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
 
 
 def _find_package(paths, *parts):
@@ -139,14 +282,28 @@ def _find_package(paths, *parts):
     return None
 
 
-def snapshot(paths=None):
-    paths = list(sys.path if paths is None else paths)
+def environment_path():
+    """sys.path minus its first entry, the folder of whatever script runs the snapshot (tfdoctor's
+    bin folder, the current directory for `python -c`): that belongs to tfdoctor's invocation, not
+    to the environment the job will see. With -P (safe_path) Python adds no such entry."""
+    if getattr(sys.flags, "safe_path", False):
+        return list(sys.path)
+    return list(sys.path[1:])
+
+
+def snapshot(paths=None, environ=None, prefix=None):
+    """The environment seen from `paths` (default: the import path without the running script's
+    folder, see environment_path). `environ` (default os.environ) supplies
+    LD_LIBRARY_PATH, `prefix` (default sys.prefix) the environment's own lib folder."""
+    paths = environment_path() if paths is None else list(paths)
+    environ = os.environ if environ is None else environ
+    prefix = sys.prefix if prefix is None else prefix
     dists = _scan(paths)
     watched = {}
     for key in list(dists):
         info = dists[key]
         if key in TENSORFLOW_DISTS or key in WATCHED or key.startswith(WATCHED_PREFIXES):
-            watched[key] = _detail(dict(info))
+            watched[key] = _detail(dict(info), tensorflow=key in TENSORFLOW_DISTS)
         else:
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")
@@ -155,10 +312,11 @@ def snapshot(paths=None):
         "executable": sys.executable,
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),
-        "prefix": sys.prefix,
+        "prefix": prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "platform": sys.platform,
         "machine": platform.machine(),
+        "marker_environment": marker_environment(),
         "path": paths,
         "distributions": {k: {"version": v["version"], "location": v["location"]} for k, v in sorted(dists.items())},
         "watched": watched,
@@ -166,6 +324,7 @@ def snapshot(paths=None):
             "package_dir": os.path.dirname(tf_package) if tf_package else None,
             "build_info": read_build_info(build_info_path) if build_info_path else None,
         },
+        "openmp_runtimes": openmp_runtimes(paths, environ, prefix),
     }
 
 

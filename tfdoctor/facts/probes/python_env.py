@@ -48,5 +48,8 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
 @probe("python")
 def probe_python(machine: Machine) -> dict[str, object] | Unknown:
     if machine.python:
-        return snapshot_other_interpreter(machine.python, machine)
-    return from_jsonable(pyenv_snapshot.snapshot())
+        other = snapshot_other_interpreter(machine.python, machine)
+        if isinstance(other, dict):
+            other["other_interpreter"] = True  # chosen with --python: the user already pointed at the job's
+        return other
+    return {**from_jsonable(pyenv_snapshot.snapshot(environ=machine.environ)), "other_interpreter": False}

@@ -1,0 +1,102 @@
+"""What the Python-environment facts cost `tfdoctor check`, each against a baseline measured in the same run.
+
+    python benchmarks/python_env_probe.py [--python PATH] [--runs 20]
+
+1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py, OpenMP library scan)
+   against listing every distribution's metadata with importlib.metadata, the obvious alternative.
+2. The snapshot under another interpreter (`--python`), against that interpreter's bare start-up.
+3. The PKG and CPU checks over the inspected environment's facts, against importing
+   `packaging.specifiers`, which TensorFlow's plain numeric ranges let the checks skip.
+Both processes of 2 and 3 are fresh interpreters, interleaved so machine load hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _measure import run_once
+
+from tfdoctor.facts.probes import pyenv_snapshot
+
+SETUP = """
+from tfdoctor.facts import Facts
+from tfdoctor.engine import run_checks
+from tfdoctor.registry import load_registry, select_checks
+facts = Facts.load({facts!r})
+checks = select_checks(load_registry().checks, ("PKG", "CPU"))
+"""
+RUN_CHECKS = "run_checks(checks, facts)\n"
+IMPORT_PACKAGING = "import packaging.specifiers, packaging.requirements\n"
+
+
+def in_process(func, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved(first: list[str], second: list[str], runs: int) -> tuple[float, float]:
+    a, b = [], []
+    for _ in range(runs):
+        a.append(run_once(first).seconds)
+        b.append(run_once(second).seconds)
+    return statistics.median(a), statistics.median(b)
+
+
+def all_metadata() -> None:
+    from importlib.metadata import distributions
+
+    for dist in distributions():
+        dist.metadata.get_all("Requires-Dist")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", default=sys.executable, help="the environment to inspect")
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
+
+    snap = in_process(pyenv_snapshot.snapshot, args.runs)
+    meta = in_process(all_metadata, args.runs)
+    count = len(pyenv_snapshot.snapshot()["distributions"])
+    print(f"1. snapshot in-process: median {snap * 1000:.1f} ms ({count} distributions); baseline "
+          f"importlib.metadata over all distributions: {meta * 1000:.1f} ms ({snap / meta:.2f}x)")
+
+    source = Path(pyenv_snapshot.__file__).read_text()
+    other, bare = interleaved([args.python, "-B", "-c", source], [args.python, "-c", "pass"], args.runs)
+    print(f"2. snapshot under {args.python}: median {other * 1000:.0f} ms; baseline bare start-up "
+          f"{bare * 1000:.0f} ms (snapshot adds {(other - bare) * 1000:.0f} ms)")
+
+    facts_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"tfdoctor-bench-facts-{os.getpid()}.json"
+    from tfdoctor.engine import gather_facts
+    from tfdoctor.facts.machine import Machine
+    from tfdoctor.registry import load_registry
+
+    machine = Machine(python=None if args.python == sys.executable else args.python, timeout=30)
+    facts_file.write_text(gather_facts(load_registry().probes, machine).dumps())
+    try:
+        setup = SETUP.format(facts=str(facts_file))
+        checks, floor = interleaved([sys.executable, "-c", setup + RUN_CHECKS], [sys.executable, "-c", setup],
+                                    args.runs)
+        packaging, floor2 = interleaved([sys.executable, "-c", setup + IMPORT_PACKAGING],
+                                        [sys.executable, "-c", setup], args.runs)
+    finally:
+        facts_file.unlink()
+    print(f"3. running the PKG+CPU checks over those facts: median {(checks - floor) * 1000:.0f} ms; baseline "
+          f"importing packaging.specifiers+requirements: {(packaging - floor2) * 1000:.0f} ms (each above the "
+          "same process that loads the facts and the checks)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

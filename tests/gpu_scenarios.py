@@ -1,0 +1,453 @@
+"""Fake GPU machines: the trees the GPU probes are tested on, and the source of the recorded fixtures
+in tests/snapshots/gpu/ (`python tests/gpu_scenarios.py` rewrites them).
+
+Each scenario builds a FakeRoot (CUDA toolkits, pip nvidia-* wheels in a venv, /proc/driver/nvidia,
+/sys/bus/pci) and a fake NVML, runs tfdoctor's own probes over it, and adds the python section a GPU
+machine's interpreter would report. The fixture is then exactly what `tfdoctor collect` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tfdoctor.facts import Facts, from_jsonable
+from tfdoctor.testing import FakeRoot
+from tfdoctor.testing.elf import shared_object
+from tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "gpu"
+HOME = "/home/ada"
+VENV = f"{HOME}/venv"
+SITE = f"{VENV}/lib/python3.11/site-packages"
+CAPS_215 = ["sm_50", "sm_60", "sm_70", "sm_80", "compute_90"]
+PINS_215 = {
+    "nvidia-cublas-cu12": "12.2.5.6", "nvidia-cuda-cupti-cu12": "12.2.142", "nvidia-cuda-nvcc-cu12": "12.2.140",
+    "nvidia-cuda-nvrtc-cu12": "12.2.140", "nvidia-cuda-runtime-cu12": "12.2.140", "nvidia-cudnn-cu12": "8.9.4.25",
+    "nvidia-cufft-cu12": "11.0.8.103", "nvidia-curand-cu12": "10.3.3.141", "nvidia-cusolver-cu12": "11.5.2.141",
+    "nvidia-cusparse-cu12": "12.1.2.141", "nvidia-nccl-cu12": "2.16.5", "nvidia-nvjitlink-cu12": "12.2.140",
+}
+# wheel folder under site-packages/nvidia -> (dist, files: name -> version-carrying real name or None)
+WHEEL_FILES = {
+    "cublas": ("nvidia-cublas-cu12", ["libcublas.so.12", "libcublasLt.so.12"]),
+    "cuda_cupti": ("nvidia-cuda-cupti-cu12", ["libcupti.so.12"]),
+    "cuda_runtime": ("nvidia-cuda-runtime-cu12", ["libcudart.so.12"]),
+    "cudnn": ("nvidia-cudnn-cu12", ["libcudnn.so.8"]),
+    "cufft": ("nvidia-cufft-cu12", ["libcufft.so.11"]),
+    "cusolver": ("nvidia-cusolver-cu12", ["libcusolver.so.11"]),
+    "cusparse": ("nvidia-cusparse-cu12", ["libcusparse.so.12"]),
+    "nccl": ("nvidia-nccl-cu12", ["libnccl.so.2"]),
+    "cuda_nvcc": ("nvidia-cuda-nvcc-cu12", []),
+}
+# Toolkit library real names, by CUDA version (soname -> file).
+TOOLKIT_LIBS = {
+    "12.2": {"libcudart.so.12": "libcudart.so.12.2.140", "libcublas.so.12": "libcublas.so.12.2.5.6",
+             "libcublasLt.so.12": "libcublasLt.so.12.2.5.6", "libcufft.so.11": "libcufft.so.11.0.8.103",
+             "libcusolver.so.11": "libcusolver.so.11.5.2.141", "libcusparse.so.12": "libcusparse.so.12.1.2.141"},
+    "12.4": {"libcudart.so.12": "libcudart.so.12.4.127", "libcublas.so.12": "libcublas.so.12.4.5.8",
+             "libcublasLt.so.12": "libcublasLt.so.12.4.5.8"},
+    "11.8": {"libcudart.so.11.0": "libcudart.so.11.8.89", "libcublas.so.11": "libcublas.so.11.11.3.6",
+             "libcublasLt.so.11": "libcublasLt.so.11.11.3.6", "libcufft.so.10": "libcufft.so.10.9.0.58",
+             "libcusolver.so.11": "libcusolver.so.11.4.1.48", "libcusparse.so.11": "libcusparse.so.11.7.5.86"},
+}
+CUPTI_DATED = {"12.2": "libcupti.so.2023.2.2", "12.4": "libcupti.so.2024.1.1", "11.8": "libcupti.so.2022.3.0"}
+
+
+def lib(root: FakeRoot, path: str, soname: str | None = None) -> None:
+    root.write(path, shared_object(soname or path.rsplit("/", 1)[1]))
+
+
+def link(root: FakeRoot, path: str, target: str) -> None:
+    if not (root.path / path.lstrip("/")).is_symlink():
+        root.symlink(path, target)
+
+
+def tensorflow(root: FakeRoot, version: str = "2.15.0", cuda: str | None = "12.2", cudnn: str | None = "8",
+               caps: list[str] | None = None, pins: dict[str, str] | None = None, site: str = SITE) -> None:
+    build: dict[str, Any] = {"is_cuda_build": cuda is not None, "is_rocm_build": False, "is_tensorrt_build": False}
+    if cuda:
+        build.update(cuda_version=cuda, cudnn_version=cudnn, cuda_compute_capabilities=caps or CAPS_215)
+    root.write(f"{site}/tensorflow/__init__.py", "")
+    root.write(f"{site}/tensorflow/python/platform/build_info.py",
+               f"import collections\nbuild_info = collections.OrderedDict({sorted(build.items())!r})\n")
+    requires = "".join(f'Requires-Dist: {n}=={v}; extra == "and-cuda"\n' for n, v in (pins or {}).items())
+    root.write(f"{site}/tensorflow-{version}.dist-info/METADATA",
+               f"Metadata-Version: 2.1\nName: tensorflow\nVersion: {version}\n{requires}\n")
+
+
+def wheels(root: FakeRoot, versions: dict[str, str] = PINS_215, only: tuple[str, ...] | None = None,
+           site: str = SITE) -> None:
+    for folder, (dist, files) in WHEEL_FILES.items():
+        if only is not None and folder not in only:
+            continue
+        version = versions[dist]
+        root.write(f"{site}/{dist.replace('-', '_')}-{version}.dist-info/METADATA",
+                   f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n\n")
+        root.write(f"{site}/nvidia/{folder}/__init__.py", "")
+        for name in files:
+            lib(root, f"{site}/nvidia/{folder}/lib/{name}")
+        if folder == "cuda_nvcc":
+            root.write(f"{site}/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+            root.write(f"{site}/nvidia/cuda_nvcc/bin/ptxas", "#!/bin/sh\n", mode=0o755)
+
+
+def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", libdevice: bool = True,
+            cudnn: str | None = None) -> str:
+    """/usr/local/cuda-<version> with lib64, extras/CUPTI/lib64 and nvvm; returns its path.
+    cupti: "versioned" (libcupti.so.<soname> -> dated file), "dated" (the dated file only), "none"."""
+    base = f"/usr/local/cuda-{version}"
+    major = version.split(".")[0]
+    for soname, real in TOOLKIT_LIBS[version].items():
+        lib(root, f"{base}/lib64/{real}", soname)
+        link(root, f"{base}/lib64/{soname}", real)
+    if cudnn:
+        lib(root, f"{base}/lib64/libcudnn.so.{cudnn}", f"libcudnn.so.{cudnn.split('.')[0]}")
+        link(root, f"{base}/lib64/libcudnn.so.{cudnn.split('.')[0]}", f"libcudnn.so.{cudnn}")
+        parts = zip(("MAJOR", "MINOR", "PATCHLEVEL"), cudnn.split("."), strict=True)
+        root.write(f"{base}/include/cudnn_version.h", "".join(f"#define CUDNN_{k} {v}\n" for k, v in parts))
+    cupti_soname = f"libcupti.so.{major}" if int(major) >= 12 else f"libcupti.so.{version}"
+    if cupti != "none":
+        lib(root, f"{base}/extras/CUPTI/lib64/{CUPTI_DATED[version]}", cupti_soname)
+        if cupti == "versioned":
+            link(root, f"{base}/extras/CUPTI/lib64/{cupti_soname}", CUPTI_DATED[version])
+    if libdevice:
+        root.write(f"{base}/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+    root.write(f"{base}/bin/ptxas", "#!/bin/sh\n", mode=0o755)
+    # NCCL comes from the distribution's libnccl2 package, in the default folder.
+    lib(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "libnccl.so.2")
+    link(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "libnccl.so.2.18.3")
+    patch = {"12.2": "12.2.140", "12.4": "12.4.131", "11.8": "11.8.89"}[version]
+    root.write(f"{base}/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": patch},
+                                                   "cuda_nvcc": {"version": patch}}))
+    return base
+
+
+def driver(root: FakeRoot, version: str = "550.54.15", gpus: int = 1, profiling_admin_only: int = 0) -> None:
+    root.write("/proc/driver/nvidia/version",
+               f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Feb 22 01:44:30 UTC 2024\n"
+               "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
+    root.write("/proc/driver/nvidia/params", f"ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: "
+                                             f"{profiling_admin_only}\nEnableMSI: 1\n")
+    for i in range(gpus):
+        root.write(f"/dev/nvidia{i}", "")
+        bus = f"0000:{0x3b + i:02x}:00.0"
+        root.write(f"/proc/driver/nvidia/gpus/{bus}/information",
+                   f"Model: \t\t NVIDIA A100-SXM4-40GB\nDevice Minor: \t {i}\nBus Location: \t {bus}\n"
+                   f"GPU UUID: \t GPU-0000000{i}-5a1d-4b2e-9f3a-0d6c7b8e9f10\n")
+    pci(root, gpus)
+    lib(root, f"/usr/lib/x86_64-linux-gnu/libcuda.so.{version}", "libcuda.so.1")
+    link(root, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", f"libcuda.so.{version}")
+
+
+def pci(root: FakeRoot, gpus: int = 1) -> None:
+    for i in range(gpus):
+        base = f"/sys/bus/pci/devices/0000:{0x3b + i:02x}:00.0"
+        root.write(f"{base}/vendor", "0x10de\n").write(f"{base}/class", "0x030200\n")
+        root.write(f"{base}/device", "0x20b0\n")
+    root.write("/sys/bus/pci/devices/0000:00:1f.2/vendor", "0x8086\n")
+    root.write("/sys/bus/pci/devices/0000:00:1f.2/class", "0x010601\n")
+
+
+def process(root: FakeRoot, uid: int = 1000, cap_eff: str = "0000000000000000") -> None:
+    root.write("/proc/self/status", f"Name:\tpython\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{cap_eff}\n"
+                                    "Cpus_allowed_list:\t0-7\nMems_allowed_list:\t0\n")
+
+
+def ld_cache(root: FakeRoot, dirs: list[str]) -> bool:
+    """A real /etc/ld.so.cache over `dirs`, built by ldconfig (False when ldconfig is missing)."""
+    ldconfig = shutil.which("ldconfig") or ("/sbin/ldconfig" if Path("/sbin/ldconfig").exists() else None)
+    root.write("/etc/ld.so.conf", "".join(d + "\n" for d in ["/usr/lib/x86_64-linux-gnu", *dirs]))
+    if not ldconfig:
+        return False
+    subprocess.run([ldconfig, "-r", str(root.path), "-C", "/etc/ld.so.cache", "-f", "/etc/ld.so.conf", "-X"],
+                   check=True, capture_output=True, timeout=30)
+    return True
+
+
+# -- the python section a GPU machine's interpreter would report ----------------------------------
+
+def python_section(tf_version: str | None = "2.15.0", cuda: str | None = "12.2", cudnn: str | None = "8",
+                   caps: list[str] | None = None, pins: dict[str, str] | None = None,
+                   installed: dict[str, str] | None = None, profiler: bool = False,
+                   dist: str = "tensorflow") -> dict[str, Any]:
+    watched: dict[str, Any] = {}
+    tf_section: dict[str, Any] = {"package_dir": None, "build_info": None}
+    if tf_version:
+        requires = [f'{n}=={v}; extra == "and-cuda"' for n, v in (pins or {}).items()]
+        watched[dist] = {"version": tf_version, "location": SITE, "requires_dist": requires,
+                         "requires_python": ">=3.9", "wheel_tags": ["cp311-cp311-manylinux_2_17_x86_64"]}
+        build: dict[str, Any] = {"is_cuda_build": cuda is not None, "is_rocm_build": False}
+        if cuda:
+            build.update(cuda_version=cuda, cudnn_version=cudnn, cuda_compute_capabilities=caps or CAPS_215)
+        tf_section = {"package_dir": f"{SITE}/tensorflow", "build_info": build}
+    for name, version in (installed or {}).items():
+        watched[name] = {"version": version, "location": SITE, "requires_dist": [], "requires_python": None,
+                         "wheel_tags": ["py3-none-manylinux1_x86_64"]}
+    if profiler:
+        watched["tensorboard-plugin-profile"] = {"version": "2.15.1", "location": SITE, "requires_dist": [],
+                                                 "requires_python": None, "wheel_tags": ["py3-none-any"]}
+    return {
+        "executable": f"{VENV}/bin/python", "version": "3.11.7", "implementation": "CPython",
+        "prefix": VENV, "base_prefix": "/usr", "platform": "linux", "machine": "x86_64",
+        "path": [f"{VENV}/lib/python311.zip", SITE],
+        "distributions": {k: {"version": v["version"], "location": SITE} for k, v in sorted(watched.items())},
+        "watched": watched, "tensorflow": tf_section,
+    }
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+@dataclass
+class Scenario:
+    """One machine: how to build its tree, its NVML, its environment, and what it should report."""
+
+    name: str
+    build: Callable[[FakeRoot], None]
+    gpus: list[FakeGpu] = field(default_factory=lambda: [FakeGpu()])
+    nvml: dict[str, Any] = field(default_factory=dict)  # FakeNvml keyword arguments
+    env: dict[str, str] = field(default_factory=dict)
+    python: dict[str, Any] = field(default_factory=dict)  # python_section keyword arguments
+    expect: tuple[str, ...] = ()  # codes of the GPU families this machine must report (exactly)
+    host: dict[str, Any] = field(default_factory=dict)  # host fields to override (e.g. Windows)
+    no_nvml: bool = False  # no driver: the nvml section stays what the probe says
+
+    def environment(self) -> dict[str, str]:
+        return {"HOME": HOME, "USER": "ada", "VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
+                **self.env}
+
+
+def _pip_machine(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+def _system_toolkit(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.13.0", cuda="11.8", cudnn="8", caps=["sm_35", "sm_50", "sm_60", "sm_70", "sm_75",
+                                                                      "compute_80"])
+    base = toolkit(root, "11.8", cudnn="8.6.0")
+    link(root, "/usr/local/cuda", base)
+    ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+
+
+def _laptop(root: FakeRoot) -> None:
+    process(root)
+    tensorflow(root, version="2.15.0", cuda=None, pins={})
+
+
+PIP = {"pins": PINS_215, "installed": PINS_215}
+SYSTEM_118 = {"tf_version": "2.13.0", "cuda": "11.8", "caps": ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75",
+                                                               "compute_80"]}
+V100 = [FakeGpu(name="Tesla V100-SXM2-32GB", compute_capability=(7, 0), memory_total_mib=32768, remapped=None,
+                mig=None, pcie=(3, 3, 16, 16))]
+HEALTHY_PIP = Scenario("healthy-cuda12-pip", _pip_machine, python=PIP)
+
+
+def _with(base: Callable[[FakeRoot], None], *extra: Callable[[FakeRoot], None]) -> Callable[[FakeRoot], None]:
+    def build(root: FakeRoot) -> None:
+        base(root)
+        for step in extra:
+            step(root)
+    return build
+
+
+def _toolkit_no_wheels(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    base = toolkit(root, "12.2", cudnn="8.9.7")
+    link(root, "/usr/local/cuda", base)
+    wheels(root, only=("cuda_nvcc", "nccl"))
+
+
+def _nothing_installed(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    wheels(root, only=("cuda_nvcc",))
+
+
+def _old_cudnn_on_path(root: FakeRoot) -> None:
+    _pip_machine(root)
+    lib(root, "/opt/cudnn-8.6/lib/libcudnn.so.8.6.0", "libcudnn.so.8")
+    link(root, "/opt/cudnn-8.6/lib/libcudnn.so.8", "libcudnn.so.8.6.0")
+
+
+def _newer_cublas_on_path(root: FakeRoot) -> None:
+    _pip_machine(root)
+    toolkit(root, "12.4")
+
+
+def _cupti_off_path(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.13.0", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"])
+    base = toolkit(root, "11.8", cudnn="8.6.0")
+    link(root, "/usr/local/cuda", base)
+
+
+def _cupti_dated_only(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.13.0", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"])
+    base = toolkit(root, "11.8", cudnn="8.6.0", cupti="dated")
+    link(root, "/usr/local/cuda", base)
+
+
+def _no_driver(root: FakeRoot) -> None:
+    process(root)
+    pci(root)
+    root.write("/.dockerenv", "")
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+def _toolkit_without_cuda_link(root: FakeRoot) -> None:
+    driver(root)
+    process(root)
+    tensorflow(root, pins={})
+    toolkit(root, "12.2", cudnn="8.9.7")
+
+
+def _old_toolkit_as_cuda(root: FakeRoot) -> None:
+    _pip_machine(root)
+    link(root, "/usr/local/cuda", toolkit(root, "11.8"))
+
+
+def _profiling_restricted(root: FakeRoot) -> None:
+    driver(root, profiling_admin_only=1)
+    process(root)
+    root.write("/.dockerenv", "")
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+LIB_PATH_122 = "/usr/local/cuda-12.2/lib64"
+TOOLKIT_122_ENV = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/lib64:/usr/local/cuda-12.2/extras/CUPTI/lib64"}
+
+SCENARIOS: list[Scenario] = [
+    HEALTHY_PIP,
+    Scenario("healthy-system-toolkit", _system_toolkit, python=SYSTEM_118, gpus=V100),
+    Scenario("healthy-cpu-laptop", _laptop, gpus=[], no_nvml=True,
+             python={"cuda": None, "pins": {}}),
+    Scenario("cuda001-library-not-on-loader-path", _toolkit_no_wheels, python={"pins": PINS_215, "installed": {
+        "nvidia-cuda-nvcc-cu12": "12.2.140", "nvidia-nccl-cu12": "2.16.5"}}, expect=("CUDA001", "CUPTI001")),
+    Scenario("cuda001-library-not-installed", _nothing_installed, python={"pins": PINS_215, "installed": {
+        "nvidia-cuda-nvcc-cu12": "12.2.140"}}, expect=("CUDA001", "CUPTI001")),
+    Scenario("cuda002-cudnn-older-than-build", _old_cudnn_on_path, python=PIP,
+             env={"LD_LIBRARY_PATH": "/opt/cudnn-8.6/lib"}, expect=("CUDA002",)),
+    Scenario("cuda003-cublas-shadowed", _newer_cublas_on_path, python=PIP,
+             env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64"}, expect=("CUDA003",)),
+    Scenario("cuda004-visible-devices-missing", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
+        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+        env={"CUDA_VISIBLE_DEVICES": "1,2,3"}, expect=("CUDA004",)),
+    Scenario("cuda005-visible-devices-empty", _pip_machine, python=PIP, env={"CUDA_VISIBLE_DEVICES": ""},
+             expect=("CUDA005",)),
+    Scenario("cuda006-visible-devices-mixed", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
+        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+        env={"CUDA_VISIBLE_DEVICES": "0,GPU-1b2c3d4e"}, expect=("CUDA006",)),
+    Scenario("cuda007-jit-cache-default", _pip_machine, python=PIP,
+             gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559,
+                           pcie=(5, 5, 16, 16))], expect=("CUDA007", "DRV003")),
+    Scenario("cupti001-cupti-not-on-loader-path", _cupti_off_path, python=SYSTEM_118,
+             env={"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, nvml={"cuda": 12020}, gpus=V100, expect=("CUPTI001",)),
+    Scenario("cupti001-cupti-dated-name-only", _cupti_dated_only, python=SYSTEM_118,
+             env={"LD_LIBRARY_PATH": "/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64"},
+             nvml={"cuda": 12020}, gpus=V100, expect=("CUPTI001",)),
+    Scenario("cupti002-profiling-admin-only", _profiling_restricted, python={**PIP, "profiler": True},
+             expect=("CUPTI002",)),
+    Scenario("drv001-driver-not-loaded", _no_driver, python=PIP, no_nvml=True, gpus=[], expect=("DRV001",)),
+    Scenario("drv002-driver-cuda-too-old", _pip_machine, python=PIP, nvml={"driver": "470.82.01", "cuda": 11040},
+             expect=("DRV002",)),
+    Scenario("drv003-gpu-older-than-build", _pip_machine, python=PIP,
+             gpus=[FakeGpu(name="Tesla K80", compute_capability=(3, 7), memory_total_mib=11441, remapped=None,
+                           mig=None, pcie=(3, 3, 16, 16))], expect=("DRV003",)),
+    Scenario("drv004-windows-native", _laptop, python={"cuda": None, "pins": {}, "dist": "tensorflow-intel"},
+             host={"system": "Windows", "nvidia_driver": None}, gpus=[FakeGpu(name="NVIDIA GeForce RTX 4090",
+             compute_capability=(8, 9), ecc=None, remapped=None, mig=None)], expect=("DRV004",)),
+    Scenario("gpu001-persistence-off", _pip_machine, python=PIP, gpus=[FakeGpu(persistence=False)],
+             expect=("GPU001",)),
+    Scenario("gpu002-uncorrectable-ecc", _pip_machine, python=PIP, gpus=[FakeGpu(ecc=(True, 2, 5))],
+             expect=("GPU002",)),
+    Scenario("gpu003-row-remap-pending", _pip_machine, python=PIP,
+             gpus=[FakeGpu(remapped=(0, 1, True, False), retired=(0, 1, True))], expect=("GPU003",)),
+    Scenario("gpu004-power-brake-at-idle", _pip_machine, python=PIP, gpus=[FakeGpu(clock_reasons=0x1 | 0x80)],
+             expect=("GPU004",)),
+    Scenario("gpu005-pcie-width-degraded", _pip_machine, python=PIP, gpus=[FakeGpu(pcie=(4, 4, 8, 16))],
+             expect=("GPU005",)),
+    Scenario("gpu006-mig-without-instances", _pip_machine, python=PIP, gpus=[FakeGpu(mig=(True, True))],
+             expect=("GPU006",)),
+    Scenario("gpu007-memory-held-by-other-process", _pip_machine, python=PIP,
+             gpus=[FakeGpu(memory_used_mib=31000, processes=[(4242, 30990)], utilization=0)], expect=("GPU007",)),
+    Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
+             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
+             expect=("XLA001",)),
+    Scenario("xla002-ptxas-older-than-build", _old_toolkit_as_cuda, python=PIP, expect=("XLA002",)),
+    Scenario("xla003-data-dir-without-libdevice", _pip_machine, python=PIP,
+             env={"XLA_FLAGS": "--xla_gpu_autotune_level=2 --xla_gpu_cuda_data_dir=/home/ada/venv/lib/python3.11/"
+                               "site-packages/nvidia/cuda_nvcc/nvvm"}, expect=("XLA003",)),
+]
+GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA0", "GPU0")
+
+
+def by_name(name: str) -> Scenario:
+    return next(s for s in SCENARIOS if s.name == name)
+
+
+def build_root(scenario: Scenario, path: Path) -> FakeRoot:
+    root = FakeRoot(path)
+    scenario.build(root)
+    return root
+
+
+def collect(scenario: Scenario, root: FakeRoot) -> Facts:
+    """What `tfdoctor collect` writes on that machine: the probes over the tree, NVML from the fake."""
+    from tfdoctor.engine import gather_facts
+    from tfdoctor.facts.probes import nvml
+    from tfdoctor.registry import load_registry
+
+    probes = [p for p in load_registry().probes if p.section in (
+        "env", "host", "nvml", "gpu_pci", "cuda_libs", "privileges", "xla_toolchain")]
+    previous = nvml.NVML_OVERRIDE
+    fake = FakeNvml(scenario.gpus, **scenario.nvml)
+    nvml.NVML_OVERRIDE = None if scenario.no_nvml else (lambda: fake)
+    try:
+        facts = gather_facts(probes, root.machine(scenario.environment(), timeout=10.0))
+    finally:
+        nvml.NVML_OVERRIDE = previous
+    sections = dict(facts.sections)
+    sections["python"] = from_jsonable(python_section(**scenario.python))
+    if scenario.host:
+        sections["host"] = {**sections["host"], **scenario.host}
+    meta = {**facts.meta, "hostname": scenario.name, "root": "/", "collected_at": "2026-11-22T00:00:00+00:00",
+            "probe_seconds": {}}
+    return Facts(sections, meta)
+
+
+def variant(scenario: Scenario, **changes: Any) -> Scenario:
+    return replace(scenario, **changes)
+
+
+def main(target: Path = SNAPSHOTS) -> None:
+    import tempfile
+
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenario in SCENARIOS:
+            root = build_root(scenario, Path(tmp) / scenario.name)
+            facts = collect(scenario, root)
+            (target / f"{scenario.name}.json").write_text(facts.dumps() + "\n")
+            print(f"wrote {target / (scenario.name + '.json')}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The CUDA, CUPTI, DRV, XLA and GPU0xx families on recorded facts (tests/snapshots/gpu/*.json): one
+fixture per check, three healthy machines that must stay silent, and exact evidence and fixes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import gpu_scenarios as g
+import pytest
+from conftest import check_facts, env_fixes
+
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, Severity
+
+FAMILIES = g.GPU_FAMILIES
+
+
+def load(name: str) -> Facts:
+    return Facts.load(g.SNAPSHOTS / f"{name}.json")
+
+
+def report(name: str):
+    return check_facts(load(name), select=FAMILIES)
+
+
+@pytest.mark.parametrize("scenario", g.SCENARIOS, ids=lambda s: s.name)
+def test_each_fixture_reports_exactly_its_codes(scenario):
+    result = report(scenario.name)
+    assert tuple(result.codes()) == scenario.expect
+    assert not result.crashed()
+
+
+@pytest.mark.parametrize("name", ["healthy-cuda12-pip", "healthy-system-toolkit", "healthy-cpu-laptop"])
+def test_healthy_machines_have_no_error_or_warning(name):
+    result = report(name)
+    assert [f for f in result.findings() if f.severity >= Severity.WARNING] == []
+
+
+def test_every_gpu_check_has_a_fixture_that_triggers_it():
+    from tfdoctor.registry import load_registry, select_checks
+
+    codes = {s.code for s in select_checks(load_registry().checks, FAMILIES)}
+    triggered = {code for s in g.SCENARIOS for code in s.expect}
+    assert codes == triggered
+
+
+def test_fixtures_are_what_the_probes_write_today(tmp_path):
+    """The recorded files come from tests/gpu_scenarios.py; regenerate them when a probe changes."""
+    if not g.ld_cache(g.FakeRoot(tmp_path / "probe-ldconfig"), []):
+        pytest.skip("ldconfig is not installed (the system-toolkit fixture uses a real ld.so.cache)")
+    g.main(tmp_path / "out")
+    for scenario in g.SCENARIOS:
+        fresh = json.loads((tmp_path / "out" / f"{scenario.name}.json").read_text())
+        recorded = json.loads((g.SNAPSHOTS / f"{scenario.name}.json").read_text())
+        assert fresh["sections"] == recorded["sections"], f"{scenario.name}: run python tests/gpu_scenarios.py"
+
+
+def test_libraries_on_disk_but_off_the_loader_path_get_one_prepend_per_folder():
+    findings = [f for f in report("cuda001-library-not-on-loader-path").findings() if f.code == "CUDA001"]
+    assert len(findings) == 1
+    finding = findings[0]
+    assert finding.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
+                                             "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
+                                             "libcusparse.so.12"]
+    assert finding.evidence["folder"] == "/usr/local/cuda/lib64"
+    assert finding.evidence["found_at"]["libcudnn.so.8"] == ["/usr/local/cuda/lib64/libcudnn.so.8",
+                                                            "/usr/local/cuda-12.2/lib64/libcudnn.so.8"]
+    assert [c.to_json() for c in finding.fixes[0].changes] == [
+        {"op": "prepend", "name": "LD_LIBRARY_PATH", "value": "/usr/local/cuda/lib64"}]
+
+
+def test_libraries_nowhere_get_the_pinned_install():
+    errors, nccl = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
+    assert errors.severity is Severity.ERROR
+    assert errors.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
+                                            "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
+                                            "libcusparse.so.12"]
+    assert errors.fixes[0].steps == ("pip install 'tensorflow[and-cuda]==2.15.0'   # every pinned nvidia-* wheel",)
+    assert nccl.severity is Severity.WARNING  # only multi-GPU work needs it
+    assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.2", ("pip install 'nvidia-nccl-cu12==2.16.5'",)),)
+
+
+def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
+    facts = load("healthy-cuda12-pip")
+    facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
+    finding = check_facts(facts, select=["CUDA001"]).findings()[0]
+    assert finding.evidence["libraries"] == ["libcuda.so.1"]
+    assert "docker run --gpus all" in finding.fixes[0].steps[0]
+
+
+def test_old_cudnn_first_on_path_points_at_the_wheel():
+    finding = report("cuda002-cudnn-older-than-build").findings()[0]
+    assert finding.evidence == {
+        "library": "libcudnn.so.8", "resolved": "/opt/cudnn-8.6/lib/libcudnn.so.8", "resolved_version": "8.6.0",
+        "required": "8.9", "required_by": "tensorflow[and-cuda] pins nvidia-cudnn-cu12==8.9.4.25"}
+    assert finding.fixes[0].changes[0].value == f"{g.SITE}/nvidia/cudnn/lib"
+
+
+def test_shadowed_cublas_names_the_pinned_copy():
+    findings = {f.evidence["library"]: f for f in report("cuda003-cublas-shadowed").findings()}
+    assert set(findings) == {"libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12"}
+    cublas = findings["libcublas.so.12"]
+    assert cublas.evidence["pinned"] == "nvidia-cublas-cu12==12.2.5.6"
+    assert cublas.evidence["resolved_version"] == "12.4.5.8"
+    assert cublas.fixes[0].changes[0].value == f"{g.SITE}/nvidia/cublas/lib"
+
+
+def test_visible_devices_findings():
+    missing = report("cuda004-visible-devices-missing").findings()[0]
+    assert missing.message.startswith("CUDA_VISIBLE_DEVICES entry '2' matches no GPU of this host (2 GPU(s))")
+    assert report("cuda005-visible-devices-empty").findings()[0].evidence["env.CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_jit_cache_fix_sets_four_gib():
+    result = report("cuda007-jit-cache-default")
+    assert env_fixes(result)["CUDA_CACHE_MAXSIZE"] == "4294967296"
+
+
+def test_cupti_fixes():
+    off_path = report("cupti001-cupti-not-on-loader-path").findings()[0]
+    assert [c.value for c in off_path.fixes[0].changes] == ["/usr/local/cuda/extras/CUPTI/lib64"]
+    assert off_path.severity is Severity.WARNING
+    dated = report("cupti001-cupti-dated-name-only").findings()[0]
+    assert dated.fixes[0].steps[0] == ("ln -s libcupti.so.2022.3.0 "
+                                       "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.11.8")
+
+
+def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_a_warning_without():
+    facts = load("cupti002-profiling-admin-only")
+    finding = check_facts(facts, select=["CUPTI002"]).findings()[0]
+    assert finding.severity is Severity.ERROR
+    assert [f.title for f in finding.fixes] == ["Start the container with SYS_ADMIN",
+                                                "Allow profiling for all users on the host"]
+    assert "options nvidia NVreg_RestrictProfilingToAdminUsers=0" in finding.fixes[1].steps[0]
+    del facts.sections["python"]["watched"]["tensorboard-plugin-profile"]
+    quiet = check_facts(facts, select=["CUPTI002"]).findings()[0]
+    assert quiet.severity is Severity.WARNING and quiet.message.endswith("this matters only if you profile")
+    facts.sections["privileges"]["euid"] = 0
+    assert check_facts(facts, select=["CUPTI002"]).codes() == []
+
+
+def test_driver_findings():
+    assert report("drv001-driver-not-loaded").findings()[0].fixes[0].steps[0].startswith("docker run --gpus all")
+    old = report("drv002-driver-cuda-too-old").findings()[0]
+    assert old.severity is Severity.ERROR and old.evidence["cuda_compat_possible"] is True
+    k80 = report("drv003-gpu-older-than-build").findings()[0]
+    assert k80.severity is Severity.ERROR
+    h100 = next(f for f in report("cuda007-jit-cache-default").findings() if f.code == "DRV003")
+    assert h100.severity is Severity.WARNING and "JIT-compiles" in h100.message
+
+
+def test_driver_of_same_major_is_only_a_warning():
+    facts = load("drv002-driver-cuda-too-old")
+    facts.sections["nvml"]["cuda_driver_version"] = "12.0"
+    assert check_facts(facts, select=["DRV002"]).findings()[0].severity is Severity.WARNING
+
+
+def test_xla_fixes_keep_the_users_other_flags():
+    assert env_fixes(report("xla001-libdevice-not-found")) == {
+        "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.2"}
+    assert env_fixes(report("xla003-data-dir-without-libdevice")) == {
+        "XLA_FLAGS": f"--xla_gpu_autotune_level=2 --xla_gpu_cuda_data_dir={g.SITE}/nvidia/cuda_nvcc"}
+    assert env_fixes(report("xla002-ptxas-older-than-build")) == {
+        "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={g.SITE}/nvidia/cuda_nvcc"}
+
+
+def test_merge_data_dir():
+    from tfdoctor.checks.xla import merge_data_dir
+
+    assert merge_data_dir(None, "/c") == "--xla_gpu_cuda_data_dir=/c"
+    assert merge_data_dir("--a=1 --xla_gpu_cuda_data_dir /old --b", "/c") == "--a=1 --b --xla_gpu_cuda_data_dir=/c"
+
+
+def test_unknown_nvml_on_a_driver_host_is_not_checked_not_silent():
+    facts = load("healthy-cuda12-pip")
+    from tfdoctor.facts import Unknown
+
+    facts.sections["nvml"] = Unknown("nvmlInit failed: Driver/library version mismatch")
+    result = check_facts(facts, select=["GPU0", "DRV002", "DRV003"])
+    assert {r.status.value for r in result.results} == {"not-checked"}
+
+
+@pytest.mark.parametrize("name, code", [("healthy-cuda12-pip", 0), ("cuda001-library-not-on-loader-path", 1)])
+def test_cli_replays_fixtures(name, code):
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "check", "--facts", str(g.SNAPSHOTS / f"{name}.json"),
+                           "--select", ",".join(FAMILIES)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == code, done.stdout + done.stderr
+
+
+def test_gpus_known_only_from_proc_leave_health_and_architecture_not_checked():
+    facts = load("healthy-cuda12-pip")
+    facts.sections["nvml"] = {"source": "procfs", "nvml_error": "nvmlInit failed: Driver/library version mismatch",
+                              "driver_version": "550.54.15", "devices": [{"index": 0, "name": "NVIDIA A100",
+                                                                          "pci_bus_id": "00000000:3B:00.0"}]}
+    result = check_facts(facts, select=["GPU0", "DRV003"])
+    assert {r.status.value for r in result.results} == {"not-checked"}
+    assert result.result("GPU001").reason == (
+        "GPU health needs NVML (nvmlInit failed: Driver/library version mismatch)")

@@ -1,0 +1,414 @@
+"""tfdoctor tune: space, objective, results log, search, CLI, kill-and-resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, probe_root
+from tfdoctor.cli import main
+from tfdoctor.cpu_budget import cpu_budget
+from tfdoctor.tune.objective import CommandObjective
+from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
+from tfdoctor.tune.search import Tuner, TuneSettings
+from tfdoctor.tune.space import (
+    UNSET,
+    Space,
+    SpaceError,
+    apply_space_file,
+    current_settings,
+    default_space,
+    int_param,
+    numa_parameter,
+    rule_based_settings,
+)
+
+pytest.importorskip("optuna")
+
+
+SIM = REPO / "benchmarks" / "simulated_objective.py"
+SIM_METRIC = r"throughput: ([0-9.]+)"
+SIM_SPACE = """
+[parameters.TF_NUM_INTRAOP_THREADS]
+low = 1
+high = 28
+log = true
+[parameters.TF_NUM_INTEROP_THREADS]
+low = 1
+high = 24
+log = true
+""" + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
+              ("OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS"))
+
+
+def _budget(make_root, sockets=2, cores=4, threads=2, **root_kwargs):
+    root = make_root().cpus(sockets=sockets, cores_per_socket=cores, threads_per_core=threads)
+    if root_kwargs.get("cpu_max"):
+        root.cgroup_v2(cpu_max=root_kwargs["cpu_max"])
+    return cpu_budget(probe_root(root))
+
+
+# -- space --------------------------------------------------------------------------------------
+
+def test_default_space_is_bounded_by_the_cpu_budget(make_root):
+    budget = _budget(make_root, cpu_max="400000 100000")  # 16 logical CPUs, a 4-CPU quota
+    space = default_space(budget)
+    intra = space.by_name("TF_NUM_INTRAOP_THREADS")
+    assert (intra.low, intra.high) == (1, 4)
+    assert space.by_name("OMP_NUM_THREADS").high == 4
+    assert space.by_name("TF_NUM_INTEROP_THREADS").high == 2
+    assert space.by_name("TF_ENABLE_ONEDNN_OPTS").choices == ("1", "0")
+    assert UNSET in space.by_name("KMP_AFFINITY").choices
+    assert "numa_bind" not in space.names()
+
+
+def test_numa_dimension_uses_the_numa_launcher_on_two_nodes(make_root):
+    from numa_hosts import two_socket_host
+
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    facts = probe_root(two_socket_host(make_root()), {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    launchers = numa_launchers(facts)
+    assert launchers == {"none": (), "node0": ("numactl", "--cpunodebind=0", "--membind=0", "--"),
+                         "node1": ("numactl", "--cpunodebind=1", "--membind=1", "--")}
+    space = default_space(cpu_budget(facts), launchers)
+    assert space.by_name("numa_bind").choices == ("none", "node0", "node1")
+    assert space.launcher({**rule_based_settings(cpu_budget(facts), space), "numa_bind": "node1"})[0] == "numactl"
+    assert space.env_changes(rule_based_settings(cpu_budget(facts), space)).keys().isdisjoint({"numa_bind"})
+
+
+def test_no_numa_dimension_on_one_node(make_root):
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    root = make_root().cpus(sockets=1, cores_per_socket=4).numa(["0-3"])
+    assert numa_launchers(probe_root(root, {"PATH": "/usr/bin"})) == {}
+    assert numa_parameter({}) is None
+
+
+def test_seeds_rules_of_thumb_and_current_environment(make_root):
+    budget = _budget(make_root)  # 2 sockets × 4 cores × 2 threads: 16 CPUs, 8 cores
+    space = default_space(budget)
+    rule = rule_based_settings(budget, space)
+    assert rule["TF_NUM_INTRAOP_THREADS"] == 8 and rule["OMP_NUM_THREADS"] == 8
+    assert rule["TF_NUM_INTEROP_THREADS"] == 2
+    current = current_settings(space, {"OMP_NUM_THREADS": "3", "KMP_BLOCKTIME": "0"}, budget)
+    assert current["OMP_NUM_THREADS"] == 3 and current["KMP_BLOCKTIME"] == "0"
+    assert current["TF_NUM_INTRAOP_THREADS"] == 16  # unset: TensorFlow's default, all host CPUs
+    assert current["KMP_AFFINITY"] == UNSET
+
+
+def test_space_file_narrows_fixes_drops_and_adds(make_root):
+    space = default_space(_budget(make_root))
+    data = {"parameters": {"TF_NUM_INTRAOP_THREADS": {"low": 2, "high": 6},
+                           "KMP_BLOCKTIME": {"value": 1}, "OMP_PROC_BIND": {"drop": True},
+                           "MALLOC_ARENA_MAX": {"values": [2, 4]}}}
+    narrowed = apply_space_file(space, data)
+    intra = narrowed.by_name("TF_NUM_INTRAOP_THREADS")
+    assert (intra.low, intra.high) == (2, 6)
+    assert narrowed.by_name("KMP_BLOCKTIME").choices == ("1",)
+    assert "OMP_PROC_BIND" not in narrowed.names()
+    assert narrowed.by_name("MALLOC_ARENA_MAX").choices == ("2", "4")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"TF_NUM_INTRAOP_THREADS": {"hgih": 3}}, "unknown key(s) hgih"),
+    ({"NEW_VAR": {}}, "a new parameter needs"),
+    ({"TF_NUM_INTRAOP_THREADS": {"low": 5, "high": 2}}, "need 0 <= low <= high"),
+])
+def test_space_file_errors(make_root, spec, message):
+    with pytest.raises(SpaceError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        apply_space_file(default_space(_budget(make_root)), {"parameters": spec})
+
+
+# -- objective ----------------------------------------------------------------------------------
+
+def _py(code: str) -> tuple[str, ...]:
+    return (sys.executable, "-c", code)
+
+
+def test_command_objective_reads_the_metric_and_passes_the_environment():
+    objective = CommandObjective(_py("import os; print('x', os.environ['A'], 'rate: 12.5/s'); "
+                                     "print('B' in os.environ)"), r"rate: ([0-9.]+)", 30,
+                                 base_env={**os.environ, "B": "1"})
+    result = objective.measure({"A": "7", "B": None})
+    assert (result.status, result.value) == ("ok", 12.5)
+
+
+@pytest.mark.parametrize(("code", "status", "error"), [
+    ("import sys; sys.exit(3)", "failed", "exit 3"),
+    ("print('nothing here')", "failed", "no line matched"),
+    ("import time; time.sleep(30)", "timeout", "no result within 1 s"),
+])
+def test_failed_trials_are_recorded_not_fatal(code, status, error):
+    result = CommandObjective(_py(code), r"rate: ([0-9.]+)", 1).measure({})
+    assert result.status == status and result.value is None and error in result.error
+
+
+def test_metric_without_group_is_rejected():
+    with pytest.raises(ValueError, match="has no group"):
+        CommandObjective(("true",), r"rate", 1)
+
+
+# -- results log --------------------------------------------------------------------------------
+
+def test_torn_last_line_is_dropped_and_repaired(tmp_path):
+    path = tmp_path / "r.jsonl"
+    log = ResultsLog.create(path, {"space": []})
+    log.append(TrialRecord(0, "search", {"A": 1}, "ok", 2.0, 0.1))
+    with open(path, "a") as handle:
+        handle.write('{"type": "trial", "numb')
+    header, records = load_results(path, repair=True)
+    assert [r.number for r in records] == [0] and header["space"] == []
+    log.append(TrialRecord(1, "search", {"A": 2}, "failed", None, 0.1, error="exit 1"))
+    assert [r.number for r in load_results(path)[1]] == [0, 1]
+
+
+def test_results_file_is_never_overwritten(tmp_path):
+    path = tmp_path / "r.jsonl"
+    ResultsLog.create(path, {})
+    with pytest.raises(Exception, match="--resume"):
+        ResultsLog.create(path, {})
+
+
+# -- search on the simulated objective ----------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_search_reaches_the_simulated_optimum(seed):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import tune_simulated
+
+    assert tune_simulated.trials_to_reach(seed, budget=40) is not None
+
+
+def test_failed_trials_do_not_stop_the_search():
+    class HalfBroken:
+        def describe(self):
+            return {}
+
+        def measure(self, env, launcher=()):
+            from tfdoctor.tune.objective import Measurement
+
+            intra = int(env["TF_NUM_INTRAOP_THREADS"])
+            return Measurement("failed", None, 0.0, "boom") if intra % 2 else Measurement("ok", float(intra), 0.0)
+
+    space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 4),))
+    tuner = Tuner(space, HalfBroken(), None, TuneSettings(budget=4, repeats=2, seed=1),
+                  {"rule": {"TF_NUM_INTRAOP_THREADS": 2}})
+    result = tuner.run()
+    assert tuner.search_count() == 4  # every point once: a repeated proposal measures a new neighbour
+    assert sorted(r.params["TF_NUM_INTRAOP_THREADS"] for r in result.records if r.phase != "confirm") == [1, 2, 3, 4]
+    assert any(r.status == "failed" for r in result.records)
+    assert result.winner == {"TF_NUM_INTRAOP_THREADS": 4}
+    assert result.gains["rule"].ratio == pytest.approx(1.0)
+
+
+# -- the command --------------------------------------------------------------------------------
+
+def _tune_args(tmp_path: Path, *extra: str) -> list[str]:
+    space = tmp_path / "space.toml"
+    space.write_text(SIM_SPACE)
+    return ["tune", "--space", str(space), "--seed", "3", *extra, "--metric", SIM_METRIC, "--",
+            sys.executable, str(SIM)]
+
+
+def test_tune_command_writes_results_env_script_and_heatmap(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(_tune_args(tmp_path, "--budget", "12", "--repeats", "2", "--results", "r.jsonl",
+                        "--write", "env.sh", "--plot", "h.html"))
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "winner: TF_NUM_INTRAOP_THREADS=" in out and "vs rule-based defaults: +" in out
+    _header, records = load_results(tmp_path / "r.jsonl")
+    assert [r.phase for r in records[:2]] == ["current", "rule"]
+    assert sum(r.phase in ("current", "rule", "search") for r in records) == 12
+    script = (tmp_path / "env.sh").read_text()
+    assert "over the rule-based defaults" in script and "export TF_NUM_INTEROP_THREADS" in script
+    assert "# TUNE tuned-setting:" in script
+    env = subprocess.run(["sh", "-c", ". ./env.sh; echo $TF_NUM_INTRAOP_THREADS"], capture_output=True,
+                         text=True, cwd=tmp_path).stdout.strip()
+    winner_line = next(line for line in out.splitlines() if line.startswith("winner:"))
+    assert f"TF_NUM_INTRAOP_THREADS={env} " in winner_line + " "
+    assert "<table>" in (tmp_path / "h.html").read_text()
+
+
+def test_tune_refuses_to_overwrite_env_script_without_force(tmp_path, capsys):
+    (tmp_path / "env.sh").write_text("keep\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(_tune_args(tmp_path, "--write", str(tmp_path / "env.sh")))
+    assert exit_.value.code == 2
+    assert "exists; add --force" in capsys.readouterr().err
+    assert (tmp_path / "env.sh").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["tune", "--metric", "x ([0-9]+)"], "--metric reads the output of your command"),
+    (["tune", "--", "python", "train.py"], "a command needs --metric"),
+    (["tune", "--metric", "no group", "--", "true"], "has no group"),
+    (["tune", "--plot", "h.svg"], "must end in .html or .png"),
+])
+def test_tune_usage_errors(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_png_heatmap_is_a_png(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(_tune_args(tmp_path, "--budget", "4", "--repeats", "1", "--results", "r.jsonl", "--plot", "h.png"))
+    data = (tmp_path / "h.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and b"IEND" in data[-12:]
+
+
+def test_killed_tune_resumes_without_repeating_trials(tmp_path):
+    """A real `tfdoctor tune` subprocess is SIGKILLed mid-way, then resumed to its budget."""
+    results = tmp_path / "r.jsonl"
+    space = tmp_path / "space.toml"
+    space.write_text(SIM_SPACE)
+    slow = ["sh", "-c", f"sleep 0.3; exec {sys.executable} {SIM}"]
+    argv = [sys.executable, "-m", "tfdoctor", "tune", "--space", str(space), "--budget", "14", "--repeats", "2",
+            "--seed", "5", "--results", str(results), "--metric", SIM_METRIC, "--", *slow]
+    process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if results.exists() and results.read_text().count('"type": "trial"') >= 6:
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    _header, before = load_results(results)
+    assert 6 <= len(before) < 14
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--resume", str(results)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    _header, after = load_results(results)
+    assert after[: len(before)] == before  # nothing finished was lost or rewritten
+    assert [r.number for r in after] == list(range(len(after)))
+    search = [r for r in after if r.phase in ("current", "rule", "search")]
+    assert len(search) == 14
+    assert [r.phase for r in search].count("current") == 1 and [r.phase for r in search].count("rule") == 1
+    keys = [tuple(sorted(r.params.items())) for r in search if r.phase == "search"]
+    assert len(keys) == len(set(keys))  # no configuration measured twice by the search
+    assert any(r.phase == "confirm" for r in after)
+
+
+@pytest.mark.tensorflow
+def test_short_real_tune_of_the_builtin_benchmark(tmp_path):
+    """The built-in micro-benchmark, for real: a narrowed space, 4 trials, 2 repeats (about a minute)."""
+    pytest.importorskip("tensorflow")
+    space = tmp_path / "space.toml"
+    space.write_text("[parameters.TF_NUM_INTEROP_THREADS]\nvalue = 1\n"
+                     + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
+                               ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--budget", "4", "--repeats", "2",
+                           "--leaders", "1", "--bench-seconds", "0.5", "--space", str(space), "--results", "r.jsonl",
+                           "--write", "env.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _header, records = load_results(tmp_path / "r.jsonl")
+    assert all(r.ok for r in records), [r.error for r in records if not r.ok]
+    assert "steps" not in json.dumps([r.error for r in records])
+    assert "TF_NUM_INTRAOP_THREADS=" in (tmp_path / "env.sh").read_text()
+
+
+def test_bad_plot_params_create_no_results_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(_tune_args(tmp_path, "--results", "r.jsonl", "--plot", "h.html", "--plot-params", "NOPE,X"))
+    assert exit_.value.code == 2
+    assert "--plot-params: NOPE, X not in the space" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_heatmap_keeps_the_best_value_per_pair_and_skips_the_current_run():
+    from tfdoctor.tune.plot import heatmap, render_html
+
+    space = Space((int_param("A", 1, 3), int_param("B", 1, 2), int_param("C", 1, 2)))
+    records = [TrialRecord(0, "current", {"A": 3, "B": 2, "C": 1}, "ok", 99.0, 0.1),
+               TrialRecord(1, "search", {"A": 1, "B": 1, "C": 1}, "ok", 5.0, 0.1),
+               TrialRecord(2, "search", {"A": 1, "B": 1, "C": 2}, "ok", 7.0, 0.1),
+               TrialRecord(3, "search", {"A": 2, "B": 2, "C": 2}, "failed", None, 0.1)]
+    hm = heatmap(space, records, "A", "B")
+    assert hm.cells == {(1, 1): 7.0}
+    assert hm.xs == (1, 2, 3) and hm.ys == (1, 2)
+    assert 'title="A=1 B=1: 7"' in render_html(hm, "<t>") and "&lt;t&gt;" in render_html(hm, "<t>")
+
+
+def test_env_script_unsets_a_variable_the_winner_leaves_unset():
+    from tfdoctor.tune.envscript import render_winner
+    from tfdoctor.tune.search import Gain, Stats, TuneResult
+    from tfdoctor.tune.space import choice_param
+
+    space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 4), choice_param("KMP_AFFINITY", (UNSET, "compact"))))
+    result = TuneResult([], winner={"TF_NUM_INTRAOP_THREADS": 3, "KMP_AFFINITY": UNSET},
+                        winner_stats=Stats((10.0, 11.0, 12.0)), baselines={"rule": Stats((8.0, 8.0, 8.0))},
+                        gains={"rule": Gain(0.375, 0.05)})
+    script = render_winner(space, result, "host", "0.1.0", "python train.py")
+    assert "# measured +37.5 % ± 5.0 % over the rule-based defaults (n=3); winner: median of 3 runs" in script
+    assert "TF_NUM_INTRAOP_THREADS='3'\nexport TF_NUM_INTRAOP_THREADS" in script
+    assert "\nunset KMP_AFFINITY\n" in script
+
+
+def test_micro_profile_runner_as_objective(tmp_path, monkeypatch, capsys):
+    """--workload goes through tfdoctor.profile.runner.run_workload (faked here: the env it receives)."""
+    import types
+    from dataclasses import dataclass as _dataclass
+
+    @_dataclass
+    class FakeRunResult:
+        ok: bool
+        step_seconds: tuple[float, ...] = ()
+        wall_seconds: float = 0.5
+        error: str | None = None
+
+    seen: list[dict[str, str]] = []
+
+    def run_workload(workload, env=None, steps=20, timeout=120.0, **_):
+        seen.append(dict(env))
+        intra = int(env.get("TF_NUM_INTRAOP_THREADS", "2"))  # unset in the "current" run
+        if intra == 3:
+            return FakeRunResult(False, error="workload timed out after 120 s")
+        return FakeRunResult(True, (0.02 / intra, 0.02 / intra, 0.03 / intra))
+
+    runner = types.ModuleType("tfdoctor.profile.runner")
+    runner.WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
+    runner.run_workload = run_workload
+    package = types.ModuleType("tfdoctor.profile")
+    package.runner = runner
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile", package)
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile.runner", runner)
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space.toml"
+    space.write_text("[parameters.TF_NUM_INTRAOP_THREADS]\nlow = 1\nhigh = 4\n"
+                     + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
+                               ("TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY",
+                                "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--workload", "cnn", "--space", str(space), "--budget", "5", "--repeats", "1",
+              "--results", "r.jsonl", "--write", "env.sh"])
+    assert exit_.value.code == 0
+    _header, records = load_results(tmp_path / "r.jsonl")
+    timed_out = [r for r in records if r.params["TF_NUM_INTRAOP_THREADS"] == 3 and r.phase == "search"]
+    assert timed_out and timed_out[0].status == "timeout"
+    best = max((r for r in records if r.ok), key=lambda r: r.value)
+    assert best.value == pytest.approx(4 / 0.02)  # steps/s from the median step
+    assert "# objective: micro-profile workload cnn" in (tmp_path / "env.sh").read_text()
+    assert "TF_NUM_INTRAOP_THREADS='4'" in (tmp_path / "env.sh").read_text()
+
+
+def test_workload_without_the_micro_profile_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tfdoctor.profile", None)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--workload", "cnn"])
+    assert exit_.value.code == 2
+    assert "--workload needs the micro-profile" in capsys.readouterr().err

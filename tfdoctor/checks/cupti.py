@@ -1,0 +1,153 @@
+"""CUPTI — the profiling library and the privileges it needs: the first two steps of TensorFlow's
+Profiler guide. Neither stops training, so both are warnings unless a profiler plugin is installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tfdoctor.checks.cuda import prepend_fix
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, Finding, Severity
+from tfdoctor.registry import check
+from tfdoctor.resolvable_libraries import LibraryView, prefer_copy
+from tfdoctor.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
+
+PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
+CUPTI_STEM = "libcupti.so"
+PERFMON_DRIVER = (565,)  # from R565 CAP_PERFMON opens the counters too
+
+
+def intends_to_profile(facts: Facts) -> bool:
+    watched = facts.peek("python.watched")
+    return isinstance(watched, dict) and any(d in watched for d in PROFILER_DISTS)
+
+
+@check("CUPTI001", "cupti-not-resolvable", Severity.WARNING)
+def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Resolves the CUPTI name the TensorFlow build asks for (libcupti.so.12 for CUDA 12, libcupti.so.11.8
+    for CUDA 11.8 …, then the unversioned libcupti.so) the way the loader will, and looks for CUPTI
+    elsewhere on disk: the toolkit's extras/CUPTI/lib64, the pip nvidia-cuda-cupti wheel.
+
+    Why is this bad?
+    Without CUPTI the TensorFlow Profiler records no GPU activity ("Failed to load libcupti (is it
+    installed and accessible?)"): the trace shows host work only. Toolkits keep CUPTI in
+    extras/CUPTI/lib64, off every default path, and some ship it only under a date-versioned name
+    (libcupti.so.2022.4.0) that no link with the CUDA-versioned name points to.
+
+    Example:
+    CUDA 11.8 with CUPTI in /usr/local/cuda-11.8/extras/CUPTI/lib64 and LD_LIBRARY_PATH without it.
+
+    Fix:
+    Put the CUPTI folder first on LD_LIBRARY_PATH; when only another name exists, create the
+    CUDA-versioned link next to it first (needs write access to that folder); when CUPTI is absent,
+    install the nvidia-cuda-cupti wheel the TensorFlow build pins.
+
+    Fix safety:
+    Safe: the prepended folder holds the library TensorFlow asks for. The link and install are manual.
+    """
+    build = cuda_gpu_setup(facts)
+    if build is None:
+        return
+    name = wanted_sonames(build).get("cupti")
+    if name is None:
+        return
+    view = LibraryView(facts, "cupti")
+    if view.resolved(name) or view.resolved(CUPTI_STEM):
+        return
+    severity = Severity.WARNING
+    evidence: dict[str, Any] = {"library": name, "cuda_libs.ld_library_path": view.ld_library_path,
+                                "profiler_installed": intends_to_profile(facts)}
+    purpose = "the TensorFlow Profiler will record no GPU activity"
+    copies = view.unresolvable(name) + view.unresolvable(CUPTI_STEM)
+    if copies:
+        best = prefer_copy(copies)
+        evidence["found_at"] = [c.path for c in copies]
+        yield Finding(f"{name} is not resolvable but exists in {best.dir}: {purpose}", evidence=evidence,
+                      fixes=(prepend_fix(best.dir, "the CUPTI folder"),), severity=severity)
+        return
+    others = view.other_names(CUPTI_STEM, name)
+    if others:
+        target = max(others, key=lambda c: version_tuple(c.version))
+        evidence["found_at"] = [c.path for c in others]
+        link = f"{target.dir}/{name}"
+        fixes = (AdminFix(f"Create {link} and put {target.dir} on LD_LIBRARY_PATH", (
+            f"ln -s {target.path.rsplit('/', 1)[1]} {link}",
+            f"export LD_LIBRARY_PATH={target.dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+        )),)
+        if target.dir not in view.ld_library_path:
+            fixes = (*fixes, prepend_fix(target.dir, "after the link exists"))
+        yield Finding(
+            f"CUPTI exists only as {', '.join(c.path for c in others)}, not under the name {name} this "
+            f"TensorFlow build loads: {purpose}", evidence=evidence, fixes=fixes, severity=severity)
+        return
+    yield Finding(f"{name} is not installed anywhere tfdoctor looked: {purpose}", evidence=evidence,
+                  fixes=(AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (build.install_hint("cupti"),)),),
+                  severity=severity)
+
+
+@check("CUPTI002", "cupti-restricted-to-admin-users", Severity.WARNING)
+def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads RmProfilingAdminOnly from /proc/driver/nvidia/params (the running nvidia module's
+    NVreg_RestrictProfilingToAdminUsers), and this process's effective uid and capabilities.
+
+    Why is this bad?
+    Since driver 418.43 the GPU performance counters are for administrators only by default. A
+    process that is neither root nor holds CAP_SYS_ADMIN (or CAP_PERFMON from driver R565) gets
+    CUPTI_ERROR_INSUFFICIENT_PRIVILEGES and the TensorFlow Profiler shows no GPU kernels. It is an
+    error when a profiler plugin (tensorboard-plugin-profile, xprof) is installed, a warning
+    otherwise: training is not affected, only profiling.
+
+    Example:
+    RmProfilingAdminOnly: 1, euid 1000, CapEff 0000000000000000.
+
+    Fix:
+    On the host: `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in a file under
+    /etc/modprobe.d, then rebuild the initramfs and reboot (or reload the nvidia modules). In a
+    container: start it with --cap-add=SYS_ADMIN (or --privileged), or change the host.
+
+    Fix safety:
+    Manual: it changes a kernel module option on the host (a security trade-off: performance
+    counters can leak information between users of one GPU).
+    """
+    if cuda_gpu_setup(facts) is None:
+        return
+    restricted = facts.get("privileges.rm_profiling_admin_only")
+    if restricted != 1:
+        return
+    euid = facts.get("privileges.euid")
+    sys_admin = facts.get("privileges.cap_sys_admin")
+    perfmon = facts.peek("privileges.cap_perfmon")
+    driver = facts.peek("nvml.driver_version")
+    perfmon_counts = perfmon is True and version_tuple(driver)[:1] >= PERFMON_DRIVER
+    if euid == 0 or sys_admin is True or perfmon_counts:
+        return
+    in_container = bool(facts.peek("privileges.container"))
+    configured = facts.peek("privileges.modprobe_restrict_profiling") or []
+    profiling = intends_to_profile(facts)
+    steps_host = (
+        "echo 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' | sudo tee /etc/modprobe.d/nvidia-profiling.conf",
+        "sudo update-initramfs -u   # dracut -f on RHEL-like systems",
+        "sudo reboot   # or, with no process on the GPUs: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia "
+        "&& sudo modprobe nvidia",
+    )
+    fixes: list[AdminFix] = []
+    if in_container:
+        fixes.append(AdminFix("Start the container with SYS_ADMIN", (
+            "docker run --cap-add=SYS_ADMIN …   # or --privileged; Kubernetes: securityContext.capabilities.add: "
+            "[\"SYS_ADMIN\"]",)))
+    fixes.append(AdminFix("Allow profiling for all users on the host", steps_host))
+    note = ""
+    if any(c.get("value") == "0" for c in configured if isinstance(c, dict)):
+        note = " (modprobe.d already sets NVreg_RestrictProfilingToAdminUsers=0: reload the module or reboot)"
+    yield Finding(
+        f"GPU profiling is restricted to administrators (RmProfilingAdminOnly: 1) and this process "
+        f"(uid {euid}) has no CAP_SYS_ADMIN: CUPTI cannot trace GPU kernels{note}"
+        + ("" if profiling else "; this matters only if you profile"),
+        evidence={"privileges.rm_profiling_admin_only": restricted, "privileges.euid": euid,
+                  "privileges.cap_sys_admin": sys_admin, "privileges.container": bool(in_container),
+                  "profiler_installed": profiling},
+        fixes=tuple(fixes),
+        severity=Severity.ERROR if profiling else Severity.WARNING)

@@ -1,0 +1,193 @@
+"""DRV — the NVIDIA driver against the GPUs and the TensorFlow build: loaded at all, new enough for the
+build's CUDA, and GPU architectures the build has kernels for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tfdoctor.checks.cuda import arch_support
+from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.gpu_inventory import all_gpus
+from tfdoctor.model import AdminFix, Finding, Severity
+from tfdoctor.registry import check
+from tfdoctor.tf_build import cuda_gpu_setup, tensorflow_build, version_tuple
+
+# The oldest Linux driver of each CUDA major (CUDA's minor-version compatibility floor).
+MINIMUM_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+
+
+@check("DRV001", "nvidia-driver-not-loaded", Severity.ERROR)
+def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds NVIDIA GPUs on the PCI bus (/sys/bus/pci/devices, vendor 0x10de, display or 3D class)
+    while no NVIDIA driver is loaded (no /proc/driver/nvidia/version).
+
+    Why is this bad?
+    Without the driver CUDA sees no device: TensorFlow runs on the CPU. In a container it usually
+    means the container was started without the NVIDIA runtime.
+
+    Example:
+    `docker run image python train.py` on a GPU host (no --gpus all); a kernel update that left the
+    DKMS module unbuilt.
+
+    Fix:
+    Host: install (or rebuild) the NVIDIA driver and load it. Container: run it with --gpus all
+    (NVIDIA Container Toolkit).
+
+    Fix safety:
+    Manual: needs root or the container's launcher.
+    """
+    pci = facts.get("gpu_pci.devices")
+    if not pci or facts.get("host.nvidia_driver") is not None:
+        return
+    build = tensorflow_build(facts)
+    uses_gpu = build is not None and build.is_cuda_build
+    in_container = bool(facts.peek("privileges.container")) or bool(facts.peek("host.container.detected"))
+    fixes = [AdminFix("Load the NVIDIA driver", (
+        "Install the driver (e.g. apt install nvidia-driver-550, or NVIDIA's runfile), or rebuild it for this "
+        "kernel (dkms autoinstall), then: sudo modprobe nvidia", "nvidia-smi   # should now list the GPUs"))]
+    if in_container:
+        fixes.insert(0, AdminFix("Start the container with the NVIDIA runtime", (
+            "docker run --gpus all …   (needs the NVIDIA Container Toolkit on the host)",)))
+    yield Finding(
+        f"{len(pci)} NVIDIA GPU(s) on the PCI bus ({', '.join(d['address'] for d in pci)}) but no NVIDIA driver "
+        f"is loaded{' in this container' if in_container else ''}: CUDA sees no GPU",
+        evidence={"gpu_pci.devices": [d["address"] for d in pci], "host.nvidia_driver": None},
+        fixes=tuple(fixes),
+        severity=Severity.ERROR if uses_gpu else Severity.WARNING)
+
+
+@check("DRV002", "driver-cuda-older-than-build", Severity.ERROR)
+def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares the CUDA version the driver supports (NVML's nvmlSystemGetCudaDriverVersion) with the
+    CUDA version TensorFlow was built with.
+
+    Why is this bad?
+    A driver of an older CUDA major cannot run the build at all ("CUDA driver version is
+    insufficient for CUDA runtime version"): TensorFlow falls back to the CPU. Within the same major
+    CUDA's minor-version compatibility runs the precompiled kernels, but PTX the newer toolkit
+    produced (XLA's, or PTX JIT for a new GPU) fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
+
+    Example:
+    Driver 470 (CUDA 11.4) with TensorFlow 2.15 (CUDA 12.2).
+
+    Fix:
+    Upgrade the driver (CUDA 12 needs ≥ 525.60.13). On data-center GPUs the cuda-compat-<major>-<minor>
+    package provides a newer user-space driver without touching the kernel module.
+
+    Fix safety:
+    Manual: needs root and usually a reboot.
+    """
+    build = cuda_gpu_setup(facts)
+    if build is None or not build.cuda_version:
+        return
+    driver_cuda = facts.get("nvml.cuda_driver_version")
+    have, need = version_tuple(driver_cuda)[:2], version_tuple(build.cuda_version)[:2]
+    if not have or not need or have >= need:
+        return
+    driver = facts.peek("nvml.driver_version")
+    names = sorted({g.name for g in all_gpus(facts)})
+    datacenter = any(k in n for n in names for k in ("Tesla", "A100", "H100", "H200", "A10", "A30", "A40",
+                                                    "L4", "L40", "V100", "T4", "B200", "GH200"))
+    steps = [f"Install a driver for CUDA {build.cuda_version} or newer"
+             + (f" (≥ {MINIMUM_DRIVER[need[0]]} for CUDA {need[0]}.x)" if need[0] in MINIMUM_DRIVER else "")]
+    if datacenter:
+        steps.append(f"or, keeping the kernel module: apt install cuda-compat-{need[0]}-{need[1]} and put "
+                     f"/usr/local/cuda-{need[0]}.{need[1]}/compat on LD_LIBRARY_PATH (data-center GPUs only)")
+    same_major = have[0] == need[0]
+    yield Finding(
+        f"the driver ({driver}) supports CUDA {driver_cuda}, older than the CUDA {build.cuda_version} TensorFlow "
+        + ("was built with: precompiled kernels run, PTX from the newer toolkit (XLA, JIT) will not" if same_major
+           else "was built with: TensorFlow cannot use the GPU"),
+        evidence={"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver,
+                  "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter},
+        fixes=(AdminFix("Upgrade the NVIDIA driver", tuple(steps)),),
+        severity=Severity.WARNING if same_major else Severity.ERROR)
+
+
+@check("DRV003", "gpu-architecture-not-in-build", Severity.WARNING)
+def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares each GPU's compute capability with the architectures TensorFlow was compiled for
+    (build_info's cuda_compute_capabilities: sm_XY binaries, compute_XY PTX).
+
+    Why is this bad?
+    A binary for sm_XY runs on X.Y and later minors of the same major. A GPU with no matching binary
+    needs the PTX JIT-compiled by the driver at every start without a warm cache (minutes); a GPU
+    older than every entry has no kernels at all ("no kernel image is available for execution").
+
+    Example:
+    A compute capability 12.0 GPU with a wheel built for sm_60 … sm_80 and compute_90 (JIT), or a
+    3.5 GPU with a wheel whose oldest entry is sm_50 (no kernels).
+
+    Fix:
+    Use a TensorFlow release built for the GPU (or build from source with
+    TF_CUDA_COMPUTE_CAPABILITIES); meanwhile keep the JIT cache large (see CUDA007).
+
+    Fix safety:
+    Manual: changes the installed TensorFlow.
+    """
+    build = cuda_gpu_setup(facts)
+    if build is None or not build.compute_capabilities:
+        return
+    gpus = all_gpus(facts)
+    if any(not g.compute_capability for g in gpus):
+        raise NotChecked(f"compute capability unknown ({facts.peek('nvml.nvml_error') or 'NVML was not queried'})")
+    for gpu in gpus:
+        support = arch_support(gpu.compute_capability, build.compute_capabilities)
+        if support == "sass":
+            continue
+        evidence = {"gpu": gpu.index, "gpu.name": gpu.name, "gpu.compute_capability": gpu.cc_text,
+                    "tensorflow.cuda_compute_capabilities": list(build.compute_capabilities)}
+        fix = AdminFix("Use a TensorFlow build that includes this GPU's architecture", (
+            "pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for "
+            f"sm_{gpu.cc_text.replace('.', '')}",
+            "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU"))
+        if support == "ptx":
+            yield Finding(
+                f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) has no binary kernels in this "
+                f"TensorFlow build: the driver JIT-compiles its PTX at start-up (minutes without a warm cache)",
+                evidence=evidence, fixes=(fix,))
+        else:
+            yield Finding(
+                f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) is older than every architecture "
+                f"this TensorFlow build has kernels for: it cannot run on this GPU",
+                evidence=evidence, fixes=(fix,), severity=Severity.ERROR)
+
+
+@check("DRV004", "tensorflow-gpu-on-native-windows", Severity.ERROR)
+def tensorflow_gpu_on_native_windows(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds TensorFlow 2.11 or later on native Windows on a host with an NVIDIA GPU.
+
+    Why is this bad?
+    TensorFlow 2.10 was the last release with GPU support on native Windows: later releases run on
+    the CPU there, whatever CUDA is installed.
+
+    Example:
+    pip install tensorflow==2.15 on Windows 11 with an RTX 4090.
+
+    Fix:
+    Run TensorFlow in WSL2 (pip install 'tensorflow[and-cuda]' inside it), or pin tensorflow<2.11
+    with CUDA 11.2 / cuDNN 8.1 on native Windows.
+
+    Fix safety:
+    Manual: changes the environment TensorFlow runs in.
+    """
+    if facts.get("host.system") != "Windows":
+        return
+    build = tensorflow_build(facts)
+    if build is None or not build.version or version_tuple(build.version)[:2] < (2, 11):
+        return
+    gpus = all_gpus(facts)
+    if not gpus:
+        return
+    yield Finding(
+        f"TensorFlow {build.version} on native Windows has no GPU support (the last was 2.10): the "
+        f"{len(gpus)} NVIDIA GPU(s) stay unused",
+        evidence={"host.system": "Windows", "tensorflow.version": build.version,
+                  "nvml.devices": [g.name for g in gpus]},
+        fixes=(AdminFix("Use WSL2 for TensorFlow on the GPU", (
+            "wsl --install   # then, inside WSL2: pip install 'tensorflow[and-cuda]'",
+            "or: pip install 'tensorflow<2.11' with CUDA 11.2 and cuDNN 8.1")),))

@@ -1,0 +1,108 @@
+"""LAY — data layout: keras.json's image_data_format against the hardware and the precision policy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tfdoctor.facts import Facts
+from tfdoctor.gpu_inventory import visible_gpus
+from tfdoctor.model import AdminFix, Applicability, Finding, PythonFix, Severity
+from tfdoctor.precision import FLOAT16_POLICIES, declared_policy
+from tfdoctor.registry import check
+
+
+def _channels_first(facts: Facts) -> str | None:
+    """keras.json's path when it sets channels_first, else None (a missing file means channels_last)."""
+    config = facts.get("keras.config")
+    if isinstance(config, dict) and config.get("image_data_format") == "channels_first":
+        return str(facts.get("keras.path", "keras.json"))
+    return None
+
+
+def _layout_fixes(path: str) -> tuple[PythonFix | AdminFix, ...]:
+    return (
+        AdminFix(f"Set \"image_data_format\": \"channels_last\" in {path}",
+                 (f"edit {path}: \"image_data_format\": \"channels_last\"",
+                  "feed the model NHWC tensors (batch, height, width, channels)")),
+        PythonFix("Use channels_last in the training process",
+                  'import tensorflow as tf\ntf.keras.backend.set_image_data_format("channels_last")\n',
+                  Applicability.UNSAFE),
+    )
+
+
+@check("LAY101", "channels-first-without-gpu", Severity.WARNING)
+def channels_first_without_gpu(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds keras.json setting `image_data_format` to `channels_first` (NCHW) on a host where
+    TensorFlow sees no NVIDIA GPU.
+
+    Why is this bad?
+    NCHW is a GPU layout. Older TensorFlow CPU kernels do not implement NCHW convolutions at all
+    ("The Conv2D op currently only supports the NHWC tensor format on the CPU"); newer ones
+    transpose around every convolution — 1.5× slower than channels_last here with TF 2.21.
+
+    Example:
+    ~/.keras/keras.json: {"image_data_format": "channels_first", ...} on a CPU-only node.
+
+    Fix:
+    Set "image_data_format": "channels_last" and feed NHWC tensors.
+
+    Fix safety:
+    Unsafe: the model's input layout changes; a pipeline producing NCHW tensors and Flatten-ordered
+    weights saved under channels_first must be converted too.
+    """
+    path = _channels_first(facts)
+    if path is None or visible_gpus(facts):
+        return
+    yield Finding(
+        f"{path} sets image_data_format=channels_first but TensorFlow sees no GPU: every convolution "
+        "runs in a CPU-unfriendly layout",
+        evidence={"keras.config.image_data_format": "channels_first", "keras.path": path, "gpus.visible": 0},
+        fixes=_layout_fixes(path),
+    )
+
+
+@check("LAY102", "channels-first-with-mixed-precision", Severity.WARNING)
+def channels_first_with_mixed_precision(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds keras.json's `channels_first` on a GPU host whose declared policy computes in float16
+    (TFDOCTOR_MIXED_PRECISION or keras.json floatx, see docs/framework.md) or where
+    TF_ENABLE_AUTO_MIXED_PRECISION is on.
+
+    Why is this bad?
+    Tensor-core convolutions in float16 want NHWC; TensorFlow's layout optimizer then converts
+    the NCHW model, inserting a transpose before and after every convolution.
+
+    Example:
+    keras.json channels_first, TFDOCTOR_MIXED_PRECISION=mixed_float16, one A100.
+
+    Fix:
+    Set "image_data_format": "channels_last".
+
+    Fix safety:
+    Unsafe: the model's input layout changes.
+    """
+    path = _channels_first(facts)
+    if path is None or not visible_gpus(facts):
+        return
+    from tfdoctor.precision import PolicyDeclarationError, auto_mixed_precision_enabled
+
+    try:
+        policy = declared_policy(facts)
+    except PolicyDeclarationError:
+        policy = None  # MP001 reports the misspelt declaration
+    evidence: dict[str, object] = {"keras.config.image_data_format": "channels_first", "keras.path": path}
+    if policy is not None and policy.name in FLOAT16_POLICIES:
+        evidence[policy.source] = policy.name
+        how = f"the {policy.name} policy ({policy.source})"
+    elif auto_mixed_precision_enabled(facts):
+        evidence["env.TF_ENABLE_AUTO_MIXED_PRECISION"] = facts.env("TF_ENABLE_AUTO_MIXED_PRECISION")
+        how = "TF_ENABLE_AUTO_MIXED_PRECISION"
+    else:
+        return
+    yield Finding(
+        f"{path} sets image_data_format=channels_first under {how}: float16 convolutions run NHWC, so "
+        "every convolution is wrapped in transposes",
+        evidence=evidence,
+        fixes=_layout_fixes(path),
+    )

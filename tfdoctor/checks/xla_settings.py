@@ -1,0 +1,279 @@
+"""XLA101–XLA199 — TF_XLA_FLAGS and XLA_FLAGS as TensorFlow parses them, and auto-clustering against the
+hardware and the job's shapes. (XLA001–XLA099 are the GPU toolchain's: libdevice, ptxas.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tfdoctor.facts import Facts
+from tfdoctor.gpu_inventory import visible_gpus
+from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
+from tfdoctor.registry import check
+from tfdoctor.xla_flags import (
+    AUTO_JIT_LEVELS,
+    INTEGER_FLAGS,
+    TF_XLA_BOOLEAN,
+    TF_XLA_KNOWN,
+    XLA_COMMON,
+    auto_jit_globally_on,
+    auto_jit_valid,
+    closest,
+    corrected_flag_variables,
+    effective_tf_xla_flags,
+    parse_bool,
+    split_flags,
+)
+
+
+def _corrected_fix(facts: Facts, title: str) -> EnvFix:
+    """One fix shared by XLA101-103: both variables as they should read. Every finding proposes the same
+    values, so the fix plan merges them instead of letting one finding's edit undo another's."""
+    tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
+    tf_value, xla_value = corrected_flag_variables(tf_raw, xla_raw)
+    changes = []
+    for name, raw, value in (("TF_XLA_FLAGS", tf_raw, tf_value), ("XLA_FLAGS", xla_raw, xla_value)):
+        if (raw or "") == value:
+            continue
+        changes.append(set_env(name, value) if value else unset_env(name))
+    return EnvFix(title, tuple(changes))
+
+
+def _without_xla_devices(facts: Facts) -> EnvFix:
+    kept = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_enable_xla_devices"]
+    change = set_env("TF_XLA_FLAGS", " ".join(kept)) if kept else unset_env("TF_XLA_FLAGS")
+    return EnvFix("Remove --tf_xla_enable_xla_devices", (change,))
+
+
+def _tf_flags_base(facts: Facts) -> str:
+    """TF_XLA_FLAGS after XLA101/XLA102's corrections: what the other fixes build on."""
+    return corrected_flag_variables(facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS"))[0]
+
+
+@check("XLA101", "tf-xla-flags-unknown-flag", Severity.ERROR)
+def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Parses TF_XLA_FLAGS and reports tokens TensorFlow will not accept: words without a leading
+    "--", XLA compiler flags (--xla_*, which belong in XLA_FLAGS) and misspelt flag names.
+
+    Why is this bad?
+    TensorFlow parses TF_XLA_FLAGS with ParseFlagsFromEnvAndDieIfUnknown: an unknown flag aborts
+    the process as soon as XLA is first touched, often minutes into a job.
+
+    Example:
+    TF_XLA_FLAGS="--tf_xla_auto_jti=2" or TF_XLA_FLAGS="--xla_gpu_autotune_level=0".
+
+    Fix:
+    Correct the spelling; move --xla_* flags to XLA_FLAGS. A --tf_ flag tfdoctor does not know is a
+    warning only: newer TensorFlow versions add flags.
+
+    Fix safety:
+    Safe: the corrected variable sets what the user meant.
+    """
+    raw = facts.env("TF_XLA_FLAGS")
+    if not raw:
+        return
+    for flag in split_flags(raw):
+        evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
+        if not flag.name:
+            yield Finding(f"TF_XLA_FLAGS token {flag.token!r} is not a --flag; TensorFlow aborts on it",
+                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token} from TF_XLA_FLAGS"),))
+        elif flag.name.startswith("xla_"):
+            yield Finding(f"{flag.token} is an XLA compiler flag: it belongs in XLA_FLAGS, and TensorFlow aborts "
+                          "on it in TF_XLA_FLAGS", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
+        elif flag.name not in TF_XLA_KNOWN:
+            suggestion = closest(flag.name, TF_XLA_KNOWN)
+            if suggestion:
+                yield Finding(f"TF_XLA_FLAGS has unknown flag --{flag.name} (did you mean --{suggestion}?); "
+                              "TensorFlow aborts on it", evidence={**evidence, "suggestion": suggestion},
+                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+            else:
+                yield Finding(f"TF_XLA_FLAGS has --{flag.name}, a flag tfdoctor does not know; if this TensorFlow "
+                              "does not know it either, it aborts at the first XLA use",
+                              evidence=evidence, severity=Severity.WARNING)
+
+
+@check("XLA102", "tf-xla-flag-invalid-value", Severity.ERROR)
+def tf_xla_flag_invalid_value(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Checks the values of TF_XLA_FLAGS: --tf_xla_auto_jit is -1, 0, 1, 2, fusible (or single-gpu(N));
+    boolean flags are true/false; cluster sizes are whole numbers.
+
+    Why is this bad?
+    A value TensorFlow cannot parse fails the whole flag parse and aborts the process.
+
+    Example:
+    TF_XLA_FLAGS="--tf_xla_auto_jit=on" or "--tf_xla_cpu_global_jit=yes".
+
+    Fix:
+    Use a valid value: --tf_xla_auto_jit=2 turns auto-clustering on, 0 leaves it to the session config.
+    The automatic fix removes an invalid auto-jit or number flag (TensorFlow's default) and turns
+    "yes"/"on" into "true".
+
+    Fix safety:
+    Safe: the process starts with TensorFlow's defaults instead of aborting.
+    """
+    raw = facts.env("TF_XLA_FLAGS")
+    if not raw:
+        return
+    for flag in split_flags(raw):
+        evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
+        if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
+            yield Finding(f"{flag.token}: --tf_xla_auto_jit takes {', '.join(AUTO_JIT_LEVELS)} or single-gpu(N)",
+                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+        elif flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
+            yield Finding(f"{flag.token}: --{flag.name} takes true or false", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Correct {flag.token}"),))
+        elif flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
+            yield Finding(f"{flag.token}: --{flag.name} takes a whole number", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+
+
+@check("XLA103", "xla-flags-unknown-flag", Severity.ERROR)
+def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Parses XLA_FLAGS: words without "--", TensorFlow's --tf_* flags (which belong in TF_XLA_FLAGS),
+    names not starting with xla_, and --xla_* names within a typo of a well-known XLA flag.
+
+    Why is this bad?
+    XLA parses XLA_FLAGS with ParseFlagsFromEnvAndDieIfUnknown too: an unknown flag aborts the
+    process when the first computation is compiled.
+
+    Example:
+    XLA_FLAGS="--tf_xla_auto_jit=2" or XLA_FLAGS="--xla_dump_too=/tmp/xla".
+
+    Fix:
+    Move --tf_* flags to TF_XLA_FLAGS; correct misspelt names. A typo-close --xla_ name is a warning
+    (XLA has hundreds of flags and tfdoctor lists the common ones).
+
+    Fix safety:
+    Safe: the corrected variable sets what the user meant.
+    """
+    raw = facts.env("XLA_FLAGS")
+    if not raw:
+        return
+    for flag in split_flags(raw):
+        evidence = {"env.XLA_FLAGS": raw, "flag": flag.token}
+        if not flag.name:
+            yield Finding(f"XLA_FLAGS token {flag.token!r} is not a --flag; XLA aborts on it", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+        elif flag.name.startswith("tf_"):
+            yield Finding(f"{flag.token} is a TensorFlow flag: it belongs in TF_XLA_FLAGS, and XLA aborts on it "
+                          "in XLA_FLAGS", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
+        elif not flag.name.startswith("xla_"):
+            yield Finding(f"XLA_FLAGS has --{flag.name}: XLA's flags all start with --xla_", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+        elif flag.name not in XLA_COMMON:
+            suggestion = closest(flag.name, XLA_COMMON)
+            if suggestion:
+                yield Finding(f"XLA_FLAGS has --{flag.name}; did you mean --{suggestion}? XLA aborts on unknown flags",
+                              evidence={**evidence, "suggestion": suggestion}, severity=Severity.WARNING,
+                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+
+
+@check("XLA104", "auto-jit-with-dynamic-shapes", Severity.INFO)
+def auto_jit_with_dynamic_shapes(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds auto-clustering on for the whole process (--tf_xla_auto_jit=1, 2 or fusible) while the
+    micro-profile saw signs of dynamic shapes: XLA clusters compiled again after the first steps
+    (`profile.xla_recompilations`, with `profile.xla_compile_seconds` when measured).
+
+    Why is this bad?
+    XLA compiles one executable per input shape. Variable batch sizes, sequence lengths or a ragged
+    last batch recompile the clusters again and again; each compile costs seconds.
+
+    Example:
+    TF_XLA_FLAGS=--tf_xla_auto_jit=2 with a text model fed unpadded sequences.
+
+    Fix:
+    Pad or bucket to a few fixed shapes (drop_remainder=True for the last batch), or compile only
+    chosen functions with jit_compile=True instead of auto-clustering everything.
+
+    Fix safety:
+    Unsafe: turning auto-clustering off changes which kernels run.
+    """
+    raw = facts.env("TF_XLA_FLAGS")
+    flags = effective_tf_xla_flags(raw)
+    if not auto_jit_globally_on(flags):
+        return
+    recompilations = facts.peek("profile.xla_recompilations")
+    if not isinstance(recompilations, int) or isinstance(recompilations, bool) or recompilations <= 0:
+        return
+    seconds = facts.peek("profile.xla_compile_seconds")
+    cost = (f", costing {seconds:.1f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            else "")
+    rest = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_auto_jit"]
+    changes = (set_env("TF_XLA_FLAGS", " ".join(rest)),) if rest else (unset_env("TF_XLA_FLAGS"),)
+    yield Finding(
+        f"auto-clustering is on for the whole process (--tf_xla_auto_jit={flags['tf_xla_auto_jit']}) and the "
+        f"micro-profile saw {recompilations} recompilation(s){cost}: the input shapes vary",
+        evidence={"env.TF_XLA_FLAGS": raw, "profile.xla_recompilations": recompilations,
+                  **({"profile.xla_compile_seconds": seconds} if cost else {})},
+        fixes=(EnvFix("Turn global auto-clustering off", changes, Applicability.UNSAFE),),
+    )
+
+
+@check("XLA105", "auto-jit-ignored-on-cpu", Severity.WARNING)
+def auto_jit_ignored_on_cpu(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds --tf_xla_auto_jit on (1, 2, fusible) on a host where TensorFlow sees no GPU, without
+    --tf_xla_cpu_global_jit.
+
+    Why is this bad?
+    The auto-jit level applies to GPU clusters only; on CPU, auto-clustering needs
+    --tf_xla_cpu_global_jit as well. The user believes the job is XLA-compiled; it is not.
+
+    Example:
+    TF_XLA_FLAGS=--tf_xla_auto_jit=2 on a CPU-only node.
+
+    Fix:
+    Add --tf_xla_cpu_global_jit (or drop the auto-jit flag if XLA is not wanted on CPU).
+
+    Fix safety:
+    Unsafe: compiling the CPU graph with XLA changes which kernels run, and is not always faster.
+    """
+    raw = facts.env("TF_XLA_FLAGS")
+    flags = effective_tf_xla_flags(raw)
+    if not auto_jit_globally_on(flags) or visible_gpus(facts):
+        return
+    if "tf_xla_cpu_global_jit" in flags and parse_bool(flags["tf_xla_cpu_global_jit"]):
+        return
+    yield Finding(
+        f"--tf_xla_auto_jit={flags['tf_xla_auto_jit']} without --tf_xla_cpu_global_jit on a host with no GPU: "
+        "nothing is auto-clustered",
+        evidence={"env.TF_XLA_FLAGS": raw, "gpus.visible": 0},
+        fixes=(EnvFix("Add --tf_xla_cpu_global_jit",
+                      (set_env("TF_XLA_FLAGS", f"{_tf_flags_base(facts)} --tf_xla_cpu_global_jit"),),
+                      Applicability.UNSAFE),),
+    )
+
+
+@check("XLA106", "xla-devices-enabled", Severity.INFO)
+def xla_devices_enabled(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds --tf_xla_enable_xla_devices in TF_XLA_FLAGS.
+
+    Why is this bad?
+    Since TF 2.2 TensorFlow no longer creates XLA_CPU/XLA_GPU devices; this flag brings them back for
+    old code that places ops on /device:XLA_GPU. Every extra device is initialised at start-up, and
+    placing ops on them compiles each op on its own, which is slower than auto-clustering or
+    jit_compile=True.
+
+    Example:
+    TF_XLA_FLAGS="--tf_xla_enable_xla_devices --tf_xla_auto_jit=2"
+
+    Fix:
+    Remove the flag; use jit_compile=True on the functions to compile.
+
+    Fix safety:
+    Safe unless the code names XLA devices explicitly (then it fails loudly, not silently).
+    """
+    raw = facts.env("TF_XLA_FLAGS")
+    if not raw:
+        return
+    for flag in split_flags(raw):
+        if flag.name == "tf_xla_enable_xla_devices" and parse_bool(flag.value):
+            yield Finding("TF_XLA_FLAGS brings back the deprecated XLA_CPU/XLA_GPU devices",
+                          evidence={"env.TF_XLA_FLAGS": raw, "flag": flag.token},
+                          fixes=(_without_xla_devices(facts),))

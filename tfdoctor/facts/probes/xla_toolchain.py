@@ -1,0 +1,160 @@
+"""What XLA's GPU compiler will find: libdevice (nvvm/libdevice/libdevice.10.bc) and ptxas.
+
+XLA tries, in order, the folder of --xla_gpu_cuda_data_dir (in XLA_FLAGS), /usr/local/cuda, the pip
+nvidia-cuda-nvcc wheel (site-packages/nvidia/cuda_nvcc, TensorFlow ≥ 2.15) and the working folder;
+the first with nvvm/libdevice wins. Finding none it looks for "./libdevice.10.bc" and fails with
+"libdevice not found at ./libdevice.10.bc". ptxas is taken from the candidates' bin/ then from PATH.
+Facts section "xla_toolchain" (docs/facts-gpu.md).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import subprocess
+from typing import Any
+
+from tfdoctor.facts.machine import Machine
+from tfdoctor.facts.probes.cuda_libs import (
+    TENSORFLOW_DISTS,
+    dist_versions,
+    site_packages,
+    toolkit_version,
+    toolkits,
+    version_tuple,
+)
+from tfdoctor.facts.rooted_fs import RootedFs
+from tfdoctor.registry import probe
+
+LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
+DATA_DIR_FLAG = "--xla_gpu_cuda_data_dir"
+NVCC_WHEEL_SINCE = (2, 15)
+
+
+def parse_data_dir(xla_flags: str | None) -> str | None:
+    """The last --xla_gpu_cuda_data_dir in XLA_FLAGS (XLA parses flags left to right)."""
+    if not xla_flags:
+        return None
+    try:
+        tokens = shlex.split(xla_flags)
+    except ValueError:
+        tokens = xla_flags.split()
+    found = None
+    for i, token in enumerate(tokens):
+        if token.startswith(DATA_DIR_FLAG + "="):
+            found = token.split("=", 1)[1]
+        elif token == DATA_DIR_FLAG and i + 1 < len(tokens):
+            found = tokens[i + 1]
+    return found
+
+
+def parse_ptxas_version(text: str) -> str | None:
+    """`ptxas --version` -> "12.2.140" (from "Cuda compilation tools, release 12.2, V12.2.140")."""
+    match = re.search(r"release\s+[0-9.]+,\s*V([0-9.]+)", text) or re.search(r"release\s+([0-9.]+)", text)
+    return match.group(1) if match else None
+
+
+def _nvcc_wheel_version(fs: RootedFs, packages_dir: str) -> str | None:
+    for entry in fs.listdir(packages_dir):
+        match = re.match(r"^nvidia_cuda_nvcc_cu[0-9]+-([0-9][^-]*)\.dist-info$", entry)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None, wheel: str | None,
+                   run: bool = True) -> Any:
+    """From the wheel or the toolkit's version files; running `ptxas --version` (live only) is the last
+    resort, and only for the ptxas XLA will use."""
+    if wheel:
+        return wheel
+    if root:
+        version = toolkit_version(fs, root)
+        if version:
+            return version
+    if machine.is_live and run:
+        try:
+            done = subprocess.run([ptxas, "--version"], capture_output=True, timeout=min(machine.timeout, 2.0),
+                                  stdin=subprocess.DEVNULL, check=False)
+            return parse_ptxas_version(done.stdout.decode(errors="replace"))
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return None
+
+
+def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: str | None,
+                 run: bool = True) -> dict[str, Any]:
+    libdevice = posixpath.join(root, LIBDEVICE)
+    ptxas = posixpath.join(root, "bin", "ptxas")
+    has_ptxas = fs.is_file(ptxas)
+    target = fs.realpath(root)
+    return {
+        "dir": root, "origin": origin,
+        "target": target if target != root else None,
+        "exists": fs.is_dir(root),
+        "libdevice": libdevice if fs.is_file(libdevice) else None,
+        "ptxas": ptxas if has_ptxas else None,
+        "ptxas_version": _ptxas_version(machine, fs, ptxas, root, wheel, run=run) if has_ptxas else None,
+    }
+
+
+@probe("xla_toolchain", timeout=3.0)
+def probe_xla_toolchain(machine: Machine) -> dict[str, Any]:
+    fs = RootedFs(machine)
+    xla_flags = machine.environ.get("XLA_FLAGS")
+    data_dir = parse_data_dir(xla_flags)
+    packages = site_packages(machine, fs)
+    candidates: list[dict[str, Any]] = []
+    if data_dir:
+        candidates.append(_root_record(machine, fs, data_dir, DATA_DIR_FLAG, None))
+    candidates.append(_root_record(machine, fs, "/usr/local/cuda", "/usr/local/cuda", None))
+    for folder in packages:
+        if fs.is_dir(posixpath.join(folder, "tensorflow")):
+            tf_version = next((v for d, v in dist_versions(fs, folder).items() if d in TENSORFLOW_DISTS), None)
+            if tf_version and version_tuple(tf_version) < NVCC_WHEEL_SINCE:
+                break  # older XLA does not look next to TensorFlow
+            nvcc = posixpath.join(folder, "nvidia", "cuda_nvcc")
+            candidates.append(_root_record(machine, fs, nvcc, "pip nvidia-cuda-nvcc",
+                                           _nvcc_wheel_version(fs, folder)))
+            break
+    libdevice = next((c["libdevice"] for c in candidates if c["libdevice"]), None)
+
+    path_ptxas: list[dict[str, Any]] = []
+    from_roots = any(c["ptxas"] for c in candidates)  # XLA prefers them: PATH's ptxas is not run then
+    for folder in [d for d in machine.environ.get("PATH", "").split(":") if d.startswith("/")]:
+        candidate = posixpath.join(folder, "ptxas")
+        if fs.is_file(candidate):
+            root = posixpath.dirname(folder.rstrip("/"))
+            path_ptxas.append({"path": candidate, "version": _ptxas_version(machine, fs, candidate, root, None,
+                                                                            run=not path_ptxas and not from_roots)})
+    first = next(({"path": c["ptxas"], "version": c["ptxas_version"], "via": c["origin"]}
+                  for c in candidates if c["ptxas"]), None)
+    if first is None and path_ptxas:
+        first = {**path_ptxas[0], "via": "PATH"}
+
+    # Folders XLA does not search that hold libdevice: what --xla_gpu_cuda_data_dir could name.
+    elsewhere: list[dict[str, Any]] = []
+    roots = [(k["path"], "toolkit") for k in toolkits(machine, fs)]
+    roots += [(posixpath.join(p, "nvidia", "cuda_nvcc"), "pip nvidia-cuda-nvcc") for p in packages]
+    conda = machine.environ.get("CONDA_PREFIX")
+    if conda:
+        roots.append((conda, "CONDA_PREFIX"))
+    searched = {c["dir"] for c in candidates}
+    for root, origin in roots:
+        if root in searched or any(e["dir"] == root for e in elsewhere):
+            continue
+        if fs.is_file(posixpath.join(root, LIBDEVICE)):
+            wheel = None
+            if origin.startswith("pip"):
+                wheel = _nvcc_wheel_version(fs, posixpath.dirname(posixpath.dirname(root)))
+            elsewhere.append(_root_record(machine, fs, root, origin, wheel, run=False))
+    return {
+        "xla_flags": xla_flags,
+        "cuda_data_dir": data_dir,
+        "candidates": candidates,
+        "libdevice": libdevice,
+        "ptxas": first,
+        "path_ptxas": path_ptxas,
+        "libdevice_elsewhere": elsewhere,
+    }

@@ -1,0 +1,112 @@
+"""`tfdoctor compare` output: a rich table for people, JSON for programs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tfdoctor.facts import Unknown, to_jsonable
+from tfdoctor.fleet.checks_summary import ChecksSummary
+from tfdoctor.fleet.compare import ABSENT, Comparison
+from tfdoctor.fleet.hostlist import compress
+
+
+def value_text(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    if isinstance(value, Unknown):
+        return f"unknown: {value.reason}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(to_jsonable(value), ensure_ascii=False)
+
+
+def _json_value(value: Any) -> dict[str, Any]:
+    if value is ABSENT:
+        return {"absent": True}
+    return {"value": to_jsonable(value)}
+
+
+def render_json(comparison: Comparison, checks: ChecksSummary | None = None) -> str:
+    data: dict[str, Any] = {
+        "nodes": [{"name": n.name, "file": n.source} for n in comparison.nodes],
+        "unreadable": [{"file": u.source, "error": u.error} for u in comparison.unreadable],
+        "differences": [
+            {
+                "fact": d.fact,
+                "majority": _json_value(d.majority) if d.has_majority else None,
+                "odd_nodes": list(d.odd_nodes),
+                "values": [{**_json_value(v), "nodes": list(nodes)} for v, nodes in d.holders],
+            }
+            for d in comparison.differences
+        ],
+        "odd_nodes": {
+            node: {fact: _json_value(value) for fact, value in facts.items()}
+            for node, facts in comparison.odd_nodes().items()
+        },
+    }
+    if checks is not None:
+        data["checks"] = {
+            "findings": [{"code": r.code, "name": r.name, "severity": r.severity.label, "message": r.message,
+                          "nodes": r.nodes} for r in checks.rows],
+            "crashed": [{"check": what, "nodes": nodes} for what, nodes in checks.crashed.items()],
+        }
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_table(comparison: Comparison, checks: ChecksSummary | None = None, color: bool | None = None,
+                 width: int = 120) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(force_terminal=color, no_color=color is False, width=width, highlight=False)
+    with console.capture() as capture:
+        for bad in comparison.unreadable:
+            console.print(f"[red]unreadable:[/] {bad.source}: {bad.error}", markup=True)
+        total = len(comparison.nodes)
+        if comparison.differences:
+            table = Table(title=f"Facts that differ across {total} node(s)", show_lines=False, expand=False)
+            table.add_column("fact", overflow="fold")
+            table.add_column("majority", overflow="fold")
+            table.add_column("differing: value (nodes)", overflow="fold")
+            for d in comparison.differences:
+                if d.has_majority:
+                    majority_nodes = dict(d.holders)[d.majority]
+                    majority = f"{value_text(d.majority)} ({len(majority_nodes)}/{total})"
+                    others = [(v, n) for v, n in d.holders if v != d.majority]
+                else:
+                    majority, others = "(no majority)", list(d.holders)
+                table.add_row(d.fact, majority, "\n".join(f"{value_text(v)} ({compress(n)})" for v, n in others))
+            console.print(table)
+            odd = comparison.odd_nodes()
+            if odd:
+                console.print(f"Nodes off the majority ({len(odd)}/{total}):", style="bold")
+                for node, facts in odd.items():
+                    shown = ", ".join(f"{fact}={value_text(value)}" for fact, value in list(facts.items())[:6])
+                    more = f" (+{len(facts) - 6} more)" if len(facts) > 6 else ""
+                    console.print(f"  {node}: {shown}{more}", markup=False)
+        elif comparison.nodes:
+            console.print(f"All {total} node(s) agree on every compared fact.")
+        if checks is not None:
+            _print_checks(console, checks)
+    return capture.get()
+
+
+def _print_checks(console: Any, checks: ChecksSummary) -> None:
+    from rich.table import Table
+
+    total = len(checks.nodes)
+    if not checks.rows and not checks.crashed:
+        console.print(f"Checks: no finding on any of {total} node(s).")
+        return
+    table = Table(title=f"Check findings across {total} node(s)")
+    table.add_column("code")
+    table.add_column("severity")
+    table.add_column("nodes", overflow="fold")
+    table.add_column("message (first node)", overflow="fold")
+    for row in checks.rows:
+        table.add_row(f"{row.code} {row.name}", row.severity.label, f"{compress(row.nodes)} ({len(row.nodes)})",
+                      row.message)
+    for what, nodes in checks.crashed.items():
+        table.add_row("crashed", "", f"{compress(nodes)} ({len(nodes)})", what)
+    console.print(table)

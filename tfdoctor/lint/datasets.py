@@ -1,0 +1,315 @@
+"""Where tf.data pipelines are in a script, followed through names within each function.
+
+A pipeline is a chain `source → transformation → …`: a source is a Dataset constructor (or a function
+of the same module that returns one, or a parameter annotated or named as a dataset); each
+transformation (`.map`, `.batch`, `.prefetch`…) makes a new value that remembers the ops before it.
+Names are followed in statement order inside one scope (`ds = ds.map(f)`), which is how input pipelines
+are written; anything cleverer (attributes, containers, other modules) is left alone, so rules built
+on this stay silent rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tfdoctor.lint.source import SourceModule
+
+SOURCES = frozenset({
+    "tf.data.Dataset.from_tensor_slices", "tf.data.Dataset.from_tensors", "tf.data.Dataset.from_generator",
+    "tf.data.Dataset.range", "tf.data.Dataset.list_files", "tf.data.Dataset.zip", "tf.data.Dataset.load",
+    "tf.data.Dataset.sample_from_datasets", "tf.data.Dataset.choose_from_datasets",
+    "tf.data.Dataset.counter", "tf.data.TFRecordDataset", "tf.data.TextLineDataset",
+    "tf.data.FixedLengthRecordDataset", "tf.data.experimental.make_csv_dataset",
+    "tf.data.experimental.make_batched_features_dataset", "tf.data.experimental.sample_from_datasets",
+    "keras.utils.image_dataset_from_directory", "keras.preprocessing.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory", "keras.preprocessing.text_dataset_from_directory",
+    "keras.utils.audio_dataset_from_directory", "keras.utils.timeseries_dataset_from_array",
+    "keras.preprocessing.timeseries_dataset_from_array",
+})
+TRANSFORMS = frozenset({
+    "map", "batch", "padded_batch", "ragged_batch", "sparse_batch", "prefetch", "shuffle", "repeat",
+    "cache", "filter", "interleave", "flat_map", "shard", "take", "skip", "unbatch", "apply",
+    "with_options", "concatenate", "enumerate", "rebatch", "bucket_by_sequence_length", "group_by_window",
+    "window", "scan", "take_while", "ignore_errors", "snapshot", "unique", "rejection_resample",
+    "map_with_legacy_function", "distribute",
+})
+# Calls that pull elements from a dataset: the pipeline ends here as it was built.
+CONSUMER_METHODS = frozenset({
+    "fit", "evaluate", "predict", "experimental_distribute_dataset", "distribute_datasets_from_function",
+    "as_numpy_iterator",
+})
+CONSUMER_BUILTINS = frozenset({"iter", "enumerate", "next", "zip", "list"})
+_DATASET_PARAM = re.compile(r"(^|_)(ds|dataset)$")
+
+
+@dataclass(frozen=True, eq=False)
+class Pipeline:
+    """One dataset value: the ops that made it, oldest first, each with the call that applied it."""
+
+    source: ast.AST | None  # the constructor call; None when it came in as a parameter
+    ops: tuple[tuple[str, ast.Call], ...] = ()
+    node: ast.AST | None = None  # the expression that produced this value
+
+    def then(self, op: str, call: ast.Call) -> Pipeline:
+        return Pipeline(self.source, (*self.ops, (op, call)), call)
+
+    def has(self, op: str) -> bool:
+        return any(name == op for name, _ in self.ops)
+
+
+@dataclass(frozen=True)
+class ReturnShape:
+    elements: tuple[tuple[Pipeline | None, ast.AST], ...]
+    is_tuple: bool
+
+
+@dataclass
+class ScopeFlow:
+    scope: ast.AST
+    values: list[Pipeline] = field(default_factory=list)
+    extended: set[int] = field(default_factory=set)  # ids of values something was built on
+    consumed: dict[int, ast.AST] = field(default_factory=dict)  # id → the consuming node
+    returned: list[Pipeline] = field(default_factory=list)
+    # Each return statement's shape: one (value, expression) per returned element; a tuple when is_tuple.
+    return_shapes: list[ReturnShape] = field(default_factory=list)
+    of_node: dict[int, Pipeline] = field(default_factory=dict)  # id(expression) → its value
+    loops: list[tuple[ast.For | ast.AsyncFor, Pipeline]] = field(default_factory=list)
+
+    def terminal(self) -> list[Pipeline]:
+        return [v for v in self.values if id(v) not in self.extended]
+
+
+class _ScopeWalker(ast.NodeVisitor):
+    def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, ReturnShape]) -> None:
+        self.module, self.flow, self.returning = module, flow, returning
+        self.env: dict[str, Pipeline] = {}
+
+    def start(self, scope: ast.AST) -> None:
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = scope.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                annotation = self.module.qualified(arg.annotation) if arg.annotation is not None else None
+                if annotation == "tf.data.Dataset" or _DATASET_PARAM.search(arg.arg):
+                    self.env[arg.arg] = Pipeline(None, (), arg)
+        body = scope.body if isinstance(scope.body, list) else [scope.body]
+        for stmt in body:
+            self.visit(stmt)
+
+    # Nested scopes are walked on their own.
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        return
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        return
+
+    def value(self, node: ast.AST | None) -> Pipeline | None:
+        if node is None:
+            return None
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id)
+        return self.flow.of_node.get(id(node))
+
+    def _bind(self, target: ast.AST, value: Pipeline | None) -> None:
+        if isinstance(target, ast.Name):
+            if value is None:
+                self.env.pop(target.id, None)
+            else:
+                self.env[target.id] = value
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        value = self.value(node.value)
+        for target in node.targets:
+            self._bind(target, value)
+            shape = self._tuple_call(node.value)
+            if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
+                    len(target.elts) == len(shape.elements):
+                for element, (made, expr) in zip(target.elts, shape.elements, strict=True):
+                    if made is not None and made.source is not None:
+                        # Positioned at the returned expression: `.prefetch()` can be appended there.
+                        unpacked = Pipeline(node.value, made.ops, expr)
+                        self.flow.values.append(unpacked)
+                        self._bind(element, unpacked)
+
+    def _tuple_call(self, node: ast.AST) -> ReturnShape | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.returning:
+            shape = self.returning[node.func.id]
+            if shape.is_tuple and self.module.call_name(node) is None:
+                return shape
+        return None
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self._bind(node.target, self.value(node.value))
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        value = self.value(node.value)
+        self._bind(node.target, value)
+        if value is not None:
+            self.flow.of_node[id(node)] = value
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is None:
+            return
+        self.visit(node.value)
+        is_tuple = isinstance(node.value, ast.Tuple)
+        exprs = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        elements = tuple((self.value(e), e) for e in exprs)
+        if any(v is not None for v, _ in elements):
+            self.flow.returned.extend(v for v, _ in elements if v is not None)
+            self.flow.return_shapes.append(ReturnShape(elements, is_tuple))
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        value = self.value(node.iter)
+        if value is None and isinstance(node.iter, ast.Call) and node.iter.args and \
+                isinstance(node.iter.func, ast.Name) and node.iter.func.id == "enumerate":
+            value = self.value(node.iter.args[0])
+        if value is not None:
+            self.flow.consumed.setdefault(id(value), node)
+            self.flow.loops.append((node, value))
+        self._bind(node.target, None)
+        for stmt in (*node.body, *node.orelse):
+            self.visit(stmt)
+
+    visit_AsyncFor = visit_For  # type: ignore[assignment]
+
+    def _new(self, value: Pipeline, node: ast.AST) -> None:
+        self.flow.values.append(value)
+        self.flow.of_node[id(node)] = value
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        func = node.func
+        arg_values = [v for v in (self.value(a) for a in (*node.args, *(k.value for k in node.keywords))) if v]
+        receiver = self.value(func.value) if isinstance(func, ast.Attribute) else None
+        if receiver is not None and func.attr in TRANSFORMS:  # type: ignore[union-attr]
+            self.flow.extended.add(id(receiver))
+            for merged in arg_values:  # concatenate(other), zip: folded into this pipeline
+                self.flow.extended.add(id(merged))
+            self._new(receiver.then(func.attr, node), node)  # type: ignore[union-attr]
+            return
+        name = self.module.call_name(node)
+        if name in SOURCES:
+            for merged in arg_values:
+                self.flow.extended.add(id(merged))
+            self._new(Pipeline(node, (), node), node)
+            return
+        if isinstance(func, ast.Name) and func.id in self.returning and name is None and \
+                not self.returning[func.id].is_tuple:
+            made = self.returning[func.id].elements[0][0]
+            if made is None:
+                return
+            if made.source is None:  # a function that transforms the dataset it is given
+                base = arg_values[0] if arg_values else Pipeline(None, (), None)
+                self.flow.extended.update(id(v) for v in arg_values)
+                self._new(Pipeline(base.source, (*base.ops, *made.ops), node), node)
+            else:
+                self._new(Pipeline(node, made.ops, node), node)
+            return
+        consumer = (isinstance(func, ast.Attribute) and func.attr in CONSUMER_METHODS) or (
+            isinstance(func, ast.Name) and func.id in CONSUMER_BUILTINS and name is None)
+        if receiver is not None and isinstance(func, ast.Attribute) and func.attr == "as_numpy_iterator":
+            self.flow.consumed.setdefault(id(receiver), node)
+        if consumer:
+            for value in arg_values:
+                self.flow.consumed.setdefault(id(value), node)
+            if isinstance(func, ast.Name) and func.id in ("iter", "enumerate") and arg_values:
+                self.flow.of_node[id(node)] = arg_values[0]
+
+
+class DatasetFlow:
+    """Every scope's pipelines, computed once per module on first use."""
+
+    def __init__(self, module: SourceModule) -> None:
+        self.module = module
+
+    @cached_property
+    def scopes(self) -> list[ast.AST]:
+        scopes: list[ast.AST] = [self.module.tree]
+        scopes += self.module.nodes(ast.FunctionDef) + self.module.nodes(ast.AsyncFunctionDef)
+        return scopes
+
+    @cached_property
+    def referenced_names(self) -> set[str]:
+        return {n.id for n in self.module.nodes(ast.Name) if isinstance(n.ctx, ast.Load)}
+
+    @cached_property
+    def _calls_by_scope(self) -> dict[int, tuple[bool, set[str]]]:
+        """id(scope) → (does it build or transform a dataset itself?, names of the functions it calls).
+
+        Walking only the scopes that can hold a pipeline keeps lint time close to parse time.
+        """
+        found: dict[int, tuple[bool, set[str]]] = {}
+        for call in self.module.calls:
+            func = call.func
+            relevant = (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or \
+                self.module.call_name(call) in SOURCES
+            scope = self.module.scope_of(call)
+            has, names = found.get(id(scope), (False, set()))
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            found[id(scope)] = (has or relevant, names)
+        return found
+
+    def _builds(self, scope: ast.AST) -> bool:
+        return self._calls_by_scope.get(id(scope), (False, set()))[0]
+
+    @cached_property
+    def _plain_flows(self) -> dict[int, ScopeFlow]:
+        """Functions that build pipelines, walked without knowing what other functions return."""
+        return {id(s): self._walk(s, {}) for s in self.scopes[1:] if self._builds(s)}
+
+    @cached_property
+    def returning(self) -> dict[str, ReturnShape]:
+        """Module functions that return pipelines (alone or in a tuple), as their first return shows."""
+        found: dict[str, ReturnShape] = {}
+        for scope in self.scopes[1:]:
+            flow = self._plain_flows.get(id(scope))
+            if flow is not None and flow.return_shapes and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.setdefault(scope.name, flow.return_shapes[0])
+        return found
+
+    @cached_property
+    def flows(self) -> list[ScopeFlow]:
+        if not self.module.imports.imports_module("tf") and not self.module.imports.imports_module("keras"):
+            return []
+        flows = []
+        returning = self.returning
+        for scope in self.scopes:
+            builds, called = self._calls_by_scope.get(id(scope), (False, set()))
+            if called & returning.keys():
+                flows.append(self._walk(scope, returning))
+            elif id(scope) in self._plain_flows:
+                flows.append(self._plain_flows[id(scope)])
+            elif builds:
+                flows.append(self._walk(scope, {}))
+        return flows
+
+    def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
+        flow = ScopeFlow(scope)
+        try:
+            _ScopeWalker(self.module, flow, returning).start(scope)
+        except RecursionError:  # an expression nested thousands deep (generated code): no pipeline claims
+            return ScopeFlow(scope)
+        return flow
+
+    def values(self):
+        for flow in self.flows:
+            for value in flow.values:
+                yield flow, value
+
+
+def dataset_flow(module: SourceModule) -> DatasetFlow:
+    return module.derived(DatasetFlow)

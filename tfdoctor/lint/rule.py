@@ -1,0 +1,153 @@
+"""What a lint rule is: a code, a kebab-case name, a severity and a documented function of a module.
+
+A rule is the static twin of a check: `@lint_rule("SRC101", "conv-channels-first", Severity.WARNING)`
+marks `f(module: SourceModule) -> Iterable[Hit]`; its docstring has the same five sections and is what
+`tfdoctor explain SRC101` prints and what SARIF carries as the rule's help. Rules are found through the
+entry-point group `tfdoctor.lint_rules`, built-ins exactly like plugins.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfdoctor.model import Applicability, Severity
+from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, validate_identity
+
+_RULE_ATTR = "__tfdoctor_lint_rule__"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two positions (1-based lines, 1-based character columns) by `text`."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "text": self.text}
+
+
+@dataclass(frozen=True)
+class SourceFix:
+    """A fix as data: an imperative title and, where a mechanical change exists, the edits that make it.
+
+    Without edits the fix is advice for a person (applicability MANUAL).
+    """
+
+    title: str
+    edits: tuple[Edit, ...] = ()
+    applicability: Applicability = Applicability.MANUAL
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "applicability": self.applicability.value,
+                "edits": [e.to_json() for e in self.edits]}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a rule yields: the node it is about and what it saw. The runner adds file and position."""
+
+    node: ast.AST
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fix: SourceFix | None = None
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fix: SourceFix | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "line": self.line, "column": self.column,
+            "end_line": self.end_line, "end_column": self.end_column,
+            "code": self.code, "name": self.name, "severity": self.severity.label,
+            "message": self.message, "evidence": dict(self.evidence),
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+
+
+RuleFunc = Callable[..., Iterable[Hit]]
+
+
+@dataclass(frozen=True)
+class LintRuleSpec:
+    code: str
+    name: str
+    severity: Severity
+    func: RuleFunc
+    origin: str = ""
+
+    @property
+    def doc(self) -> str:
+        return _dedent_doc(self.func.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+
+def lint_rule(code: str, name: str, severity: Severity) -> Callable[[RuleFunc], RuleFunc]:
+    """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation."""
+    validate_identity("lint rule", code, name)
+
+    def mark(func: RuleFunc) -> RuleFunc:
+        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func))
+        return func
+
+    return mark
+
+
+@dataclass
+class LintRegistry:
+    rules: list[LintRuleSpec]
+    errors: list[str]
+
+    def by_code(self, code: str) -> LintRuleSpec | None:
+        code = code.upper()
+        return next((r for r in self.rules if r.code == code), None)
+
+
+def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
+    """Discover lint rules from the entry-point group (or from `modules`, for tests)."""
+    errors: list[str] = []
+    sources: list[tuple[str, object]] = []
+    if modules is not None:
+        sources = [(getattr(m, "__name__", repr(m)), m) for m in modules]
+    else:
+        for name, value in _entry_points(LINT_RULE_GROUP):
+            try:
+                sources.append((f"{name} = {value}", _load(value)))
+            except Exception as exc:  # a broken plugin must not take tfdoctor down
+                errors.append(f"{LINT_RULE_GROUP} entry point '{name} = {value}' failed to load: {exc}")
+    by_code: dict[str, LintRuleSpec] = {}
+    for origin, obj in sources:
+        candidates = vars(obj).values() if hasattr(obj, "__dict__") and not callable(obj) else [obj]
+        for value in candidates:
+            spec = getattr(value, _RULE_ATTR, None)
+            if spec is None or spec.func is not value:
+                continue
+            if spec.code in by_code:
+                errors.append(f"lint rule code {spec.code} is registered twice ({by_code[spec.code].origin} "
+                              f"and {origin}); the second is ignored")
+                continue
+            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin)
+    return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)

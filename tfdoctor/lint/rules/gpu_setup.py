@@ -1,0 +1,196 @@
+"""SRC110, SRC113, SRC114: GPU runtime set up from inside the script."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from tfdoctor.lint.edits import replace_node
+from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
+from tfdoctor.lint.source import SourceModule, argument, constant
+from tfdoctor.model import Applicability, Severity
+
+_OOM_OPTION = "report_tensor_allocations_upon_oom"
+_ENVIRON = frozenset({"os.environ"})
+_GPU_MEMORY_SETUP = frozenset({
+    "tf.config.experimental.set_memory_growth", "tf.config.set_memory_growth",
+    "tf.config.set_visible_devices", "tf.config.experimental.set_visible_devices",
+    "tf.config.set_logical_device_configuration", "tf.config.experimental.set_virtual_device_configuration",
+    "tf.config.experimental.set_logical_device_configuration",
+})
+_MEMORY_ENV = frozenset({"TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_VISIBLE_DEVICES", "TF_GPU_ALLOCATOR"})
+_MWMS = frozenset({"tf.distribute.MultiWorkerMirroredStrategy",
+                   "tf.distribute.experimental.MultiWorkerMirroredStrategy"})
+_LOCAL_ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1):\d+")
+
+
+@lint_rule("SRC110", "oom-allocation-report-enabled", Severity.WARNING)
+def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
+    """`report_tensor_allocations_upon_oom=True` is left on.
+
+    What it does:
+        Flags `report_tensor_allocations_upon_oom=True` passed to `RunOptions` (or any call) and
+        assigned as an attribute (`run_options.report_tensor_allocations_upon_oom = True`).
+
+    Why is this bad?
+        It makes TensorFlow track every live tensor allocation for every step so that an out-of-memory
+        error can list them: a debugging aid whose bookkeeping slows each step and holds memory. Left
+        on in a training job it costs time on every step to help with an error that may never happen.
+
+    Example:
+        run_options = tf.compat.v1.RunOptions(report_tensor_allocations_upon_oom=True)
+
+    Fix:
+        Remove the option (or set it to False) once the OOM is understood.
+
+    Fix safety:
+        Safe: it changes no result; an OOM error just lists fewer details.
+    """
+    for call in module.calls:
+        for kw in call.keywords:
+            if kw.arg == _OOM_OPTION and constant(kw.value) is True:
+                yield Hit(kw, f"{_OOM_OPTION}=True tracks every tensor allocation on every step",
+                          fix=SourceFix("Set it to False", (replace_node(module, kw.value, "False"),),
+                                        Applicability.SAFE))
+    for assign in module.nodes(ast.Assign):
+        if constant(assign.value) is True and any(isinstance(t, ast.Attribute) and t.attr == _OOM_OPTION
+                                                  for t in assign.targets):
+            yield Hit(assign, f"{_OOM_OPTION} = True tracks every tensor allocation on every step",
+                      fix=SourceFix("Set it to False", (replace_node(module, assign.value, "False"),),
+                                    Applicability.SAFE))
+
+
+def _env_assignments(module: SourceModule) -> Iterator[tuple[ast.AST, str, object]]:
+    """(node, variable, value) for every environment variable the script sets."""
+    for assign in module.nodes(ast.Assign):
+        for target in assign.targets:
+            if isinstance(target, ast.Subscript) and module.qualified(target.value) in _ENVIRON:
+                name = constant(target.slice)
+                if isinstance(name, str):
+                    yield target, name, constant(assign.value)
+    for call in module.calls:
+        func = call.func
+        name = module.call_name(call)
+        if name == "os.putenv" or (isinstance(func, ast.Attribute) and func.attr == "setdefault"
+                                   and module.qualified(func.value) in _ENVIRON):
+            key = constant(argument(call, "key", 0))
+            if isinstance(key, str):
+                yield call, key, constant(argument(call, "value", 1))
+        elif isinstance(func, ast.Attribute) and func.attr == "update" and module.qualified(func.value) in _ENVIRON:
+            for arg in call.args:
+                if isinstance(arg, ast.Dict):
+                    for key, value in zip(arg.keys, arg.values, strict=True):
+                        if isinstance(constant(key), str):
+                            yield key, constant(key), constant(value)  # type: ignore[misc]
+            for kw in call.keywords:
+                if kw.arg:
+                    yield kw, kw.arg, constant(kw.value)
+
+
+def _first_tensorflow_import(module: SourceModule) -> int | None:
+    lines = [n.lineno for n in module.nodes(ast.Import) if any(a.name.split(".")[0] in ("tensorflow", "keras")
+                                                                for a in n.names)]
+    lines += [n.lineno for n in module.nodes(ast.ImportFrom)
+              if n.module and n.module.split(".")[0] in ("tensorflow", "keras") and not n.level]
+    return min(lines) if lines else None
+
+
+@lint_rule("SRC113", "cuda-visible-devices-set-in-script", Severity.WARNING)
+def cuda_visible_devices_set_in_script(module: SourceModule) -> Iterator[Hit]:
+    """The script assigns `CUDA_VISIBLE_DEVICES` itself.
+
+    What it does:
+        Flags `os.environ["CUDA_VISIBLE_DEVICES"] = ...`, `os.environ.setdefault(...)`,
+        `os.environ.update(...)` and `os.putenv(...)` for `CUDA_VISIBLE_DEVICES`, and says whether the
+        assignment comes after TensorFlow is imported.
+
+    Why is this bad?
+        The variable is read once, when the CUDA runtime initialises: set after TensorFlow has touched
+        the GPU it is silently ignored. Set early, it still overrides what the scheduler (Slurm's GPU
+        binding, Kubernetes' device plugin, `docker --gpus`) gave the job, so two jobs end up on the
+        same GPU while another idles. `tfdoctor check` cannot see a value set inside the script.
+
+    Example:
+        import os
+        import tensorflow as tf
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+
+    Fix:
+        Set it where the job is launched (`CUDA_VISIBLE_DEVICES=0 python train.py`, or leave it to the
+        scheduler), or choose devices in TensorFlow: `tf.config.set_visible_devices(gpus[0], "GPU")`.
+
+    Fix safety:
+        Manual: where the variable belongs depends on how the job is launched.
+    """
+    first_import = _first_tensorflow_import(module)
+    for node, name, value in _env_assignments(module):
+        if name != "CUDA_VISIBLE_DEVICES":
+            continue
+        line = getattr(node, "lineno", 0)
+        after = first_import is not None and line > first_import
+        shown = value if isinstance(value, (str, int)) else None
+        message = "CUDA_VISIBLE_DEVICES is assigned inside the script"
+        if after:
+            message += " after TensorFlow is imported (ignored once TensorFlow has initialised the GPUs)"
+        yield Hit(node, message, evidence={"value": shown, "after_tensorflow_import": after},
+                  fix=SourceFix("Set CUDA_VISIBLE_DEVICES where the job is launched, or use "
+                                "tf.config.set_visible_devices"))
+
+
+def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
+    for name, calls in module.calls_by_name.items():
+        if name.startswith("horovod.") and name.endswith(".init"):
+            return calls[0], "Horovod starts one process per GPU on each host"
+    mwms = next(iter(module.calls_named(*_MWMS)), None)
+    if mwms is not None:
+        addresses = {m.group(0) for node in module.nodes(ast.Constant) if isinstance(node.value, str)
+                     for m in _LOCAL_ADDRESS.finditer(node.value)}
+        if len(addresses) >= 2:
+            return mwms, f"its cluster puts {len(addresses)} workers on this host ({', '.join(sorted(addresses))})"
+    return None
+
+
+@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING)
+def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
+    """Several processes will share the GPUs, and the script neither pins a GPU nor limits memory.
+
+    What it does:
+        Looks for a static sign that several TensorFlow processes run on one host — `hvd.init()`
+        (Horovod: one process per GPU), or `MultiWorkerMirroredStrategy` with a cluster of two or more
+        `localhost`/`127.0.0.1` workers written in the script — and flags it when the script calls
+        none of `set_memory_growth`, `set_visible_devices`, `set_logical_device_configuration` and
+        sets none of `TF_FORCE_GPU_ALLOW_GROWTH`, `TF_GPU_ALLOCATOR`, `CUDA_VISIBLE_DEVICES`.
+
+    Why is this bad?
+        By default each TensorFlow process maps nearly all memory of every GPU it can see. The first
+        process to start takes it all; the others fail with out-of-memory errors, or, where they do
+        start, each holds a context on every GPU.
+
+    Example:
+        import horovod.tensorflow.keras as hvd
+        hvd.init()
+        model.fit(ds, epochs=10)
+
+    Fix:
+        gpus = tf.config.list_physical_devices("GPU")
+        for gpu in gpus:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        if gpus:
+            tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")
+
+    Fix safety:
+        Manual: must run before TensorFlow initialises the GPUs, at the top of the script.
+    """
+    signal = _shared_gpu_signal(module)
+    if signal is None:
+        return
+    if module.calls_named(*_GPU_MEMORY_SETUP):
+        return
+    if any(name in _MEMORY_ENV for _node, name, _value in _env_assignments(module)):
+        return
+    node, why = signal
+    where = node.func if isinstance(node, ast.Call) else node
+    yield Hit(where, f"several processes share this host's GPUs ({why}) but the script neither pins a GPU "
+              "per process nor enables memory growth", evidence={"signal": why},
+              fix=SourceFix("Call tf.config.experimental.set_memory_growth (and pin one GPU per process)"))

@@ -1,0 +1,234 @@
+"""SRC102–SRC106: tf.data input pipelines that keep the accelerator waiting."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tfdoctor.lint.datasets import dataset_flow
+from tfdoctor.lint.edits import add_keyword, append_call, tf_alias
+from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
+from tfdoctor.lint.source import SourceModule, argument, constant
+from tfdoctor.model import Applicability, Severity
+
+# Transformations whose cost sharding should have avoided (work done for elements then thrown away).
+_EXPENSIVE = frozenset({"map", "interleave", "flat_map", "filter", "batch", "padded_batch", "shuffle",
+                        "cache", "apply", "unbatch", "map_with_legacy_function"})
+_PY_FUNCTIONS = frozenset({"tf.py_function", "tf.numpy_function", "tf.py_func", "tf.compat.v1.py_func"})
+_PIPELINE_FUNCTION_ARGS = {"map": 0, "filter": 0, "flat_map": 0, "interleave": 0}
+
+
+@lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING)
+def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
+    """A tf.data pipeline is consumed without `.prefetch()`.
+
+    What it does:
+        Follows each tf.data pipeline from its source (`Dataset.from_tensor_slices`, `TFRecordDataset`,
+        `image_dataset_from_directory`, a function of the same script that returns one…) to where it is
+        consumed (`model.fit`, a `for` loop, `iter()`, `experimental_distribute_dataset`) or returned from
+        a function the script never calls, and flags it when no `.prefetch()` was applied on the way.
+
+    Why is this bad?
+        Without prefetching, the input pipeline and the training step take turns: while the model
+        computes step N, nothing prepares batch N+1, and the accelerator idles for the whole time it
+        takes to read and preprocess a batch. The TensorFlow data performance guide and the Profiler's
+        input-pipeline analysis both start here.
+
+    Example:
+        ds = tf.data.TFRecordDataset(files).map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(64)
+        model.fit(ds, epochs=10)
+
+    Fix:
+        End the pipeline with `.prefetch(tf.data.AUTOTUNE)`:
+
+        ds = ds.batch(64).prefetch(tf.data.AUTOTUNE)
+
+    Fix safety:
+        Safe: prefetching changes neither the elements nor their order; it holds a few more batches in
+        host memory.
+    """
+    flow = dataset_flow(module)
+    for scope_flow in flow.flows:
+        called_from_here = isinstance(scope_flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            scope_flow.scope.name in flow.referenced_names
+        returned = {id(v) for v in scope_flow.returned}
+        for value in scope_flow.terminal():
+            if value.source is None or value.has("prefetch") or value.node is None:
+                continue
+            if id(value) in returned:
+                if called_from_here:
+                    continue  # judged where the caller consumes it
+            elif id(value) not in scope_flow.consumed:
+                continue
+            alias = tf_alias(module)
+            fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
+            if alias:
+                edit = append_call(module, value.node, f".prefetch({alias}.data.AUTOTUNE)")
+                fix = SourceFix(fix.title, (edit,), Applicability.SAFE)
+            ops = [op for op, _ in value.ops]
+            where = value.node.func if isinstance(value.node, ast.Call) else value.node
+            yield Hit(where, "tf.data pipeline is consumed without .prefetch(): input preparation and "
+                      "training steps take turns instead of overlapping",
+                      evidence={"ops": ops}, fix=fix)
+
+
+@lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING)
+def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
+    """`Dataset.map()` runs its function on one element at a time.
+
+    What it does:
+        Flags `.map(f)` on a tf.data pipeline (followed from its source, or a parameter annotated
+        `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
+        literal 1.
+
+    Why is this bad?
+        A sequential map decodes and augments one element at a time on one core; on a machine with many
+        cores the input pipeline becomes the bottleneck and the accelerator waits.
+        `num_parallel_calls=tf.data.AUTOTUNE` lets tf.data pick the parallelism from the CPU budget.
+
+    Example:
+        ds = ds.map(decode_and_augment)
+
+    Fix:
+        ds = ds.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE)
+
+    Fix safety:
+        Safe: the output order stays deterministic unless `deterministic=False` is also passed (or set
+        in the dataset options); the function must not rely on running sequentially (Python state in a
+        `tf.py_function`).
+    """
+    seen: set[int] = set()
+    for _flow, value in dataset_flow(module).values():
+        if not value.ops or value.ops[-1][0] != "map":
+            continue
+        call = value.ops[-1][1]
+        if id(call) in seen:
+            continue
+        seen.add(id(call))
+        parallel = argument(call, "num_parallel_calls", 1)
+        if parallel is not None and constant(parallel) not in (1, None):
+            continue
+        alias = tf_alias(module)
+        fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
+        if alias and parallel is None:
+            edit = add_keyword(module, call, f"num_parallel_calls={alias}.data.AUTOTUNE")
+            if edit is not None:
+                fix = SourceFix(fix.title, (edit,), Applicability.SAFE)
+        state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
+        yield Hit(call.func, f"Dataset.map() {state} processes one element at a time",
+                  evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix)
+
+
+@lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO)
+def dataset_from_python_generator(module: SourceModule) -> Iterator[Hit]:
+    """The input pipeline starts from a Python generator.
+
+    What it does:
+        Flags `tf.data.Dataset.from_generator(...)`.
+
+    Why is this bad?
+        Elements produced by a Python generator are made under the GIL, one at a time, and cannot be
+        parallelised, sharded across workers, or saved in a SavedModel; a generator that reads files or
+        decodes images caps the input rate at what one Python thread can do.
+
+    Example:
+        ds = tf.data.Dataset.from_generator(read_examples, output_signature=spec)
+
+    Fix:
+        Build the pipeline from TensorFlow ops instead: list the files (`Dataset.list_files`,
+        `from_tensor_slices(paths)`), read them with `TFRecordDataset` / `tf.io.read_file`, and decode
+        in `.map(..., num_parallel_calls=tf.data.AUTOTUNE)`. Keep `from_generator` for small,
+        in-memory data.
+
+    Fix safety:
+        Manual: the generator's logic must be rewritten with TensorFlow ops.
+    """
+    for call in module.calls_named("tf.data.Dataset.from_generator"):
+        yield Hit(call.func, "tf.data pipeline built from a Python generator: elements are produced one "
+                  "at a time under the GIL", fix=SourceFix("Read and decode with tf.data and TensorFlow ops"))
+
+
+@lint_rule("SRC105", "py-function-in-input-pipeline", Severity.WARNING)
+def py_function_in_input_pipeline(module: SourceModule) -> Iterator[Hit]:
+    """A `tf.py_function` (or `tf.numpy_function`) runs inside a tf.data transformation.
+
+    What it does:
+        Flags `tf.py_function`, `tf.numpy_function` and `tf.compat.v1.py_func` called in a function
+        (or lambda) that the script passes to `Dataset.map`, `filter`, `flat_map` or `interleave`.
+
+    Why is this bad?
+        The wrapped Python runs under the GIL: `num_parallel_calls` cannot make it parallel, so the
+        map is as slow as one Python thread, and the pipeline cannot be serialised or distributed to
+        tf.data service workers.
+
+    Example:
+        def load(path):
+            return tf.py_function(lambda p: np.load(p.numpy()), [path], tf.float32)
+        ds = paths.map(load, num_parallel_calls=tf.data.AUTOTUNE)
+
+    Fix:
+        Express the function with TensorFlow ops (`tf.io.read_file`, `tf.io.decode_*`, `tf.image.*`),
+        or convert the data once, offline, into TFRecord files.
+
+    Fix safety:
+        Manual: the Python logic must be rewritten.
+    """
+    targets: list[ast.AST] = []
+    for _flow, value in dataset_flow(module).values():
+        if value.ops and value.ops[-1][0] in _PIPELINE_FUNCTION_ARGS:
+            call = value.ops[-1][1]
+            func = argument(call, "map_func", 0) or argument(call, "predicate", 0)
+            if func is not None:
+                targets.append(func)
+    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
+    seen: set[int] = set()
+    for target in targets:
+        body: ast.AST | None = target
+        if isinstance(target, ast.Name):
+            body = functions.get(target.id)
+        if body is None or id(body) in seen:
+            continue
+        seen.add(id(body))
+        for node in ast.walk(body):
+            if isinstance(node, ast.Call) and module.call_name(node) in _PY_FUNCTIONS:
+                name = module.call_name(node)
+                yield Hit(node.func, f"{name} inside a tf.data transformation runs under the GIL, one element "
+                          "at a time", evidence={"function": name},
+                          fix=SourceFix("Rewrite the function with TensorFlow ops"))
+
+
+@lint_rule("SRC106", "shard-after-expensive-transformation", Severity.WARNING)
+def shard_after_expensive_transformation(module: SourceModule) -> Iterator[Hit]:
+    """`Dataset.shard()` comes after work that every worker then repeats for nothing.
+
+    What it does:
+        Flags `.shard(num_workers, index)` applied after `map`, `interleave`, `filter`, `batch`,
+        `shuffle`, `cache` and similar transformations in the same pipeline.
+
+    Why is this bad?
+        `shard` keeps every N-th element; everything before it runs on all elements in every worker,
+        so each of N workers reads and decodes the whole data set and throws away (N-1)/N of it. The
+        tf.data guide: shard as early as possible, right after listing the files.
+
+    Example:
+        ds = tf.data.TFRecordDataset(files).map(parse).shard(num_workers, worker_index)
+
+    Fix:
+        ds = tf.data.Dataset.list_files(pattern, shuffle=False).shard(num_workers, worker_index)
+        ds = ds.interleave(tf.data.TFRecordDataset).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+    Fix safety:
+        Manual: moving the shard changes which elements each worker sees (still a partition of the
+        data set, but a different one) and, after a shuffle, makes the split deterministic.
+    """
+    seen: set[int] = set()
+    for _flow, value in dataset_flow(module).values():
+        if not value.ops or value.ops[-1][0] != "shard":
+            continue
+        call = value.ops[-1][1]
+        before = [op for op, _ in value.ops[:-1] if op in _EXPENSIVE]
+        if before and id(call) not in seen:
+            seen.add(id(call))
+            yield Hit(call.func, f"shard() after {', '.join(before)}: every worker does that work for all elements "
+                      "and keeps 1/N of them", evidence={"before_shard": before},
+                      fix=SourceFix("Shard right after the source (the list of files)"))

@@ -1,0 +1,350 @@
+"""SRC107, SRC108, SRC115: custom training loops — graph compilation, profiling, XLA."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tfdoctor.lint.datasets import Pipeline, dataset_flow
+from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
+from tfdoctor.lint.source import SourceModule, argument, constant, keyword
+from tfdoctor.model import Applicability, Severity
+
+_TF_FUNCTION = frozenset({"tf.function", "tf.compat.v1.function"})
+_KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+_VARYING_OPS = frozenset({"padded_batch", "ragged_batch", "bucket_by_sequence_length", "group_by_window"})
+_RAGGED_MAKERS = ("tf.ragged.", "tf.RaggedTensor.from_")
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _tf_function_call(module: SourceModule, node: ast.AST) -> ast.Call | None:
+    """`tf.function(...)` as a call (decorator with arguments, or wrapping), else None."""
+    if isinstance(node, ast.Call) and module.call_name(node) in _TF_FUNCTION:
+        return node
+    return None
+
+
+def _is_tf_function_decorator(module: SourceModule, decorator: ast.AST) -> bool:
+    return module.qualified(decorator) in _TF_FUNCTION or _tf_function_call(module, decorator) is not None
+
+
+def _wrapped_names(module: SourceModule) -> dict[str, ast.Call]:
+    """Functions compiled by a call, `step = tf.function(step)` or `tf.function(self.step, ...)`."""
+    wrapped: dict[str, ast.Call] = {}
+    for call in module.calls:
+        if _tf_function_call(module, call) is not None and call.args:
+            target = call.args[0]
+            if isinstance(target, ast.Name):
+                wrapped[target.id] = call
+            elif isinstance(target, ast.Attribute):
+                wrapped[target.attr] = call
+    return wrapped
+
+
+def _compiled_functions(module: SourceModule) -> set[str]:
+    """Names of functions that run as graphs: decorated, wrapped, or called from one that is."""
+    functions = [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]
+    compiled = {f.name for f in functions if any(_is_tf_function_decorator(module, d) for d in f.decorator_list)}
+    compiled |= set(_wrapped_names(module))
+    by_name: dict[str, list[Function]] = {}
+    for f in functions:
+        by_name.setdefault(f.name, []).append(f)
+    changed = True
+    while changed:  # whatever a graph function references by name is traced with it
+        changed = False
+        for name in list(compiled):
+            for f in by_name.get(name, []):
+                for node in ast.walk(f):
+                    ref = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) \
+                        else None
+                    if ref in by_name and ref not in compiled:
+                        compiled.add(ref)
+                        changed = True
+    return compiled
+
+
+def _gradient_steps(module: SourceModule) -> list[Function]:
+    """Functions that open a GradientTape and apply gradients in their own body (in source order)."""
+    def enclosing(node: ast.AST) -> Function | None:
+        return next((a for a in module.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                    None)
+
+    tapes = {id(f): f for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith))
+             if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
+                    for i in w.items) and (f := enclosing(w)) is not None}
+    if not tapes:
+        return []
+    applying = {id(f) for c in module.calls if isinstance(c.func, ast.Attribute)
+                and c.func.attr in ("apply_gradients", "apply") and (f := enclosing(c)) is not None}
+    return sorted((f for key, f in tapes.items() if key in applying), key=lambda f: f.lineno)
+
+
+@lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING)
+def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
+    """A custom training step records a GradientTape and applies gradients eagerly.
+
+    What it does:
+        Flags a function that opens `tf.GradientTape()` and calls `optimizer.apply_gradients()` when
+        it is not decorated with `@tf.function`, not wrapped by `tf.function(step)`, and not called from
+        a function that is. Keras' own `train_step`/`test_step` overrides are compiled by `fit` and are
+        left alone.
+
+    Why is this bad?
+        Eagerly, every op of the forward and backward pass is dispatched from Python one at a time:
+        for small and medium models the step is dominated by Python overhead and the GPU idles between
+        kernels. The TensorFlow performance guide measures several-fold speed-ups from `tf.function`
+        alone, and it is what XLA (`jit_compile=True`) builds on.
+
+    Example:
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+    Fix:
+        Decorate the step:
+
+        @tf.function
+        def train_step(x, y):
+            ...
+
+    Fix safety:
+        Unsafe: Python side effects (print, appending to lists, Python random numbers) then run only
+        while tracing, and a step called with new shapes or Python values retraces.
+    """
+    steps = _gradient_steps(module)
+    if not steps:
+        return
+    compiled = _compiled_functions(module)
+    alias = module.imports.alias_for("tf")
+    for func in steps:
+        if func.name in compiled:
+            continue
+        if func.name in _KERAS_STEP_METHODS and isinstance(module.parents.get(func), ast.ClassDef):
+            continue
+        fix = SourceFix("Decorate the step with @tf.function")
+        if alias:
+            first = func.decorator_list[0] if func.decorator_list else func
+            pos = module.position(first)
+            indent = " " * (pos.column - 1 - (1 if func.decorator_list else 0))
+            at = pos.column - (1 if func.decorator_list else 0)
+            fix = SourceFix(fix.title, (Edit(pos.line, at, pos.line, at, f"@{alias}.function\n{indent}"),),
+                            Applicability.UNSAFE)
+        yield Hit(_def_name(module, func), f"training step {func.name}() records a GradientTape and applies "
+                  "gradients eagerly (not a tf.function)", evidence={"function": func.name}, fix=fix)
+
+
+class _NamePosition(ast.AST):
+    _fields = ()
+
+
+def _def_name(module: SourceModule, func: Function) -> ast.AST:
+    """A node spanning the function's name on its `def` line (what editors underline)."""
+    line = func.lineno
+    text = module.lines[line - 1] if line <= len(module.lines) else ""
+    start = text.find(func.name, func.col_offset)
+    node = _NamePosition()
+    node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+    col = len(text[:start].encode("utf-8")) if start >= 0 else func.col_offset
+    node.col_offset = col  # type: ignore[attr-defined]
+    node.end_col_offset = col + len(func.name.encode("utf-8"))  # type: ignore[attr-defined]
+    return node
+
+
+def _calls_next(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
+               for n in ast.walk(node))
+
+
+def _is_range(module: SourceModule, node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Name) and node.func.id == "range" and module.qualified(node.func) is None:
+        return True
+    return module.call_name(node) == "tf.range"
+
+
+@lint_rule("SRC108", "iterator-outside-step-trace", Severity.WARNING)
+def iterator_outside_step_trace(module: SourceModule) -> Iterator[Hit]:
+    """The next batch is pulled outside the profiler's step `Trace`.
+
+    What it does:
+        Flags `with tf.profiler.experimental.Trace(..., step_num=...)` blocks inside a loop when the
+        loop takes its batch outside the block: `for batch in dataset:` (the `for` statement pulls the
+        element), or `batch = next(iterator)` before the `with`.
+
+    Why is this bad?
+        The Profiler's step-time breakdown and input-pipeline analysis attribute to a step only what
+        happens inside its step trace. Waiting for input then falls between steps: the overview page
+        reports the step as compute-bound and the input bottleneck, often the very thing being looked
+        for, disappears from the analysis.
+
+    Example:
+        for step, (x, y) in enumerate(train_ds):
+            with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+                train_step(x, y)
+
+    Fix:
+        Pull the element inside the trace:
+
+        iterator = iter(train_ds)
+        for step in range(steps):
+            with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+                x, y = next(iterator)
+                train_step(x, y)
+
+    Fix safety:
+        Manual: restructure the loop (the end of the data set now ends with StopIteration).
+    """
+    for with_node in [*module.nodes(ast.With), *module.nodes(ast.AsyncWith)]:
+        trace = next((i.context_expr for i in with_node.items if isinstance(i.context_expr, ast.Call)
+                      and module.call_name(i.context_expr) == "tf.profiler.experimental.Trace"
+                      and keyword(i.context_expr, "step_num") is not None), None)
+        if trace is None or _calls_next(with_node):
+            continue
+        loop = next((a for a in module.ancestors(with_node) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))),
+                    None)
+        if loop is None:
+            continue
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and not _is_range(module, loop.iter):
+            how = "the for statement pulls each element before the step Trace starts"
+        elif any(_calls_next(stmt) for stmt in loop.body):
+            how = "next(iterator) is called before the step Trace starts"
+        else:
+            continue
+        yield Hit(trace.func, f"input is fetched outside the profiler's step Trace: {how}",
+                  fix=SourceFix("Call next(iterator) inside the step Trace"))
+
+
+def _jit_function(module: SourceModule, func: Function, wrapped: dict[str, ast.Call]) -> ast.Call | None:
+    calls = [d for d in func.decorator_list if isinstance(d, ast.Call)]
+    if func.name in wrapped:
+        calls.append(wrapped[func.name])
+    for call in calls:
+        if _tf_function_call(module, call) is not None and constant(argument(call, "jit_compile")) is True:
+            return call
+    return None
+
+
+def _signature_varies(module: SourceModule, call: ast.Call) -> str | None:
+    for name in ("reduce_retracing", "experimental_relax_shapes"):
+        if constant(argument(call, name)) is True:
+            return f"{name}=True says its input shapes vary"
+    signature = argument(call, "input_signature")
+    if signature is None:
+        return None
+    for node in ast.walk(signature):
+        if isinstance(node, ast.Call):
+            name = module.call_name(node) or ""
+            if name.endswith("RaggedTensorSpec") or name.endswith("SparseTensorSpec"):
+                return f"its input_signature has a {name.rsplit('.', 1)[-1]}"
+            if name.endswith("TensorSpec"):
+                shape = argument(node, "shape", 0)
+                if isinstance(shape, (ast.List, ast.Tuple)) and any(constant(e) is None for e in shape.elts):
+                    return "its input_signature has a dimension of None"
+    return None
+
+
+def _varying_ops(value: Pipeline) -> list[str]:
+    """Ops of a pipeline after which element shapes differ from batch to batch."""
+    return [op for op, call in value.ops if op in _VARYING_OPS and not (
+        op == "padded_batch" and argument(call, "padded_shapes", 1) is not None)]
+
+
+def _fed_varying(module: SourceModule, name: str) -> str | None:
+    """Whether the function is called inside a loop over a pipeline with varying element shapes."""
+    for flow in dataset_flow(module).flows:
+        for loop, value in flow.loops:
+            varying = _varying_ops(value)
+            if not varying:
+                continue
+            for node in ast.walk(loop):
+                if isinstance(node, ast.Call) and _called_name(node) == name:
+                    return f"it is called in a loop over a pipeline with {varying[0]}() (shapes vary per batch)"
+    for call in module.calls:
+        if _called_name(call) == name:
+            for arg in call.args:
+                if isinstance(arg, ast.Call) and (module.call_name(arg) or "").startswith(_RAGGED_MAKERS):
+                    return "it is called with a ragged tensor"
+    return None
+
+
+def _called_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+@lint_rule("SRC115", "jit-compile-with-varying-shapes", Severity.WARNING)
+def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
+    """A function compiled with XLA (`jit_compile=True`) is fed ragged or varying shapes.
+
+    What it does:
+        Flags `tf.function(jit_compile=True)` when the script shows that the shapes vary: an
+        `input_signature` with a `None` dimension or a `RaggedTensorSpec`, `reduce_retracing=True`, a
+        call with a `tf.ragged` tensor, or calls inside a loop over a pipeline built with
+        `padded_batch()` (without fixed `padded_shapes`), `ragged_batch()` or
+        `bucket_by_sequence_length()`.
+
+    Why is this bad?
+        XLA compiles one executable per concrete input shape. With shapes that change from batch to
+        batch it recompiles again and again (seconds each, and an ever-growing cache) and the run is
+        slower than without XLA; ragged tensors are not supported by XLA at all and fail to compile.
+
+        Likewise `model.compile(jit_compile=True)` when `model.fit()` is given such a pipeline.
+
+    Example:
+        @tf.function(jit_compile=True, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        def train_step(tokens):
+            ...
+
+    Fix:
+        Give the compiled function fixed shapes: pad to a few fixed lengths (`padded_batch` with
+        `padded_shapes`, bucketing with fixed bucket sizes) and batch with `drop_remainder=True`; or
+        compile without XLA (`jit_compile=False`) and let auto-clustering pick the static parts.
+
+    Fix safety:
+        Manual: padding changes what the model sees (masking may be needed).
+    """
+    wrapped = _wrapped_names(module)
+    for func in [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]:
+        call = _jit_function(module, func, wrapped)
+        if call is None:
+            continue
+        why = _signature_varies(module, call) or _fed_varying(module, func.name)
+        if why:
+            jit = keyword(call, "jit_compile")
+            yield Hit(jit if jit is not None else call, f"{func.name}() is compiled with jit_compile=True but {why}: "
+                      "XLA recompiles for every new shape", evidence={"function": func.name},
+                      fix=SourceFix("Feed the compiled function fixed shapes, or drop jit_compile"))
+    yield from _keras_jit_fed_varying(module)
+
+
+def _keras_jit_fed_varying(module: SourceModule) -> Iterator[Hit]:
+    """`model.compile(jit_compile=True)` and then `model.fit(pipeline with varying shapes)`."""
+    compiled: dict[str, ast.keyword] = {}
+    for call in module.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "compile" and isinstance(func.value, ast.Name):
+            jit = keyword(call, "jit_compile")
+            if jit is not None and constant(jit.value) is True:
+                compiled[func.value.id] = jit
+    if not compiled:
+        return
+    for flow in dataset_flow(module).flows:
+        for value in flow.values:
+            node = flow.consumed.get(id(value))
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "fit"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in compiled):
+                continue
+            varying = _varying_ops(value)
+            if varying:
+                model = node.func.value.id
+                yield Hit(compiled[model], f"{model} is compiled with jit_compile=True but {model}.fit() is fed a "
+                          f"pipeline with {varying[0]}() (shapes vary per batch): XLA recompiles for every new shape",
+                          evidence={"model": model, "ops": varying},
+                          fix=SourceFix("Feed the compiled model fixed shapes, or drop jit_compile"))

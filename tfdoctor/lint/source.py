@@ -1,0 +1,231 @@
+"""A parsed script and the indexes every rule shares, built in one walk of the tree.
+
+Positions: `ast` counts columns in UTF-8 bytes; findings count characters (1-based), which is what
+editors and SARIF's `unicodeCodePoints` column kind expect, so `position()` converts.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+
+from tfdoctor.lint.names import ImportMap
+
+T = TypeVar("T")
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class SourceError(Exception):
+    """The file cannot be turned into a tree: `code` says which runner-emitted rule reports it."""
+
+    def __init__(self, code: str, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.code, self.message, self.line, self.column = code, message, line, column
+
+
+def decode_source(data: bytes) -> str:
+    """Bytes → text the way Python itself reads a script: BOM, then a PEP 263 coding cookie, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise _undecodable(data, exc) from None
+    except (SyntaxError, LookupError) as exc:  # no valid cookie, or one naming an unknown encoding
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as utf8_error:  # invalid UTF-8 in the first two lines
+            raise _undecodable(data, utf8_error) from None
+        raise SourceError("SRC002", f"cannot decode: {exc}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _undecodable(data: bytes, exc: UnicodeDecodeError) -> SourceError:
+    line = data[: exc.start].count(b"\n") + 1
+    return SourceError("SRC002", f"cannot decode as {exc.encoding}: byte 0x{data[exc.start]:02x} is not valid "
+                                 "(save the file as UTF-8 or declare its encoding, PEP 263)", line)
+
+
+def parse_source(text: str, filename: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = exc.offset or 1
+        raise SourceError("SRC001", f"cannot parse: {exc.msg}", line, max(column, 1)) from None
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        raise SourceError("SRC001", f"cannot parse: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    column: int  # 1-based, in characters
+    end_line: int
+    end_column: int  # 1-based, exclusive, in characters
+
+
+class SourceModule:
+    """One script: its text, tree, imports, and nodes grouped by type (walked once)."""
+
+    def __init__(self, path: str, text: str, tree: ast.Module) -> None:
+        self.path = path
+        self.text = text
+        self.tree = tree
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self._index(tree)
+        imports: list = [*self.by_type[ast.Import], *self.by_type[ast.ImportFrom]]
+        self.imports = ImportMap.from_imports(imports)
+        self._qualified: dict[int, str | None] = {}
+        self._derived: dict[object, object] = {}
+
+    def _index(self, tree: ast.AST) -> None:
+        """One pre-order pass (roughly source order) for node types and parents.
+
+        This is the linter's hot loop: iter_child_nodes is inlined, and fields that never hold a node
+        worth visiting (names, `ctx`, operators) are skipped by a per-type table.
+        """
+        parents, by_type, node_type = self.parents, self.by_type, ast.AST
+        stack = [tree]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            kind = type(node)
+            by_type[kind].append(node)
+            fields = _CHILD_FIELDS.get(kind)
+            if fields is None:
+                fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+            children = []
+            for name in fields:
+                value = getattr(node, name, None)
+                if isinstance(value, node_type):
+                    children.append(value)
+                elif isinstance(value, list):
+                    children.extend(item for item in value if isinstance(item, node_type))
+            for child in reversed(children):
+                parents[child] = node
+                push(child)
+
+    @classmethod
+    def from_text(cls, text: str, path: str = "<string>") -> SourceModule:
+        return cls(path, text, parse_source(text, path))
+
+    @classmethod
+    def from_path(cls, path: Path, display: str | None = None) -> SourceModule:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise SourceError("SRC002", f"cannot read: {exc.strerror or exc}") from None
+        return cls.from_text(decode_source(data), display or str(path))
+
+    def derived(self, factory: Callable[[SourceModule], T]) -> T:
+        """`factory(self)`, computed once per module: analyses that several rules share."""
+        if factory not in self._derived:
+            self._derived[factory] = factory(self)
+        return self._derived[factory]  # type: ignore[return-value]
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def nodes(self, kind: type) -> list:
+        return self.by_type.get(kind, [])
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        return self.nodes(ast.Call)
+
+    def qualified(self, node: ast.AST) -> str | None:
+        """Canonical name of what `node` refers to (`tf.data.Dataset.from_tensor_slices`), memoised."""
+        key = id(node)
+        try:
+            return self._qualified[key]
+        except KeyError:
+            name = self._qualified[key] = self.imports.qualified(node)
+            return name
+
+    def call_name(self, call: ast.Call) -> str | None:
+        return self.qualified(call.func)
+
+    @cached_property
+    def calls_by_name(self) -> dict[str, list[ast.Call]]:
+        """Calls of imported names, by canonical name: rules look up what they need instead of scanning."""
+        found: dict[str, list[ast.Call]] = defaultdict(list)
+        for call in self.calls:
+            name = self.call_name(call)
+            if name is not None:
+                found[name].append(call)
+        return found
+
+    def calls_named(self, *names: str) -> list[ast.Call]:
+        found = [c for n in names for c in self.calls_by_name.get(n, ())]
+        return sorted(found, key=lambda c: (c.lineno, c.col_offset)) if len(names) > 1 else found
+
+    def ancestors(self, node: ast.AST):
+        while node in self.parents:
+            node = self.parents[node]
+            yield node
+
+    def scope_of(self, node: ast.AST) -> Scope:
+        for parent in self.ancestors(node):
+            if isinstance(parent, _SCOPES):
+                return parent
+        return self.tree
+
+    def _char_column(self, line: int, byte_col: int) -> int:
+        if 1 <= line <= len(self.lines):
+            text = self.lines[line - 1]
+            if not text.isascii():
+                return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace")) + 1
+        return byte_col + 1
+
+    def position(self, node: ast.AST) -> Position:
+        line = getattr(node, "lineno", 1)
+        end_line = getattr(node, "end_lineno", None) or line
+        col = getattr(node, "col_offset", 0)
+        end_col = getattr(node, "end_col_offset", None)
+        end_col = col if end_col is None else end_col
+        return Position(line, self._char_column(line, col), end_line, self._char_column(end_line, end_col))
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+# Fields holding identifiers, flags or shared singletons (Load/Store, operators): nothing to lint below.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "level",
+                          "is_async", "conversion", "module"})
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    """The expression passed for parameter `name`, by keyword or at `position` (0-based)."""
+    found = keyword(call, name)
+    if found is not None:
+        return found.value
+    if position is not None and len(call.args) > position and not any(
+        isinstance(a, ast.Starred) for a in call.args[: position + 1]
+    ):
+        return call.args[position]
+    return None
+
+
+def constant(node: ast.AST | None) -> object:
+    """A literal's value, or the `_MISSING` marker when `node` is not a plain literal."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    return _MISSING
+
+
+_MISSING = object()

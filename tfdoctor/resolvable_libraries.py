@@ -1,0 +1,95 @@
+"""Pure views over the "cuda_libs" facts: where a library name resolves, what version that copy is,
+and which copies on disk the loader cannot see. Shared by the CUDA and CUPTI families."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from tfdoctor.facts import Facts
+from tfdoctor.tf_build import version_tuple
+
+
+@dataclass(frozen=True)
+class LibraryCopy:
+    path: str
+    dir: str
+    version: str | None
+    origin: str
+    broken: bool = False
+
+
+def _best_version(record: dict[str, Any]) -> str | None:
+    """The most precise version known for one file: cudnn_version.h, the wheel, then the file name."""
+    candidates = [record.get("header_version"), record.get("wheel_version"), record.get("file_version")]
+    known = [c for c in candidates if isinstance(c, str) and version_tuple(c)]
+    if not known:
+        return None
+    best = known[0]
+    for other in known[1:]:
+        if len(version_tuple(other)) > len(version_tuple(best)) and version_tuple(other)[:1] == version_tuple(best)[:1]:
+            best = other
+    return best
+
+
+def _copy(record: dict[str, Any]) -> LibraryCopy:
+    return LibraryCopy(posixpath.join(record["dir"], record["name"]), record["dir"], _best_version(record),
+                       record.get("origin", ""), bool(record.get("broken")))
+
+
+class LibraryView:
+    def __init__(self, facts: Facts, key: str) -> None:
+        entry = facts.get(f"cuda_libs.libraries.{key}")
+        self.files: list[dict[str, Any]] = list(entry.get("files") or [])
+        self.resolved_map: dict[str, dict[str, Any]] = dict(entry.get("resolved") or {})
+        self.ld_library_path: list[str] = list(facts.peek("cuda_libs.ld_library_path") or [])
+        self.runpath: list[str] = list(facts.peek("cuda_libs.runpath") or [])
+
+    def resolved(self, name: str) -> dict[str, Any] | None:
+        return self.resolved_map.get(name)
+
+    def copy_at(self, path: str) -> LibraryCopy | None:
+        for record in self.files:
+            if posixpath.join(record["dir"], record["name"]) == path:
+                return _copy(record)
+        return LibraryCopy(path, posixpath.dirname(path), None, "ld.so.cache")
+
+    def on_disk(self, name: str) -> list[LibraryCopy]:
+        """Every copy named `name`, loader-visible or not, broken links included."""
+        return [_copy(r) for r in self.files if r["name"] == name]
+
+    def unresolvable(self, name: str) -> list[LibraryCopy]:
+        """Intact copies the loader will not find (their folders are the fix)."""
+        resolved = self.resolved(name) or {}
+        visible = {resolved.get("path"), *(resolved.get("others") or [])}
+        return [c for c in self.on_disk(name) if not c.broken and c.path not in visible]
+
+    def broken(self, name: str) -> list[LibraryCopy]:
+        return [c for c in self.on_disk(name) if c.broken]
+
+    def other_names(self, stem: str, name: str) -> list[LibraryCopy]:
+        """Intact files of the same library under another name (libcupti.so.2022.4.0 for libcupti.so.11.8)."""
+        return [_copy(r) for r in self.files if r["name"] != name and not r.get("broken")
+                and r["name"].startswith(stem + ".")]
+
+
+def prefer_copy(copies: list[LibraryCopy], wanted: tuple[int, ...] = ()) -> LibraryCopy:
+    """The copy to point the loader at: one satisfying `wanted` (same major, ≥ minor), newest first,
+    pip wheels before toolkits on a tie (they are what TensorFlow pins)."""
+    def key(copy: LibraryCopy) -> tuple[int, tuple[int, ...], int]:
+        ok = satisfies(copy.version, wanted) if wanted else True
+        return (1 if ok else 0, version_tuple(copy.version), 1 if copy.origin == "pip wheel" else 0)
+
+    return max(copies, key=key)
+
+
+def satisfies(version: str | None, wanted: tuple[int, ...]) -> bool:
+    """Same major and not older (to the precision both sides know)."""
+    have = version_tuple(version)
+    if not have or not wanted:
+        return True
+    if have[0] != wanted[0]:
+        return False
+    n = min(len(have), len(wanted), 2)
+    return have[:n] >= wanted[:n]

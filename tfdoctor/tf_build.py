@@ -1,0 +1,185 @@
+"""TensorFlow's CUDA build, derived from facts (pure): the CUDA / cuDNN versions and GPU architectures
+it was built for, the nvidia-* wheels its `and-cuda` extra pins, and the library names it will dlopen.
+
+The build comes from the python snapshot (python.tensorflow.build_info, python.watched); when that
+interpreter has no TensorFlow (a --root run over a fake tree), from the TensorFlow the cuda_libs probe
+found next to the nvidia-* wheels (cuda_libs.tensorflow).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfdoctor.facts import Facts, Unknown
+
+TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly",
+                    "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")
+_PIN = re.compile(r"^(?P<name>nvidia-[A-Za-z0-9_.-]+?)\s*==\s*(?P<version>[0-9][^;\s,]*)")
+# Which nvidia-* wheel ships each library TensorFlow loads (CUDA 12 names; -cu11 for CUDA 11).
+WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
+            "cudnn": "nvidia-cudnn", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
+            "cusparse": "nvidia-cusparse", "nccl": "nvidia-nccl", "cupti": "nvidia-cuda-cupti",
+            "nvcc": "nvidia-cuda-nvcc"}
+
+
+def version_tuple(text: Any) -> tuple[int, ...]:
+    if text is None or isinstance(text, Unknown):
+        return ()
+    parts = []
+    for piece in str(text).split("."):
+        match = re.match(r"^[0-9]+", piece)
+        if not match:
+            break
+        parts.append(int(match.group(0)))
+        if match.group(0) != piece:
+            break
+    return tuple(parts)
+
+
+def major_minor(text: Any) -> str:
+    parts = version_tuple(text)
+    return ".".join(str(p) for p in parts[:2]) if parts else str(text)
+
+
+@dataclass(frozen=True)
+class TfBuild:
+    version: str | None
+    dist: str | None
+    is_cuda_build: bool
+    cuda_version: str | None  # "12.2"
+    cudnn_version: str | None  # "8" or "8.9"
+    compute_capabilities: tuple[str, ...]  # ("sm_60", "compute_90", …)
+    pins: dict[str, str] = field(default_factory=dict)  # nvidia-cudnn-cu12 -> 8.9.4.25 (and-cuda extra)
+
+    @property
+    def cuda_major(self) -> int | None:
+        parts = version_tuple(self.cuda_version)
+        return parts[0] if parts else None
+
+    def pin_for(self, library: str) -> tuple[str, str] | None:
+        """(wheel, pinned version) for a library key, from the and-cuda extra."""
+        stem = WHEEL_OF.get(library)
+        if not stem:
+            return None
+        for name, version in self.pins.items():
+            if re.fullmatch(rf"{re.escape(stem)}-cu[0-9]+", name):
+                return name, version
+        return None
+
+    def wheel_name(self, library: str) -> str | None:
+        stem = WHEEL_OF.get(library)
+        return f"{stem}-cu{self.cuda_major}" if stem and self.cuda_major else None
+
+    def install_hint(self, library: str) -> str:
+        pin = self.pin_for(library)
+        if pin:
+            return f"pip install '{pin[0]}=={pin[1]}'"
+        if self.version and version_tuple(self.version) >= (2, 14) and self.dist == "tensorflow":
+            return f"pip install 'tensorflow[and-cuda]=={self.version}'"
+        wheel = self.wheel_name(library)
+        if wheel:
+            wanted = major_minor(self.cudnn_version if library == "cudnn" else self.cuda_version)
+            return f"pip install '{wheel}{'~=' + wanted if '.' in wanted else '==' + wanted + '.*'}'"
+        return f"install the CUDA {self.cuda_version} libraries (CUDA toolkit and cuDNN {self.cudnn_version})"
+
+
+def parse_pins(requires_dist: Any) -> dict[str, str]:
+    pins = {}
+    for requirement in requires_dist or []:
+        text = str(requirement)
+        if "nvidia-" not in text:
+            continue
+        if "extra" in text and "and-cuda" not in text and "and_cuda" not in text:
+            continue
+        match = _PIN.match(text.strip())
+        if match:
+            pins[match.group("name").lower()] = match.group("version")
+    return pins
+
+
+def _from_python(facts: Facts) -> tuple[Any, str | None, str | None, Any]:
+    python = facts.peek("python")
+    if not isinstance(python, dict):
+        return None, None, None, None
+    tensorflow = python.get("tensorflow") or {}
+    info = tensorflow.get("build_info") if isinstance(tensorflow, dict) else None
+    watched = python.get("watched") or {}
+    for dist in TENSORFLOW_DISTS:
+        if isinstance(watched, dict) and dist in watched:
+            record = watched[dist]
+            return info, dist, record.get("version"), record.get("requires_dist")
+    return info, None, None, None
+
+
+def tensorflow_build(facts: Facts) -> TfBuild | None:
+    """None when no TensorFlow is installed (or its build is unreadable)."""
+    info, dist, version, requires = _from_python(facts)
+    found = facts.peek("cuda_libs.tensorflow")
+    found_ok = isinstance(found, dict) and isinstance(found.get("build_info"), dict)
+    # Under --root the python snapshot describes tfdoctor's interpreter, not the fake machine's.
+    fake_root = facts.meta.get("root") not in (None, "/")
+    if found_ok and (fake_root or not isinstance(info, dict)):
+        info = found["build_info"]
+        dist = (found.get("dist") or "tensorflow").replace("_", "-")
+        version, requires = found.get("version"), found.get("requires_dist")
+    if not isinstance(info, dict):
+        return None
+    caps = info.get("cuda_compute_capabilities") or []
+    if isinstance(caps, str):
+        caps = [c.strip() for c in caps.split(",")]
+    return TfBuild(
+        version=str(version) if version else None,
+        dist=dist,
+        is_cuda_build=bool(info.get("is_cuda_build")),
+        cuda_version=str(info["cuda_version"]) if info.get("cuda_version") else None,
+        cudnn_version=str(info["cudnn_version"]) if info.get("cudnn_version") else None,
+        compute_capabilities=tuple(str(c) for c in caps),
+        pins=parse_pins(requires),
+    )
+
+
+def wanted_sonames(build: TfBuild) -> dict[str, str]:
+    """The file names TensorFlow's loader asks for (tensorflow/tsl dso_loader), by library key."""
+    major = build.cuda_major
+    if major is None:
+        return {}
+    if major >= 12:
+        names = {"cudart": f"libcudart.so.{major}", "cublas": f"libcublas.so.{major}",
+                 "cublasLt": f"libcublasLt.so.{major}", "cufft": "libcufft.so.11",
+                 "cusolver": "libcusolver.so.11", "cusparse": "libcusparse.so.12",
+                 "cupti": f"libcupti.so.{major}"}
+    else:
+        names = {"cudart": f"libcudart.so.{major}.0", "cublas": f"libcublas.so.{major}",
+                 "cublasLt": f"libcublasLt.so.{major}", "cufft": "libcufft.so.10",
+                 "cusolver": "libcusolver.so.11", "cusparse": "libcusparse.so.11",
+                 "cupti": f"libcupti.so.{major_minor(build.cuda_version)}"}
+    cudnn = version_tuple(build.cudnn_version)
+    if cudnn:
+        names["cudnn"] = f"libcudnn.so.{cudnn[0]}"
+    names["nccl"] = "libnccl.so.2"
+    names["cuda"] = "libcuda.so.1"
+    return names
+
+
+def gpu_host(facts: Facts) -> bool:
+    """An NVIDIA GPU or driver is visible on this host (by NVML, /proc or the PCI bus)."""
+    devices = facts.peek("nvml.devices")
+    if isinstance(devices, list) and devices:
+        return True
+    if facts.peek("host.nvidia_driver"):
+        return True
+    pci = facts.peek("gpu_pci.devices")
+    return isinstance(pci, list) and bool(pci)
+
+
+def cuda_gpu_setup(facts: Facts) -> TfBuild | None:
+    """The TensorFlow CUDA build when this is a GPU host running one; None when the GPU stack cannot matter."""
+    build = tensorflow_build(facts)
+    if build is None or not build.is_cuda_build or not gpu_host(facts):
+        return None
+    system = facts.peek("host.system")
+    if isinstance(system, str) and system != "Linux":
+        return None
+    return build

@@ -1,0 +1,266 @@
+"""`tfdoctor tune`: search thread and affinity settings by measurement, within a trial or time budget.
+
+Options go before `--`; everything after it is the command to measure (default: the built-in
+micro-benchmark). Exit codes: 0 a winner was found; 1 no trial succeeded; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tfdoctor import __version__
+from tfdoctor.cli import EXIT_FINDINGS, UsageError
+
+DEFAULT_BUDGET = 40
+# The Python-environment probes import packages and are slow; nothing here needs them.
+SKIPPED_SECTIONS = frozenset({"python", "keras"})
+
+
+def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
+    """The job's CPU budget and the NUMA bindings to try, from the same probes `check` runs."""
+    from tfdoctor.cpu_budget import cpu_budget
+    from tfdoctor.engine import gather_facts
+    from tfdoctor.facts import NotChecked
+    from tfdoctor.facts.machine import Machine
+    from tfdoctor.registry import load_registry
+
+    probes = [p for p in load_registry().probes if p.section not in SKIPPED_SECTIONS]
+    machine = Machine(root=Path("/"), environ=dict(os.environ), timeout=5.0)
+    facts = gather_facts(probes, machine, deadline=time.monotonic() + 5.0)
+    try:
+        budget = cpu_budget(facts)
+    except NotChecked as exc:
+        raise UsageError(f"cannot size the search space: the CPU budget is unknown ({exc.reason})") from None
+    from tfdoctor.tune.numa_binding import numa_launchers
+
+    return budget, numa_launchers(facts)
+
+
+def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: float | None,
+               bench_seconds: float, workload: str | None = None) -> Any:
+    from tfdoctor.tune.objective import CommandObjective, builtin_benchmark
+
+    if workload:
+        from tfdoctor.tune.profile_objective import ProfileObjective, ProfileUnavailable
+
+        if command or metric:
+            raise UsageError("--workload measures a micro-profile workload: it takes no command or --metric")
+        try:
+            return ProfileObjective(workload, timeout=trial_timeout or 120.0)
+        except ProfileUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    if not command:
+        if metric:
+            raise UsageError("--metric reads the output of your command: give it after -- (e.g. -- python train.py)")
+        return builtin_benchmark(bench_seconds, trial_timeout or 120.0)
+    if not metric:
+        raise UsageError("a command needs --metric REGEX whose first group is the number, e.g. "
+                         "--metric 'images/sec: ([0-9.]+)'")
+    try:
+        return CommandObjective(tuple(command), metric, trial_timeout or 600.0)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:  # re.error
+        raise UsageError(f"--metric {metric!r} is not a regular expression: {exc}") from None
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.option("--budget", type=click.IntRange(min=1), metavar="TRIALS",
+              help=f"Search trials, the two seeds included (default {DEFAULT_BUDGET}; unlimited with --time).")
+@click.option("--time", "time_limit", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Stop searching in time to confirm the leaders within this many seconds in all.")
+@click.option("--space", "space_file", metavar="FILE",
+              help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
+@click.option("--write", "write_path", metavar="FILE", help="Write the winner as an env script (like `fix --write`).")
+@click.option("--force", is_flag=True, help="Overwrite the --write and --plot files.")
+@click.option("--resume", metavar="FILE", help="Continue the tune recorded in this results file.")
+@click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
+@click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
+@click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")
+@click.option("--trial-timeout", type=click.FloatRange(min=1), metavar="S",
+              help="Seconds before a trial is killed and recorded as timed out (default 600; 120 built-in).")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Measurements of each leader and baseline before a winner is declared.")
+@click.option("--leaders", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Leading candidates re-measured.")
+@click.option("--plot", "plot_path", metavar="FILE", help="Heatmap of two parameters: FILE.html or FILE.png.")
+@click.option("--plot-params", metavar="X,Y", help="The two parameters of the heatmap (default intra × inter).")
+@click.option("--seed", type=int, help="Seed of the sampler (a resumed tune keeps its own).")
+@click.option("--workload", metavar="NAME",
+              help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
+@click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
+              help="Measured seconds per trial of the built-in micro-benchmark.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
+         force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
+         trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
+         seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...]) -> None:
+    """Search TensorFlow/OpenMP thread and affinity settings by measuring them, and write the winner.
+
+    \b
+    tfdoctor tune --time 180 --write env.sh
+    tfdoctor tune --budget 30 --metric 'images/sec: ([0-9.]+)' -- python train.py --steps 200
+    tfdoctor tune --resume tfdoctor-tune-20260101-120000.jsonl
+    """
+    from tfdoctor.tune.results import ResultsError, ResultsLog, load_results
+    from tfdoctor.tune.search import Tuner, TuneSettings
+    from tfdoctor.tune.space import (
+        Space,
+        SpaceError,
+        apply_space_file,
+        current_settings,
+        default_space,
+        load_space_file,
+        rule_based_settings,
+    )
+
+    _check_output_paths(write_path, plot_path, force)
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise UsageError("tfdoctor tune needs optuna: pip install 'tfdoctor[tune]'") from None
+
+    previous: list[Any] = []
+    if resume:
+        if space_file or command or metric or maximize is not None or results or workload:
+            raise UsageError("--resume continues a recorded tune: it takes its space, command, metric and "
+                             "direction from the file (only --budget/--time/--write/--plot may change)")
+        try:
+            header, previous = load_results(resume, repair=True)
+        except ResultsError as exc:
+            raise UsageError(str(exc)) from None
+        space = Space.from_json(header["space"])
+        axes = _plot_axes(space, plot_params) if plot_path else None
+        seeds = header["seeds"]
+        maximize = header["maximize"]
+        recorded = header["objective"]
+        objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
+                               recorded.get("timeout"), recorded.get("bench_seconds", 3.0),
+                               recorded.get("workload"))
+        budget = budget if budget is not None else header.get("budget")
+        if budget is None and time_limit is None:
+            time_limit = header.get("time_limit")  # a --time tune resumes with its full time again
+        seed = header.get("seed")
+        log = ResultsLog(resume)
+    else:
+        maximize = True if maximize is None else maximize
+        objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
+        cpu, launchers = _facts_budget()
+        space = default_space(cpu, launchers)
+        if space_file:
+            try:
+                space = apply_space_file(space, load_space_file(space_file), f"--space {space_file}")
+            except SpaceError as exc:
+                raise UsageError(str(exc)) from None
+        seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
+        axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created
+        if budget is None and time_limit is None:
+            budget = DEFAULT_BUDGET
+        seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
+        path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
+        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget,
+                  "time_limit": time_limit, "seed": seed,
+                  "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
+                                "bench_seconds": bench_seconds},
+                  "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}
+        try:
+            log = ResultsLog.create(path, header)
+        except ResultsError as exc:
+            raise UsageError(str(exc)) from None
+
+    settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
+                            maximize=bool(maximize), seed=seed)
+    from tfdoctor.tune.progress import TuneProgress
+
+    done = sum(1 for r in previous if r.phase in ("current", "rule", "search"))
+    with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
+        tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update)
+        result = tuner.run()
+
+    from tfdoctor.tune.progress import render_summary
+
+    _out(render_summary(space, result, bool(maximize), str(log.path)))
+    if plot_path and axes:
+        _write_plot(space, result.records, axes, bool(maximize), plot_path, force)
+    if result.winner is None:
+        _out("tfdoctor: no trial succeeded; the errors are in the results file\n", err=True)
+        raise SystemExit(EXIT_FINDINGS)
+    if write_path:
+        from tfdoctor.fixes.write import WriteError, write_file
+        from tfdoctor.tune.envscript import render_winner
+
+        recorded = header["objective"]
+        described = (f"micro-profile workload {recorded['workload']}" if recorded.get("workload")
+                     else " ".join(recorded.get("command", [])))
+        script = render_winner(space, result, socket.gethostname(), __version__, described)
+        try:
+            write_file(write_path, script, force=force)
+        except WriteError as exc:
+            raise UsageError(str(exc)) from None
+        _out(f"tfdoctor: winning settings written to {write_path}\n", err=True)
+
+
+def _out(text: str, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text)
+    stream.flush()
+
+
+def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool) -> None:
+    """Refuse before an hour of trials, not after."""
+    for path in (write_path, plot_path):
+        if path and Path(path).exists() and not force:
+            raise UsageError(f"{path} exists; add --force to overwrite it")
+    if plot_path and Path(plot_path).suffix.lower() not in (".html", ".htm", ".png"):
+        raise UsageError(f"--plot {plot_path}: the file must end in .html or .png")
+
+
+def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str]:
+    from tfdoctor.tune.plot import default_axes
+
+    if plot_params:
+        names = [n.strip() for n in plot_params.split(",") if n.strip()]
+        if len(names) != 2:
+            raise UsageError("--plot-params takes two parameter names: X,Y")
+        unknown = [n for n in names if n not in space.names()]
+        if unknown:
+            raise UsageError(f"--plot-params: {', '.join(unknown)} not in the space ({', '.join(space.names())})")
+        return names[0], names[1]
+    try:
+        return default_axes(space)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _write_plot(space: Any, records: Any, axes: tuple[str, str], maximize: bool, path: str, force: bool) -> None:
+    from tfdoctor.fixes.write import WriteError, write_file
+    from tfdoctor.tune.plot import heatmap, render_html, render_png
+
+    hm = heatmap(space, records, axes[0], axes[1], maximize)
+    try:
+        if path.lower().endswith(".png"):
+            _write_bytes(path, render_png(hm), force)
+        else:
+            write_file(path, render_html(hm, f"tfdoctor tune: {axes[0]} × {axes[1]}"), force=force)
+    except WriteError as exc:
+        raise UsageError(str(exc)) from None
+    _out(f"tfdoctor: heatmap written to {path}\n", err=True)
+
+
+def _write_bytes(path: str, data: bytes, force: bool) -> None:
+    from tfdoctor.fixes.write import WriteError
+
+    try:
+        with open(path, "wb" if force else "xb") as handle:
+            handle.write(data)
+    except FileExistsError:
+        raise WriteError(f"{path} exists; add --force to overwrite it") from None
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,97 @@
+"""What `tfdoctor tune` shows: a progress bar with the best value so far (stderr), then a results table
+and the verdict (stdout)."""
+
+from __future__ import annotations
+
+import io
+import statistics
+import sys
+from types import TracebackType
+from typing import Any
+
+from tfdoctor.tune.results import TrialRecord
+from tfdoctor.tune.search import TuneResult
+from tfdoctor.tune.space import Space
+
+TABLE_ROWS = 10
+
+
+class TuneProgress:
+    def __init__(self, budget: int | None, time_limit: float | None, done: int, maximize: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.progress = Progress(TextColumn("[bold]tune[/]"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.description}"),
+                                 console=self.console, transient=False, disable=not sys.stderr.isatty())
+        self.task = self.progress.add_task("", total=budget if budget is not None else None, completed=done)
+        self.maximize = maximize
+        self.plain = not sys.stderr.isatty()
+
+    def __enter__(self) -> TuneProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.progress.stop()
+
+    def update(self, record: TrialRecord, best: TrialRecord | None) -> None:
+        best_text = f"best {best.value:.4g} (trial {best.number})" if best is not None else "no success yet"
+        outcome = f"{record.value:.4g}" if record.ok else f"{record.status}: {record.error}"
+        if record.phase != "confirm":
+            self.progress.advance(self.task)
+        self.progress.update(self.task, description=f"{best_text}; last {record.phase} {outcome}")
+        if self.plain:
+            # Not a terminal (a log file, CI): one line per trial instead of a redrawn bar.
+            self.console.print(f"trial {record.number} [{record.phase}{'/' + record.role if record.role else ''}] "
+                               f"{outcome} in {record.seconds:.1f} s; {best_text}", highlight=False, markup=False)
+
+
+def _settings_text(space: Space, params: dict[str, Any]) -> str:
+    return " ".join(f"{p.name}={params.get(p.name)}" for p in space.parameters)
+
+
+def render_summary(space: Space, result: TuneResult, maximize: bool, results_path: str) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, no_color=True, highlight=False)
+    groups: dict[tuple[Any, ...], list[TrialRecord]] = {}
+    for record in result.records:
+        if record.ok:
+            key = ("current",) if record.phase == "current" or record.role == "current" else tuple(
+                record.params.get(n) for n in space.names())
+            groups.setdefault(key, []).append(record)
+    sign = 1 if maximize else -1
+    ranked = sorted(groups.items(), key=lambda kv: -sign * statistics.median([r.value for r in kv[1]]))  # type: ignore[misc]
+    table = Table(title=f"tfdoctor tune: {len(result.records)} trials ({sum(not r.ok for r in result.records)} failed)")
+    table.add_column("rank", justify="right")
+    table.add_column("median", justify="right")
+    table.add_column("runs", justify="right")
+    table.add_column("spread", justify="right")
+    table.add_column("seed")
+    for name in space.names():
+        table.add_column(name.replace("TF_NUM_", "").replace("_THREADS", ""), overflow="fold")
+    for rank, (key, records) in enumerate(ranked[:TABLE_ROWS], start=1):
+        values = [r.value for r in records]
+        spread = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0  # type: ignore[arg-type]
+        role = "current" if key == ("current",) else ",".join(sorted({r.phase for r in records} & {"rule"}))
+        params = records[0].params
+        table.add_row(str(rank), f"{statistics.median(values):.4g}", str(len(values)),  # type: ignore[arg-type]
+                      f"{spread * 100:.1f} %", role, *[str(params.get(n)) for n in space.names()])
+    console.print(table)
+    lines = [f"search stopped: {result.stopped}; results in {results_path}"]
+    if result.winner is not None and result.winner_stats is not None:
+        lines.append(f"winner: {_settings_text(space, result.winner)}")
+        lines.append(f"  median {result.winner_stats.median:.4g} over {result.winner_stats.n} runs "
+                     f"(spread {result.winner_stats.spread * 100:.1f} %)")
+        labels = {"current": "current settings", "rule": "rule-based defaults"}
+        for name, gain in result.gains.items():
+            base = result.baselines[name]
+            lines.append(f"  vs {labels[name]}: {gain.describe()} (baseline median {base.median:.4g}, "
+                         f"{base.n} runs)")
+    console.print("\n".join(lines))
+    return buffer.getvalue()

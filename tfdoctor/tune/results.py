@@ -1,0 +1,121 @@
+"""The results file: one JSON line per finished trial, appended and fsynced as each trial completes.
+
+The first line is a header with the space, the objective and the search settings, so `--resume FILE`
+can continue the very same tune. A tune killed mid-write leaves at most one torn last line, which
+loading drops (and truncates away before appending), so nothing finished is ever lost or repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = "tfdoctor-tune-results/1"
+
+
+class ResultsError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    number: int
+    phase: str  # "current" / "rule" (the seeds), "search", or "confirm" (re-measuring a candidate)
+    params: dict[str, Any]
+    status: str  # "ok", "failed", "timeout"
+    value: float | None
+    seconds: float
+    env: dict[str, str | None] = field(default_factory=dict)  # what the trial changed (None: unset)
+    error: str = ""
+    role: str = ""  # for "confirm": "leader", "current" or "rule"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.value is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "trial", **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
+        return cls(
+            number=int(data["number"]), phase=str(data["phase"]), params=dict(data["params"]),
+            status=str(data["status"]), value=None if data.get("value") is None else float(data["value"]),
+            seconds=float(data.get("seconds", 0.0)), env=dict(data.get("env") or {}),
+            error=str(data.get("error", "")), role=str(data.get("role", "")),
+        )
+
+
+class ResultsLog:
+    """Append-only; every append is on disk (flush + fsync) before the next trial starts."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], header: Mapping[str, Any]) -> ResultsLog:
+        log = cls(path)
+        try:
+            with open(log.path, "x", encoding="utf-8") as handle:
+                handle.write(json.dumps({"type": "header", "format": FORMAT, **header}, sort_keys=True) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+        except FileExistsError:
+            raise ResultsError(f"{path} exists: continue it with --resume {path}, or choose another "
+                               "--results file") from None
+        except OSError as exc:
+            raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return log
+
+    def append(self, record: TrialRecord) -> None:
+        line = json.dumps(record.to_json(), sort_keys=True) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:
+    """The header and the finished trials. With `repair`, a torn last line is cut off the file so the
+    next append starts on a line of its own."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    lines = raw.split(b"\n")
+    header: dict[str, Any] | None = None
+    records: list[TrialRecord] = []
+    offset = 0
+    for index, line in enumerate(lines):
+        end = offset + len(line) + 1
+        if not line.strip():
+            offset = end
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            # Only the last line may be torn (a kill during the write); anything else is corruption.
+            if index >= len(lines) - 2 and not raw[offset:].rstrip(b"\n").count(b"\n"):
+                if repair:
+                    with open(file, "r+b") as handle:
+                        handle.truncate(offset)
+                break
+            raise ResultsError(f"{path}: line {index + 1} is not JSON") from None
+        if header is None:
+            if not isinstance(data, dict) or data.get("type") != "header" or data.get("format") != FORMAT:
+                raise ResultsError(f"{path} is not a tfdoctor tune results file")
+            header = data
+        elif isinstance(data, dict) and data.get("type") == "trial":
+            try:
+                records.append(TrialRecord.from_json(data))
+            except (KeyError, TypeError, ValueError):
+                raise ResultsError(f"{path}: line {index + 1} is not a trial record") from None
+        offset = end
+    if header is None:
+        raise ResultsError(f"{path} is empty: not a tfdoctor tune results file")
+    return header, records

@@ -1,0 +1,382 @@
+"""The search: optuna's TPE sampler, seeded with the current settings and the rule-based recommendation,
+then a confirmation phase that re-measures the leading candidates and both baselines, so the winner is
+declared on repeated measurements rather than on one lucky run.
+
+Everything a trial produces goes to the results log before the next one starts; a resumed tune feeds
+the logged trials back to the sampler and runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfdoctor.tune.objective import Measurement, Objective
+from tfdoctor.tune.results import ResultsLog, TrialRecord
+from tfdoctor.tune.space import Parameter, Space
+
+SEED_PHASES = ("current", "rule")
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    budget: int | None = 40  # search trials, the two seeds included
+    time_limit: float | None = None  # seconds for the whole tune, confirmation included
+    leaders: int = 3  # candidates re-measured before a winner is declared
+    repeats: int = 3  # measurements each candidate and baseline has after confirmation
+    maximize: bool = True
+    seed: int | None = None
+    startup_trials: int = 8  # random trials TPE needs before it models the surface
+    local_every: int = 3  # after the start-up, every n-th trial measures a neighbour of the best so far
+
+
+@dataclass(frozen=True)
+class Stats:
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def spread(self) -> float:
+        """Relative standard deviation (0 with one measurement: no spread could be seen)."""
+        if self.n < 2 or self.median == 0:
+            return 0.0
+        return statistics.stdev(self.values) / abs(statistics.fmean(self.values))
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The winner over a baseline: relative change of medians (positive = better), and its noise."""
+
+    ratio: float
+    spread: float
+
+    def describe(self) -> str:
+        return f"{self.ratio * 100:+.1f} % ± {self.spread * 100:.1f} %"
+
+
+@dataclass
+class TuneResult:
+    records: list[TrialRecord]
+    winner: dict[str, Any] | None = None
+    winner_stats: Stats | None = None
+    baselines: dict[str, Stats] = field(default_factory=dict)  # "current", "rule"
+    gains: dict[str, Gain] = field(default_factory=dict)
+    stopped: str = ""  # why the search ended
+
+
+def params_key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(params.get(name) for name in space.names())
+
+
+def _distributions(space: Space) -> dict[str, Any]:
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    out: dict[str, Any] = {}
+    for p in space.parameters:
+        if p.kind == "int":
+            out[p.name] = IntDistribution(p.low, p.high, log=p.log)
+        else:
+            out[p.name] = CategoricalDistribution(list(p.choices))
+    return out
+
+
+def _random_point(space: Space, rng: random.Random) -> dict[str, Any]:
+    return {p.name: rng.randint(p.low, p.high) if p.kind == "int" else rng.choice(p.choices)
+            for p in space.parameters}
+
+
+def _step(p: Parameter, value: int, direction: int) -> int | None:
+    """The next integer one step away; on a log scale the step grows with the value (about 15 %)."""
+    size = max(1, round(value * 0.15)) if p.log else 1
+    target = value + direction * size
+    return target if p.low <= target <= p.high else None
+
+
+def _neighbours(space: Space, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Points one step away: one integer up or down, two integers at once (a diagonal, which is how one
+    walks along a ridge such as intra × inter = cores), or another choice of one categorical parameter."""
+    out: list[dict[str, Any]] = []
+    ints = [p for p in space.parameters if p.kind == "int"]
+    for p in space.parameters:
+        if p.kind == "choice":
+            out.extend({**params, p.name: c} for c in p.choices if c != params[p.name])
+    moves: list[dict[str, int]] = []
+    for p in ints:
+        moves.extend({p.name: v} for d in (-1, 1) if (v := _step(p, params[p.name], d)) is not None)
+    for i, a in enumerate(ints):
+        for b in ints[i + 1:]:
+            for da in (-1, 1):
+                for db in (-1, 1):
+                    va, vb = _step(a, params[a.name], da), _step(b, params[b.name], db)
+                    if va is not None and vb is not None:
+                        moves.append({a.name: va, b.name: vb})
+    out.extend({**params, **move} for move in moves)
+    return out
+
+
+class Tuner:
+    def __init__(self, space: Space, objective: Objective, log: ResultsLog | None, settings: TuneSettings,
+                 seeds: Mapping[str, dict[str, Any]], previous: list[TrialRecord] = (),  # type: ignore[assignment]
+                 on_trial: Callable[[TrialRecord, TrialRecord | None], None] | None = None) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.space, self.objective, self.log, self.settings = space, objective, log, settings
+        self.seeds = dict(seeds)
+        self.records: list[TrialRecord] = list(previous)
+        self.on_trial = on_trial
+        self.distributions = _distributions(space)
+        self.rng = random.Random(settings.seed)
+        sampler = optuna.samplers.TPESampler(seed=settings.seed, multivariate=True, group=False,
+                                             n_startup_trials=settings.startup_trials)
+        self.study = optuna.create_study(direction="maximize" if settings.maximize else "minimize", sampler=sampler)
+        self.started = time.monotonic()
+        self._last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
+        for record in self.records:
+            if record.phase in (*SEED_PHASES, "search"):
+                self._teach(record)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def _score(self, value: float) -> float:
+        return value if self.settings.maximize else -value
+
+    def _teach(self, record: TrialRecord) -> None:
+        from optuna.trial import TrialState, create_trial
+
+        params = {k: record.params.get(k) for k in self.space.names()}
+        if not all(p.contains(params[p.name]) for p in self.space.parameters):
+            return  # logged under a different space (a narrowed resume): the sampler cannot use it
+        if record.ok:
+            trial = create_trial(params=params, distributions=self.distributions, value=record.value)
+        else:
+            trial = create_trial(params=params, distributions=self.distributions, state=TrialState.FAIL)
+        self.study.add_trial(trial)
+
+    def search_count(self) -> int:
+        return sum(1 for r in self.records if r.phase in (*SEED_PHASES, "search"))
+
+    def measured(self, key: tuple[Any, ...]) -> list[float]:
+        """Values of one configuration, seeds and confirmations included ('current' runs the unchanged
+        environment, so it is its own configuration)."""
+        return [r.value for r in self.records if r.ok and r.phase != "current" and r.role != "current"
+                and params_key(self.space, r.params) == key]  # type: ignore[misc]
+
+    def incumbent(self) -> dict[str, Any] | None:
+        """The configuration with the best mean of its measurements (seeds included, 'current' not)."""
+        leaders = self.leaders(1)
+        return leaders[0] if leaders else None
+
+    def _tried(self, key: tuple[Any, ...]) -> bool:
+        return any(r.phase != "current" and r.role != "current" and params_key(self.space, r.params) == key
+                   for r in self.records)
+
+    def best(self) -> TrialRecord | None:
+        ok = [r for r in self.records if r.ok]
+        return max(ok, key=lambda r: self._score(r.value)) if ok else None  # type: ignore[arg-type]
+
+    def _mean_seconds(self) -> float:
+        seconds = [r.seconds for r in self.records if r.seconds > 0]
+        return statistics.fmean(seconds) if seconds else 0.0
+
+    def _time_left(self) -> float:
+        if self.settings.time_limit is None:
+            return math.inf
+        return self.settings.time_limit - (time.monotonic() - self.started)
+
+    def _confirm_runs_planned(self) -> int:
+        return (self.settings.leaders + len(SEED_PHASES)) * max(0, self.settings.repeats - 1)
+
+    # -- running -----------------------------------------------------------------------------------
+    def _run(self, phase: str, params: dict[str, Any], role: str = "") -> TrialRecord:
+        if phase == "current" or role == "current":
+            env: dict[str, str | None] = {}
+            launcher: tuple[str, ...] = ()
+        else:
+            env, launcher = self.space.env_changes(params), self.space.launcher(params)
+        measurement: Measurement = self.objective.measure(env, launcher)
+        record = TrialRecord(len(self.records), phase, dict(params), measurement.status, measurement.value,
+                             round(measurement.seconds, 3), env, measurement.error, role)
+        if self.log is not None:
+            self.log.append(record)
+        self.records.append(record)
+        if self.on_trial is not None:
+            self.on_trial(record, self.best())
+        return record
+
+    def search(self) -> str:
+        """Run search trials until the budget or the time is used up; returns why it stopped."""
+        from optuna.trial import TrialState
+
+        done_phases = {r.phase for r in self.records}
+        budget = self.settings.budget if self.settings.budget is not None else math.inf
+        while self.search_count() < budget:
+            # Keep time to confirm the leaders, but never more than 40 % of a short time budget: a tune
+            # that spends its minutes re-measuring the seeds has searched nothing.
+            reserve = self._mean_seconds() * (self._confirm_runs_planned() + 1)
+            if self.settings.time_limit is not None:
+                reserve = min(reserve, 0.4 * self.settings.time_limit)
+            if self._time_left() <= reserve:
+                return "time limit"
+            pending = [name for name in SEED_PHASES if name in self.seeds and name not in done_phases]
+            if pending:
+                name = pending[0]
+                done_phases.add(name)
+                self._teach(self._run(name, self.seeds[name]))
+                continue
+            searched = self.search_count() - len(SEED_PHASES)
+            every = self.settings.local_every
+            if every and searched >= self.settings.startup_trials and searched % every == every - 1:
+                incumbent = self.incumbent()
+                if incumbent is not None:
+                    params = self._pattern_move(incumbent) or self._unmeasured_near(incumbent)
+                    if params is None:
+                        return "space exhausted"
+                    self._teach(self._run("search", params))
+                    if self.incumbent() == params:
+                        # An improving step: try the same step again next time (a pattern move).
+                        self._last_move = (params, {k: v for k, v in params.items() if incumbent[k] != v},
+                                           {k: v for k, v in incumbent.items()})
+                    continue
+            trial = self.study.ask(self.distributions)
+            params = dict(trial.params)
+            key = params_key(self.space, params)
+            if self._tried(key):
+                # TPE on a discrete space re-proposes points it likes, which would measure nothing new
+                # (and a failed point fails again). Its proposal says where it believes the optimum is:
+                # measure the nearest point not tried yet instead (a local step the model alone takes
+                # many trials to make).
+                previous = self.measured(key)
+                if previous:
+                    self.study.tell(trial, statistics.fmean(previous))
+                else:
+                    self.study.tell(trial, state=TrialState.FAIL)
+                params = self._unmeasured_near(params)
+                if params is None:
+                    return "space exhausted"
+                self._teach(self._run("search", params))
+                continue
+            record = self._run("search", params)
+            if record.ok:
+                self.study.tell(trial, record.value)
+            else:
+                self.study.tell(trial, state=TrialState.FAIL)
+        return "budget"
+
+    def _pattern_move(self, incumbent: dict[str, Any]) -> dict[str, Any] | None:
+        """After a step from A to B improved, B + (B - A), if it is in the space and unmeasured."""
+        if self._last_move is None or self._last_move[0] != incumbent:
+            return None
+        to, changed, origin = self._last_move
+        self._last_move = None
+        point = dict(incumbent)
+        for name in changed:
+            p = self.space.by_name(name)
+            if p.kind != "int":
+                return None
+            point[name] = to[name] + (to[name] - origin[name])
+            if not p.contains(point[name]):
+                return None
+        if self._tried(params_key(self.space, point)):
+            return None
+        return point
+
+    def _unmeasured_near(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """An unmeasured point at the smallest distance from `params` (one step in one parameter, then
+        two, …), chosen at random among equals; a random unmeasured point past distance 3."""
+        seen = {params_key(self.space, r.params) for r in self.records
+                if r.phase != "current" and r.role != "current"}
+        if len(seen) >= self.space.size():
+            return None
+        frontier = [params]
+        visited = {params_key(self.space, params)}
+        for _distance in range(3):
+            ring = []
+            for point in frontier:
+                for neighbour in _neighbours(self.space, point):
+                    key = params_key(self.space, neighbour)
+                    if key not in visited:
+                        visited.add(key)
+                        ring.append(neighbour)
+            fresh = [p for p in ring if params_key(self.space, p) not in seen]
+            if fresh:
+                return self.rng.choice(fresh)
+            frontier = ring
+        for _ in range(10_000):
+            point = _random_point(self.space, self.rng)
+            if params_key(self.space, point) not in seen:
+                return point
+        return None
+
+    def leaders(self, count: int | None = None) -> list[dict[str, Any]]:
+        """The best distinct configurations by their mean measured value."""
+        by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for record in self.records:
+            if record.ok and record.phase in ("rule", "search"):
+                by_key.setdefault(params_key(self.space, record.params), record.params)
+        ranked = sorted(by_key.items(), key=lambda kv: -self._score(statistics.fmean(self.measured(kv[0]))))
+        return [params for _key, params in ranked[: count or self.settings.leaders]]
+
+    def _current_values(self) -> list[float]:
+        return [r.value for r in self.records if r.ok and (r.phase == "current" or r.role == "current")]  # type: ignore[misc]
+
+    def confirm(self) -> None:
+        """Bring each leader and both baselines to `repeats` measurements, most promising first."""
+        repeats = self.settings.repeats
+        plan: list[tuple[str, dict[str, Any]]] = [("leader", p) for p in self.leaders()]
+        if "rule" in self.seeds:
+            plan.append(("rule", self.seeds["rule"]))
+        if "current" in self.seeds:
+            plan.append(("current", self.seeds["current"]))
+        for _round in range(repeats):
+            for role, params in plan:
+                values = self._current_values() if role == "current" else self.measured(
+                    params_key(self.space, params))
+                attempts = sum(1 for r in self.records if r.phase == "confirm" and r.role == role
+                               and params_key(self.space, r.params) == params_key(self.space, params))
+                if len(values) >= repeats or attempts >= repeats:
+                    continue
+                if self._time_left() <= self._mean_seconds():
+                    return
+                self._run("confirm", params, role)
+
+    def result(self, stopped: str) -> TuneResult:
+        result = TuneResult(self.records, stopped=stopped)
+        candidates = []
+        for params in self.leaders():
+            values = self.measured(params_key(self.space, params))
+            if values:
+                candidates.append((params, Stats(tuple(values))))
+        if not candidates:
+            return result
+        winner, stats = max(candidates, key=lambda c: self._score(c[1].median))
+        result.winner, result.winner_stats = winner, stats
+        if "rule" in self.seeds:
+            rule_values = self.measured(params_key(self.space, self.seeds["rule"]))
+            if rule_values:
+                result.baselines["rule"] = Stats(tuple(rule_values))
+        if self._current_values():
+            result.baselines["current"] = Stats(tuple(self._current_values()))
+        for name, base in result.baselines.items():
+            if base.median == 0:
+                continue
+            ratio = stats.median / base.median - 1 if self.settings.maximize else base.median / stats.median - 1
+            result.gains[name] = Gain(ratio, math.hypot(stats.spread, base.spread))
+        return result
+
+    def run(self) -> TuneResult:
+        stopped = self.search()
+        if self.settings.repeats > 1:
+            self.confirm()
+        return self.result(stopped)

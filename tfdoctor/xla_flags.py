@@ -1,0 +1,161 @@
+"""TF_XLA_FLAGS and XLA_FLAGS parsed the way TensorFlow and XLA parse them (pure).
+
+Both variables hold space-separated `--name=value` (or bare `--name` for booleans) tokens. TensorFlow
+reads them with ParseFlagsFromEnvAndDieIfUnknown: a token it does not know aborts the process at the
+first XLA use, so a misspelt flag is not a silent no-op but a crashed job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
+# bridge). Unknown tf_ flags that are close to one of these are reported as misspelt.
+TF_XLA_KNOWN = frozenset({
+    "tf_xla_auto_jit", "tf_xla_min_cluster_size", "tf_xla_max_cluster_size", "tf_xla_cluster_exclude_ops",
+    "tf_xla_clustering_debug", "tf_xla_clustering_fuel", "tf_xla_cpu_global_jit", "tf_xla_enable_xla_devices",
+    "tf_xla_disable_deadness_safety_checks_for_debugging",
+    "tf_xla_disable_resource_variable_safety_checks_for_debugging", "tf_xla_deterministic_cluster_names",
+    "tf_xla_persistent_cache_directory", "tf_xla_persistent_cache_device_types",
+    "tf_xla_persistent_cache_read_only", "tf_xla_persistent_cache_prefix",
+    "tf_xla_disable_strict_signature_checks", "tf_xla_enable_lazy_compilation", "tf_xla_compile_on_demand",
+    "tf_xla_async_compilation", "tf_xla_always_defer_compilation", "tf_xla_check_cluster_input_numerics",
+    "tf_xla_check_cluster_output_numerics", "tf_xla_use_device_api", "tf_xla_use_device_api_for_xla_launch",
+    "tf_xla_use_device_api_for_compile_on_demand", "tf_xla_use_device_api_for_auto_jit",
+    "tf_xla_enable_device_api_for_gpu", "tf_xla_ops_to_cluster", "tf_xla_annotate_cluster_id",
+    "tf_xla_cluster_parallel", "tf_xla_sparse_core_disable_table_stacking",
+    "tf_xla_sparse_core_minibatch_max_division_level", "tf_xla_sparse_core_stacking_mem_limit_bytes",
+    "tf_xla_sparse_core_stacking_table_shard_limit_bytes", "tf_mlir_enable_mlir_bridge",
+    "tf_mlir_enable_merge_control_flow_pass", "tf_mlir_enable_convert_control_to_data_outputs_pass",
+    "tf_mlir_enable_strict_clusters", "tf_mlir_enable_generic_outside_compilation",
+    "tf_mlir_enable_tpu_variable_runtime_reformatting_pass", "tf_mlir_enable_multiple_local_cpu_devices",
+    "tf_dump_graphs_in_tfg", "tf_introduce_floating_point_jitter_to_tensors",
+    "tf_introduce_floating_point_jitter_amount",
+})
+TF_XLA_BOOLEAN = frozenset({"tf_xla_cpu_global_jit", "tf_xla_enable_xla_devices", "tf_xla_clustering_debug",
+                            "tf_xla_compile_on_demand", "tf_xla_async_compilation",
+                            "tf_xla_always_defer_compilation", "tf_mlir_enable_mlir_bridge"})
+AUTO_JIT_LEVELS = ("-1", "0", "1", "2", "fusible")
+INTEGER_FLAGS = ("tf_xla_min_cluster_size", "tf_xla_max_cluster_size", "tf_xla_clustering_fuel")
+
+# A selection of XLA's debug options that users set by hand; XLA has hundreds, so an unknown --xla_ flag
+# is reported only when it is within a typo of one of these.
+XLA_COMMON = frozenset({
+    "xla_dump_to", "xla_dump_hlo_as_text", "xla_dump_hlo_as_proto", "xla_dump_hlo_as_html",
+    "xla_dump_hlo_pass_re", "xla_dump_hlo_module_re", "xla_dump_include_timestamp", "xla_dump_max_hlo_modules",
+    "xla_gpu_cuda_data_dir", "xla_gpu_autotune_level", "xla_gpu_enable_triton_gemm",
+    "xla_gpu_enable_latency_hiding_scheduler", "xla_gpu_enable_command_buffer", "xla_gpu_graph_level",
+    "xla_gpu_strict_conv_algorithm_picker", "xla_gpu_deterministic_ops", "xla_gpu_enable_fast_min_max",
+    "xla_gpu_force_compilation_parallelism", "xla_gpu_enable_cudnn_fmha",
+    "xla_gpu_enable_highest_priority_async_stream",
+    "xla_gpu_all_reduce_combine_threshold_bytes", "xla_gpu_enable_async_all_reduce",
+    "xla_cpu_multi_thread_eigen", "xla_cpu_enable_fast_math", "xla_cpu_use_thunk_runtime",
+    "xla_cpu_max_isa", "xla_cpu_parallel_codegen_split_count", "xla_backend_optimization_level",
+    "xla_llvm_disable_expensive_passes", "xla_force_host_platform_device_count", "xla_hlo_profile",
+    "xla_enable_dumping", "xla_disable_hlo_passes", "xla_dump_disable_metadata", "xla_dump_fusion_visualization",
+})
+
+
+@dataclass(frozen=True)
+class Flag:
+    token: str  # as written
+    name: str  # without the leading dashes; "" when the token does not start with "--"
+    value: str | None  # None for a bare boolean flag
+
+
+def split_flags(text: str) -> list[Flag]:
+    """Tokens of a flags variable. Quotes are honoured like a shell would; a stray quote is kept literal."""
+    import shlex  # only when a flags variable is set
+
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
+    flags = []
+    for token in tokens:
+        if not token.startswith("--"):
+            flags.append(Flag(token, "", None))
+            continue
+        name, sep, value = token[2:].partition("=")
+        flags.append(Flag(token, name, value if sep else None))
+    return flags
+
+
+def closest(name: str, known: frozenset[str]) -> str | None:
+    import difflib  # only needed for an unknown flag: kept off the start-up path
+
+    match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+    return match[0] if match else None
+
+
+def parse_bool(value: str | None) -> bool | None:
+    """A boolean flag's value as TensorFlow's flag parser reads it; None when it rejects it."""
+    if value is None:
+        return True
+    lowered = value.strip().lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    return None
+
+
+def auto_jit_valid(value: str | None) -> bool:
+    if value is None:
+        return False
+    text = value.strip()
+    # Newer TF also accepts "single-gpu(N)": auto-clustering on one device only.
+    return text in AUTO_JIT_LEVELS or (text.startswith("single-gpu(") and text.endswith(")")
+                                       and text[11:-1].isdigit())
+
+
+def effective_tf_xla_flags(text: str | None) -> dict[str, str | None]:
+    """The last value of every well-formed flag (later tokens override earlier ones)."""
+    if not text:
+        return {}
+    return {f.name: f.value for f in split_flags(text) if f.name}
+
+
+def auto_jit_globally_on(flags: dict[str, str | None]) -> bool:
+    value = flags.get("tf_xla_auto_jit")
+    return value is not None and value.strip() in ("1", "2", "fusible")
+
+
+TRUTHY = ("true", "1", "yes", "y", "on")
+
+
+def _correct_tf_flag(flag: Flag) -> str | None:
+    """The token TensorFlow will accept for what the user meant; None to drop it."""
+    if flag.name not in TF_XLA_KNOWN:
+        suggestion = closest(flag.name, TF_XLA_KNOWN)
+        if suggestion is None:
+            return flag.token  # unknown to tfdoctor, perhaps not to this TensorFlow: left alone
+        flag = Flag(f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else ""), suggestion, flag.value)
+    if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
+        return None  # TensorFlow's default (off) rather than a guess at the level meant
+    if flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
+        return f"--{flag.name}=true" if (flag.value or "").strip().lower() in TRUTHY else None
+    if flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
+        return None
+    return flag.token
+
+
+def _correct_xla_flag(flag: Flag) -> str | None:
+    if not flag.name.startswith("xla_"):
+        return None
+    if flag.name not in XLA_COMMON and (suggestion := closest(flag.name, XLA_COMMON)):
+        return f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else "")
+    return flag.token
+
+
+
+def corrected_flag_variables(tf_raw: str | None, xla_raw: str | None) -> tuple[str, str]:
+    """TF_XLA_FLAGS and XLA_FLAGS as they should read: bare words dropped, each flag moved to the variable
+    that parses it, misspellings corrected, invalid values dropped. "" means "unset it"."""
+    tf_flags = [f for f in split_flags(tf_raw or "") if f.name and not f.name.startswith("xla_")]
+    tf_flags += [f for f in split_flags(xla_raw or "") if f.name.startswith("tf_")]
+    xla_flags = [f for f in split_flags(xla_raw or "") if f.name and not f.name.startswith("tf_")]
+    xla_flags += [f for f in split_flags(tf_raw or "") if f.name.startswith("xla_")]
+    tf_tokens = [t for f in tf_flags if (t := _correct_tf_flag(f))]
+    xla_tokens = [t for f in xla_flags if (t := _correct_xla_flag(f))]
+    return " ".join(tf_tokens), " ".join(xla_tokens)

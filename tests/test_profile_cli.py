@@ -46,3 +46,23 @@ def test_a_workload_that_cannot_start_is_reported(tmp_path):
     assert "Traceback" not in done.stderr
     assert '"ok": false' in done.stdout
     assert "no tensorflow here" in done.stdout
+
+
+def test_fix_validate_measures_with_the_chosen_workload(monkeypatch, tmp_path, capsys):
+    """--validate-workload reaches the validation; the measurement itself is faked here."""
+    import pytest
+
+    import tfdoctor.profile.validate as validate
+    from tfdoctor.cli import main
+
+    seen = {}
+
+    def fake_validate_plan(plan, environ, *, workload="cnn", progress=None, **kwargs):
+        seen["workload"] = workload
+        return plan, []
+
+    monkeypatch.setattr(validate, "validate_plan", fake_validate_plan)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fix", "--validate", "--validate-workload", "matmul", "--select", "THR001", "--print"])
+    assert exit_info.value.code == 0
+    assert seen == {"workload": "matmul"}

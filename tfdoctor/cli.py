@@ -321,10 +321,13 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.option("--validate", is_flag=True,
               help="Measure each fix with the micro-profile (interleaved runs); drop fixes measured slower.")
+@click.option("--validate-workload", type=click.Choice(["cnn", "matmul", "pyfunc"]), default="cnn",
+              show_default=True, help="The micro-profile workload --validate measures with (matmul shows "
+              "thread-count changes best).")
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
         write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool,
-        write_launcher: str | None = None, validate: bool = False) -> None:
+        write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn") -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -338,7 +341,7 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     if validate:
         from tfdoctor.profile.validate import validate_fixes
 
-        plan = validate_fixes(plan, live=not (facts_file or root))
+        plan = validate_fixes(plan, live=not (facts_file or root), workload=validate_workload)
     header = f"tfdoctor {__version__} fixes for {report.facts.meta.get('hostname', 'this host')}"
     # A TaskProlog prepend needs the current value: the task's environment is the prolog's own on a live
     # run, the recorded one when replaying --facts.

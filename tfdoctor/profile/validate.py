@@ -92,7 +92,7 @@ def validation_notes(validations: list[Validation]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def validate_fixes(plan: FixPlan, live: bool = True) -> FixPlan:
+def validate_fixes(plan: FixPlan, live: bool = True, workload: str = "cnn") -> FixPlan:
     """The CLI's entry (`fix --validate`): validate against this process's environment, with a
     progress display, measurements on stderr."""
     import os
@@ -105,6 +105,6 @@ def validate_fixes(plan: FixPlan, live: bool = True) -> FixPlan:
         raise UsageError("--validate measures this machine; it cannot be combined with --facts or --root")
 
     with progress_display(True) as progress:
-        validated, validations = validate_plan(plan, dict(os.environ), progress=progress)
+        validated, validations = validate_plan(plan, dict(os.environ), workload=workload, progress=progress)
     sys.stderr.write(validation_notes(validations))
     return validated

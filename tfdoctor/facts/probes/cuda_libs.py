@@ -299,11 +299,16 @@ def _cudnn_header(fs: RootedFs, lib_dir: str, arch: str) -> str | None:
 
 @probe("cuda_libs", timeout=3.0)
 def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
+    from tfdoctor.facts.probes.nvidia_presence import NO_NVIDIA, nvidia_present
+
     fs = RootedFs(machine)
     arch = _architecture(machine)
     ld_library_path = [d for d in machine.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
     packages = site_packages(machine, fs)
     tensorflow = _tensorflow(fs, packages)
+    if not nvidia_present(machine):
+        return {"arch": arch, "ld_library_path": ld_library_path, "site_packages": packages,
+                "tensorflow": tensorflow, "libraries": Unknown(NO_NVIDIA)}
     runpath: list[str] = []
     wheel_dirs: list[dict[str, str | None]] = []
     for folder in packages:

@@ -15,6 +15,7 @@ import shlex
 import subprocess
 from typing import Any
 
+from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.probes.cuda_libs import (
     TENSORFLOW_DISTS,
@@ -100,7 +101,11 @@ def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: 
 
 
 @probe("xla_toolchain", timeout=3.0)
-def probe_xla_toolchain(machine: Machine) -> dict[str, Any]:
+def probe_xla_toolchain(machine: Machine) -> dict[str, Any] | Unknown:
+    from tfdoctor.facts.probes.nvidia_presence import NO_NVIDIA, nvidia_present
+
+    if not nvidia_present(machine):
+        return Unknown(NO_NVIDIA)  # XLA on CPUs needs neither libdevice nor ptxas
     fs = RootedFs(machine)
     xla_flags = machine.environ.get("XLA_FLAGS")
     data_dir = parse_data_dir(xla_flags)

@@ -8,13 +8,12 @@ in C code could otherwise hold the interpreter at shutdown.
 
 from __future__ import annotations
 
-import socket
+import os
 import threading
 import time
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from tfdoctor import __version__
@@ -83,12 +82,22 @@ def gather_facts(
                 _abandoned.append(thread)
     meta = {
         "tfdoctor_version": __version__,
-        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "hostname": socket.gethostname() if machine.is_live else "fake-root",
+        # time.strftime and os.uname, not datetime and socket: two imports fewer on the hook's path.
+        "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        "hostname": _hostname() if machine.is_live else "fake-root",
         "root": str(machine.root),
         "probe_seconds": dict(sorted(timings.items())),
     }
     return Facts(dict(sorted(sections.items())), meta)
+
+
+def _hostname() -> str:
+    try:
+        return os.uname().nodename
+    except AttributeError:  # not POSIX
+        import socket
+
+        return socket.gethostname()
 
 
 @dataclass

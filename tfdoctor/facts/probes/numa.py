@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
@@ -99,6 +98,8 @@ def _membind(machine: Machine, numactl: str | None, nodes: object) -> dict[str, 
     node = with_memory[0] if with_memory else 0
     # Well inside the probe's own deadline, so a hung numactl costs this fact, not the section.
     limit = min(1.0, machine.timeout / 2)
+    import subprocess  # here, not at the top: only multi-node hosts pay for it
+
     try:
         done = subprocess.run([numactl, f"--membind={node}", "true"], capture_output=True, text=True,
                               timeout=limit, env=dict(machine.environ))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from tfdoctor.facts import Unknown, from_jsonable
@@ -18,6 +17,8 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
     """Run the standalone snapshot under another interpreter: -B writes no .pyc, -I keeps the
     snapshot from importing anything of the user's current directory. Its site-packages are still
     those the job would see."""
+    import subprocess
+
     try:
         source = SNAPSHOT_SOURCE.read_text(encoding="utf-8")
         done = subprocess.run(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-import subprocess
 from typing import Any
 
 from tfdoctor.facts import Unknown
@@ -68,6 +67,8 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
                    run: bool = True) -> Any:
     """From the wheel or the toolkit's version files; running `ptxas --version` (live only) is the last
     resort, and only for the ptxas XLA will use."""
+    import subprocess
+
     if wheel:
         return wheel
     if root:

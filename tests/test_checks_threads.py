@@ -237,3 +237,25 @@ def test_unknown_cpu_facts_mean_not_checked():
     result = check_facts(facts, select=["THR101"]).result("THR101")
     assert result.status is Status.NOT_CHECKED
     assert result.reason == "cpu unknown: probe cpu timed out after 2 s"
+
+
+def test_two_openmp_runtimes_found_on_the_library_path(make_root, tmp_path):
+    """End to end: real folders on LD_LIBRARY_PATH holding libiomp5 and libgomp, found by the python probe."""
+    intel, gnu = tmp_path / "intel" / "lib", tmp_path / "gcc lib"
+    intel.mkdir(parents=True)
+    gnu.mkdir()
+    (intel / "libiomp5.so").write_bytes(b"\x7fELF")
+    (gnu / "libgomp.so.1").write_bytes(b"\x7fELF")
+    root = make_root().cpus(cores_per_socket=4)
+    report = check_root(root, env={"LD_LIBRARY_PATH": f"{intel}:{gnu}"}, select=["THR108"])
+    assert report.codes() == ["THR108"]
+    finding = report.result("THR108").findings[0]
+    assert finding.evidence == {"python.openmp_runtimes.libgomp": [str(gnu / "libgomp.so.1")],
+                                "python.openmp_runtimes.libiomp5": [str(intel / "libiomp5.so")]}
+    assert isinstance(finding.fixes[0], AdminFix)
+
+
+def test_one_openmp_runtime_is_silent(make_root, tmp_path):
+    (tmp_path / "libgomp.so.1").write_bytes(b"\x7fELF")
+    root = make_root().cpus(cores_per_socket=4)
+    assert check_root(root, env={"LD_LIBRARY_PATH": str(tmp_path)}, select=["THR108"]).codes() == []

@@ -7,8 +7,12 @@ the second time, and the user's existing value is only ever expanded inside doub
 
 from __future__ import annotations
 
-from tfdoctor.fixes.plan import FixPlan, PlannedChange, Source
+from typing import TYPE_CHECKING
+
 from tfdoctor.model import EnvOp
+
+if TYPE_CHECKING:  # the report imports sh_quote on the hook's path; the plan's dataclasses are not needed there
+    from tfdoctor.fixes.plan import FixPlan, PlannedChange, Source
 
 
 def sh_quote(value: str) -> str:

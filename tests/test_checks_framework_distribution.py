@@ -305,3 +305,10 @@ def test_odd_tf_config_values_never_crash():
             assert not report.crashed(), (raw, [r.reason for r in report.crashed()])
             valid = cluster == ["h:1"] and index == 0 and not isinstance(index, bool)
             assert valid or {"DIST001", "DIST002"} & set(report.codes()), raw
+
+
+def test_params_variable_name_is_the_one_the_model_reads():
+    import tfdoctor.allreduce
+    import tfdoctor.checks.distribution
+
+    assert tfdoctor.checks.distribution.PARAMS_VARIABLE == tfdoctor.allreduce.PARAMS_VARIABLE

@@ -4,14 +4,20 @@ all-reduce time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfdoctor.allreduce import PARAMS_VARIABLE, Link, intra_node_link, parse_param_count, ring_allreduce_seconds
 from tfdoctor.facts import Facts
 from tfdoctor.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
-from tfdoctor.tf_config import Problem, TfConfig, host_is_local, parse_tf_config, split_address
+
+if TYPE_CHECKING:
+    from tfdoctor.allreduce import Link
+    from tfdoctor.tf_config import Problem, TfConfig
+
+# The variable tfdoctor.allreduce reads (a test keeps the two equal): repeated here so that the TF_CONFIG
+# and all-reduce models load only for jobs that use them, not in every pre-job hook.
+PARAMS_VARIABLE = "TFDOCTOR_PARAMS"
 
 # NVIDIA's container guides start NCCL jobs with --shm-size=1g; Docker's default is 64 MiB.
 NCCL_SHM_BYTES = 1024**3
@@ -21,6 +27,8 @@ def _tf_config(facts: Facts) -> tuple[str, TfConfig | None, list[Problem]] | Non
     raw = facts.env("TF_CONFIG")
     if raw is None or not raw.strip():
         return None
+    from tfdoctor.tf_config import parse_tf_config  # only jobs with a TF_CONFIG pay for the parser
+
     config, problems = parse_tf_config(raw)
     return raw, config, problems
 
@@ -148,6 +156,8 @@ def tf_config_host_not_listed(facts: Facts) -> Iterator[Finding]:
     own = config.own_address
     if own is None:
         return  # DIST001/DIST002 already say why
+    from tfdoctor.tf_config import host_is_local, split_address
+
     host = split_address(own)[0]
     names, addresses = facts.get("network.names"), facts.get("network.addresses")
     if host_is_local(host, names, addresses):
@@ -409,7 +419,11 @@ def param_count_invalid(facts: Facts) -> Iterator[Finding]:
     Display only.
     """
     raw = facts.env(PARAMS_VARIABLE)
-    if raw is not None and parse_param_count(raw) is None:
+    if raw is None:
+        return
+    from tfdoctor.allreduce import parse_param_count  # only jobs that state a size pay for the model
+
+    if parse_param_count(raw) is None:
         yield Finding(f"{PARAMS_VARIABLE}={raw!r} is not a parameter count (e.g. 25.6M, 1.3B, 340000000)",
                       evidence={f"env.{PARAMS_VARIABLE}": raw})
 
@@ -428,6 +442,8 @@ def _worker_hosts(facts: Facts) -> tuple[int, str]:
 
 
 def _network_link(facts: Facts) -> Link | None:
+    from tfdoctor.allreduce import Link
+
     infiniband = facts.peek("network.infiniband")
     if isinstance(infiniband, list) and not _enabled(facts.env("NCCL_IB_DISABLE")):
         rates = [d["active_rate_gbps"] for d in infiniband if isinstance(d, dict) and d.get("active_rate_gbps")]
@@ -475,7 +491,11 @@ def expected_allreduce_time(facts: Facts) -> Iterator[Finding]:
     Display only.
     """
     raw = facts.env(PARAMS_VARIABLE)
-    params = parse_param_count(raw) if raw is not None else None
+    if raw is None:
+        return
+    from tfdoctor.allreduce import intra_node_link, parse_param_count, ring_allreduce_seconds
+
+    params = parse_param_count(raw)
     if params is None:
         return
     parsed = _tf_config(facts)

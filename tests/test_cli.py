@@ -74,6 +74,8 @@ def test_quiet_prints_nothing_when_healthy(tmp_path):
     ('[1, 2]', "a facts file holds a JSON object at the top"),
     ('{"schema_version": 1, "sections": 5}', "a facts file needs a 'sections' object"),
     (b"\xff\xfe\x00garbage", "is not JSON"),
+    ("[" * 100_000, "is not JSON"),  # deeper than the parser recurses
+    ('{"schema_version": ' + "9" * 5000 + "}", "is not JSON"),  # an integer too long to convert
 ])
 def test_bad_facts_file_is_a_usage_error(tmp_path, content, message):
     path = tmp_path / "facts.json"
@@ -210,3 +212,27 @@ def test_help_and_version_exit_0(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert "tfdoctor, version" in capsys.readouterr().out
+
+
+def _replay_with(tmp_path: Path, base: Path, path: str, value: object) -> subprocess.CompletedProcess[str]:
+    """Replay `base` with the fact at the dotted `path` replaced by `value` (a wrong shape), as JSON."""
+    data = json.loads(base.read_text())
+    node = data["sections"]
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(data))
+    return run_cli(["check", "--facts", str(facts), "--format", "json"], cwd=tmp_path)
+
+
+@pytest.mark.parametrize("value", [[], "x", 5, None])
+def test_env_variables_of_the_wrong_shape_is_not_checked_not_a_crash(tmp_path, value):
+    done = _replay_with(tmp_path, SNAPSHOT, "env.variables", value)
+    assert_no_traceback(done)
+    results = {r["code"]: r for r in json.loads(done.stdout)["results"]}
+    assert [c for c, r in results.items() if r["status"] == "crashed"] == []
+    assert results["THR101"]["status"] == "not-checked"
+    assert "env.variables" in results["THR101"]["reason"]
+    assert done.returncode == 0

@@ -236,3 +236,14 @@ def test_env_variables_of_the_wrong_shape_is_not_checked_not_a_crash(tmp_path, v
     assert results["THR101"]["status"] == "not-checked"
     assert "env.variables" in results["THR101"]["reason"]
     assert done.returncode == 0
+
+
+def test_taskprolog_replay_ignores_a_recorded_variable_that_is_not_a_string(tmp_path):
+    data = json.loads((REPO / "tests/snapshots/gpu/cuda001-library-not-on-loader-path.json").read_text())
+    data["sections"]["env"]["variables"]["LD_LIBRARY_PATH"] = 5
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(data))
+    done = run_cli(["fix", "--facts", str(facts), "--format", "taskprolog"], cwd=tmp_path)
+    assert_no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64\n" in done.stdout

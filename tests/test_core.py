@@ -259,3 +259,45 @@ def test_a_probe_stuck_from_an_earlier_run_does_not_end_a_later_one(capsys):
         assert "stuck" in engine.abandoned_probes()
     finally:
         release.set()
+
+
+def _with_fact(snapshot: str, path: str, value: object) -> Facts:
+    data = json.loads((REPO / "tests" / "snapshots" / snapshot).read_text())
+    node = data["sections"]
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return Facts.from_json(data)
+
+
+# A facts file edited by hand (or written by another tool) can hold any JSON where a fact belongs; the
+# shared readers of the GPU list, the TensorFlow build and the CPU budget must answer "not checked" or
+# "absent", never crash every check that uses them.
+@pytest.mark.parametrize(("snapshot", "path", "value"), [
+    ("framework/dgx-a100-container.json", "nvml", 5),
+    ("framework/dgx-a100-container.json", "nvml.devices", 5),
+    ("framework/dgx-a100-container.json", "nvml.devices", {"a": 1}),
+    ("framework/dgx-a100-container.json", "nvml.devices.0", "x"),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.index", "x"),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.index", None),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.compute_capability", [1, "a"]),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.watched.tensorflow", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.watched.tensorflow.requires_dist", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.tensorflow.build_info.cuda_compute_capabilities", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.online", "x"),
+    ("core/slurm-node-bad-threads.json", "cpu.online", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.online", [[0]]),
+    ("core/slurm-node-bad-threads.json", "cpu.allowed_cpus", [{"a": 1}]),
+    ("core/slurm-node-bad-threads.json", "cpu.topology", [5]),
+    ("core/slurm-node-bad-threads.json", "cgroup.limits", "x"),
+    ("core/slurm-node-bad-threads.json", "cgroup.limits", 5),
+    ("core/slurm-node-bad-threads.json", "cgroup.cpuset", [[0]]),
+])
+def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
+    registry = load_registry()
+    report = run_checks(registry.checks, _with_fact(snapshot, path, value))
+    assert [(r.code, r.reason) for r in report.crashed()] == []

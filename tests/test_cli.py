@@ -151,6 +151,8 @@ def test_bad_option_is_exit_2(tmp_path):
     ("pyproject.toml", "[tool.tfdoctor]\nselect = 3\n", "'select' must be a list of check codes"),
     ("pyproject.toml", "[tool.tfdoctor]\nslect = ['THR']\n", "unknown key(s) slect"),
     ("tfdoctor.toml", "timeout = -1\n", "timeout must be a positive number"),
+    ("tfdoctor.toml", "tool = 5\n", "'tool' must be a table"),
+    ("pyproject.toml", "[tool.tfdoctor]\nselect = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
 ])
 def test_malformed_config_is_exit_2(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)

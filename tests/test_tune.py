@@ -438,3 +438,19 @@ def test_space_file_that_cannot_be_parsed_is_a_usage_error(tmp_path, capsys, con
               "--", "true"])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("header", [
+    {"type": "header", "format": "tfdoctor-tune-results/1"},
+    {"type": "header", "format": "tfdoctor-tune-results/1", "space": 5, "seeds": [], "maximize": True,
+     "objective": {}},
+    {"type": "header", "format": "tfdoctor-tune-results/1", "space": [], "seeds": [], "maximize": True,
+     "objective": 5},
+])
+def test_resume_with_an_incomplete_header_is_a_usage_error(tmp_path, capsys, header):
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps(header) + "\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", str(results)])
+    assert exit_.value.code == 2
+    assert "the header line is incomplete" in capsys.readouterr().err

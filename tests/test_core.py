@@ -296,6 +296,15 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("core/slurm-node-bad-threads.json", "cgroup.limits", "x"),
     ("core/slurm-node-bad-threads.json", "cgroup.limits", 5),
     ("core/slurm-node-bad-threads.json", "cgroup.cpuset", [[0]]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes", ["x"]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.node", "x"),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.cpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.cpus", [[0]]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus", ["x"]),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.online", [None]),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.topology", [{"cpu": 0}]),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

@@ -62,7 +62,7 @@ def scheduler_allocation(facts: Facts) -> tuple[int, str] | None:
     return None
 
 
-def _cpu_ids(value: object) -> bool:
+def cpu_ids(value: object) -> bool:
     """A list of CPU numbers: what the probe records (a hand-edited facts file may hold anything)."""
     return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
@@ -72,7 +72,7 @@ def _quota(limit: object) -> bool:
             and limit["period_us"] > 0)
 
 
-def _topology_entry(entry: object) -> bool:
+def topology_entry(entry: object) -> bool:
     return isinstance(entry, dict) and all(isinstance(entry.get(k), int) for k in ("cpu", "socket", "core"))
 
 
@@ -84,7 +84,7 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     scheduler's allocation. `bound_label` names it in `source` ("bound to node 1").
     """
     online = facts.get("cpu.online")
-    if not _cpu_ids(online):
+    if not cpu_ids(online):
         raise NotChecked(f"cpu.online is {str(online)[:40]!r}, not a list of CPU numbers")
     host_cpus = len(online)
     if host_cpus == 0:
@@ -93,13 +93,13 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     limits: dict[str, float] = {"host": float(host_cpus)}
 
     affinity = facts.peek("cpu.allowed_cpus") if bound_to is None else sorted(set(bound_to) & allowed)
-    if _cpu_ids(affinity) and affinity:
+    if cpu_ids(affinity) and affinity:
         allowed &= set(affinity)
         limits["affinity" if bound_to is None else (bound_label or "bound CPUs")] = float(len(affinity))
     cgroup = facts.peek("cgroup")
     if isinstance(cgroup, dict):
         cpuset = cgroup.get("cpuset")
-        if _cpu_ids(cpuset) and cpuset:
+        if cpu_ids(cpuset) and cpuset:
             allowed &= set(cpuset)
             limits["cgroup cpuset"] = float(len(cpuset))
         limits_recorded = cgroup.get("limits") or []
@@ -124,7 +124,7 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     cpus = max(1, math.floor(value + 1e-9))
 
     topology = facts.peek("cpu.topology")
-    if isinstance(topology, list) and topology and all(_topology_entry(t) for t in topology):
+    if isinstance(topology, list) and topology and all(topology_entry(t) for t in topology):
         chosen = [t for t in topology if t["cpu"] in allowed]
         cores = len({(t["socket"], t["core"]) for t in chosen}) or cpus
         sockets = len({t["socket"] for t in chosen}) or 1

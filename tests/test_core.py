@@ -305,6 +305,12 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus", ["x"]),
     ("numa/slurm-rank1-off-gpu-node.json", "cpu.online", [None]),
     ("numa/slurm-rank1-off-gpu-node.json", "cpu.topology", [{"cpu": 0}]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas", "x"),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.files", "x"),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.files", [5]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", [1, "a"]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.ld_library_path", 5),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.runpath", 5),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

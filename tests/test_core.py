@@ -311,6 +311,12 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", [1, "a"]),
     ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.ld_library_path", 5),
     ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.runpath", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.cpuinfo.flags", 5),
+    ("framework/dgx-a100-container.json", "cpu.cpuinfo.flags", None),
+    ("gpu/gpu004-power-brake-at-idle.json", "nvml.devices.0.clock_event_reasons", 5),
+    ("gpu/gpu005-pcie-width-degraded.json", "nvml.devices.0.pcie", "x"),
+    ("gpu/gpu006-mig-without-instances.json", "nvml.devices.0.mig_mode", [1, "a"]),
+    ("gpu/gpu007-memory-held-by-other-process.json", "nvml.devices.0.processes", 5),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

@@ -317,6 +317,13 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("gpu/gpu005-pcie-width-degraded.json", "nvml.devices.0.pcie", "x"),
     ("gpu/gpu006-mig-without-instances.json", "nvml.devices.0.mig_mode", [1, "a"]),
     ("gpu/gpu007-memory-held-by-other-process.json", "nvml.devices.0.processes", 5),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.candidates", 5),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.candidates", [{"a": 1}]),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.libdevice_elsewhere", ["x"]),
+    ("gpu/xla002-ptxas-older-than-build.json", "xla_toolchain.ptxas", "x"),
+    ("gpu/xla002-ptxas-older-than-build.json", "xla_toolchain.candidates", 5),
+    ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.candidates", ["x"]),
+    ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.libdevice_elsewhere", 5),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

@@ -324,6 +324,14 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("gpu/xla002-ptxas-older-than-build.json", "xla_toolchain.candidates", 5),
     ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.candidates", ["x"]),
     ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.libdevice_elsewhere", 5),
+    ("gpu/drv001-driver-not-loaded.json", "gpu_pci.devices", "x"),
+    ("gpu/drv001-driver-not-loaded.json", "gpu_pci.devices", [{"a": 1}]),
+    ("framework/dgx-a100-container.json", "iommu", 5),
+    ("framework/dgx-a100-container.json", "iommu.group_types", 5),
+    ("framework/dgx-a100-container.json", "iommu.units", [None]),
+    ("framework/dgx-a100-container.json", "iommu.cmdline.intel_iommu", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", "x"),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", [5]),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

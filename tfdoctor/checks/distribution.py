@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfdoctor.allreduce import PARAMS_VARIABLE, Link, intra_node_link, parse_param_count, ring_allreduce_seconds
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
@@ -337,11 +337,18 @@ def shm_too_small_for_nccl(facts: Facts) -> Iterator[Finding]:
 
 def iommu_translating(iommu: dict[str, Any]) -> str | None:
     """Why the IOMMU translates DMA (a description), or None when it is off or in passthrough."""
+    if not isinstance(iommu, dict):
+        raise NotChecked(f"iommu holds a JSON {type(iommu).__name__}, not an object")
     cmdline = iommu.get("cmdline")
     cmdline = cmdline if isinstance(cmdline, dict) else {}
     if cmdline.get("iommu") == "pt" or cmdline.get("iommu.passthrough") in ("1", "on", "y"):
         return None
     types = iommu.get("group_types") or []
+    units = iommu.get("units") or []
+    if not (isinstance(types, list) and all(isinstance(t, str) for t in types)
+            and isinstance(units, list) and all(isinstance(u, str) for u in units)
+            and all(isinstance(v, str) for v in cmdline.values())):
+        raise NotChecked("iommu holds values of an unexpected type (a hand-edited facts file?)")
     if types and all(t == "identity" for t in types):
         return None
     if cmdline.get("intel_iommu", "").startswith("off") or cmdline.get("amd_iommu") == "off":

@@ -332,8 +332,23 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("framework/dgx-a100-container.json", "iommu.cmdline.intel_iommu", 5),
     ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", "x"),
     ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", [5]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.node", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.1.numa_node", 2),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()
     report = run_checks(registry.checks, _with_fact(snapshot, path, value))
     assert [(r.code, r.reason) for r in report.crashed()] == []
+
+
+def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
+    """sysfs numa_node may name a node with no CPUs (memory-only): binding must not aim at it."""
+    from tfdoctor.gpu_inventory import all_gpus
+    from tfdoctor.numa_placement import gpu_placements, numa_nodes
+
+    facts = _with_fact("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.0.numa_node", 2)
+    first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
+    assert (first.node, first.reported_node, first.how) == (0, 2, "local_cpulist")
+    facts.sections["numa"]["pci_gpus"][0]["local_cpus"] = []
+    first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
+    assert (first.node, first.how) == (None, "numa_node 2 has no CPUs")

@@ -120,7 +120,8 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
             continue
         reported = record.get("numa_node")
         reported = reported if isinstance(reported, int) else None
-        if reported is not None and reported >= 0:
+        # A node without CPUs (memory-only, or not recorded) cannot be bound to: judge by the local CPUs.
+        if reported is not None and reported >= 0 and any(n.node == reported for n in nodes):
             placements.append(GpuPlacement(gpu, bus_id, reported, reported, "numa_node"))
             continue
         if len(nodes) == 1:
@@ -132,7 +133,8 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
         if len(match) == 1:
             placements.append(GpuPlacement(gpu, bus_id, match[0], reported, "local_cpulist"))
         else:
-            placements.append(GpuPlacement(gpu, bus_id, None, reported, "numa_node is -1"))
+            why = "numa_node is -1" if reported is None or reported < 0 else f"numa_node {reported} has no CPUs"
+            placements.append(GpuPlacement(gpu, bus_id, None, reported, why))
     return placements
 
 

@@ -334,6 +334,8 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", [5]),
     ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.node", 5),
     ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.1.numa_node", 2),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", [None]),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

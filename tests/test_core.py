@@ -336,6 +336,9 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
     ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.1.numa_node", 2),
     ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", 5),
     ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", [None]),
+    ("gpu/cuda004-visible-devices-missing.json", "nvml.devices.0.mig_devices", 5),
+    ("gpu/cupti002-profiling-admin-only.json", "privileges.modprobe_restrict_profiling", 5),
+    ("framework/dgx-a100-container.json", "network.infiniband.0.active_rate_gbps", "x"),
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()

@@ -437,7 +437,9 @@ def _worker_hosts(facts: Facts) -> tuple[int, str]:
 def _network_link(facts: Facts) -> Link | None:
     infiniband = facts.peek("network.infiniband")
     if isinstance(infiniband, list) and not _enabled(facts.env("NCCL_IB_DISABLE")):
-        rates = [d["active_rate_gbps"] for d in infiniband if isinstance(d, dict) and d.get("active_rate_gbps")]
+        rates = [d["active_rate_gbps"] for d in infiniband
+                 if isinstance(d, dict) and isinstance(d.get("active_rate_gbps"), (int, float))
+                 and d["active_rate_gbps"]]
         if rates:
             return Link(max(rates) / 8, f"InfiniBand {max(rates):g} Gb/s")
     interfaces = facts.peek("network.interfaces")

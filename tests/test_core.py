@@ -357,3 +357,12 @@ def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
     facts.sections["numa"]["pci_gpus"][0]["local_cpus"] = []
     first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
     assert (first.node, first.how) == (None, "numa_node 2 has no CPUs")
+
+
+@pytest.mark.parametrize("record", [{"a": 1}, {"path": None}, {"path": 5}, {"path": "/x/libcublas.so.12", "others": 5},
+                                    {"path": "/x/libcublas.so.12", "others": [None]}])
+def test_wrong_shaped_loader_resolution_crashes_no_check(record):
+    facts = _with_fact("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", {})
+    facts.sections["cuda_libs"]["libraries"]["cublas"]["resolved"] = {"libcublas.so.12": record}
+    report = run_checks(load_registry().checks, facts)
+    assert [(r.code, r.reason) for r in report.crashed()] == []

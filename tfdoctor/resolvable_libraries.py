@@ -48,6 +48,12 @@ def _strings(value: object) -> bool:
         isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
+def _resolution(record: object) -> bool:
+    """Where the loader finds a library: a path, and the other copies it would also see."""
+    return (isinstance(record, dict) and isinstance(record.get("path"), str)
+            and _strings(record.get("others")) and not isinstance(record.get("others"), Unknown))
+
+
 class LibraryView:
     def __init__(self, facts: Facts, key: str) -> None:
         entry = facts.get(f"cuda_libs.libraries.{key}")
@@ -56,7 +62,7 @@ class LibraryView:
         ld_library_path, runpath = facts.peek("cuda_libs.ld_library_path"), facts.peek("cuda_libs.runpath")
         # A hand-edited facts file may hold anything here: refuse it as a whole rather than crash on a part.
         if not (isinstance(entry, dict) and _records(files) and isinstance(resolved, (dict, Unknown, type(None)))
-                and all(isinstance(r, (dict, type(None))) for r in (resolved or {}).values())
+                and all(r is None or _resolution(r) for r in (resolved or {}).values())
                 and _strings(ld_library_path) and _strings(runpath)):
             raise NotChecked(f"cuda_libs.libraries.{key} or the loader paths have an unexpected shape")
         self.files: list[dict[str, Any]] = list(files or [])

@@ -305,3 +305,9 @@ def test_odd_tf_config_values_never_crash():
             assert not report.crashed(), (raw, [r.reason for r in report.crashed()])
             valid = cluster == ["h:1"] and index == 0 and not isinstance(index, bool)
             assert valid or {"DIST001", "DIST002"} & set(report.codes()), raw
+
+
+def test_tf_config_nested_too_deeply_is_malformed_not_a_crash():
+    report = dist({"TF_CONFIG": "[" * 100_000, "TFDOCTOR_PARAMS": "1M"}, gpus=gpu_devices(T4, T4))
+    assert not report.crashed(), [r.reason for r in report.crashed()]
+    assert "DIST001" in report.codes()

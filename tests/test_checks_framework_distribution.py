@@ -312,3 +312,9 @@ def test_params_variable_name_is_the_one_the_model_reads():
     import tfdoctor.checks.distribution
 
     assert tfdoctor.checks.distribution.PARAMS_VARIABLE == tfdoctor.allreduce.PARAMS_VARIABLE
+
+
+def test_tf_config_nested_too_deeply_is_malformed_not_a_crash():
+    report = dist({"TF_CONFIG": "[" * 100_000, "TFDOCTOR_PARAMS": "1M"}, gpus=gpu_devices(T4, T4))
+    assert not report.crashed(), [r.reason for r in report.crashed()]
+    assert "DIST001" in report.codes()

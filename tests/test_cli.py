@@ -74,6 +74,8 @@ def test_quiet_prints_nothing_when_healthy(tmp_path):
     ('[1, 2]', "a facts file holds a JSON object at the top"),
     ('{"schema_version": 1, "sections": 5}', "a facts file needs a 'sections' object"),
     (b"\xff\xfe\x00garbage", "is not JSON"),
+    ("[" * 100_000, "is not JSON"),  # deeper than the parser recurses
+    ('{"schema_version": ' + "9" * 5000 + "}", "is not JSON"),  # an integer too long to convert
 ])
 def test_bad_facts_file_is_a_usage_error(tmp_path, content, message):
     path = tmp_path / "facts.json"
@@ -149,6 +151,8 @@ def test_bad_option_is_exit_2(tmp_path):
     ("pyproject.toml", "[tool.tfdoctor]\nselect = 3\n", "'select' must be a list of check codes"),
     ("pyproject.toml", "[tool.tfdoctor]\nslect = ['THR']\n", "unknown key(s) slect"),
     ("tfdoctor.toml", "timeout = -1\n", "timeout must be a positive number"),
+    ("tfdoctor.toml", "tool = 5\n", "'tool' must be a table"),
+    ("pyproject.toml", "[tool.tfdoctor]\nselect = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
 ])
 def test_malformed_config_is_exit_2(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
@@ -210,3 +214,38 @@ def test_help_and_version_exit_0(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert "tfdoctor, version" in capsys.readouterr().out
+
+
+def _replay_with(tmp_path: Path, base: Path, path: str, value: object) -> subprocess.CompletedProcess[str]:
+    """Replay `base` with the fact at the dotted `path` replaced by `value` (a wrong shape), as JSON."""
+    data = json.loads(base.read_text())
+    node = data["sections"]
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(data))
+    return run_cli(["check", "--facts", str(facts), "--format", "json"], cwd=tmp_path)
+
+
+@pytest.mark.parametrize("value", [[], "x", 5, None])
+def test_env_variables_of_the_wrong_shape_is_not_checked_not_a_crash(tmp_path, value):
+    done = _replay_with(tmp_path, SNAPSHOT, "env.variables", value)
+    assert_no_traceback(done)
+    results = {r["code"]: r for r in json.loads(done.stdout)["results"]}
+    assert [c for c, r in results.items() if r["status"] == "crashed"] == []
+    assert results["THR101"]["status"] == "not-checked"
+    assert "env.variables" in results["THR101"]["reason"]
+    assert done.returncode == 0
+
+
+def test_taskprolog_replay_ignores_a_recorded_variable_that_is_not_a_string(tmp_path):
+    data = json.loads((REPO / "tests/snapshots/gpu/cuda001-library-not-on-loader-path.json").read_text())
+    data["sections"]["env"]["variables"]["LD_LIBRARY_PATH"] = 5
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(data))
+    done = run_cli(["fix", "--facts", str(facts), "--format", "taskprolog"], cwd=tmp_path)
+    assert_no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64\n" in done.stdout

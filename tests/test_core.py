@@ -259,3 +259,110 @@ def test_a_probe_stuck_from_an_earlier_run_does_not_end_a_later_one(capsys):
         assert "stuck" in engine.abandoned_probes()
     finally:
         release.set()
+
+
+def _with_fact(snapshot: str, path: str, value: object) -> Facts:
+    data = json.loads((REPO / "tests" / "snapshots" / snapshot).read_text())
+    node = data["sections"]
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return Facts.from_json(data)
+
+
+# A facts file edited by hand (or written by another tool) can hold any JSON where a fact belongs; the
+# shared readers of the GPU list, the TensorFlow build and the CPU budget must answer "not checked" or
+# "absent", never crash every check that uses them.
+@pytest.mark.parametrize(("snapshot", "path", "value"), [
+    ("framework/dgx-a100-container.json", "nvml", 5),
+    ("framework/dgx-a100-container.json", "nvml.devices", 5),
+    ("framework/dgx-a100-container.json", "nvml.devices", {"a": 1}),
+    ("framework/dgx-a100-container.json", "nvml.devices.0", "x"),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.index", "x"),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.index", None),
+    ("framework/dgx-a100-container.json", "nvml.devices.0.compute_capability", [1, "a"]),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.watched.tensorflow", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.watched.tensorflow.requires_dist", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.tensorflow.build_info.cuda_compute_capabilities", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.online", "x"),
+    ("core/slurm-node-bad-threads.json", "cpu.online", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.online", [[0]]),
+    ("core/slurm-node-bad-threads.json", "cpu.allowed_cpus", [{"a": 1}]),
+    ("core/slurm-node-bad-threads.json", "cpu.topology", [5]),
+    ("core/slurm-node-bad-threads.json", "cgroup.limits", "x"),
+    ("core/slurm-node-bad-threads.json", "cgroup.limits", 5),
+    ("core/slurm-node-bad-threads.json", "cgroup.cpuset", [[0]]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes", ["x"]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.node", "x"),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.cpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.cpus", [[0]]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus", ["x"]),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.online", [None]),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.topology", [{"cpu": 0}]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas", "x"),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.files", "x"),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.files", [5]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", [1, "a"]),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.ld_library_path", 5),
+    ("gpu/cuda003-cublas-shadowed.json", "cuda_libs.runpath", 5),
+    ("core/slurm-node-bad-threads.json", "cpu.cpuinfo.flags", 5),
+    ("framework/dgx-a100-container.json", "cpu.cpuinfo.flags", None),
+    ("gpu/gpu004-power-brake-at-idle.json", "nvml.devices.0.clock_event_reasons", 5),
+    ("gpu/gpu005-pcie-width-degraded.json", "nvml.devices.0.pcie", "x"),
+    ("gpu/gpu006-mig-without-instances.json", "nvml.devices.0.mig_mode", [1, "a"]),
+    ("gpu/gpu007-memory-held-by-other-process.json", "nvml.devices.0.processes", 5),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.candidates", 5),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.candidates", [{"a": 1}]),
+    ("gpu/xla001-libdevice-not-found.json", "xla_toolchain.libdevice_elsewhere", ["x"]),
+    ("gpu/xla002-ptxas-older-than-build.json", "xla_toolchain.ptxas", "x"),
+    ("gpu/xla002-ptxas-older-than-build.json", "xla_toolchain.candidates", 5),
+    ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.candidates", ["x"]),
+    ("gpu/xla003-data-dir-without-libdevice.json", "xla_toolchain.libdevice_elsewhere", 5),
+    ("gpu/drv001-driver-not-loaded.json", "gpu_pci.devices", "x"),
+    ("gpu/drv001-driver-not-loaded.json", "gpu_pci.devices", [{"a": 1}]),
+    ("framework/dgx-a100-container.json", "iommu", 5),
+    ("framework/dgx-a100-container.json", "iommu.group_types", 5),
+    ("framework/dgx-a100-container.json", "iommu.units", [None]),
+    ("framework/dgx-a100-container.json", "iommu.cmdline.intel_iommu", 5),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", "x"),
+    ("gpu/gpu002-uncorrectable-ecc.json", "python.openmp_runtimes", [5]),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.nodes.0.node", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.1.numa_node", 2),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", 5),
+    ("numa/slurm-rank1-off-gpu-node.json", "cpu.allowed_cpus", [None]),
+    ("gpu/cuda004-visible-devices-missing.json", "nvml.devices.0.mig_devices", 5),
+    ("gpu/cupti002-profiling-admin-only.json", "privileges.modprobe_restrict_profiling", 5),
+    ("framework/dgx-a100-container.json", "network.infiniband.0.active_rate_gbps", "x"),
+])
+def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
+    registry = load_registry()
+    report = run_checks(registry.checks, _with_fact(snapshot, path, value))
+    assert [(r.code, r.reason) for r in report.crashed()] == []
+
+
+def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
+    """sysfs numa_node may name a node with no CPUs (memory-only): binding must not aim at it."""
+    from tfdoctor.gpu_inventory import all_gpus
+    from tfdoctor.numa_placement import gpu_placements, numa_nodes
+
+    facts = _with_fact("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.0.numa_node", 2)
+    first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
+    assert (first.node, first.reported_node, first.how) == (0, 2, "local_cpulist")
+    facts.sections["numa"]["pci_gpus"][0]["local_cpus"] = []
+    first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
+    assert (first.node, first.how) == (None, "numa_node 2 has no CPUs")
+
+
+@pytest.mark.parametrize("record", [{"a": 1}, {"path": None}, {"path": 5}, {"path": "/x/libcublas.so.12", "others": 5},
+                                    {"path": "/x/libcublas.so.12", "others": [None]}])
+def test_wrong_shaped_loader_resolution_crashes_no_check(record):
+    facts = _with_fact("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", {})
+    facts.sections["cuda_libs"]["libraries"]["cublas"]["resolved"] = {"libcublas.so.12": record}
+    report = run_checks(load_registry().checks, facts)
+    assert [(r.code, r.reason) for r in report.crashed()] == []

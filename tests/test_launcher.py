@@ -141,6 +141,17 @@ def test_bad_rank_and_missing_command_are_usage_errors(make_root, tmp_path):
     assert "local rank 'x1' is not a whole number" in done.stderr
 
 
+def test_a_line_break_in_the_file_name_stays_in_the_comment(make_root, tmp_path):
+    name = "run\ntouch pwned\n.sh"
+    text = render_launcher(launch_plan(slurm_facts(make_root)), "tfdoctor test launcher", name)
+    assert "touch pwned" not in [line.strip() for line in text.splitlines()]
+    launcher = tmp_path / "run.sh"
+    launcher.write_text(text)
+    subprocess.run(["/bin/sh", str(launcher), "true"], cwd=tmp_path, timeout=60, check=True,
+                   env={"PATH": "/usr/bin:/bin"})
+    assert not (tmp_path / "pwned").exists()
+
+
 def test_omp_places_folds_ranges():
     assert omp_places((0, 1, 2, 3, 8, 10, 11)) == "{0}:4,{8},{10}:2"
 

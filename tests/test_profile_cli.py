@@ -29,6 +29,7 @@ def test_bad_inputs_are_one_line_usage_errors(tmp_path):
         (("profile", "--python", str(tmp_path)), "not an executable interpreter"),
         (("profile", "--workload", "resnet"), "Invalid value"),
         (("fix", "--validate", "--root", str(tmp_path)), "cannot be combined"),
+        (("profile", "--logdir", str(bad)), "--logdir"),  # a file: the profile would be silently lost
     ]
     for args, message in cases:
         done = tfdoctor(*args)

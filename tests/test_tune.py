@@ -412,3 +412,45 @@ def test_workload_without_the_micro_profile_is_a_usage_error(monkeypatch, capsys
         main(["tune", "--workload", "cnn"])
     assert exit_.value.code == 2
     assert "--workload needs the micro-profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"not json at all\n", b"[" * 100_000, b"x = 1"])
+def test_resume_of_a_file_that_is_not_a_results_file_leaves_it_intact(tmp_path, capsys, content):
+    """Only a torn last line *after* a header is cut off: a wrong file given to --resume is kept byte for byte."""
+    wrong = tmp_path / "notes.txt"
+    wrong.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", str(wrong)])
+    assert exit_.value.code == 2
+    assert "not a tfdoctor tune results file" in capsys.readouterr().err
+    assert wrong.read_bytes() == content
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfe[parameters]", "not UTF-8 text"),
+    (b"[" * 100_000, "not valid JSON"),
+])
+def test_space_file_that_cannot_be_parsed_is_a_usage_error(tmp_path, capsys, content, message):
+    space = tmp_path / "space.json"
+    space.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--space", str(space), "--metric", SIM_METRIC, "--results", str(tmp_path / "r.jsonl"),
+              "--", "true"])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("header", [
+    {"type": "header", "format": "tfdoctor-tune-results/1"},
+    {"type": "header", "format": "tfdoctor-tune-results/1", "space": 5, "seeds": [], "maximize": True,
+     "objective": {}},
+    {"type": "header", "format": "tfdoctor-tune-results/1", "space": [], "seeds": [], "maximize": True,
+     "objective": 5},
+])
+def test_resume_with_an_incomplete_header_is_a_usage_error(tmp_path, capsys, header):
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps(header) + "\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", str(results)])
+    assert exit_.value.code == 2
+    assert "the header line is incomplete" in capsys.readouterr().err

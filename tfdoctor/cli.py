@@ -346,6 +346,8 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     # A TaskProlog prepend needs the current value: the task's environment is the prolog's own on a live
     # run, the recorded one when replaying --facts.
     recorded = report.facts.peek("env.variables") if facts_file else None
+    if isinstance(recorded, dict):  # a hand-edited file may hold numbers or lists: only strings are values
+        recorded = {name: value for name, value in recorded.items() if isinstance(value, str)}
     script = _render_env(plan, header, fmt or shell or "sh", recorded if isinstance(recorded, dict) else os.environ)
     try:
         if write_path:

@@ -68,10 +68,12 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("tfdoctor", {})
-    else:
-        table = data.get("tool", {}).get("tfdoctor", data)
+    except RecursionError:  # arrays or tables nested deeper than the parser follows
+        raise ConfigError(f"{path} is not valid TOML: nested too deeply") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: 'tool' must be a table")
+    table = tool.get("tfdoctor", {} if path.name == "pyproject.toml" else data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.tfdoctor] must be a table")
     unknown = sorted(set(table) - KNOWN_KEYS)

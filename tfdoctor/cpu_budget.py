@@ -62,6 +62,20 @@ def scheduler_allocation(facts: Facts) -> tuple[int, str] | None:
     return None
 
 
+def cpu_ids(value: object) -> bool:
+    """A list of CPU numbers: what the probe records (a hand-edited facts file may hold anything)."""
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _quota(limit: object) -> bool:
+    return (isinstance(limit, dict) and all(isinstance(limit.get(k), (int, float)) for k in ("quota_us", "period_us"))
+            and limit["period_us"] > 0)
+
+
+def topology_entry(entry: object) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(k), int) for k in ("cpu", "socket", "core"))
+
+
 def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_label: str = "") -> CpuBudget:
     """Raises NotChecked when neither the host's CPUs nor any limit can be read.
 
@@ -70,6 +84,8 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     scheduler's allocation. `bound_label` names it in `source` ("bound to node 1").
     """
     online = facts.get("cpu.online")
+    if not cpu_ids(online):
+        raise NotChecked(f"cpu.online is {str(online)[:40]!r}, not a list of CPU numbers")
     host_cpus = len(online)
     if host_cpus == 0:
         raise NotChecked("no online CPUs recorded")
@@ -77,16 +93,19 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     limits: dict[str, float] = {"host": float(host_cpus)}
 
     affinity = facts.peek("cpu.allowed_cpus") if bound_to is None else sorted(set(bound_to) & allowed)
-    if isinstance(affinity, list) and affinity:
+    if cpu_ids(affinity) and affinity:
         allowed &= set(affinity)
         limits["affinity" if bound_to is None else (bound_label or "bound CPUs")] = float(len(affinity))
     cgroup = facts.peek("cgroup")
     if isinstance(cgroup, dict):
         cpuset = cgroup.get("cpuset")
-        if isinstance(cpuset, list) and cpuset:
+        if cpu_ids(cpuset) and cpuset:
             allowed &= set(cpuset)
             limits["cgroup cpuset"] = float(len(cpuset))
-        for limit in cgroup.get("limits") or []:
+        limits_recorded = cgroup.get("limits") or []
+        for limit in limits_recorded if isinstance(limits_recorded, list) else [limits_recorded]:
+            if not _quota(limit):
+                raise NotChecked(f"cgroup.limits holds {str(limit)[:40]!r}, not a quota_us/period_us pair")
             quota = limit["quota_us"] / limit["period_us"]
             key = f"cgroup quota {limit['quota_us']}/{limit['period_us']}"
             limits[key] = quota
@@ -105,7 +124,7 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     cpus = max(1, math.floor(value + 1e-9))
 
     topology = facts.peek("cpu.topology")
-    if isinstance(topology, list) and topology:
+    if isinstance(topology, list) and topology and all(topology_entry(t) for t in topology):
         chosen = [t for t in topology if t["cpu"] in allowed]
         cores = len({(t["socket"], t["core"]) for t in chosen}) or cpus
         sockets = len({t["socket"] for t in chosen}) or 1

@@ -41,6 +41,8 @@ class Gpu:
 
 def parse_compute_capability(value: Any) -> tuple[int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:
+        if not all(isinstance(part, int) or (isinstance(part, str) and part.isdigit()) for part in value):
+            return None  # a hand-edited or foreign facts file: unknown, not a crash
         return int(value[0]), int(value[1])
     if isinstance(value, str) and "." in value:
         major, _, minor = value.partition(".")
@@ -60,13 +62,22 @@ def all_gpus(facts: Facts) -> list[Gpu]:
         if driver is None:
             return []  # no /proc/driver/nvidia/version: no NVIDIA driver loaded, so no usable GPU
         raise NotChecked(f"GPUs unknown: {nvml.reason}")
+    if not isinstance(nvml, dict):
+        raise NotChecked(f"nvml holds a JSON {type(nvml).__name__}, not an object")
     devices = nvml.get("devices")
     if isinstance(devices, Unknown):
         raise NotChecked(f"GPUs unknown: {devices.reason}")
+    if devices is not None and not isinstance(devices, list):
+        raise NotChecked(f"nvml.devices holds a JSON {type(devices).__name__}, not a list")
     gpus = []
     for position, device in enumerate(devices or []):
+        if not isinstance(device, dict):
+            raise NotChecked(f"nvml.devices[{position}] holds a JSON {type(device).__name__}, not an object")
+        index = device.get("index", position)
+        if isinstance(index, bool) or not (isinstance(index, int) or (isinstance(index, str) and index.isdigit())):
+            raise NotChecked(f"nvml.devices[{position}].index is {index!r}, not a whole number")
         gpus.append(Gpu(
-            index=int(device.get("index", position)),
+            index=int(index),
             name=str(device.get("name", "")),
             compute_capability=parse_compute_capability(device.get("compute_capability")),
             uuid=str(device.get("uuid", "")),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tfdoctor.cpu_budget import cpu_budget, recommended_threads
+from tfdoctor.cpu_budget import cpu_budget, cpu_ids, recommended_threads, topology_entry
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.facts.parse_numa import normalize_bus_id, parse_tasks_per_node
@@ -75,10 +75,17 @@ class RankLayout:
 def numa_nodes(facts: Facts) -> list[NumaNode]:
     """The host's nodes that have CPUs (memory-only nodes cannot be bound to by CPU)."""
     nodes = []
-    for entry in facts.get("numa.nodes"):
+    recorded = facts.get("numa.nodes")
+    if not isinstance(recorded, list):
+        raise NotChecked(f"numa.nodes holds a JSON {type(recorded).__name__}, not a list")
+    for entry in recorded:
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), int):
+            raise NotChecked(f"numa.nodes holds {str(entry)[:40]!r}, not a node record")
         cpus = entry.get("cpus")
         if isinstance(cpus, Unknown):
             raise NotChecked(f"CPUs of NUMA node {entry.get('node')} unknown: {cpus.reason}")
+        if cpus is not None and not cpu_ids(cpus):
+            raise NotChecked(f"CPUs of NUMA node {entry['node']} are {str(cpus)[:40]!r}, not CPU numbers")
         memory = entry.get("mem_total_kib")
         if cpus:
             nodes.append(NumaNode(int(entry["node"]), tuple(cpus), memory if isinstance(memory, int) else None))
@@ -92,6 +99,8 @@ def nodes_of(cpus: object, nodes: list[NumaNode]) -> list[int]:
 
 def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list[GpuPlacement]:
     records = facts.get("numa.pci_gpus")
+    if not isinstance(records, list) or not all(isinstance(record, dict) for record in records):
+        raise NotChecked(f"numa.pci_gpus is {str(records)[:40]!r}, not a list of PCI device records")
     by_bus: dict[str, dict] = {}
     for record in records:
         try:
@@ -111,7 +120,8 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
             continue
         reported = record.get("numa_node")
         reported = reported if isinstance(reported, int) else None
-        if reported is not None and reported >= 0:
+        # A node without CPUs (memory-only, or not recorded) cannot be bound to: judge by the local CPUs.
+        if reported is not None and reported >= 0 and any(n.node == reported for n in nodes):
             placements.append(GpuPlacement(gpu, bus_id, reported, reported, "numa_node"))
             continue
         if len(nodes) == 1:
@@ -123,7 +133,8 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
         if len(match) == 1:
             placements.append(GpuPlacement(gpu, bus_id, match[0], reported, "local_cpulist"))
         else:
-            placements.append(GpuPlacement(gpu, bus_id, None, reported, "numa_node is -1"))
+            why = "numa_node is -1" if reported is None or reported < 0 else f"numa_node {reported} has no CPUs"
+            placements.append(GpuPlacement(gpu, bus_id, None, reported, why))
     return placements
 
 
@@ -202,10 +213,13 @@ def bind_command(method: str, slot: Slot) -> list[str]:
 
 def _job_cpus(facts: Facts) -> set[int]:
     """CPUs the job may ever use (the cgroup cpuset), whatever this process's own affinity."""
-    online = set(facts.get("cpu.online"))
+    online = facts.get("cpu.online")
+    if not cpu_ids(online):
+        raise NotChecked(f"cpu.online is {str(online)[:40]!r}, not a list of CPU numbers")
+    online = set(online)
     cgroup = facts.peek("cgroup")
     cpuset = cgroup.get("cpuset") if isinstance(cgroup, dict) else None
-    return online & set(cpuset) if isinstance(cpuset, list) and cpuset else online
+    return online & set(cpuset) if cpu_ids(cpuset) and cpuset else online
 
 
 def node_slot(facts: Facts, node: NumaNode | None, sharing: int = 1, gpus: tuple[int, ...] = ()) -> Slot:
@@ -220,7 +234,7 @@ def node_slot(facts: Facts, node: NumaNode | None, sharing: int = 1, gpus: tuple
     # Ranks bound to one node split its cores; a per-task allocation (SLURM_CPUS_PER_TASK) already
     # is one rank's part, hence the smaller of the two.
     topology = facts.peek("cpu.topology")
-    chosen = [t for t in topology if t["cpu"] in cpus] if isinstance(topology, list) else []
+    chosen = [t for t in topology if topology_entry(t) and t["cpu"] in cpus] if isinstance(topology, list) else []
     node_cores = len({(t["socket"], t["core"]) for t in chosen}) or len(cpus)
     share = str(max(1, min(budget.physical_cores, node_cores // max(1, sharing))))
     threads["TF_NUM_INTRAOP_THREADS"] = threads["OMP_NUM_THREADS"] = share

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tfdoctor.facts import Facts, Unknown
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.gpu_inventory import Gpu
 
 POLICY_VARIABLE = "TFDOCTOR_MIXED_PRECISION"
@@ -84,6 +84,8 @@ def has_bf16_tensor_cores(gpu: Gpu) -> bool:
 
 def cpu_bf16_flags(facts: Facts) -> list[str]:
     flags = facts.get("cpu.cpuinfo.flags")
+    if not isinstance(flags, list):
+        raise NotChecked(f"cpu.cpuinfo.flags holds a JSON {type(flags).__name__}, not a list")
     return [f for f in CPU_BF16_FLAGS if f in flags]
 
 

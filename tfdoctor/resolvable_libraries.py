@@ -7,7 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.tf_build import version_tuple
 
 
@@ -38,13 +38,37 @@ def _copy(record: dict[str, Any]) -> LibraryCopy:
                        record.get("origin", ""), bool(record.get("broken")))
 
 
+def _records(files: object) -> bool:
+    return files is None or isinstance(files, Unknown) or (isinstance(files, list) and all(
+        isinstance(r, dict) and isinstance(r.get("dir"), str) and isinstance(r.get("name"), str) for r in files))
+
+
+def _strings(value: object) -> bool:
+    return value is None or isinstance(value, Unknown) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def _resolution(record: object) -> bool:
+    """Where the loader finds a library: a path, and the other copies it would also see."""
+    return (isinstance(record, dict) and isinstance(record.get("path"), str)
+            and _strings(record.get("others")) and not isinstance(record.get("others"), Unknown))
+
+
 class LibraryView:
     def __init__(self, facts: Facts, key: str) -> None:
         entry = facts.get(f"cuda_libs.libraries.{key}")
-        self.files: list[dict[str, Any]] = list(entry.get("files") or [])
-        self.resolved_map: dict[str, dict[str, Any]] = dict(entry.get("resolved") or {})
-        self.ld_library_path: list[str] = list(facts.peek("cuda_libs.ld_library_path") or [])
-        self.runpath: list[str] = list(facts.peek("cuda_libs.runpath") or [])
+        files = entry.get("files") if isinstance(entry, dict) else None
+        resolved = entry.get("resolved") if isinstance(entry, dict) else None
+        ld_library_path, runpath = facts.peek("cuda_libs.ld_library_path"), facts.peek("cuda_libs.runpath")
+        # A hand-edited facts file may hold anything here: refuse it as a whole rather than crash on a part.
+        if not (isinstance(entry, dict) and _records(files) and isinstance(resolved, (dict, Unknown, type(None)))
+                and all(r is None or _resolution(r) for r in (resolved or {}).values())
+                and _strings(ld_library_path) and _strings(runpath)):
+            raise NotChecked(f"cuda_libs.libraries.{key} or the loader paths have an unexpected shape")
+        self.files: list[dict[str, Any]] = list(files or [])
+        self.resolved_map: dict[str, dict[str, Any]] = dict(resolved or {})
+        self.ld_library_path: list[str] = list(ld_library_path or [])
+        self.runpath: list[str] = list(runpath or [])
 
     def resolved(self, name: str) -> dict[str, Any] | None:
         return self.resolved_map.get(name)

@@ -86,8 +86,10 @@ class TfBuild:
 
 
 def parse_pins(requires_dist: Any) -> dict[str, str]:
-    pins = {}
-    for requirement in requires_dist or []:
+    pins: dict[str, str] = {}
+    if not isinstance(requires_dist, (list, tuple)):  # absent, or a hand-edited facts file
+        return pins
+    for requirement in requires_dist:
         text = str(requirement)
         if "nvidia-" not in text:
             continue
@@ -107,7 +109,7 @@ def _from_python(facts: Facts) -> tuple[Any, str | None, str | None, Any]:
     info = tensorflow.get("build_info") if isinstance(tensorflow, dict) else None
     watched = python.get("watched") or {}
     for dist in TENSORFLOW_DISTS:
-        if isinstance(watched, dict) and dist in watched:
+        if isinstance(watched, dict) and isinstance(watched.get(dist), dict):
             record = watched[dist]
             return info, dist, record.get("version"), record.get("requires_dist")
     return info, None, None, None
@@ -129,6 +131,8 @@ def tensorflow_build(facts: Facts) -> TfBuild | None:
     caps = info.get("cuda_compute_capabilities") or []
     if isinstance(caps, str):
         caps = [c.strip() for c in caps.split(",")]
+    elif not isinstance(caps, (list, tuple)):
+        caps = []
     return TfBuild(
         version=str(version) if version else None,
         dist=dist,

@@ -74,7 +74,7 @@ def parse_tf_config(raw: str) -> tuple[TfConfig | None, list[Problem]]:
     """The parsed configuration (None when it is unusable) and every problem found in it."""
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser follows
         return None, [Problem("malformed", f"TF_CONFIG is not JSON: {exc}", {"env.TF_CONFIG": raw})]
     if not isinstance(data, dict):
         return None, [Problem("malformed", f"TF_CONFIG holds a JSON {type(data).__name__}, not an object",

@@ -70,6 +70,8 @@ def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
     if tag is None:
         return
     flags = facts.get("cpu.cpuinfo.flags")
+    if not isinstance(flags, list):
+        raise NotChecked(f"cpu.cpuinfo.flags holds a JSON {type(flags).__name__}, not a list")
     if "avx" in flags:
         return
     model = facts.peek("cpu.cpuinfo.model_name") or "this CPU"

@@ -249,7 +249,8 @@ def _known_uuids(facts: Facts) -> tuple[list[str], list[str]]:
         if gpu.uuid:
             gpus.append(gpu.uuid)
         raw = gpu.raw if isinstance(gpu.raw, dict) else {}
-        migs += [m for m in raw.get("mig_devices") or [] if isinstance(m, str)]
+        recorded = raw.get("mig_devices")
+        migs += [m for m in recorded if isinstance(m, str)] if isinstance(recorded, list) else []
     return gpus, migs
 
 

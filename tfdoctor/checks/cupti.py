@@ -126,6 +126,7 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
         return
     in_container = bool(facts.peek("privileges.container"))
     configured = facts.peek("privileges.modprobe_restrict_profiling") or []
+    configured = configured if isinstance(configured, list) else []
     profiling = intends_to_profile(facts)
     steps_host = (
         "echo 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' | sudo tee /etc/modprobe.d/nvidia-profiling.conf",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
@@ -347,11 +347,18 @@ def shm_too_small_for_nccl(facts: Facts) -> Iterator[Finding]:
 
 def iommu_translating(iommu: dict[str, Any]) -> str | None:
     """Why the IOMMU translates DMA (a description), or None when it is off or in passthrough."""
+    if not isinstance(iommu, dict):
+        raise NotChecked(f"iommu holds a JSON {type(iommu).__name__}, not an object")
     cmdline = iommu.get("cmdline")
     cmdline = cmdline if isinstance(cmdline, dict) else {}
     if cmdline.get("iommu") == "pt" or cmdline.get("iommu.passthrough") in ("1", "on", "y"):
         return None
     types = iommu.get("group_types") or []
+    units = iommu.get("units") or []
+    if not (isinstance(types, list) and all(isinstance(t, str) for t in types)
+            and isinstance(units, list) and all(isinstance(u, str) for u in units)
+            and all(isinstance(v, str) for v in cmdline.values())):
+        raise NotChecked("iommu holds values of an unexpected type (a hand-edited facts file?)")
     if types and all(t == "identity" for t in types):
         return None
     if cmdline.get("intel_iommu", "").startswith("off") or cmdline.get("amd_iommu") == "off":
@@ -446,7 +453,9 @@ def _network_link(facts: Facts) -> Link | None:
 
     infiniband = facts.peek("network.infiniband")
     if isinstance(infiniband, list) and not _enabled(facts.env("NCCL_IB_DISABLE")):
-        rates = [d["active_rate_gbps"] for d in infiniband if isinstance(d, dict) and d.get("active_rate_gbps")]
+        rates = [d["active_rate_gbps"] for d in infiniband
+                 if isinstance(d, dict) and isinstance(d.get("active_rate_gbps"), (int, float))
+                 and d["active_rate_gbps"]]
         if rates:
             return Link(max(rates) / 8, f"InfiniBand {max(rates):g} Gb/s")
     interfaces = facts.peek("network.interfaces")

@@ -40,6 +40,8 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
     pci = facts.get("gpu_pci.devices")
     if not pci or facts.get("host.nvidia_driver") is not None:
         return
+    if not isinstance(pci, list) or not all(isinstance(d, dict) and isinstance(d.get("address"), str) for d in pci):
+        raise NotChecked(f"gpu_pci.devices holds {str(pci)[:40]!r}, not a list of PCI device records")
     build = tensorflow_build(facts)
     uses_gpu = build is not None and build.is_cuda_build
     in_container = bool(facts.peek("privileges.container")) or bool(facts.peek("host.container.detected"))

@@ -25,12 +25,15 @@ def visible_gpus(facts: Facts) -> list[Gpu]:
     return gpus
 
 
-def _value(gpu: Gpu, *path: str) -> Any:
+def _value(gpu: Gpu, *path: str, kind: type | None = None) -> Any:
+    """The value at `path` in the device record; None when absent, unknown, or (with `kind`) of another type."""
     node: Any = gpu.raw if isinstance(gpu.raw, dict) else {}
     for key in path:
         if not isinstance(node, dict):
             return None
         node = node.get(key)
+    if kind is not None and not isinstance(node, kind):
+        return None
     return None if isinstance(node, Unknown) else node
 
 
@@ -39,7 +42,7 @@ def _label(gpu: Gpu) -> str:
 
 
 def _idle(gpu: Gpu) -> bool:
-    reasons = _value(gpu, "clock_event_reasons") or []
+    reasons = _value(gpu, "clock_event_reasons", kind=list) or []
     return "gpu_idle" in reasons or _value(gpu, "utilization_gpu_percent") == 0
 
 
@@ -175,7 +178,7 @@ def gpu_clocks_throttled(facts: Facts) -> Iterator[Finding]:
     Manual: hardware.
     """
     for gpu in visible_gpus(facts):
-        reasons = [r for r in (_value(gpu, "clock_event_reasons") or []) if r in SLOWDOWN_REASONS]
+        reasons = [r for r in (_value(gpu, "clock_event_reasons", kind=list) or []) if r in SLOWDOWN_REASONS]
         if not reasons:
             continue
         yield Finding(
@@ -208,7 +211,7 @@ def gpu_pcie_link_degraded(facts: Facts) -> Iterator[Finding]:
     Manual: hardware.
     """
     for gpu in visible_gpus(facts):
-        pcie = _value(gpu, "pcie") or {}
+        pcie = _value(gpu, "pcie", kind=dict) or {}
         width, width_max = pcie.get("width_current"), pcie.get("width_max")
         gen, gen_max = pcie.get("gen_current"), pcie.get("gen_max")
         problems = []
@@ -244,7 +247,7 @@ def gpu_mig_enabled_without_instances(facts: Facts) -> Iterator[Finding]:
     Manual: needs root and an idle GPU.
     """
     for gpu in visible_gpus(facts):
-        mode = _value(gpu, "mig_mode") or {}
+        mode = _value(gpu, "mig_mode", kind=dict) or {}
         if not mode.get("current"):
             continue
         instances = _value(gpu, "mig_devices")
@@ -280,7 +283,7 @@ def gpu_memory_held_by_other_process(facts: Facts) -> Iterator[Finding]:
     """
     for gpu in visible_gpus(facts):
         total, used = _value(gpu, "memory_total_mib"), _value(gpu, "memory_used_mib")
-        processes = _value(gpu, "processes") or []
+        processes = _value(gpu, "processes", kind=list) or []
         if not isinstance(total, int) or total <= 0 or not isinstance(used, int) or not processes:
             continue
         if used <= total * OTHER_PROCESS_SHARE:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfdoctor.checks.threads import thread_settings
-from tfdoctor.facts import Facts
+from tfdoctor.cpu_budget import cpu_ids
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.gpu_inventory import Gpu, all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
@@ -70,6 +71,8 @@ def _placement(facts: Facts) -> Placement | None:
     if len(nodes) < 2:
         return None
     allowed = facts.get("cpu.allowed_cpus")
+    if not cpu_ids(allowed):
+        raise NotChecked(f"cpu.allowed_cpus is {str(allowed)[:40]!r}, not a list of CPU numbers")
     return Placement(nodes, layout, gpu_placements(facts, gpus, nodes), allowed, nodes_of(allowed, nodes))
 
 
@@ -303,8 +306,10 @@ def thread_pools_exceed_node_share(facts: Facts) -> Iterator[Finding]:
     slot = plan.slot_for(layout.local_rank or 0)
     if slot.node is None or slot.sharing < 2:
         return
-    allowed = set(facts.get("cpu.allowed_cpus"))
-    if not set(slot.cpus) <= allowed:
+    allowed = facts.get("cpu.allowed_cpus")
+    if not cpu_ids(allowed):
+        raise NotChecked(f"cpu.allowed_cpus is {str(allowed)[:40]!r}, not a list of CPU numbers")
+    if not set(slot.cpus) <= set(allowed):
         return  # already bound to part of the node: the CPU budget (THR) judges the counts
     share = int(slot.threads["OMP_NUM_THREADS"])
     settings = thread_settings(facts)

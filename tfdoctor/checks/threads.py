@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 
 from tfdoctor.cpu_budget import CpuBudget, cpu_budget, recommended_threads
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -452,7 +452,7 @@ def _intel_openmp_in_use(facts: Facts) -> bool | None:
     runtimes = facts.peek("python.openmp_runtimes")
     if not isinstance(runtimes, list):
         return None
-    return any(r.get("runtime") == "libiomp5" for r in runtimes)
+    return any(isinstance(r, dict) and r.get("runtime") == "libiomp5" for r in runtimes)
 
 
 @check("THR107", "kmp-blocktime-spins-on-shared-node", Severity.WARNING)
@@ -521,6 +521,10 @@ def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
     Manual: which package can go is the user's decision.
     """
     runtimes = facts.get("python.openmp_runtimes")
+    if not isinstance(runtimes, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("runtime"), str) and isinstance(e.get("path"), str)
+            for e in runtimes):
+        raise NotChecked(f"python.openmp_runtimes holds {str(runtimes)[:40]!r}, not a list of runtime records")
     kinds: dict[str, list[str]] = {}
     for entry in runtimes:
         kinds.setdefault(entry["runtime"], []).append(entry["path"])

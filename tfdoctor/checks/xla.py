@@ -7,11 +7,19 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.facts.probes.xla_toolchain import DATA_DIR_FLAG
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
 from tfdoctor.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple
+
+
+def _roots(facts: Facts, path: str) -> list[dict[str, Any]]:
+    """CUDA roots the toolchain probe recorded: a list of records, each naming its folder."""
+    roots = facts.get(path) or []
+    if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("dir"), str) for r in roots):
+        raise NotChecked(f"{path} holds {str(roots)[:40]!r}, not a list of CUDA root records")
+    return roots
 
 
 def merge_data_dir(xla_flags: str | None, data_dir: str) -> str:
@@ -72,8 +80,8 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
         return
     if facts.get("xla_toolchain.libdevice"):
         return
-    candidates = facts.get("xla_toolchain.candidates")
-    elsewhere = facts.get("xla_toolchain.libdevice_elsewhere") or []
+    candidates = _roots(facts, "xla_toolchain.candidates")
+    elsewhere = _roots(facts, "xla_toolchain.libdevice_elsewhere")
     evidence: dict[str, Any] = {"searched": [c["dir"] for c in candidates],
                                 "env.XLA_FLAGS": facts.env("XLA_FLAGS")}
     if elsewhere:
@@ -114,10 +122,12 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     if build is None or not build.cuda_version:
         return
     first = facts.get("xla_toolchain.ptxas")
+    if first and not (isinstance(first, dict) and isinstance(first.get("path"), str)):
+        raise NotChecked(f"xla_toolchain.ptxas holds {str(first)[:40]!r}, not a ptxas record")
     need = version_tuple(build.cuda_version)[:2]
     if not first or not version_tuple(first.get("version")) or version_tuple(first["version"])[:2] >= need:
         return
-    roots = [*facts.get("xla_toolchain.candidates"), *(facts.get("xla_toolchain.libdevice_elsewhere") or [])]
+    roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]
     newer = [r for r in roots if r.get("ptxas") and version_tuple(r.get("ptxas_version"))[:2] >= need]
     evidence = {"ptxas": first["path"], "ptxas_version": first["version"], "via": first.get("via"),
                 "tensorflow.cuda_version": build.cuda_version}
@@ -158,11 +168,13 @@ def xla_data_dir_without_libdevice(facts: Facts) -> Iterator[Finding]:
     data_dir = facts.get("xla_toolchain.cuda_data_dir")
     if not data_dir:
         return
-    record = next((c for c in facts.get("xla_toolchain.candidates") if c["dir"] == data_dir), None)
+    if not isinstance(data_dir, str):
+        raise NotChecked(f"xla_toolchain.cuda_data_dir holds a JSON {type(data_dir).__name__}, not a path")
+    record = next((c for c in _roots(facts, "xla_toolchain.candidates") if c["dir"] == data_dir), None)
     if record is None or record.get("libdevice"):
         return
     guess = re.sub(r"/(nvvm(/libdevice)?|lib64|lib|bin)/?$", "", data_dir.rstrip("/"))
-    roots = [*facts.get("xla_toolchain.candidates"), *(facts.get("xla_toolchain.libdevice_elsewhere") or [])]
+    roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]
     good = next((r for r in roots if r.get("libdevice") and r["dir"] == guess), None) or next(
         (r for r in roots if r.get("libdevice")), None)
     fixes = (data_dir_fix(facts, good["dir"], "it holds nvvm/libdevice"),) if good else ()

@@ -119,6 +119,8 @@ class Facts:
     def env(self, name: str) -> str | None:
         """An environment variable from the allowlisted environment fact; None when unset."""
         variables = self.get("env.variables")
+        if not isinstance(variables, Mapping):
+            raise NotChecked(f"env.variables holds a JSON {type(variables).__name__}, not an object")
         value = variables.get(name)
         return None if value is None else str(value)
 
@@ -166,6 +168,8 @@ class Facts:
         try:
             # Unknowns are rebuilt by the parser itself: a second walk over a large file costs as much again.
             data = json.loads(raw.decode("utf-8"), object_hook=_unknown_from_object)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:
+            # ValueError covers bad UTF-8, bad JSON and integers too long to convert; RecursionError, nesting
+            # deeper than the parser can follow.
             raise FactsFileError(f"facts file {path} is not JSON: {exc}") from None
         return cls._from_data(data, _as_parsed)

@@ -53,6 +53,7 @@ def _first_set(names: tuple[str, ...]) -> str:
 def render_launcher(plan: LaunchPlan, header: str, name: str = "run.sh") -> str:
     lines = [f"#!/bin/sh\n# {comment_text(line)}" if i == 0 else f"# {comment_text(line)}"
              for i, line in enumerate(header.splitlines())]
+    name = comment_text(name)  # the file name the user chose: a line break in it must not end the comment
     lines += [
         f"# Use: ./{name} python train.py [ARG...]   (under srun/mpirun: srun ./{name} python train.py)",
         f"# Placement on this host ({plan.nodes} NUMA node(s)):",

@@ -77,6 +77,9 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         return
     if script and not Path(script).is_file():
         raise UsageError(f"--script {script}: no such file")
+    if logdir and Path(logdir).exists() and not Path(logdir).is_dir():
+        # The profiler would fail to write under it and the profile would be silently lost.
+        raise UsageError(f"--logdir {logdir}: not a directory")
     environ = _environment(env_file)
     chosen = "script" if script else workload
     target = logdir or tempfile.mkdtemp(prefix="tfdoctor-profile-")

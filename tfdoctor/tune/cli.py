@@ -136,11 +136,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             header, previous = load_results(resume, repair=True)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
-        space = Space.from_json(header["space"])
+        try:
+            space = Space.from_json(header["space"])
+            seeds = header["seeds"]
+            maximize = header["maximize"]
+            recorded = dict(header["objective"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise UsageError(f"{resume}: the header line is incomplete: not a tfdoctor tune results file") from None
         axes = _plot_axes(space, plot_params) if plot_path else None
-        seeds = header["seeds"]
-        maximize = header["maximize"]
-        recorded = header["objective"]
         objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
                                recorded.get("timeout"), recorded.get("bench_seconds", 3.0),
                                recorded.get("workload"))

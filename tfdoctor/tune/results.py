@@ -98,13 +98,17 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
             continue
         try:
             data = json.loads(line)
-        except ValueError:
-            # Only the last line may be torn (a kill during the write); anything else is corruption.
-            if index >= len(lines) - 2 and not raw[offset:].rstrip(b"\n").count(b"\n"):
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser follows
+            # Only the last line may be torn (a kill during the write); anything else is corruption. A file
+            # whose header was never read is not a results file at all: cutting it would destroy it.
+            if header is not None and index >= len(lines) - 2 and not raw[offset:].rstrip(b"\n").count(b"\n"):
                 if repair:
                     with open(file, "r+b") as handle:
                         handle.truncate(offset)
                 break
+            if header is None:
+                raise ResultsError(
+                    f"{path} is not a tfdoctor tune results file (line {index + 1} is not JSON)") from None
             raise ResultsError(f"{path}: line {index + 1} is not JSON") from None
         if header is None:
             if not isinstance(data, dict) or data.get("type") != "header" or data.get("format") != FORMAT:

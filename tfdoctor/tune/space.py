@@ -195,6 +195,8 @@ def load_space_file(path: str | Path) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpaceError(f"--space {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpaceError(f"--space {path}: not UTF-8 text") from None
     try:
         if file.suffix == ".json":
             data = json.loads(text)
@@ -204,7 +206,7 @@ def load_space_file(path: str | Path) -> dict[str, Any]:
             except ImportError:  # Python 3.10
                 import tomli as tomllib  # type: ignore[no-redef]
             data = tomllib.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser follows
         raise SpaceError(f"--space {path}: not valid {'JSON' if file.suffix == '.json' else 'TOML'}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("parameters", {}), dict):
         raise SpaceError(f"--space {path}: expected a table [parameters.NAME] per parameter")

@@ -132,21 +132,9 @@ def run_builtin(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool
     logdir = spec.get("logdir")
     if logdir:
         tf.profiler.experimental.start(logdir)
-    steps, inputs = [], []
     result["phase"] = "timed steps"
-    budget = spec.get("step_budget")
-    timed_start = time.perf_counter()
-    for number in range(int(spec.get("steps", 10))):
-        if budget and number >= MIN_TIMED_STEPS and time.perf_counter() - timed_start > budget:
-            break
-        with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
-            start = time.perf_counter()
-            batch = next(iterator) if iterator is not None else None
-            got = time.perf_counter()
-            step_fn(batch).numpy()
-            end = time.perf_counter()
-        steps.append(end - start)
-        inputs.append(got - start)
+    steps, inputs = _timed(tf, step_fn, iterator, int(spec.get("steps", 10)), 0,
+                           float(spec.get("step_budget") or 0.0), min_steps=MIN_TIMED_STEPS)
     if logdir:
         stop = time.perf_counter()
         tf.profiler.experimental.stop()
@@ -156,11 +144,14 @@ def run_builtin(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool
 
 
 def _timed(tf: Any, step_fn: Any, iterator: Any, count: int, first: int,
-           max_seconds: float = 0.0) -> tuple[list[float], list[float]]:
-    steps, inputs = [], []
+           max_seconds: float = 0.0, min_steps: int = 2) -> tuple[list[float], list[float]]:
+    """Step and input-wait times of `count` steps, each inside the profiler's step Trace; with
+    `max_seconds`, stops early once `min_steps` are timed and the time is spent."""
+    steps: list[float] = []
+    inputs: list[float] = []
     started = time.perf_counter()
     for number in range(first, first + count):
-        if max_seconds and len(steps) >= 2 and time.perf_counter() - started > max_seconds:
+        if max_seconds and len(steps) >= min_steps and time.perf_counter() - started > max_seconds:
             break
         with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
             start = time.perf_counter()

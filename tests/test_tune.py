@@ -127,6 +127,15 @@ def test_space_file_errors(make_root, spec, message):
         apply_space_file(default_space(_budget(make_root)), {"parameters": spec})
 
 
+def test_space_file_without_a_parameters_table_is_refused(tmp_path):
+    from tfdoctor.tune.space import load_space_file
+
+    path = tmp_path / "space.json"
+    path.write_text('{"TF_NUM_INTRAOP_THREADS": {"low": 1, "high": 2}}')
+    with pytest.raises(SpaceError, match=r"unknown top-level key\(s\) TF_NUM_INTRAOP_THREADS"):
+        load_space_file(path)
+
+
 # -- objective ----------------------------------------------------------------------------------
 
 def _py(code: str) -> tuple[str, ...]:

@@ -210,6 +210,11 @@ def load_space_file(path: str | Path) -> dict[str, Any]:
         raise SpaceError(f"--space {path}: not valid {'JSON' if file.suffix == '.json' else 'TOML'}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("parameters", {}), dict):
         raise SpaceError(f"--space {path}: expected a table [parameters.NAME] per parameter")
+    stray = sorted(set(data) - {"parameters"})
+    if stray:
+        # A misspelt or missing [parameters] table would otherwise tune the default space silently.
+        raise SpaceError(f"--space {path}: unknown top-level key(s) {', '.join(stray)}; "
+                         "expected a table [parameters.NAME] per parameter")
     return data
 
 

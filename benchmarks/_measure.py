@@ -7,7 +7,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -31,3 +31,15 @@ def run_once(command: Sequence[str], env: Mapping[str, str] | None = None, cwd: 
 def median_of(command: Sequence[str], runs: int, **kwargs: object) -> tuple[float, float, list[Run]]:
     results = [run_once(command, **kwargs) for _ in range(runs)]  # type: ignore[arg-type]
     return statistics.median(r.seconds for r in results), max(r.peak_rss_mb for r in results), results
+
+
+def median_ms(func: Callable[[], object], runs: int = 20, warm: bool = True) -> float:
+    """Median wall time of an in-process call, in ms; one untimed call first warms imports and caches."""
+    if warm:
+        func()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000

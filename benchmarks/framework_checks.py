@@ -8,10 +8,9 @@ Prints medians in milliseconds. Baselines: gathering every other probe's facts; 
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
-from collections.abc import Callable
+
+from _measure import median_ms
 
 from tfdoctor.engine import gather_facts, run_checks
 from tfdoctor.facts.machine import Machine
@@ -19,15 +18,6 @@ from tfdoctor.registry import load_registry, select_checks
 
 OURS = ("network", "shm", "iommu")
 FAMILIES = ("LAY", "MP", "XLA1", "GPU1", "DIST")
-
-
-def median_ms(action: Callable[[], object], repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -40,10 +30,10 @@ def main() -> None:
     framework_checks = select_checks(registry.checks, FAMILIES)
     thread_checks = select_checks(registry.checks, ("THR",))
 
-    probes_ms = median_ms(lambda: gather_facts(ours, machine), repeats)
-    baseline_probes_ms = median_ms(lambda: gather_facts(others, machine), repeats)
-    checks_ms = median_ms(lambda: run_checks(framework_checks, facts, []), repeats)
-    baseline_checks_ms = median_ms(lambda: run_checks(thread_checks, facts, []), repeats)
+    probes_ms = median_ms(lambda: gather_facts(ours, machine), repeats, warm=False)
+    baseline_probes_ms = median_ms(lambda: gather_facts(others, machine), repeats, warm=False)
+    checks_ms = median_ms(lambda: run_checks(framework_checks, facts, []), repeats, warm=False)
+    baseline_checks_ms = median_ms(lambda: run_checks(thread_checks, facts, []), repeats, warm=False)
     print(f"probes network+shm+iommu: {probes_ms:.2f} ms   baseline (all {len(others)} other probes): "
           f"{baseline_probes_ms:.2f} ms   ratio {probes_ms / baseline_probes_ms:.2f}")
     print(f"{len(framework_checks)} framework checks: {checks_ms:.3f} ms   baseline ({len(thread_checks)} THR checks): "

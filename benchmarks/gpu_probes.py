@@ -8,14 +8,11 @@ whose NVML hangs, next to a normal one. Medians of repeated runs; machines are n
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from _measure import median_of
+from _measure import median_ms, median_of
 
 from tfdoctor.engine import gather_facts
 from tfdoctor.facts.machine import Machine
@@ -30,16 +27,6 @@ GPU_SECTIONS = ("nvml", "gpu_pci", "cuda_libs", "privileges", "xla_toolchain")
 HUNG = ("import sys\nfrom tfdoctor.facts.probes import nvml\nfrom tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml\n"
         "nvml.NVML_OVERRIDE = lambda: FakeNvml([FakeGpu()], hang={'nvmlDeviceGetName'})\n"
         "from tfdoctor.cli import main\nmain(sys.argv[1:])\n")
-
-
-def median_ms(func: Callable[[], object], runs: int = 20) -> float:
-    func()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 def probes_line(label: str, machine: Machine) -> None:

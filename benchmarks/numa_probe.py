@@ -7,11 +7,10 @@ fact gathering with and without it. Prints medians of repeated runs; machines ar
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _measure import median_ms
 
 from tfdoctor.engine import gather_facts
 from tfdoctor.facts.machine import Machine
@@ -19,16 +18,6 @@ from tfdoctor.facts.probes.cpu import probe_cpu
 from tfdoctor.facts.probes.numa import probe_numa
 from tfdoctor.registry import load_registry
 from tfdoctor.testing import FakeRoot
-
-
-def median_ms(func: Callable[[], object], runs: int = 30) -> float:
-    func()  # warm the page cache and imports
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 def large_host(path: Path) -> FakeRoot:

@@ -16,11 +16,10 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _measure import run_once
+from _measure import median_ms, run_once
 
 from tfdoctor.facts.probes import pyenv_snapshot
 
@@ -33,15 +32,6 @@ checks = select_checks(load_registry().checks, ("PKG", "CPU"))
 """
 RUN_CHECKS = "run_checks(checks, facts)\n"
 IMPORT_PACKAGING = "import packaging.specifiers, packaging.requirements\n"
-
-
-def in_process(func, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def interleaved(first: list[str], second: list[str], runs: int) -> tuple[float, float]:
@@ -66,11 +56,11 @@ def main() -> int:
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
 
-    snap = in_process(pyenv_snapshot.snapshot, args.runs)
-    meta = in_process(all_metadata, args.runs)
+    snap = median_ms(pyenv_snapshot.snapshot, args.runs, warm=False)
+    meta = median_ms(all_metadata, args.runs, warm=False)
     count = len(pyenv_snapshot.snapshot()["distributions"])
-    print(f"1. snapshot in-process: median {snap * 1000:.1f} ms ({count} distributions); baseline "
-          f"importlib.metadata over all distributions: {meta * 1000:.1f} ms ({snap / meta:.2f}x)")
+    print(f"1. snapshot in-process: median {snap:.1f} ms ({count} distributions); baseline "
+          f"importlib.metadata over all distributions: {meta:.1f} ms ({snap / meta:.2f}x)")
 
     source = Path(pyenv_snapshot.__file__).read_text()
     other, bare = interleaved([args.python, "-B", "-c", source], [args.python, "-c", "pass"], args.runs)

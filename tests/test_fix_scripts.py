@@ -197,3 +197,11 @@ def test_fix_writes_python_fixes_and_refuses_directories(tmp_path):
     missing = run_cli(["fix", "--facts", str(SNAPSHOT), "--write", str(tmp_path / "no" / "env.sh")], cwd=tmp_path)
     assert missing.returncode == 2
     assert "does not exist" in missing.stderr
+
+
+@pytest.mark.parametrize("option", ["--write", "--write-python", "--write-launcher"])
+def test_an_empty_file_name_is_a_usage_error(tmp_path, option):
+    done = run_cli(["fix", "--facts", str(SNAPSHOT), option, ""], cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{option} needs a file name" in done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -332,6 +332,10 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
 
+    for option, value in (("--write", write_path), ("--write-python", write_python),
+                          ("--write-launcher", write_launcher)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{option} needs a file name")
     if fmt and shell and fmt != shell:
         raise UsageError(f"--format {fmt} and --shell {shell} disagree; give one of them")
     config = _config()

@@ -8,9 +8,9 @@ import pytest
 from conftest import check_facts
 from framework_facts import A100, T4, V100, gpu_devices, make_facts
 
-from tfdoctor.allreduce import parse_param_count
+from tfdoctor.derive.allreduce import parse_param_count
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Status, set_env, unset_env
-from tfdoctor.tf_config import host_is_local, parse_tf_config, split_address
+from tfdoctor.derive.tf_config import host_is_local, parse_tf_config, split_address
 
 CLUSTER = {"chief": ["node1:2222"], "worker": ["node2:2222", "node3:2222"]}
 
@@ -308,10 +308,10 @@ def test_odd_tf_config_values_never_crash():
 
 
 def test_params_variable_name_is_the_one_the_model_reads():
-    import tfdoctor.allreduce
+    import tfdoctor.derive.allreduce
     import tfdoctor.checks.distribution
 
-    assert tfdoctor.checks.distribution.PARAMS_VARIABLE == tfdoctor.allreduce.PARAMS_VARIABLE
+    assert tfdoctor.checks.distribution.PARAMS_VARIABLE == tfdoctor.derive.allreduce.PARAMS_VARIABLE
 
 
 def test_tf_config_nested_too_deeply_is_malformed_not_a_crash():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import check_facts, check_root, env_fixes, probe_root
 
-from tfdoctor.cpu_budget import cpu_budget
+from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.model import AdminFix, EnvFix, EnvOp, Status
 from tfdoctor.testing import facts_from
 

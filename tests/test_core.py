@@ -348,8 +348,8 @@ def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
 
 def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
     """sysfs numa_node may name a node with no CPUs (memory-only): binding must not aim at it."""
-    from tfdoctor.gpu_inventory import all_gpus
-    from tfdoctor.numa_placement import gpu_placements, numa_nodes
+    from tfdoctor.derive.gpu_inventory import all_gpus
+    from tfdoctor.derive.numa_placement import gpu_placements, numa_nodes
 
     facts = _with_fact("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.0.numa_node", 2)
     first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]

@@ -7,7 +7,7 @@ from conftest import check_facts, env_fixes
 from numa_hosts import GPU_BUS_IDS, NODE0, NODE1, probe_with_gpus, two_socket_host
 
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Severity
-from tfdoctor.numa_placement import launch_plan, rank_layout
+from tfdoctor.derive.numa_placement import launch_plan, rank_layout
 
 NUMACTL = ["numactl", "--cpunodebind={}", "--membind={}", "--"]
 
@@ -255,7 +255,7 @@ def test_slurm_ranks_each_seeing_one_gpu(make_root):
 def test_budget_of_a_bound_node_stays_within_cgroup_limits(make_root):
     from conftest import probe_root
 
-    from tfdoctor.cpu_budget import cpu_budget
+    from tfdoctor.derive.cpu_budget import cpu_budget
 
     root = two_socket_host(make_root())
     facts = probe_root(root, {})

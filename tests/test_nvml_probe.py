@@ -15,7 +15,7 @@ import pytest
 from tfdoctor import engine
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.probes import nvml
-from tfdoctor.gpu_inventory import all_gpus
+from tfdoctor.derive.gpu_inventory import all_gpus
 from tfdoctor.testing import facts_from
 from tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml, NVMLError, NVMLError_LibraryNotFound
 

@@ -7,7 +7,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from tfdoctor.requirement_ranges import marker_applies, parse_requirement, version_satisfies
+from tfdoctor.derive.requirement_ranges import marker_applies, parse_requirement, version_satisfies
 
 SPECIFIERS = ["", ">=1.26.0", "<8.0.0,>=6.31.1", "!=0.5.0,!=0.5.1,!=0.5.2,>=0.2.1", "==2.21", "==2.21.0.0",
               "<2.0", ">2.0", "<=2.0.0", "~=2.21.0", "==2.*", ">=1.0rc1", "!=1.5"]

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO, probe_root
 from tfdoctor.cli import main
-from tfdoctor.cpu_budget import cpu_budget
+from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.tune.objective import CommandObjective
 from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
 from tfdoctor.tune.search import Tuner, TuneSettings

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
-from tfdoctor.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
+from tfdoctor.derive.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
 
 # The first release whose x86-64 wheels are compiled with AVX.
 AVX_WHEELS_SINCE = (1, 6)

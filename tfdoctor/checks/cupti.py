@@ -10,8 +10,8 @@ from tfdoctor.checks.cuda import prepend_fix
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
-from tfdoctor.resolvable_libraries import LibraryView, prefer_copy
-from tfdoctor.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
+from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 
 PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
 CUPTI_STEM = "libcupti.so"

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.gpu_inventory import all_gpus, visible_gpus
+from tfdoctor.derive.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
 if TYPE_CHECKING:
-    from tfdoctor.allreduce import Link
-    from tfdoctor.tf_config import Problem, TfConfig
+    from tfdoctor.derive.allreduce import Link
+    from tfdoctor.derive.tf_config import Problem, TfConfig
 
-# The variable tfdoctor.allreduce reads (a test keeps the two equal): repeated here so that the TF_CONFIG
+# The variable tfdoctor.derive.allreduce reads (a test keeps the two equal): repeated here so that the TF_CONFIG
 # and all-reduce models load only for jobs that use them, not in every pre-job hook.
 PARAMS_VARIABLE = "TFDOCTOR_PARAMS"
 
@@ -27,7 +27,7 @@ def _tf_config(facts: Facts) -> tuple[str, TfConfig | None, list[Problem]] | Non
     raw = facts.env("TF_CONFIG")
     if raw is None or not raw.strip():
         return None
-    from tfdoctor.tf_config import parse_tf_config  # only jobs with a TF_CONFIG pay for the parser
+    from tfdoctor.derive.tf_config import parse_tf_config  # only jobs with a TF_CONFIG pay for the parser
 
     config, problems = parse_tf_config(raw)
     return raw, config, problems
@@ -156,7 +156,7 @@ def tf_config_host_not_listed(facts: Facts) -> Iterator[Finding]:
     own = config.own_address
     if own is None:
         return  # DIST001/DIST002 already say why
-    from tfdoctor.tf_config import host_is_local, split_address
+    from tfdoctor.derive.tf_config import host_is_local, split_address
 
     host = split_address(own)[0]
     names, addresses = facts.get("network.names"), facts.get("network.addresses")
@@ -428,7 +428,7 @@ def param_count_invalid(facts: Facts) -> Iterator[Finding]:
     raw = facts.env(PARAMS_VARIABLE)
     if raw is None:
         return
-    from tfdoctor.allreduce import parse_param_count  # only jobs that state a size pay for the model
+    from tfdoctor.derive.allreduce import parse_param_count  # only jobs that state a size pay for the model
 
     if parse_param_count(raw) is None:
         yield Finding(f"{PARAMS_VARIABLE}={raw!r} is not a parameter count (e.g. 25.6M, 1.3B, 340000000)",
@@ -449,7 +449,7 @@ def _worker_hosts(facts: Facts) -> tuple[int, str]:
 
 
 def _network_link(facts: Facts) -> Link | None:
-    from tfdoctor.allreduce import Link
+    from tfdoctor.derive.allreduce import Link
 
     infiniband = facts.peek("network.infiniband")
     if isinstance(infiniband, list) and not _enabled(facts.env("NCCL_IB_DISABLE")):
@@ -502,7 +502,7 @@ def expected_allreduce_time(facts: Facts) -> Iterator[Finding]:
     raw = facts.env(PARAMS_VARIABLE)
     if raw is None:
         return
-    from tfdoctor.allreduce import intra_node_link, parse_param_count, ring_allreduce_seconds
+    from tfdoctor.derive.allreduce import intra_node_link, parse_param_count, ring_allreduce_seconds
 
     params = parse_param_count(raw)
     if params is None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.facts import Facts
-from tfdoctor.gpu_inventory import visible_gpus
+from tfdoctor.derive.gpu_inventory import visible_gpus
 from tfdoctor.model import AdminFix, Applicability, Finding, PythonFix, Severity
-from tfdoctor.precision import FLOAT16_POLICIES, declared_policy
+from tfdoctor.derive.precision import FLOAT16_POLICIES, declared_policy
 from tfdoctor.registry import check
 
 
@@ -85,7 +85,7 @@ def channels_first_with_mixed_precision(facts: Facts) -> Iterator[Finding]:
     path = _channels_first(facts)
     if path is None or not visible_gpus(facts):
         return
-    from tfdoctor.precision import PolicyDeclarationError, auto_mixed_precision_enabled
+    from tfdoctor.derive.precision import PolicyDeclarationError, auto_mixed_precision_enabled
 
     try:
         policy = declared_policy(facts)

@@ -1,7 +1,7 @@
 """MP — mixed precision against the hardware: tensor cores on the GPU, bfloat16 units on the CPU.
 
 The policy in use is what the user declares (TFDOCTOR_MIXED_PRECISION, keras.json floatx; see
-tfdoctor/precision.py); TF_ENABLE_AUTO_MIXED_PRECISION is read on its own. A measured speed-up from
+tfdoctor/derive/precision.py); TF_ENABLE_AUTO_MIXED_PRECISION is read on its own. A measured speed-up from
 the micro-profile (`profile.mixed_precision_speedup`) overrides the hardware tables.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.facts import Facts
-from tfdoctor.gpu_inventory import Gpu, visible_gpus
+from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, PythonFix, Severity, unset_env
-from tfdoctor.precision import (
+from tfdoctor.derive.precision import (
     BFLOAT16_POLICIES,
     CPU_BF16_SPEEDUP,
     CPU_FLOAT16_SLOWDOWN,

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfdoctor.checks.threads import thread_settings
-from tfdoctor.cpu_budget import cpu_ids
+from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.facts.parse import format_cpulist
-from tfdoctor.gpu_inventory import Gpu, all_gpus, visible_gpus
+from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
-from tfdoctor.numa_placement import (
+from tfdoctor.derive.numa_placement import (
     GpuPlacement,
     NumaNode,
     RankLayout,

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
-from tfdoctor.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
-from tfdoctor.tensorflow_distribution import (
+from tfdoctor.derive.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
+from tfdoctor.derive.tensorflow_distribution import (
     TensorflowDistribution,
     build_info,
     installed_tensorflow,
@@ -388,7 +388,7 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     found = _installed_tf_keras(facts)
     if found is None:
         return
-    from tfdoctor.tensorflow_distribution import release_tuple
+    from tfdoctor.derive.tensorflow_distribution import release_tuple
 
     name, version = found
     if not dist.release or release_tuple(version)[:2] == dist.release[:2]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from tfdoctor.cpu_budget import CpuBudget, cpu_budget, recommended_threads
+from tfdoctor.derive.cpu_budget import CpuBudget, cpu_budget, recommended_threads
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.facts import Facts
-from tfdoctor.gpu_inventory import visible_gpus
+from tfdoctor.derive.gpu_inventory import visible_gpus
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
-from tfdoctor.xla_flags import (
+from tfdoctor.derive.xla_flags import (
     AUTO_JIT_LEVELS,
     INTEGER_FLAGS,
     TF_XLA_BOOLEAN,

@@ -30,7 +30,7 @@ class FactRule:
     topic: str = ""
 
 
-# Section shapes: "nvml" as in tfdoctor/gpu_inventory.py and its probe; "cuda_libs" as in docs/facts-gpu.md
+# Section shapes: "nvml" as in tfdoctor/derive/gpu_inventory.py and its probe; "cuda_libs" as in docs/facts-gpu.md
 # ({"libraries": {key: {"resolved": {soname: {"path", "via"}}, "files": [{"name", "file_version", ...}]}}});
 # "numa" {"nodes": [{"node", "cpus", ...}],
 # "pci_gpus": [{"numa_node", ...}]}; "cpu", "host", "python", "env" as their probes write them.

@@ -97,7 +97,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
             measured = _measure_mixed_precision(environ, workload, device, budget, python, progress)
             section["mixed_precision"] = measured
             if measured["verdict"] in ("slower", "faster", "no-effect"):
-                # The contract the MP checks read (tfdoctor/precision.py): float32 time ÷ policy time.
+                # The contract the MP checks read (tfdoctor/derive/precision.py): float32 time ÷ policy time.
                 section["mixed_precision_policy"] = "mixed_float16"
                 section["mixed_precision_speedup"] = 1.0 / measured["ratio"]
     report = _report(section, save_facts, force, environ)

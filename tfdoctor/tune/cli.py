@@ -25,7 +25,7 @@ SKIPPED_SECTIONS = frozenset({"python", "keras"})
 
 def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
     """The job's CPU budget and the NUMA bindings to try, from the same probes `check` runs."""
-    from tfdoctor.cpu_budget import cpu_budget
+    from tfdoctor.derive.cpu_budget import cpu_budget
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts import NotChecked
     from tfdoctor.facts.machine import Machine

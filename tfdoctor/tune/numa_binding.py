@@ -1,5 +1,5 @@
 """NUMA binding as a tune dimension, through the NUMA launcher's own binding commands
-(tfdoctor.numa_placement): "none", or one node's CPUs and memory, with the first method the launcher
+(tfdoctor.derive.numa_placement): "none", or one node's CPUs and memory, with the first method the launcher
 would use (numactl, else taskset). Absent on a one-node host or when no binding tool works."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from tfdoctor.facts import Facts, NotChecked
 
 
 def numa_launchers(facts: Facts) -> dict[str, tuple[str, ...]]:
-    from tfdoctor.numa_placement import bind_command, launch_plan, node_slot, numa_nodes
+    from tfdoctor.derive.numa_placement import bind_command, launch_plan, node_slot, numa_nodes
 
     try:
         nodes = numa_nodes(facts)

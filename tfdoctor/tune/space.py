@@ -1,6 +1,6 @@
 """The search space: which settings a tune varies, over which values, as plain data.
 
-The default space is bounded by the job's CPU budget (tfdoctor.cpu_budget): proposing 64 intra-op threads
+The default space is bounded by the job's CPU budget (tfdoctor.derive.cpu_budget): proposing 64 intra-op threads
 to a job that may keep 2 CPUs busy measures nothing but contention. A user space file (TOML or JSON) can
 narrow a parameter, fix it, drop it, or add a new one.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tfdoctor.cpu_budget import CpuBudget, recommended_threads
+from tfdoctor.derive.cpu_budget import CpuBudget, recommended_threads
 
 UNSET = "unset"  # the choice that removes the variable from the trial's environment
 

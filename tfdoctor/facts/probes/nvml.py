@@ -6,7 +6,7 @@ that the probe waits for at most `nvml_timeout(machine)` seconds: a wedged drive
 saying which call hung, and the thread is reported abandoned so the CLI leaves with os._exit.
 A call that raises makes its own field Unknown; "Not Supported" (ECC on a GeForce) is None.
 
-Sections: "nvml" (the contract in tfdoctor/gpu_inventory.py, fields in docs/facts-gpu.md) and
+Sections: "nvml" (the contract in tfdoctor/derive/gpu_inventory.py, fields in docs/facts-gpu.md) and
 "gpu_pci" (NVIDIA PCI functions from /sys, present with or without a driver).
 """
 

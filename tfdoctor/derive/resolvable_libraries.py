@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.tf_build import version_tuple
+from tfdoctor.derive.tf_build import version_tuple
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tfdoctor.gpu_inventory import Gpu
+from tfdoctor.derive.gpu_inventory import Gpu
 
 PARAMS_VARIABLE = "TFDOCTOR_PARAMS"
 GRADIENT_BYTES = 4  # Keras keeps float32 variables (and gradients) even under mixed precision

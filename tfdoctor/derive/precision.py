@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.gpu_inventory import Gpu
+from tfdoctor.derive.gpu_inventory import Gpu
 
 POLICY_VARIABLE = "TFDOCTOR_MIXED_PRECISION"
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32", "float16", "bfloat16")

@@ -9,8 +9,8 @@ from conftest import check_facts
 from framework_facts import A100, T4, V100, gpu_devices, make_facts
 
 from tfdoctor.derive.allreduce import parse_param_count
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Status, set_env, unset_env
 from tfdoctor.derive.tf_config import host_is_local, parse_tf_config, split_address
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Status, set_env, unset_env
 
 CLUSTER = {"chief": ["node1:2222"], "worker": ["node2:2222", "node3:2222"]}
 
@@ -308,8 +308,8 @@ def test_odd_tf_config_values_never_crash():
 
 
 def test_params_variable_name_is_the_one_the_model_reads():
-    import tfdoctor.derive.allreduce
     import tfdoctor.checks.distribution
+    import tfdoctor.derive.allreduce
 
     assert tfdoctor.checks.distribution.PARAMS_VARIABLE == tfdoctor.derive.allreduce.PARAMS_VARIABLE
 

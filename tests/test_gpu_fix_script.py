@@ -10,10 +10,10 @@ import sys
 import gpu_scenarios as g
 import pytest
 
+from tfdoctor.derive.tf_build import tensorflow_build, wanted_sonames
 from tfdoctor.facts.probes.cuda_libs import probe_cuda_libs, resolve_library
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.testing import facts_from
-from tfdoctor.derive.tf_build import tensorflow_build, wanted_sonames
 
 CASES = {
     "cuda001-library-not-on-loader-path": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from numa_hosts import NODE0, NODE1, nvml_section, probe_with_gpus, two_socket_host
 
+from tfdoctor.derive.numa_placement import launch_plan
 from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.fixes.render_launcher import omp_places, render_launcher
-from tfdoctor.derive.numa_placement import launch_plan
 from tfdoctor.testing import facts_from
 
 # Prints its name and arguments, one per line, then the thread variables; answers the launcher's

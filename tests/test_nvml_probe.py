@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tfdoctor import engine
+from tfdoctor.derive.gpu_inventory import all_gpus
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.probes import nvml
-from tfdoctor.derive.gpu_inventory import all_gpus
 from tfdoctor.testing import facts_from
 from tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml, NVMLError, NVMLError_LibraryNotFound
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from tfdoctor.derive.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
 from tfdoctor.registry import check
-from tfdoctor.derive.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
 
 # The first release whose x86-64 wheels are compiled with AVX.
 AVX_WHEELS_SINCE = (1, 6)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import all_gpus
-from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
-from tfdoctor.registry import check
 from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
+from tfdoctor.registry import check
 
 # The libraries every GPU step needs (CUPTI has its own family; NCCL only matters for several GPUs).
 CORE_LIBRARIES = ("cuda", "cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse", "nccl")

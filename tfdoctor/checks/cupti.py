@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfdoctor.checks.cuda import prepend_fix
+from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
-from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
-from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 
 PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
 CUPTI_STEM = "libcupti.so"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.checks.cuda import arch_support
-from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.derive.gpu_inventory import all_gpus
+from tfdoctor.derive.tf_build import cuda_gpu_setup, tensorflow_build, version_tuple
+from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
-from tfdoctor.derive.tf_build import cuda_gpu_setup, tensorflow_build, version_tuple
 
 # The oldest Linux driver of each CUDA major (CUDA's minor-version compatibility floor).
 MINIMUM_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.derive.gpu_inventory import Gpu
 from tfdoctor.derive.gpu_inventory import visible_gpus as _visible_gpus
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.derive.gpu_sharing import gpu_sharing
+from tfdoctor.facts import Facts
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import visible_gpus
-from tfdoctor.model import AdminFix, Applicability, Finding, PythonFix, Severity
 from tfdoctor.derive.precision import FLOAT16_POLICIES, declared_policy
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, Applicability, Finding, PythonFix, Severity
 from tfdoctor.registry import check
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, PythonFix, Severity, unset_env
 from tfdoctor.derive.precision import (
     BFLOAT16_POLICIES,
     CPU_BF16_SPEEDUP,
@@ -29,6 +27,8 @@ from tfdoctor.derive.precision import (
     measured_speedup,
     set_policy_code,
 )
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, PythonFix, Severity, unset_env
 from tfdoctor.registry import check
 
 # A suggestion needs a measured gain above noise before it is worth numerics changes.

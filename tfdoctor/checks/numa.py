@@ -13,10 +13,7 @@ from dataclasses import dataclass
 
 from tfdoctor.checks.threads import thread_settings
 from tfdoctor.derive.cpu_budget import cpu_ids
-from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 from tfdoctor.derive.numa_placement import (
     GpuPlacement,
     NumaNode,
@@ -30,6 +27,9 @@ from tfdoctor.derive.numa_placement import (
     process_gpus,
     rank_layout,
 )
+from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts.parse import format_cpulist
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
-from tfdoctor.registry import check
 from tfdoctor.derive.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
 from tfdoctor.derive.tensorflow_distribution import (
     TensorflowDistribution,
@@ -23,6 +20,9 @@ from tfdoctor.derive.tensorflow_distribution import (
     tensorflow_distributions,
     tensorflow_providers,
 )
+from tfdoctor.facts import Facts
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
+from tfdoctor.registry import check
 
 # TensorFlow's own test of the variable (tensorflow/python/util/lazy_loader.py): these three only.
 LEGACY_KERAS_TRUE = ("true", "True", "1")

@@ -7,11 +7,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.facts.probes.xla_toolchain import DATA_DIR_FLAG
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
-from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple
 
 
 def _roots(facts: Facts, path: str) -> list[dict[str, Any]]:

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import visible_gpus
-from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
-from tfdoctor.registry import check
 from tfdoctor.derive.xla_flags import (
     AUTO_JIT_LEVELS,
     INTEGER_FLAGS,
@@ -23,6 +20,9 @@ from tfdoctor.derive.xla_flags import (
     parse_bool,
     split_flags,
 )
+from tfdoctor.facts import Facts
+from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
+from tfdoctor.registry import check
 
 
 def _corrected_fix(facts: Facts, title: str) -> EnvFix:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from tfdoctor.facts import Facts
 from tfdoctor.derive.gpu_inventory import Gpu
+from tfdoctor.facts import Facts
 
 # Launchers' "processes on this node" variables, most specific first.
 LOCAL_SIZE_VARIABLES = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",

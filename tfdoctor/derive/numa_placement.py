@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tfdoctor.derive.cpu_budget import cpu_budget, cpu_ids, recommended_threads, topology_entry
+from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.facts.parse_numa import normalize_bus_id, parse_tasks_per_node
-from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
 
 # In the order a launcher consults them; PMI_RANK is a global rank (right on one node only).
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_RANK")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.derive.gpu_inventory import Gpu
+from tfdoctor.facts import Facts, NotChecked, Unknown
 
 POLICY_VARIABLE = "TFDOCTOR_MIXED_PRECISION"
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32", "float16", "bfloat16")

@@ -7,8 +7,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.derive.tf_build import version_tuple
+from tfdoctor.facts import Facts, NotChecked, Unknown
 
 
 @dataclass(frozen=True)

@@ -155,25 +155,26 @@ def test_standard_input_is_read_with_dash(tmp_path, capsys, monkeypatch):
 
 
 def test_secrets_in_an_echoed_line_are_redacted(tmp_path, capsys):
-    line = ("2022-07-10 15:08:09.276131: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
-            "load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such "
-            "file or directory; LD_LIBRARY_PATH: /opt/ghp_0123456789abcdefghijABCDEFGHIJ/lib")
+    line = ("W dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot "
+            "open shared object file: No such file or directory; LD_LIBRARY_PATH: /opt/ghp_0123456789abcdefghijAB"
+            "CDEFGHIJ/lib")
     code, report = explain_json(capsys, write_log(tmp_path, line), "gpu/healthy-cpu-laptop.json")
     assert code == 0
-    assert report["messages"][0]["text"] == "<redacted>"
+    assert report["messages"][0]["text"].endswith("LD_LIBRARY_PATH: /opt/<redacted>/lib")
     assert "ghp_" not in json.dumps(report)
 
 
 @pytest.mark.parametrize(("make", "expected"), [
-    (lambda p: p / "missing.log", "no such file"),
-    (lambda p: p, "is a directory"),
-    (lambda p: (os.mkfifo(p / "fifo"), p / "fifo")[1], "not a regular file"),
+    (lambda p: p / "missing.log", "cannot read --log {}: no such file"),
+    (lambda p: p, "--log {} is a directory, not a regular file; pipe anything else into --log -"),
+    (lambda p: (os.mkfifo(p / "fifo"), p / "fifo")[1],
+     "--log {} is a FIFO (named pipe), not a regular file; pipe anything else into --log -"),
 ])
 def test_unreadable_logs_are_usage_errors(tmp_path, capsys, make, expected):
     path = make(tmp_path)
     code, out, err = run(["explain", "--log", str(path)], capsys)
     assert code == 2 and out == ""
-    assert err.startswith(f"tfdoctor: error: --log {path}: {expected}")
+    assert err == f"tfdoctor: error: {expected.format(path)}\n"
     assert "Traceback" not in err
 
 

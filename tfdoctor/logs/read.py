@@ -1,8 +1,9 @@
 """Read a log bounded in size and time: the last TAIL_BYTES of a regular file, or of standard input.
 
 A log can be gigabytes, a pipe can stay open for ever (`tail -f`), and a path can name something that is
-not a file (a FIFO would block the open, a device would never end). So: only regular files are read,
-opened without blocking and checked again after opening; standard input is read until end of file, at most
+not a file (a FIFO would block the open, a device would never end). So: only regular files are read
+(tfdoctor/facts/bounded.py's open_regular decides, as for every file a user names); standard input is
+read until end of file, at most
 STDIN_SCAN_BYTES in all and STDIN_SECONDS of waiting; in both cases only the last TAIL_BYTES are kept,
 which is where the error that ended a run is.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -50,31 +50,20 @@ def _decode(data: bytes, skipped: int) -> str:
 
 
 def read_log_file(path: str, tail_bytes: int = TAIL_BYTES) -> LogText:
+    from tfdoctor.facts.bounded import InputFileError, open_regular
+
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below then refuses it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise LogReadError(f"--log {path}: no such file") from None
-    except IsADirectoryError:
-        raise LogReadError(f"--log {path}: is a directory, not a log file") from None
-    except PermissionError:
-        raise LogReadError(f"--log {path}: permission denied") from None
-    except OSError as exc:
-        raise LogReadError(f"--log {path}: cannot open: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise LogReadError(f"--log {path}: is a directory, not a log file")
-        raise LogReadError(f"--log {path}: not a regular file (a FIFO, socket or device); "
-                           f"pipe it instead: tfdoctor explain --log - < {path}")
+        fd = open_regular(path, "--log")  # the one check for FIFOs, devices and directories
+    except InputFileError as exc:
+        raise LogReadError(f"{exc}; pipe anything else into --log -" if "regular file" in str(exc)
+                           else str(exc)) from None
     with os.fdopen(fd, "rb") as handle:
-        skipped = max(0, info.st_size - tail_bytes)
         try:
+            skipped = max(0, os.fstat(fd).st_size - tail_bytes)
             handle.seek(skipped)
             data = handle.read(tail_bytes)
         except OSError as exc:
-            raise LogReadError(f"--log {path}: cannot read: {exc.strerror or exc}") from None
+            raise LogReadError(f"cannot read --log {path}: {exc.strerror or exc}") from None
     return LogText(path, _decode(data, skipped), len(data), skipped)
 
 

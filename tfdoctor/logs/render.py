@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfdoctor import __version__
-from tfdoctor.facts.redact import redact_value
+from tfdoctor.facts.redact import excerpt
 from tfdoctor.logs.explanation import ERROR, HARMLESS, INFO, UNCONFIRMED, WARNING, ExplainedMessage, counts
 from tfdoctor.logs.read import LogText
 from tfdoctor.model import Status
@@ -29,8 +29,7 @@ HEADLINE = {
 
 
 def echo_line(text: str) -> str:
-    text = redact_value(text.strip())
-    return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
+    return excerpt(text, ECHO_CHARS)
 
 
 def _result_lines(explained: ExplainedMessage) -> list[str]:

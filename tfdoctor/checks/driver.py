@@ -14,7 +14,6 @@ from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 
 
-
 @check("DRV001", "nvidia-driver-not-loaded", Severity.ERROR)
 def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
     """What it does:

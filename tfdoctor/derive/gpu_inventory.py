@@ -91,6 +91,9 @@ def all_gpus(facts: Facts) -> list[Gpu]:
     return gpus
 
 
+_MODULE_VERSION = re.compile(r"Kernel Module(?: for [A-Za-z0-9_]+)?\s+([0-9]+(?:\.[0-9]+)+)")
+
+
 def wsl2(facts: Facts) -> bool:
     """WSL2: the Windows driver reached through /dev/dxg (no /proc/driver/nvidia)."""
     return facts.peek("host.wsl2.detected") is True
@@ -108,7 +111,7 @@ def driver_version(facts: Facts) -> tuple[str | None, str]:
         source = facts.peek("nvml.source")
         return version, "NVML" if source == "nvml" else "/proc/driver/nvidia/version"
     line = facts.peek("host.nvidia_driver")
-    match = re.search(r"Kernel Module(?: for [A-Za-z0-9_]+)?\s+([0-9]+(?:\.[0-9]+)+)", line) if isinstance(line, str) else None
+    match = _MODULE_VERSION.search(line) if isinstance(line, str) else None
     if match:
         return match.group(1), "/proc/driver/nvidia/version"
     reason = version.reason if isinstance(version, Unknown) else "neither NVML nor /proc/driver/nvidia/version"

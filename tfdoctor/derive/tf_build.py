@@ -75,7 +75,8 @@ class TfBuild:
         libcudnn.so.<build major>, so the build wins and the pin is ignored."""
         build_major = version_tuple(self.cudnn_version)[:1]
         for name, version in self.pins.items():
-            if re.fullmatch(r"nvidia-cudnn-cu[0-9]+", name) and build_major and version_tuple(version)[:1] != build_major:
+            contradicts = bool(build_major) and version_tuple(version)[:1] != build_major
+            if re.fullmatch(r"nvidia-cudnn-cu[0-9]+", name) and contradicts:
                 return name, version
         return None
 
@@ -103,13 +104,15 @@ class TfBuild:
         if library == "cudnn":
             return f"install cuDNN {cudnn} for CUDA {self.cuda_version} (NVIDIA's cuDNN archive)"
         if library == "nccl":
-            return f"install NCCL 2 for CUDA {major_minor(self.cuda_version)} (the libnccl2 package of NVIDIA's repository)"
+            return (f"install NCCL 2 for CUDA {major_minor(self.cuda_version)} "
+                    "(the libnccl2 package of NVIDIA's repository)")
         return f"install the CUDA {self.cuda_version} toolkit (NVIDIA's CUDA Toolkit archive)"
 
     def _wheel_spec(self, library: str, cudnn: str | None) -> str:
         """A version range the wheel really has: the CUDA-numbered wheels follow the CUDA minor, cuDNN
         its own; cuFFT, cuSOLVER, cuSPARSE and NCCL carry their own numbers (any of this major fits)."""
-        if library in ("cudart", "cupti", "nvcc") or (library in ("cublas", "cublasLt") and (self.cuda_major or 0) >= 12):
+        cuda_numbered = ("cudart", "cupti", "nvcc") + (("cublas", "cublasLt") if (self.cuda_major or 0) >= 12 else ())
+        if library in cuda_numbered:
             return f"=={major_minor(self.cuda_version)}.*"
         if library == "cudnn":
             return f"=={major_minor(cudnn)}.*" if cudnn else ""

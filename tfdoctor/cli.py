@@ -1,17 +1,14 @@
 """The command line: parse options, call the engine, pick a renderer. Nothing else lives here.
 
-Exit codes (also in the README):
-  0  nothing at or above the --fail-on level
-  1  something was
-  2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
-  3  tfdoctor itself failed
+Exit codes and the usage error live in `tfdoctor/usage.py`, below every command (0 nothing at or
+above --fail-on, 1 something was, 2 usage error, 3 tfdoctor failed; also in the README).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,25 +16,12 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import emit as _emit
+from tfdoctor.usage import project_config as _config
+from tfdoctor.usage import split_codes as _split_codes
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_TIMEOUT = 5.0
-
-
-class UsageError(click.ClickException):
-    """Bad input the user can correct: exit 2 with a one-line message, never a traceback."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"tfdoctor: error: {self.format_message()}", err=True)
-
-
-def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
-    codes = []
-    for value in values:
-        codes.extend(part.strip().upper() for part in value.split(",") if part.strip())
-    return tuple(codes)
 
 
 @dataclass(frozen=True)
@@ -68,17 +52,6 @@ def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def _config() -> Any:
-    from tfdoctor.config import Config, ConfigError, find_config_file, load_config
-
-    path = find_config_file(Path.cwd())
-    try:
-        config = load_config(path) if path else Config()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return config
 
 
 def _build_report(opts: GatherOptions, config: Any) -> Any:
@@ -135,12 +108,6 @@ def _machine(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(f"--python {opts.python}: not an executable interpreter")
         python = str(candidate)
     return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
-
-
-def _emit(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
 
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that

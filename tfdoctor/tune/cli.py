@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
-from tfdoctor.cli import EXIT_FINDINGS, UsageError
+from tfdoctor.usage import EXIT_FINDINGS, UsageError
 
 DEFAULT_BUDGET = 40
 # The Python-environment probes import packages and are slow; nothing here needs them.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfdoctor import knowledge
-from tfdoctor.derive.tf_build import version_tuple
+from tfdoctor.derive.versions import version_tuple
 
 SONAME_STEMS = {"cudart": "libcudart.so", "cublas": "libcublas.so", "cublasLt": "libcublasLt.so",
                 "cufft": "libcufft.so", "cusolver": "libcusolver.so", "cusparse": "libcusparse.so",

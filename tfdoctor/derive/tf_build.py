@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdoctor.facts import Facts, Unknown
+from tfdoctor.derive.versions import major_minor, version_tuple
+from tfdoctor.facts import Facts
 
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly",
                     "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")
@@ -22,25 +23,6 @@ WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasL
             "cudnn": "nvidia-cudnn", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
             "cusparse": "nvidia-cusparse", "nccl": "nvidia-nccl", "cupti": "nvidia-cuda-cupti",
             "nvcc": "nvidia-cuda-nvcc"}
-
-
-def version_tuple(text: Any) -> tuple[int, ...]:
-    if text is None or isinstance(text, Unknown):
-        return ()
-    parts = []
-    for piece in str(text).split("."):
-        match = re.match(r"^[0-9]+", piece)
-        if not match:
-            break
-        parts.append(int(match.group(0)))
-        if match.group(0) != piece:
-            break
-    return tuple(parts)
-
-
-def major_minor(text: Any) -> str:
-    parts = version_tuple(text)
-    return ".".join(str(p) for p in parts[:2]) if parts else str(text)
 
 
 @dataclass(frozen=True)

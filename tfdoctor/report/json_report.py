@@ -28,4 +28,6 @@ def report_to_json(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report_to_json(report), indent=2, sort_keys=False, ensure_ascii=True) + "\n"
+    from tfdoctor.facts.redact import redact_value
+
+    return json.dumps(redact_value(report_to_json(report)), indent=2, sort_keys=False, ensure_ascii=True) + "\n"

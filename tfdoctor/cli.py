@@ -249,7 +249,10 @@ def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt
         spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
-    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")
+    from tfdoctor.report.check_docs import knowledge_lines
+
+    cited = "".join(f"\n{line}\n" for line in knowledge_lines(spec.doc))
+    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}")
 
 
 def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:

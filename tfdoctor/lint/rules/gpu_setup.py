@@ -123,19 +123,58 @@ def cuda_visible_devices_set_in_script(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Manual: where the variable belongs depends on how the job is launched.
     """
-    first_import = _first_tensorflow_import(module)
     for node, name, value in _env_assignments(module):
         if name != "CUDA_VISIBLE_DEVICES":
             continue
-        line = getattr(node, "lineno", 0)
-        after = first_import is not None and line > first_import
         shown = value if isinstance(value, (str, int)) else None
-        message = "CUDA_VISIBLE_DEVICES is assigned inside the script"
-        if after:
-            message += " after TensorFlow is imported (ignored once TensorFlow has initialised the GPUs)"
-        yield Hit(node, message, evidence={"value": shown, "after_tensorflow_import": after},
+        if shown is not None and str(shown).strip() in _HIDES_ALL_GPUS:
+            continue  # hiding every GPU is how a script (or the workers it starts) runs on CPU
+        used = _tensorflow_use_before(module, node)
+        if used is not None:
+            yield Hit(node, f"CUDA_VISIBLE_DEVICES is assigned after TensorFlow already ran ({used} on line "
+                      f"{used.lineno}): it is ignored once TensorFlow has initialised the GPUs",  # type: ignore[attr-defined]
+                      evidence={"value": shown, "after_tensorflow_use": True},
+                      fix=SourceFix("Set CUDA_VISIBLE_DEVICES where the job is launched, or use "
+                                    "tf.config.set_visible_devices"))
+            continue
+        if shown is None:
+            continue  # a value computed from arguments or the rank is the launcher's choice, made in code
+        yield Hit(node, f"CUDA_VISIBLE_DEVICES={shown!s} is hard-coded in the script: it overrides the GPUs the "
+                  "scheduler or launcher gave the job", evidence={"value": shown, "after_tensorflow_use": False},
                   fix=SourceFix("Set CUDA_VISIBLE_DEVICES where the job is launched, or use "
-                                "tf.config.set_visible_devices"))
+                                "tf.config.set_visible_devices"), severity=Severity.INFO)
+
+
+_HIDES_ALL_GPUS = frozenset({"", "-1", "none", "None", "NoDevFiles"})
+
+
+class _Used(str):
+    lineno: int
+
+
+def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
+    """The first TensorFlow or Keras call that runs before `node` in its scope (module level, or its
+    function from the top), which may already have initialised the GPUs."""
+    scope = module.scope_of(node)
+    line = getattr(node, "lineno", 0)
+    first: ast.Call | None = None
+    for call in module.calls:
+        if call.lineno >= line or module.scope_of(call) is not scope:
+            continue
+        name = module.call_name(call) or ""
+        if name.startswith(("tf.", "keras.")) and not name.startswith(_HARMLESS) and \
+                (first is None or call.lineno < first.lineno):
+            first = call
+    if first is None:
+        return None
+    used = _Used(module.call_name(first) + "()")
+    used.lineno = first.lineno
+    return used
+
+
+# Calls that do not create a GPU context.
+_HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior", "tf.logging.", "tf.autograph.", "tf.compat.v1.logging.", "tf.debugging.set_log",
+             "tf.app.flags", "tf.flags.")
 
 
 def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
@@ -151,7 +190,7 @@ def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
     return None
 
 
-@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING)
+@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING, preview=True)
 def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     """Several processes will share the GPUs, and the script neither pins a GPU nor limits memory.
 

@@ -131,6 +131,10 @@ def conv_bias_before_batch_norm(module: SourceModule) -> Iterator[Hit]:
     Fix:
         x = layers.Conv2D(64, 3, padding="same", use_bias=False)(x)
 
+    Not flagged: a convolution with a nonlinear `activation` (the bias is applied before it and is not
+    cancelled), and a layer given an explicit `name=` (named layers are how pretrained weights are loaded
+    by name; the bias is then kept on purpose).
+
     Fix safety:
         Unsafe: the model computes the same function, but its checkpoints lose one variable per layer,
         so weights saved before the change no longer load by position.
@@ -143,6 +147,11 @@ def conv_bias_before_batch_norm(module: SourceModule) -> Iterator[Hit]:
         use_bias = keyword(conv, "use_bias")
         if use_bias is not None and constant(use_bias.value) is not True:
             continue
+        activation = argument(conv, "activation")
+        if activation is not None and constant(activation) not in (None, "linear"):
+            continue  # conv → activation → BN: the bias shifts what the nonlinearity sees; it is not cancelled
+        if keyword(conv, "name") is not None:
+            continue  # a named layer is matched by name when pretrained weights are loaded: keep its variables
         if use_bias is not None:
             edit = replace_node(module, use_bias.value, "False")
         else:

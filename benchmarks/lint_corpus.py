@@ -26,9 +26,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -99,7 +100,7 @@ def materialise(mirror: Path, cache: Path, repos: list[dict]) -> tuple[dict[str,
                 wanted.append((name, sha.decode()))
         out = git(git_dir, "cat-file", "--batch", data="".join(f"{sha}\n" for _, sha in wanted).encode())
         pos = 0
-        for name, sha in wanted:
+        for name, _sha in wanted:
             end = out.index(b"\n", pos)
             header = out[pos:end].split()
             pos = end + 1
@@ -255,7 +256,8 @@ def main() -> None:
     for n in names:
         t = totals[n]
         print(f"{n}: {t['found']} findings, {t['TP']} TP, {t['FP']} FP, {t['unlabelled']} unlabelled; "
-              f"precision {pct(t['TP'], t['TP'] + t['FP']).strip()}, recall {pct(t['tp_found'], len(true_positives)).strip()}"
+              f"precision {pct(t['TP'], t['TP'] + t['FP']).strip()}, "
+              f"recall {pct(t['tp_found'], len(true_positives)).strip()}"
               f" of {len(true_positives)} labelled true positives")
     if "old" in runs:
         new_found = {(repo, p, ln, c) for repo, items in runs["new"].items() for p, ln, c in items}

@@ -16,7 +16,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 FAIL_ON = ("error", "warning", "info", "never")
-KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
+KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout", "lint"}  # lint: tfdoctor/lint/settings.py
 
 
 class ConfigError(Exception):

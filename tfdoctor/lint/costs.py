@@ -87,9 +87,8 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
                 return Cost.EXPENSIVE
             if not name.startswith("tf."):
                 worst = max(worst, Cost.UNKNOWN)
-        elif isinstance(func, ast.Name) and func.id in _CHEAP_BUILTINS:
-            continue
-        elif isinstance(func, ast.Attribute) and func.attr in _CHEAP_METHODS:
+        elif (isinstance(func, ast.Name) and func.id in _CHEAP_BUILTINS) or (
+                isinstance(func, ast.Attribute) and func.attr in _CHEAP_METHODS):
             continue
         elif (definition := _definition(module, func)) is not None and depth < 3:
             cost = max((_body_cost(module, s, depth + 1) for s in definition.body), default=Cost.TRIVIAL)

@@ -173,8 +173,22 @@ def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
 
 
 # Calls that do not create a GPU context.
-_HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior", "tf.logging.", "tf.autograph.", "tf.compat.v1.logging.", "tf.debugging.set_log",
+_HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior",
+             "tf.logging.", "tf.autograph.", "tf.compat.v1.logging.", "tf.debugging.set_log",
              "tf.app.flags", "tf.flags.")
+
+
+_TF1_GPU_OPTIONS = frozenset({"allow_growth", "visible_device_list", "per_process_gpu_memory_fraction"})
+
+
+def _tf1_gpu_options(module: SourceModule) -> bool:
+    """TF1's way to pin and grow: `config.gpu_options.visible_device_list = str(hvd.local_rank())`,
+    `allow_growth = True`, or `tf.GPUOptions(allow_growth=True, visible_device_list=...)`."""
+    for assign in module.nodes(ast.Assign):
+        if any(isinstance(t, ast.Attribute) and t.attr in _TF1_GPU_OPTIONS for t in assign.targets):
+            return True
+    return any(kw.arg in _TF1_GPU_OPTIONS for call in module.calls_named("tf.GPUOptions", "tf.ConfigProto")
+               for kw in call.keywords)
 
 
 def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
@@ -198,8 +212,13 @@ def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
         Looks for a static sign that several TensorFlow processes run on one host — `hvd.init()`
         (Horovod: one process per GPU), or `MultiWorkerMirroredStrategy` with a cluster of two or more
         `localhost`/`127.0.0.1` workers written in the script — and flags it when the script calls
-        none of `set_memory_growth`, `set_visible_devices`, `set_logical_device_configuration` and
-        sets none of `TF_FORCE_GPU_ALLOW_GROWTH`, `TF_GPU_ALLOCATOR`, `CUDA_VISIBLE_DEVICES`.
+        none of `set_memory_growth`, `set_visible_devices`, `set_logical_device_configuration`,
+        sets none of `TF_FORCE_GPU_ALLOW_GROWTH`, `TF_GPU_ALLOCATOR`, `CUDA_VISIBLE_DEVICES`, and sets
+        none of TF1's `gpu_options.allow_growth` / `visible_device_list` /
+        `per_process_gpu_memory_fraction` (assigned, or passed to `tf.GPUOptions`).
+
+        Preview rule (`--preview`): on the labelled corpus the GPU set-up was almost always in another
+        module of the project (a `setup.py` helper), which a single-file analysis cannot see.
 
     Why is this bad?
         By default each TensorFlow process maps nearly all memory of every GPU it can see. The first
@@ -224,7 +243,7 @@ def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     signal = _shared_gpu_signal(module)
     if signal is None:
         return
-    if module.calls_named(*_GPU_MEMORY_SETUP):
+    if module.calls_named(*_GPU_MEMORY_SETUP) or _tf1_gpu_options(module):
         return
     if any(name in _MEMORY_ENV for _node, name, _value in _env_assignments(module)):
         return

@@ -220,25 +220,87 @@ def py_function_in_input_pipeline(module: SourceModule) -> Iterator[Hit]:
     targets: list[ast.AST] = []
     for _flow, value in dataset_flow(module).values():
         if value.ops and value.ops[-1][0] in _PIPELINE_FUNCTION_ARGS:
-            call = value.ops[-1][1]
-            func = argument(call, "map_func", 0) or argument(call, "predicate", 0)
-            if func is not None:
-                targets.append(func)
-    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
-    seen: set[int] = set()
-    for target in targets:
-        body: ast.AST | None = target
-        if isinstance(target, ast.Name):
-            body = functions.get(target.id)
-        if body is None or id(body) in seen:
+            targets.append(value.ops[-1][1])
+    targets += _attribute_pipeline_calls(module)
+    functions: dict[str, list[ast.FunctionDef]] = {}
+    for f in module.nodes(ast.FunctionDef):
+        functions.setdefault(f.name, []).append(f)
+    seen: set = set()
+    for call in targets:
+        func = argument(call, "map_func", 0) or argument(call, "predicate", 0)  # type: ignore[arg-type]
+        if func is None:
             continue
-        seen.add(id(body))
+        for node in _py_function_calls(module, func, functions, seen, depth=0):
+            name = _py_function_name(module, node)
+            yield Hit(node.func if isinstance(node, ast.Call) else node,
+                      f"{name} inside a tf.data transformation runs under the GIL, one element at a time",
+                      evidence={"function": name}, fix=SourceFix("Rewrite the function with TensorFlow ops"))
+
+
+def _py_function_name(module: SourceModule, node: ast.AST) -> str:
+    target = node.func if isinstance(node, ast.Call) and module.call_name(node) not in _PY_FUNCTIONS else node
+    name = module.call_name(target) if isinstance(target, ast.Call) else module.qualified(target)
+    return name or "tf.py_function"
+
+
+def _attribute_pipeline_calls(module: SourceModule) -> list[ast.Call]:
+    """`self.ds.map(f)` where the class stores a tf.data pipeline in `self.ds` (issue 13, item 6)."""
+    from tfdoctor.lint.datasets import SOURCES, TRANSFORMS
+
+    held: set[str] = set()
+    for assign in module.nodes(ast.Assign):
+        value = assign.value
+        made = isinstance(value, ast.Call) and (module.call_name(value) in SOURCES or (
+            isinstance(value.func, ast.Attribute) and value.func.attr in TRANSFORMS
+            and _self_attribute(value.func.value) in held))
+        if made:
+            held |= {a for t in assign.targets if (a := _self_attribute(t))}
+    return [c for c in module.calls if isinstance(c.func, ast.Attribute) and c.func.attr in _PIPELINE_FUNCTION_ARGS
+            and _self_attribute(c.func.value) in held]
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _py_function_calls(module: SourceModule, func: ast.AST, functions: dict[str, list[ast.FunctionDef]],
+                       seen: set, depth: int) -> Iterator[ast.AST]:
+    """py_function/numpy_function calls reached from a pipeline function: in its body, as its decorator,
+    or in functions of this module that it calls (a wrapper), three calls deep."""
+    if depth > 3:
+        return
+    if isinstance(func, ast.Call) and module.call_name(func) in _PY_FUNCTIONS:
+        if id(func) not in seen:  # map(tf.py_function(...)) or partial-like direct use
+            seen.add(id(func))
+            yield func
+        return
+    bodies: list[ast.AST] = []
+    if isinstance(func, ast.Lambda):
+        bodies = [func.body]
+    elif isinstance(func, ast.Name):
+        bodies = list(functions.get(func.id, []))
+    elif (attr := _self_attribute(func)) is not None:
+        bodies = list(functions.get(attr, []))
+    for body in bodies:
+        if ("body", id(body)) in seen:  # type: ignore[comparison-overlap]
+            continue
+        seen.add(("body", id(body)))  # type: ignore[arg-type]
+        if isinstance(body, ast.FunctionDef):
+            for decorator in body.decorator_list:  # @tf.numpy_function(Tout=...) turns the def into one
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if module.qualified(target) in _PY_FUNCTIONS:
+                    yield decorator
         for node in ast.walk(body):
-            if isinstance(node, ast.Call) and module.call_name(node) in _PY_FUNCTIONS:
-                name = module.call_name(node)
-                yield Hit(node.func, f"{name} inside a tf.data transformation runs under the GIL, one element "
-                          "at a time", evidence={"function": name},
-                          fix=SourceFix("Rewrite the function with TensorFlow ops"))
+            if not isinstance(node, ast.Call):
+                continue
+            if module.call_name(node) in _PY_FUNCTIONS:
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    yield node
+            elif (isinstance(node.func, ast.Name) and node.func.id in functions) or _self_attribute(node.func):
+                yield from _py_function_calls(module, node.func, functions, seen, depth + 1)
 
 
 @lint_rule("SRC106", "shard-after-expensive-transformation", Severity.WARNING)

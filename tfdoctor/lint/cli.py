@@ -97,7 +97,7 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool)
     from tfdoctor.lint.fixing import plan_fixes, write_fix
     from tfdoctor.lint.runner import display_path, lint_paths
 
-    plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files})
+    plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files}, rules)
     for problem in problems:
         _emit(f"tfdoctor lint: {problem}\n", err=True)
     if not write:

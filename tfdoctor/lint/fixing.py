@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfdoctor.lint.rule import Edit, LintFinding
+from tfdoctor.lint.rule import Edit, LintFinding, LintRuleSpec
+from tfdoctor.lint.runner import lint_text
 from tfdoctor.lint.source import decode_source
 from tfdoctor.model import Applicability
 
@@ -61,37 +62,53 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def plan_fixes(findings: Iterable[LintFinding], unsafe: bool,
-               paths: dict[str, Path]) -> tuple[list[FileFix], list[str]]:
-    """The new text of every file with applicable fixes, and one line per file left alone (and why)."""
-    by_file: dict[str, list[LintFinding]] = {}
-    for finding in findings:
-        if fixable(finding, unsafe):
-            by_file.setdefault(finding.path, []).append(finding)
+def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, Path],
+               rules: list[LintRuleSpec]) -> tuple[list[FileFix], list[str]]:
+    """The new text of every file with applicable fixes, and one line per file left alone (and why).
+
+    Fixes whose edits touch the same text cannot go in one pass: like ruff, the file is linted again
+    and fixed again (at most `_ROUNDS` times) until nothing applicable is left.
+    """
+    files = sorted({f.path for f in findings if fixable(f, unsafe)})
     plans, problems = [], []
-    for display, found in sorted(by_file.items()):
+    for display in files:
         path = paths.get(display, Path(display))
         try:
             before = decode_source(path.read_bytes())
         except Exception as exc:  # unreadable now: the file changed under us
             problems.append(f"{display}: not fixed: {exc}")
             continue
-        chosen, taken = [], []
-        for finding in sorted(found, key=lambda f: (f.line, f.column)):
-            edits = finding.fix.edits  # type: ignore[union-attr]
-            spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in edits]
-            if any(_overlap(a, b) for a in spans for b in taken):
-                continue  # another fix touches the same text: the next run applies this one
-            taken += spans
-            chosen.append(finding)
-        after = apply_edits(before, [e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
-        try:
-            ast.parse(after)
-        except SyntaxError as exc:
-            problems.append(f"{display}: not fixed: the edits would not parse ({exc.msg}, line {exc.lineno})")
-            continue
-        plans.append(FileFix(path, before, after, chosen))
+        text, fixed = before, []
+        current = [f for f in findings if f.path == display]
+        for _ in range(_ROUNDS):
+            chosen = _non_overlapping([f for f in current if fixable(f, unsafe)])
+            if not chosen:
+                break
+            after = apply_edits(text, [e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
+            try:
+                ast.parse(after)
+            except SyntaxError as exc:
+                problems.append(f"{display}: not fixed: the edits would not parse ({exc.msg}, line {exc.lineno})")
+                break
+            text, fixed = after, fixed + chosen
+            current = lint_text(text, rules, display).findings
+        if fixed:
+            plans.append(FileFix(path, before, text, fixed))
     return plans, problems
+
+
+_ROUNDS = 10
+
+
+def _non_overlapping(found: list[LintFinding]) -> list[LintFinding]:
+    chosen, taken = [], []
+    for finding in sorted(found, key=lambda f: (f.line, f.column)):
+        spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in finding.fix.edits]  # type: ignore[union-attr]
+        if any(_overlap(a, b) for a in spans for b in taken):
+            continue  # another fix touches the same text: the next round applies this one
+        taken += spans
+        chosen.append(finding)
+    return chosen
 
 
 def _overlap(a: tuple[tuple[int, int], tuple[int, int]], b: tuple[tuple[int, int], tuple[int, int]]) -> bool:

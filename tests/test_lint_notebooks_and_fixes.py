@@ -176,3 +176,12 @@ def test_preview_rules_run_only_when_asked(workdir, capsys):
     assert "SRC104" in run(capsys, "lint", "--preview", "gen.py")[1]
     assert "SRC104" in run(capsys, "lint", "--select", "SRC104", "gen.py")[1]  # its exact code selects it
     assert "(preview)" in run(capsys, "lint", "--list-rules")[1]
+
+
+def test_notebook_json_report_validates_and_names_the_cell(workdir, capsys):
+    (workdir / "train.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    _, out, _ = run(capsys, "lint", "--format", "json", "train.ipynb")
+    data = json.loads(out)
+    schema = Path(__file__).resolve().parent.parent / "tfdoctor" / "schema" / "lint.schema.json"
+    jsonschema.Draft202012Validator(json.loads(schema.read_text(encoding="utf-8"))).validate(data)
+    assert [(f["cell"], f["line"], f["code"]) for f in data["findings"]] == [(4, 8, "SRC103"), (4, 9, "SRC102")]

@@ -1,17 +1,14 @@
 """The command line: parse options, call the engine, pick a renderer. Nothing else lives here.
 
-Exit codes (also in the README):
-  0  nothing at or above the --fail-on level
-  1  something was
-  2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
-  3  tfdoctor itself failed
+Exit codes and the usage error live in `tfdoctor/usage.py`, below every command (0 nothing at or
+above --fail-on, 1 something was, 2 usage error, 3 tfdoctor failed; also in the README).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,25 +16,12 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import emit as _emit
+from tfdoctor.usage import project_config as _config
+from tfdoctor.usage import split_codes as _split_codes
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_TIMEOUT = 5.0
-
-
-class UsageError(click.ClickException):
-    """Bad input the user can correct: exit 2 with a one-line message, never a traceback."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"tfdoctor: error: {self.format_message()}", err=True)
-
-
-def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
-    codes = []
-    for value in values:
-        codes.extend(part.strip().upper() for part in value.split(",") if part.strip())
-    return tuple(codes)
 
 
 @dataclass(frozen=True)
@@ -70,17 +54,6 @@ def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _config() -> Any:
-    from tfdoctor.config import Config, ConfigError, find_config_file, load_config
-
-    path = find_config_file(Path.cwd())
-    try:
-        config = load_config(path) if path else Config()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return config
-
-
 def _build_report(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.engine import gather_facts, run_checks
     from tfdoctor.facts import Facts, FactsFileError
@@ -106,9 +79,11 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
 
 
 def _timeout(opts: GatherOptions, config: Any) -> float:
+    from tfdoctor.config import MAX_TIMEOUT
+
     timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if not 0 < timeout < float("inf"):  # also refuses nan, which would abandon every probe at once
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan, which would abandon every probe at once
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
     return timeout
 
 
@@ -135,12 +110,6 @@ def _machine(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(f"--python {opts.python}: not an executable interpreter")
         python = str(candidate)
     return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
-
-
-def _emit(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
 
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
@@ -240,8 +209,29 @@ def _list_checks() -> str:
 @cli.command()
 @click.argument("code", required=False)
 @click.option("--all", "all_checks", is_flag=True, help="Document every check, as Markdown (docs/checks.md).")
-def explain(code: str | None, all_checks: bool) -> None:
-    """Show the documentation of one check (what, why, example, fix, fix safety)."""
+@click.option("--log", "log_path", metavar="FILE",
+              help="Explain the known messages in a log (- for standard input; the last 8 MiB are read) and "
+                   "run the checks that diagnose their cause.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="With --log: the report's form.")
+@click.option("--facts", "facts_file", metavar="FILE", help="With --log: judge recorded facts instead of this machine.")
+@click.option("--root", metavar="DIR", help="With --log: read file-based facts under DIR instead of /.")
+@click.option("--python", metavar="PATH", help="With --log: inspect this interpreter's Python environment.")
+@click.option("--timeout", type=float, metavar="S", help="With --log: total seconds for gathering facts.")
+def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt: str = "text",
+            facts_file: str | None = None, root: str | None = None, python: str | None = None,
+            timeout: float | None = None) -> None:
+    """Show the documentation of one check (what, why, example, fix, fix safety), or explain a log.
+
+    With --log: exit 1 when a recognised message points to an error finding on this machine (or in the
+    --facts), 0 otherwise, 2 when the log cannot be read."""
+    if log_path is not None:
+        if code or all_checks:
+            raise UsageError("--log explains a log: give it without a check code or --all")
+        _explain_log(log_path, fmt, GatherOptions(facts_file, root, python, timeout, (), ()))
+        return
+    if fmt != "text" or facts_file or root or python or timeout is not None:
+        raise UsageError("--format, --facts, --root, --python and --timeout go with --log FILE")
     from tfdoctor.registry import load_registry
 
     registry = load_registry()
@@ -259,7 +249,49 @@ def explain(code: str | None, all_checks: bool) -> None:
         spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
-    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")
+    from tfdoctor.report.check_docs import knowledge_lines
+
+    cited = "".join(f"\n{line}\n" for line in knowledge_lines(spec.doc))
+    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}")
+
+
+def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
+    """Read the log, find the known messages, run only the checks they relate to, and say what it means."""
+    from tfdoctor.logs.explanation import ERROR, explain_sightings
+    from tfdoctor.logs.messages import find_messages
+    from tfdoctor.logs.read import LogReadError, read_log
+
+    try:
+        log = read_log(log_path)
+    except LogReadError as exc:
+        raise UsageError(str(exc)) from None
+    sightings = find_messages(log.text)
+    codes = tuple(dict.fromkeys(code for s in sightings for code in s.message.checks))
+    results: list[Any] = []
+    facts_meta = None
+    if codes:
+        report = _build_report(GatherOptions(opts.facts_file, opts.root, opts.python, opts.timeout, codes, ()),
+                               _config())
+        results, facts_meta = report.results, report.facts.meta
+    elif opts.facts_file:  # nothing to check, but a bad --facts is still a usage error
+        from tfdoctor.facts import Facts, FactsFileError
+
+        try:
+            facts_meta = Facts.load(opts.facts_file).meta
+        except FactsFileError as exc:
+            raise UsageError(str(exc)) from None
+    explained = explain_sightings(sightings, results)
+    if fmt == "json":
+        from tfdoctor.logs.render import render_json
+
+        _emit(render_json(log, explained, facts_meta))
+    else:
+        from tfdoctor.logs.render import render_text
+
+        _emit(render_text(log, explained, checked=bool(codes)))
+    if any(item.crashed for item in explained):
+        raise SystemExit(EXIT_INTERNAL)
+    raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)
 
 
 @cli.command()
@@ -276,7 +308,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     import json
 
     from tfdoctor.engine import gather_facts
-    from tfdoctor.facts.redact import redact
+    from tfdoctor.facts.redact import redact_value
     from tfdoctor.registry import load_registry
 
     if output and by_host:
@@ -290,7 +322,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
-    data = redact(facts.to_json())
+    data = redact_value(facts.to_json())
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
@@ -428,7 +460,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("TFDOCTOR_DEBUG"):
             raise
-        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {exc}\n"
+        from tfdoctor.facts.redact import excerpt
+
+        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
               "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
         code = EXIT_INTERNAL
     _leave(code)

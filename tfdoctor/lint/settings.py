@@ -34,9 +34,12 @@ def load_lint_settings(source: str | None) -> LintSettings:
     if source is None:
         return LintSettings()
     path = Path(source)
+    from tfdoctor.config import CONFIG_FILE_LIMIT
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:  # load_config has vetted it
+        data = tomllib.loads(read_input_file(path, CONFIG_FILE_LIMIT, "configuration").decode("utf-8"))
+    except (InputFileError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:  # load_config vetted it
         raise ConfigError(f"cannot read {path}: {exc}") from None
     table = data.get("tool", {}).get("tfdoctor", {}) if path.name == "pyproject.toml" else data
     table = table.get("lint", {}) if isinstance(table, dict) else {}

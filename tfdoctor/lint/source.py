@@ -23,6 +23,10 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.C
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+# Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
+SOURCE_LIMIT = 32 * 1024 * 1024
+
+
 class SourceError(Exception):
     """The file cannot be turned into a tree: `code` says which runner-emitted rule reports it."""
 
@@ -123,10 +127,12 @@ class SourceModule:
 
     @classmethod
     def from_path(cls, path: Path, display: str | None = None) -> SourceModule:
+        from tfdoctor.facts.bounded import InputFileError, read_input_file
+
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise SourceError("SRC002", f"cannot read: {exc.strerror or exc}") from None
+            data = read_input_file(path, SOURCE_LIMIT, "source file", timeout=10.0)
+        except InputFileError as exc:
+            raise SourceError("SRC002", str(exc)) from None
         if path.suffix == ".ipynb":
             return cls.from_notebook(data, display or str(path))
         return cls.from_text(decode_source(data), display or str(path))

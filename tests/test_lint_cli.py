@@ -135,7 +135,8 @@ def test_unparsable_undecodable_and_unreadable_files_are_findings(tmp_path, monk
     assert code == 1
     assert lines[0] == "cookie.py:1:1: SRC002 unreadable-file cannot decode: unknown encoding for 'klingon'" or \
         lines[0].startswith("cookie.py:1:1: SRC002 unreadable-file cannot decode:")
-    assert lines[1].startswith("dangling.py:1:1: SRC002 unreadable-file cannot read: No such file or directory")
+    # Read through the bounded reader every input goes through (size and time limits).
+    assert lines[1] == "dangling.py:1:1: SRC002 unreadable-file cannot read source file dangling.py: no such file"
     assert lines[2] == ("latin.py:1:1: SRC002 unreadable-file cannot decode as utf-8: byte 0xe9 is not valid "
                         "(save the file as UTF-8 or declare its encoding, PEP 263)")
     assert lines[3].startswith("nul.py:1:1: SRC001 syntax-error cannot parse:")

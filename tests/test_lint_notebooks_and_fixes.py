@@ -185,3 +185,12 @@ def test_notebook_json_report_validates_and_names_the_cell(workdir, capsys):
     schema = Path(__file__).resolve().parent.parent / "tfdoctor" / "schema" / "lint.schema.json"
     jsonschema.Draft202012Validator(json.loads(schema.read_text(encoding="utf-8"))).validate(data)
     assert [(f["cell"], f["line"], f["code"]) for f in data["findings"]] == [(4, 8, "SRC103"), (4, 9, "SRC102")]
+
+
+def test_a_source_file_over_the_size_limit_is_src002(workdir, capsys, monkeypatch):
+    import tfdoctor.lint.source as source
+
+    monkeypatch.setattr(source, "SOURCE_LIMIT", 10)
+    (workdir / "big.py").write_text("x = 1\n" * 10, encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "big.py")
+    assert code == 1 and out.startswith("big.py:1:1: SRC002 unreadable-file source file big.py is larger than")

@@ -1,0 +1,160 @@
+"""Healthy GPU machines: workstations, servers, containers, WSL2, MIG."""
+
+from __future__ import annotations
+
+import gpu_scenarios as gpu
+
+from tfdoctor.testing import FakeRoot
+from tfdoctor.testing.fake_nvml import FakeGpu
+
+from . import parts
+from .corpus import HealthyMachine, register
+from .machines import CUPTI002_DEFAULT, ITEM_2, USER_ENV, VENV
+
+GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU")
+ROOT_ENV = {"HOME": "/root", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+# What the NVIDIA Container Toolkit sets in CUDA images (nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04).
+CUDA_IMAGE_ENV = {**ROOT_ENV, "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+                  "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+                  "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:" + ROOT_ENV["PATH"]}
+
+
+def _workstation(root: FakeRoot, model: parts.GpuModel = parts.RTX_4090) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=24, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "ws-ada", mem_gib=192)
+    return parts.nvidia_driver(root, model, [("0000:65:00.0", 0)])
+
+
+# -- pip CUDA wheels, with a second toolkit that TensorFlow does not use ----------------------------------
+
+def _second_toolkit(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    gpus = _workstation(root)
+    # TensorFlow from pip with its CUDA wheels; a CUDA 12.4 toolkit from NVIDIA's .deb for other work, whose
+    # libraries the .deb lists in /etc/ld.so.conf.d (TensorFlow loads its wheels' copies first).
+    parts.tensorflow_2_15(root, VENV)
+    base = gpu.toolkit(root, "12.4")
+    gpu.link(root, "/usr/local/cuda", base)
+    gpu.ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-workstation-pip-cuda-second-toolkit", (*GPU_FAMILIES, "PKG", "MP", "LAY"),
+    "an RTX 4090, tensorflow[and-cuda] 2.15 in a venv, an unused CUDA 12.4 toolkit as /usr/local/cuda in "
+    "ld.so.cache", _second_toolkit, env=USER_ENV, python=VENV, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+
+
+# -- the system's CUDA toolkit and cuDNN, from NVIDIA's .deb packages -------------------------------------
+
+def _system_toolkit(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=24, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "infer03", mem_gib=384)
+    gpus = parts.nvidia_driver(root, parts.T4, [("0000:3b:00.0", 0)])
+    parts.tensorflow_2_15(root, VENV, cuda_wheels=False)  # pip install tensorflow==2.15.1: CUDA from the system
+    base = gpu.toolkit(root, "12.2", cudnn="8.9.7")
+    gpu.link(root, "/usr/local/cuda", base)
+    gpu.ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-server-system-cuda-toolkit", (*GPU_FAMILIES, "PKG"),
+    "a T4 inference server, tensorflow 2.15 without [and-cuda], CUDA 12.2 and cuDNN 8.9 from NVIDIA's "
+    ".deb packages in ld.so.cache, NCCL from libnccl2", _system_toolkit,
+    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV,
+    false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+
+
+# -- containers: profiling restricted (the driver's default) with SYS_ADMIN, or not restricted --------------
+
+def _container(root: FakeRoot, cap_eff: str, admin_only: int) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.SAPPHIRE_RAPIDS, sockets=2, cores_per_socket=56, threads_per_core=2, governor=None)
+    gpus = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:19:00.0", 0), ("0000:3b:00.0", 0),
+                                                        ("0000:4c:00.0", 0), ("0000:5d:00.0", 0),
+                                                        ("0000:9b:00.0", 1), ("0000:bb:00.0", 1),
+                                                        ("0000:cb:00.0", 1), ("0000:db:00.0", 1)],
+                               profiling_admin_only=admin_only, visible_in_container=[4])
+    parts.process(root, uid=0, cap_eff=cap_eff, cpus_allowed="56-111,168-223", mems_allowed="1")
+    parts.operating_system(root, "3f9c2a7d81e4", mem_gib=2048, shm="16g", address="172.17.0.3", nic="eth0",
+                           nic_mbps=10000)
+    root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
+    parts.tensorflow_2_15(root, parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local"))
+    site = "/usr/local/lib/python3.11/site-packages"
+    root.write(f"{site}/tensorboard_plugin_profile-2.15.1.dist-info/METADATA",
+               "Metadata-Version: 2.1\nName: tensorboard-plugin-profile\nVersion: 2.15.1\n\n")
+    return gpus
+
+
+CONTAINER_PYTHON = parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local")
+CONTAINER_ENV = {**ROOT_ENV, "NVIDIA_VISIBLE_DEVICES": "4", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+                 "HOSTNAME": "3f9c2a7d81e4"}
+register(
+    HealthyMachine(
+        "container-profiling-restricted-with-sys-admin", ("CUPTI", "DRV", "GPU", "NUMA", "THR"),
+        "docker run --gpus device=4 --cap-add SYS_ADMIN --cpuset-cpus/--cpuset-mems of GPU 4's node, "
+        "RmProfilingAdminOnly=1, the profiler plugin installed",
+        lambda root: _container(root, parts.CAP_DOCKER_SYS_ADMIN, 1), env=CONTAINER_ENV, python=CONTAINER_PYTHON,
+        false_alarms={"THR101": ITEM_2}),
+    HealthyMachine(
+        "container-profiling-open-default-caps", ("CUPTI", "DRV", "GPU", "NUMA", "THR"),
+        "docker run --gpus device=4 with Docker's default capabilities on a host whose driver is loaded with "
+        "NVreg_RestrictProfilingToAdminUsers=0, the profiler plugin installed",
+        lambda root: _container(root, parts.CAP_DOCKER_DEFAULT, 0), env=CONTAINER_ENV, python=CONTAINER_PYTHON,
+        false_alarms={"THR101": ITEM_2}),
+)
+
+
+# -- MIG: an A100 split into instances, the job given one of them ------------------------------------------
+
+MIG_UUID = "MIG-4f5c8e2a-9b1d-5e7f-a3c6-2d8b0e4f1a97"
+
+
+def _mig(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.MILAN, sockets=2, cores_per_socket=64, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "mig02", mem_gib=1024)
+    (a100,) = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:81:00.0", 1)])
+    parts.tensorflow_2_15(root, VENV)
+    return (FakeGpu(**{**a100.__dict__, "mig": (True, True),
+                       "mig_uuids": [MIG_UUID, "MIG-0b7d2c41-6e3a-5f88-91c2-7a4e5d6f8b03"]}),)
+
+
+register(HealthyMachine(
+    "gpu-mig-instance", ("GPU", "CUDA", "DRV"),
+    "an A100 in MIG mode with two 3g.40gb instances; the job is given one by its MIG UUID", _mig,
+    env={**USER_ENV, "CUDA_VISIBLE_DEVICES": MIG_UUID}, python=VENV, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+
+
+# -- WSL2: the Windows driver seen through /usr/lib/wsl and /dev/dxg -----------------------------------------
+
+def _wsl2(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.RAPHAEL_WSL, cores_per_socket=16, threads_per_core=2, governor=None)
+    parts.process(root)
+    parts.operating_system(root, "DESKTOP-7Q2KD4M", mem_gib=32, address="172.29.118.42", nic="eth0",
+                           nic_mbps=10000, cmdline="initrd=\\initrd.img WSL_ROOT_INIT=1 panic=-1 nr_cpus=32 "
+                           "hv_utils.timesync_implicit=1 swiotlb=force pty.legacy_count=0", pci_others=False)
+    # The only PCI function a WSL2 guest sees: Hyper-V's GPU paravirtualisation, "Microsoft Corporation
+    # Basic Render Driver" (vendor 0x1414), not the NVIDIA GPU itself.
+    root.pci_gpu("c2d6:00:00.0", -1, "", vendor="0x1414", pci_class="0x030200")
+    root.write("/proc/version", "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) "
+                                "(gcc (GCC) 11.2.0, GNU ld (GNU Binutils) 2.37) #1 SMP Fri Mar 29 23:14:13 UTC 2024\n")
+    root.write("/proc/sys/kernel/osrelease", "5.15.153.1-microsoft-standard-WSL2\n")
+    root.write("/dev/dxg", "")
+    for name in ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libnvidia-ml.so.1", "libdxcore.so"):
+        gpu.lib(root, f"/usr/lib/wsl/lib/{name}", name if not name.startswith("libcuda") else "libcuda.so.1")
+    root.write("/etc/ld.so.conf.d/ld.wsl.conf", "/usr/lib/wsl/lib\n")
+    gpu.ld_cache(root, ["/usr/lib/wsl/lib"])
+    parts.tensorflow_2_15(root, VENV)
+    # NVML answers through /usr/lib/wsl/lib/libnvidia-ml.so.1; the GPU has no PCI function in the VM.
+    return (parts.fake_gpu(parts.RTX_4090, "0000:01:00.0", "GPU-7d1c0f9e-2b4a-4c8e-9f31-5a6b7c8d9e0f"),)
+
+
+register(HealthyMachine(
+    "wsl2-gpu-workstation", ("DRV", "CUDA", "PKG", "THR", "CPU"),
+    "Windows 11 with an RTX 4090, Ubuntu 22.04 in WSL2, tensorflow[and-cuda] 2.15 in a venv", _wsl2,
+    env={**USER_ENV, "WSL_DISTRO_NAME": "Ubuntu-22.04"}, python=VENV))
+
+
+

@@ -54,3 +54,90 @@ register(HealthyMachine(
     "a CPU pod with limits.cpu=4 (cgroup v2 cpu.max) on a 256-thread node, thread pools set to the quota",
     _kubernetes_pod, env=POD_ENV, python=VENV,
     false_alarms={"THR102": ITEM_1}))
+
+
+# -- Docker on a cgroup v1 host: --cpus=8, threads set as Intel's guide says ------------------------------
+
+def _cgroup_v1_container(root: FakeRoot) -> None:
+    parts.cpus(root, parts.CASCADE_LAKE, sockets=2, cores_per_socket=24, threads_per_core=2)
+    parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
+    parts.operating_system(root, "5b8e0c1d9a2f", os_release=parts.DEBIAN_12, mem_gib=384, shm="64m",
+                           address="172.17.0.2", nic="eth0", nic_mbps=10000)
+    docker = "/docker/5b8e0c1d9a2f7e3c4d6b8a0f1e2d3c4b5a6978877665544332211009f8e7d6c5"
+    root.cgroup_v1(quota_us=800000, period_us=100000, path=docker)
+    root.write("/proc/1/cgroup", f"12:cpu,cpuacct:{docker}\n11:cpuset:{docker}\n0::/\n")
+    root.write("/.dockerenv", "")
+    parts.tensorflow_2_21(root, parts.PythonEnv("/usr/local", base_prefix="/usr/local"))
+
+
+register(HealthyMachine(
+    "cgroup-v1-docker-cpus-quota", ("THR", "CPU", "PKG", "DIST"),
+    "`docker run --cpus=8` on a cgroup v1 host, TF_NUM_INTRAOP_THREADS=OMP_NUM_THREADS=8 and one inter-op "
+    "thread per socket as Intel's tuning guide says", _cgroup_v1_container,
+    env={"HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": "5b8e0c1d9a2f",
+         "TF_NUM_INTRAOP_THREADS": "8", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "8"},
+    python=parts.PythonEnv("/usr/local", base_prefix="/usr/local")))
+
+
+# -- Intel's optimised build on the CPU it is tuned for, bfloat16 on AMX ------------------------------------
+
+def _intel_sapphire_rapids(root: FakeRoot) -> None:
+    parts.cpus(root, parts.SAPPHIRE_RAPIDS, sockets=2, cores_per_socket=56, threads_per_core=2)
+    # numactl --cpunodebind=0 --membind=0 --physcpubind=0-55: the first thread of every core of socket 0.
+    parts.process(root, cpus_allowed="0-55", mems_allowed="0")
+    parts.operating_system(root, "spr01", os_release=parts.ROCKY_9, mem_gib=1024)
+    root.tool("numactl")
+    requires = tuple(r for r in parts.TF_2_15_REQUIRES if "extra ==" not in r)
+    site = parts.FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow(name="intel-tensorflow", version="2.15.0", requires=requires, requires_python=">=3.9",
+                    tags=(parts.TF_2_15_WHEEL_TAG,))
+    for dist, version in parts.TF_2_15_DEPENDENCIES.items():
+        site.dist(dist, version, top_level=(dist,))
+
+
+register(HealthyMachine(
+    "intel-tensorflow-on-sapphire-rapids", ("CPU", "MP", "THR", "PKG", "NUMA"),
+    "intel-tensorflow 2.15 on a Xeon 8480+ bound to socket 0's cores, oneDNN on, KMP settings and "
+    "mixed_bfloat16 (AMX) as Intel's guide says", _intel_sapphire_rapids,
+    env={**USER_ENV, "TF_ENABLE_ONEDNN_OPTS": "1", "OMP_NUM_THREADS": "56", "TF_NUM_INTRAOP_THREADS": "56",
+         "TF_NUM_INTEROP_THREADS": "1", "KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1",
+         "TFDOCTOR_MIXED_PRECISION": "mixed_bfloat16"}, python=VENV))
+
+
+# -- Keras 3 era TensorFlow with tf-keras for code that still needs Keras 2 ---------------------------------
+
+def _legacy_keras(root: FakeRoot) -> None:
+    parts.cpus(root, parts.MILAN, cores_per_socket=8, threads_per_core=2, governor=None)
+    parts.process(root)
+    parts.operating_system(root, "vm-ml-4", mem_gib=64, nic="ens4", nic_mbps=0, pci_others=True)
+    site = parts.tensorflow_2_21(root, VENV, name="tensorflow")
+    site.dist("tf_keras", "2.21.0", requires=("tensorflow<2.22,>=2.21",), requires_python=">=3.9",
+              top_level=("tf_keras",))
+
+
+register(HealthyMachine(
+    "keras3-era-tensorflow-with-tf-keras", ("PKG", "THR", "CPU", "LAY"),
+    "tensorflow 2.21 with tf-keras 2.21 and TF_USE_LEGACY_KERAS=1 for a Keras 2 code base, on a cloud VM",
+    _legacy_keras, env={**USER_ENV, "TF_USE_LEGACY_KERAS": "1"}, python=VENV))
+
+
+# -- a laptop that was profiled: what `tfdoctor profile` recorded on it ------------------------------------
+
+def _profiled() -> dict:
+    from tfdoctor.profile.facts import profile_section
+    from tfdoctor.profile.runner import RunResult
+
+    steps = tuple(0.1180 + 0.0004 * (i % 5) for i in range(30))
+    run = RunResult(ok=True, step_seconds=steps, input_seconds=tuple(0.0009 for _ in steps), import_seconds=2.41,
+                    wall_seconds=11.8, cpu_steal=0.0, devices=({"name": "/device:CPU:0", "type": "CPU"},),
+                    tf_version="2.21.0", policy="float32", logdir="/tmp/tfdoctor-profile-x1")
+    xspace = {"device_activity_captured": None, "host_op_seconds": 3.1, "device_seconds": None,
+              "top_ops": [{"where": "host", "op": "Conv2D", "share": 0.41}], "low_precision_share": 0.0,
+              "xla_clusters": 0, "planes": ["/host:CPU"]}
+    return profile_section(run, "cnn", xspace, xspace_path="/tmp/tfdoctor-profile-x1/plugins/profile/x.xplane.pb")
+
+
+register(HealthyMachine(
+    "laptop-profiled-cnn", ("PROF", "THR", "CPU", "PKG"),
+    "the laptop after `tfdoctor profile`: the CNN's steps wait <1 % for input, no steal, float32 as declared",
+    _laptop, env=USER_ENV, python=VENV, sections={"profile": _profiled()}))

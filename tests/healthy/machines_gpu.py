@@ -9,7 +9,8 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import CUPTI002_DEFAULT, ITEM_2, USER_ENV, VENV
+from .machines import CUPTI002_DEFAULT, HOME, ITEM_2, ITEM_3, USER_ENV, VENV
+from .parts import PythonEnv
 
 GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU")
 ROOT_ENV = {"HOME": "/root", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -158,3 +159,88 @@ register(HealthyMachine(
 
 
 
+
+
+# -- machines recorded by `python tests/gpu_scenarios.py` (tests/snapshots/gpu/healthy-*.json), replayed -----
+
+register(
+    HealthyMachine("recorded-gpu-pip-cuda12", GPU_FAMILIES,
+                   "recorded: an A100 with tensorflow[and-cuda] 2.15's pip CUDA wheels",
+                   facts="tests/snapshots/gpu/healthy-cuda12-pip.json"),
+    HealthyMachine("recorded-gpu-system-toolkit", GPU_FAMILIES,
+                   "recorded: a V100 with TensorFlow 2.13 on the CUDA 11.8 toolkit found through ld.so.cache",
+                   facts="tests/snapshots/gpu/healthy-system-toolkit.json"),
+    HealthyMachine("recorded-cpu-laptop", ("DRV", "CUDA"), "recorded: a laptop without a GPU, TensorFlow 2.15",
+                   facts="tests/snapshots/gpu/healthy-cpu-laptop.json"),
+)
+
+
+# -- a conda environment set up as TensorFlow's install guide says (TensorFlow 2.12) -------------------------
+
+CONDA = PythonEnv(f"{HOME}/miniconda3/envs/tf", version="3.10.13", base_prefix=f"{HOME}/miniconda3")
+# TensorFlow 2.12.1's METADATA (cp310 manylinux2014 wheel).
+TF_2_12_REQUIRES = (
+    "absl-py>=1.0.0", "astunparse>=1.6.0", "flatbuffers>=2.0", "gast<=0.4.0,>=0.2.1", "google-pasta>=0.1.1",
+    "h5py>=2.9.0", "jax>=0.3.15", "libclang>=13.0.0", "numpy<1.24,>=1.22", "opt-einsum>=2.3.2", "packaging",
+    "protobuf!=4.21.0,!=4.21.1,!=4.21.2,!=4.21.3,!=4.21.4,!=4.21.5,<5.0.0dev,>=3.20.3", "setuptools",
+    "six>=1.12.0", "termcolor>=1.1.0", "typing-extensions>=3.6.6", "wrapt<1.15,>=1.11.0",
+    'tensorflow-io-gcs-filesystem>=0.23.1; platform_machine != "arm64" or platform_system != "Darwin"',
+    "grpcio<2.0,>=1.24.3", "tensorboard<2.13,>=2.12", "tensorflow-estimator<2.13,>=2.12.0", "keras<2.13,>=2.12.0",
+)
+TF_2_12_DEPENDENCIES = {
+    "absl_py": "1.4.0", "astunparse": "1.6.3", "flatbuffers": "23.5.26", "gast": "0.4.0", "google_pasta": "0.2.0",
+    "h5py": "3.9.0", "jax": "0.4.13", "ml_dtypes": "0.2.0", "libclang": "16.0.6", "numpy": "1.23.5",
+    "opt_einsum": "3.3.0", "packaging": "23.1", "protobuf": "4.23.4", "setuptools": "68.0.0", "six": "1.16.0",
+    "termcolor": "2.3.0", "typing_extensions": "4.7.1", "wrapt": "1.14.1", "tensorflow_io_gcs_filesystem": "0.33.0",
+    "grpcio": "1.56.2", "tensorboard": "2.12.3", "tensorflow_estimator": "2.12.0", "keras": "2.12.0",
+}
+BUILD_INFO_2_12 = (
+    "import collections\n\nbuild_info = collections.OrderedDict([('cpu_compiler', '/dt9/usr/bin/gcc'), "
+    "('cuda_compute_capabilities', ['sm_35', 'sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), "
+    "('cuda_version', '11.8'), ('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), "
+    "('is_tensorrt_build', True)])\n"
+)
+# conda-forge cudatoolkit 11.8.0 puts the runtime libraries, CUPTI and libdevice in $CONDA_PREFIX/lib.
+CUDATOOLKIT_118 = {**gpu.TOOLKIT_LIBS["11.8"], "libcurand.so.10": "libcurand.so.10.3.0.86",
+                   "libnvrtc.so.11.2": "libnvrtc.so.11.8.89", "libcupti.so.11.8": "libcupti.so.2022.3.0"}
+RTX_2080_TI = parts.GpuModel("NVIDIA GeForce RTX 2080 Ti", "0x1e07", (7, 5), 11264, ecc=False, remapping=False,
+                             pcie=(3, 16))
+
+
+def _conda(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.MILAN, cores_per_socket=16, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "lab-ws2", mem_gib=128)
+    gpus = parts.nvidia_driver(root, RTX_2080_TI, [("0000:21:00.0", 0)], version="535.171.04")
+    lib = f"{CONDA.prefix}/lib"
+    for soname, real in CUDATOOLKIT_118.items():
+        gpu.lib(root, f"{lib}/{real}", soname)
+        gpu.link(root, f"{lib}/{soname}", real)
+    root.write(f"{lib}/libdevice.10.bc", b"BC\xc0\xde")
+    # conda install -c nvidia cuda-nvcc=11.8.89; mkdir -p $CONDA_PREFIX/lib/nvvm/libdevice; cp ... (the guide)
+    root.write(f"{lib}/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+    root.write(f"{CONDA.prefix}/bin/ptxas", "\x7fELF", mode=0o755)
+    root.write(f"{CONDA.prefix}/conda-meta/cuda-nvcc-11.8.89-0.json", '{"name": "cuda-nvcc", "version": "11.8.89"}')
+    root.write(f"{CONDA.prefix}/conda-meta/cudatoolkit-11.8.0-h4ba93d1_13.json",
+               '{"name": "cudatoolkit", "version": "11.8.0"}')
+    site = parts.FakeSitePackages(root.path / CONDA.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.12.1", build_info=BUILD_INFO_2_12, requires=TF_2_12_REQUIRES,
+                    requires_python=">=3.8", tags=("cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64",))
+    for dist, version in TF_2_12_DEPENDENCIES.items():
+        site.dist(dist, version, top_level=(dist,))
+    # pip install nvidia-cudnn-cu11==8.6.0.163
+    site.dist("nvidia-cudnn-cu11", "8.6.0.163", tags=("py3-none-manylinux1_x86_64",), top_level=("nvidia",))
+    gpu.lib(root, f"{CONDA.site}/nvidia/cudnn/lib/libcudnn.so.8", "libcudnn.so.8")
+    root.write(f"{CONDA.site}/nvidia/cudnn/__init__.py", "")
+    return gpus
+
+
+register(HealthyMachine(
+    "conda-cuda-as-install-guide", (*GPU_FAMILIES, "PKG"),
+    "TensorFlow 2.12's install guide followed: conda cudatoolkit 11.8, pip nvidia-cudnn-cu11, "
+    "LD_LIBRARY_PATH and XLA_FLAGS from the conda env's activate.d, an RTX 2080 Ti", _conda,
+    env={"HOME": HOME, "USER": "ada", "CONDA_PREFIX": CONDA.prefix, "CONDA_DEFAULT_ENV": "tf",
+         "PATH": f"{CONDA.prefix}/bin:{HOME}/miniconda3/condabin:/usr/local/bin:/usr/bin:/bin",
+         "LD_LIBRARY_PATH": f":{CONDA.prefix}/lib/:{CONDA.site}/nvidia/cudnn/lib",
+         "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA.prefix}/lib/"},
+    python=CONDA, false_alarms={"CUPTI002": CUPTI002_DEFAULT, "CUDA001": ITEM_3}))

@@ -79,9 +79,11 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
 
 
 def _timeout(opts: GatherOptions, config: Any) -> float:
+    from tfdoctor.config import MAX_TIMEOUT
+
     timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if not 0 < timeout < float("inf"):  # also refuses nan, which would abandon every probe at once
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan, which would abandon every probe at once
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
     return timeout
 
 
@@ -243,7 +245,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     import json
 
     from tfdoctor.engine import gather_facts
-    from tfdoctor.facts.redact import redact
+    from tfdoctor.facts.redact import redact_value
     from tfdoctor.registry import load_registry
 
     if output and by_host:
@@ -257,7 +259,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
-    data = redact(facts.to_json())
+    data = redact_value(facts.to_json())
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
@@ -395,7 +397,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("TFDOCTOR_DEBUG"):
             raise
-        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {exc}\n"
+        from tfdoctor.facts.redact import excerpt
+
+        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
               "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
         code = EXIT_INTERNAL
     _leave(code)

@@ -28,7 +28,9 @@ class UsageError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"tfdoctor: error: {self.format_message()}", err=True)
+        from tfdoctor.facts.redact import redact_text
+
+        click.echo(f"tfdoctor: error: {redact_text(self.format_message())}", err=True)
 
 
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
@@ -49,7 +51,9 @@ def project_config() -> Any:
     """The [tool.tfdoctor] configuration found from the current directory up; malformed → exit 2."""
     from tfdoctor.config import Config, ConfigError, find_config_file, load_config
 
-    path = find_config_file(Path.cwd())
+    warnings: list[str] = []
+    path = find_config_file(Path.cwd(), warnings)  # a file another user could have planted is skipped
+    emit("".join(f"tfdoctor: warning: {line}\n" for line in warnings), err=True)
     try:
         config = load_config(path) if path else Config()
     except ConfigError as exc:

@@ -141,3 +141,52 @@ register(HealthyMachine(
     "laptop-profiled-cnn", ("PROF", "THR", "CPU", "PKG"),
     "the laptop after `tfdoctor profile`: the CNN's steps wait <1 % for input, no steal, float32 as declared",
     _laptop, env=USER_ENV, python=VENV, sections={"profile": _profiled()}))
+
+
+# -- a desktop with OpenMP on the physical cores -------------------------------------------------------------
+
+def _desktop_physical_cores(root: FakeRoot) -> None:
+    parts.cpus(root, parts.MILAN, cores_per_socket=16, threads_per_core=2, governor="schedutil")
+    parts.process(root)
+    parts.operating_system(root, "ryzen-box", mem_gib=64)
+    parts.tensorflow_2_21(root, VENV)
+
+
+register(HealthyMachine(
+    "desktop-threads-on-physical-cores", ("THR", "CPU"),
+    "16 cores / 32 threads, OMP_NUM_THREADS=TF_NUM_INTRAOP_THREADS=16 (one per core), OMP_PROC_BIND=close, "
+    "OMP_PLACES=cores", _desktop_physical_cores,
+    env={**USER_ENV, "OMP_NUM_THREADS": "16", "TF_NUM_INTRAOP_THREADS": "16", "TF_NUM_INTEROP_THREADS": "2",
+         "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}, python=VENV))
+
+
+# -- an Arm server (AWS Graviton3) ---------------------------------------------------------------------------
+
+GRAVITON3_FEATURES = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma "
+                      "lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs paca pacg "
+                      "dcpodp svei8mm svebf16 i8mm bf16 dgh rng")
+
+
+ARM_VENV = PythonEnv(f"{HOME}/venv", arch="aarch64")
+
+
+def _graviton(root: FakeRoot) -> None:
+    root.cpus(sockets=1, cores_per_socket=16, threads_per_core=1)
+    root.write("/proc/cpuinfo", "\n".join(
+        f"processor\t: {cpu}\nBogoMIPS\t: 2100.00\nFeatures\t: {GRAVITON3_FEATURES}\nCPU implementer\t: 0x41\n"
+        "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd40\nCPU revision\t: 1\n" for cpu in range(16)) + "\n")
+    root.write("/proc/sys/kernel/arch", "aarch64\n")
+    root.numa(["0-15"])
+    parts.process(root)
+    parts.operating_system(root, "ip-172-31-7-18", os_release=parts.UBUNTU_2204, mem_gib=32, address="172.31.7.18",
+                           nic="ens5", nic_mbps=0, pci_others=False)
+    root.pci_gpu("0000:00:05.0", -1, "", vendor="0x1d0f", pci_class="0x020000")  # the ENA network adapter
+    site = parts.FakeSitePackages(root.path / ARM_VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", tags=("cp311-cp311-manylinux_2_17_aarch64.manylinux2014_aarch64",))
+    site.healthy_dependencies()
+
+
+register(HealthyMachine(
+    "arm-graviton3-cpu", ("CPU", "THR", "PKG", "MP"),
+    "a c7g.4xlarge (Graviton3, 16 Neoverse V1 cores), tensorflow 2.21's aarch64 wheel in a venv", _graviton,
+    env=USER_ENV, python=ARM_VENV))

@@ -244,3 +244,66 @@ register(HealthyMachine(
          "LD_LIBRARY_PATH": f":{CONDA.prefix}/lib/:{CONDA.site}/nvidia/cudnn/lib",
          "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA.prefix}/lib/"},
     python=CONDA, false_alarms={"CUPTI002": CUPTI002_DEFAULT, "CUDA001": ITEM_3}))
+
+
+# -- a GPU shared with another user's job, TensorFlow growing its memory as it needs --------------------------
+
+def _shared_gpu(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.MILAN, sockets=1, cores_per_socket=64, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "share01", mem_gib=512)
+    (a100,) = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:41:00.0", 0)], profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    # Another user's notebook holds 9 GiB of the 80 (a third of what TensorFlow would grab up front).
+    return (FakeGpu(**{**a100.__dict__, "memory_used_mib": 9230, "processes": [(811342, 9216)],
+                       "utilization": 12, "clock_reasons": 0}),)
+
+
+register(HealthyMachine(
+    "gpu-shared-with-memory-growth", ("GPU", "CUDA", "DRV", "MP"),
+    "an A100 80GB shared with another user's notebook (9 GiB), TF_FORCE_GPU_ALLOW_GROWTH=true, mixed_float16",
+    _shared_gpu, env={**USER_ENV, "TF_FORCE_GPU_ALLOW_GROWTH": "true", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
+    python=VENV))
+
+
+# -- GPU runtime and XLA settings as NVIDIA's performance guides give them ---------------------------------
+
+def _tuned(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.SAPPHIRE_RAPIDS, sockets=1, cores_per_socket=32, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "l40s-01", mem_gib=512)
+    gpus = parts.nvidia_driver(root, parts.L40S, [("0000:17:00.0", 0), ("0000:31:00.0", 0)],
+                               profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    parts.keras_json(root, HOME)
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-tuned-runtime-xla-amp", ("GPU", "XLA", "MP", "LAY", "NUMA", "DIST"),
+    "two L40S in one process (MirroredStrategy), gpu_private threads, cuda_malloc_async, XLA auto-jit, "
+    "mixed_float16, keras.json channels_last", _tuned,
+    env={**USER_ENV, "TF_GPU_THREAD_MODE": "gpu_private", "TF_GPU_THREAD_COUNT": "2",
+         "TF_GPU_ALLOCATOR": "cuda_malloc_async", "TF_XLA_FLAGS": "--tf_xla_auto_jit=2",
+         "XLA_FLAGS": "--xla_gpu_autotune_level=4", "TFDOCTOR_MIXED_PRECISION": "mixed_float16",
+         "TF_CPP_MIN_LOG_LEVEL": "1"}, python=VENV))
+
+
+# -- channels_first in float32 on a GPU (cuDNN's NCHW kernels) ------------------------------------------------
+
+def _channels_first(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=16, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "v100-ws", mem_gib=128)
+    gpus = parts.nvidia_driver(root, parts.GpuModel("Tesla V100-PCIE-32GB", "0x1db6", (7, 0), 32768,
+                                                    remapping=False, pcie=(3, 16)),
+                               [("0000:3b:00.0", 0)], profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    parts.keras_json(root, HOME, data_format="channels_first")
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-channels-first-float32", ("LAY", "MP", "GPU", "DRV"),
+    "a V100 workstation whose keras.json asks for channels_first, training in float32", _channels_first,
+    env=USER_ENV, python=VENV))

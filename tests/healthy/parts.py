@@ -212,6 +212,7 @@ class PythonEnv:
     prefix: str  # the venv or conda env ("/home/ada/venv")
     version: str = "3.11.9"
     base_prefix: str = "/usr"
+    arch: str = "x86_64"  # platform.machine() of the interpreter
 
     @property
     def site(self) -> str:

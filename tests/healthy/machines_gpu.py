@@ -307,3 +307,48 @@ register(HealthyMachine(
     "gpu-channels-first-float32", ("LAY", "MP", "GPU", "DRV"),
     "a V100 workstation whose keras.json asks for channels_first, training in float32", _channels_first,
     env=USER_ENV, python=VENV))
+
+
+# -- a cloud VM with one GPU: one NUMA node, the GPU's PCI function reports none (-1) ----------------------------
+
+A10G = parts.GpuModel("NVIDIA A10G", "0x2237", (8, 6), 23028, remapping=True, pcie=(4, 16))
+
+
+def _cloud_vm(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    epyc_7r32 = parts.CpuModel("AMD EPYC 7R32", "AuthenticAMD", parts.ROME.flags.replace(" svm", "") + " hypervisor")
+    parts.cpus(root, epyc_7r32, cores_per_socket=2, threads_per_core=2, governor=None)
+    parts.process(root)
+    parts.operating_system(root, "ip-172-31-40-9", mem_gib=16, address="172.31.40.9", nic="ens5", nic_mbps=0,
+                           cmdline="BOOT_IMAGE=/boot/vmlinuz-6.5.0-1020-aws root=PARTUUID=8d1c ro console=tty1 "
+                                   "console=ttyS0 nvme_core.io_timeout=4294967295", pci_others=False)
+    root.pci_gpu("0000:00:05.0", -1, "", vendor="0x1d0f", pci_class="0x020000")  # ENA
+    gpus = parts.nvidia_driver(root, A10G, [("0000:00:1e.0", -1)], version="535.183.01")
+    parts.tensorflow_2_15(root, VENV)
+    return gpus
+
+
+register(HealthyMachine(
+    "cloud-vm-one-gpu-no-numa", ("NUMA", "GPU", "CUDA", "DRV", "THR"),
+    "an AWS g5.xlarge (A10G, 4 vCPUs, one NUMA node; the GPU's numa_node is -1), tensorflow[and-cuda] 2.15",
+    _cloud_vm, env={**USER_ENV, "HOME": "/home/ubuntu", "USER": "ubuntu"}, python=VENV,
+    nvml={"driver": "535.183.01", "cuda": 12020}, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+
+
+# -- two GeForce RTX 4090 in one workstation: no P2P in hardware, NCCL told so -------------------------------
+
+def _two_4090(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CpuModel("AMD Ryzen Threadripper PRO 5975WX 32-Cores", "AuthenticAMD",
+                                    parts.MILAN.flags), cores_per_socket=32, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "tr-ws", mem_gib=256)
+    gpus = parts.nvidia_driver(root, parts.RTX_4090, [("0000:01:00.0", 0), ("0000:41:00.0", 0)],
+                               profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    return gpus
+
+
+register(HealthyMachine(
+    "two-rtx4090-nccl-p2p-off", ("DIST", "GPU", "NUMA", "MP", "CUDA"),
+    "two RTX 4090 (GeForce Ada: no peer-to-peer) with MirroredStrategy, NCCL_P2P_DISABLE=1 as NVIDIA advises for "
+    "them, mixed_float16", _two_4090,
+    env={**USER_ENV, "NCCL_P2P_DISABLE": "1", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV))

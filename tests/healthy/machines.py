@@ -121,28 +121,6 @@ register(HealthyMachine(
     _legacy_keras, env={**USER_ENV, "TF_USE_LEGACY_KERAS": "1"}, python=VENV))
 
 
-# -- a laptop that was profiled: what `tfdoctor profile` recorded on it ------------------------------------
-
-def _profiled() -> dict:
-    from tfdoctor.profile.facts import profile_section
-    from tfdoctor.profile.runner import RunResult
-
-    steps = tuple(0.1180 + 0.0004 * (i % 5) for i in range(30))
-    run = RunResult(ok=True, step_seconds=steps, input_seconds=tuple(0.0009 for _ in steps), import_seconds=2.41,
-                    wall_seconds=11.8, cpu_steal=0.0, devices=({"name": "/device:CPU:0", "type": "CPU"},),
-                    tf_version="2.21.0", policy="float32", logdir="/tmp/tfdoctor-profile-x1")
-    xspace = {"device_activity_captured": None, "host_op_seconds": 3.1, "device_seconds": None,
-              "top_ops": [{"where": "host", "op": "Conv2D", "share": 0.41}], "low_precision_share": 0.0,
-              "xla_clusters": 0, "planes": ["/host:CPU"]}
-    return profile_section(run, "cnn", xspace, xspace_path="/tmp/tfdoctor-profile-x1/plugins/profile/x.xplane.pb")
-
-
-register(HealthyMachine(
-    "laptop-profiled-cnn", ("PROF", "THR", "CPU", "PKG"),
-    "the laptop after `tfdoctor profile`: the CNN's steps wait <1 % for input, no steal, float32 as declared",
-    _laptop, env=USER_ENV, python=VENV, sections={"profile": _profiled()}))
-
-
 # -- a desktop with OpenMP on the physical cores -------------------------------------------------------------
 
 def _desktop_physical_cores(root: FakeRoot) -> None:

@@ -82,9 +82,7 @@ def _container(root: FakeRoot, cap_eff: str, admin_only: int) -> tuple[FakeGpu, 
                            nic_mbps=10000)
     root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
     parts.tensorflow_2_15(root, parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local"))
-    site = "/usr/local/lib/python3.11/site-packages"
-    root.write(f"{site}/tensorboard_plugin_profile-2.15.1.dist-info/METADATA",
-               "Metadata-Version: 2.1\nName: tensorboard-plugin-profile\nVersion: 2.15.1\n\n")
+    parts.tensorflow_profiler(root, CONTAINER_PYTHON)
     return gpus
 
 
@@ -352,3 +350,43 @@ register(HealthyMachine(
     "two RTX 4090 (GeForce Ada: no peer-to-peer) with MirroredStrategy, NCCL_P2P_DISABLE=1 as NVIDIA advises for "
     "them, mixed_float16", _two_4090,
     env={**USER_ENV, "NCCL_P2P_DISABLE": "1", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV))
+
+
+# -- an A100 server after `tfdoctor profile`: what the profiler recorded of a healthy training step ----------
+
+def _profile_section() -> dict:
+    """profile_section() over the run's own timings and the XSpace summary of a healthy mixed_float16 step
+    (tests/gpu_xspace.py "healthy": tensor-core kernels, input and copies hidden under compute)."""
+    from gpu_xspace import SCENARIOS, build
+
+    from tfdoctor.profile.facts import profile_section
+    from tfdoctor.profile.runner import RunResult
+    from tfdoctor.profile.xspace import summarize_xspace, xplane_module
+
+    pb = xplane_module()
+    xspace = pb if not hasattr(pb, "XSpace") else summarize_xspace(build(pb, SCENARIOS["healthy"]))
+    steps = tuple(0.0100 + 0.00002 * (i % 5) for i in range(30))
+    run = RunResult(ok=True, step_seconds=steps, input_seconds=tuple(0.0002 for _ in steps), import_seconds=2.9,
+                    wall_seconds=14.2, cpu_steal=0.0, tf_version="2.15.1", policy="mixed_float16",
+                    devices=({"name": "/device:CPU:0", "type": "CPU"}, {"name": "/device:GPU:0", "type": "GPU"}),
+                    logdir="/tmp/tfdoctor-profile-8k2f")
+    return profile_section(run, "cnn", xspace, xspace_path="/tmp/tfdoctor-profile-8k2f/plugins/profile/"
+                                                           "2026_11_23_15_40_12/a100-07.xplane.pb")
+
+
+def _profiled_a100(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.MILAN, sockets=1, cores_per_socket=32, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "a100-07", mem_gib=512)
+    gpus = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:41:00.0", 0)], profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    parts.tensorflow_profiler(root, VENV)
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-profiled-healthy-steps", ("PROF", "CUPTI", "MP", "GPU"),
+    "an A100 server after `tfdoctor profile` with mixed_float16: tensor-core kernels, input under 2 %, GPU "
+    "activity captured (profiling open to users), no steal", _profiled_a100,
+    env={**USER_ENV, "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV,
+    sections={"profile": _profile_section()}))

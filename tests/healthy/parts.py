@@ -284,6 +284,15 @@ def tensorflow_2_15(root: FakeRoot, env: PythonEnv, cuda_wheels: bool = True, **
     return site
 
 
+def tensorflow_profiler(root: FakeRoot, env: PythonEnv) -> FakeSitePackages:
+    """`pip install tensorboard-plugin-profile` (the TensorBoard profiler plugin) beside TensorFlow 2.15."""
+    site = FakeSitePackages(root.path / env.site.lstrip("/"))
+    return site.dist("tensorboard_plugin_profile", "2.15.1", requires=("gviz-api>=1.9.0", "protobuf>=3.19.6",
+                                                                       "setuptools>=41.0.0", "six>=1.10.0",
+                                                                       "werkzeug>=0.11.15"),
+                     top_level=("tensorboard_plugin_profile",), tags=("py3-none-any",))
+
+
 def _record(site: FakeSitePackages, name: str, version: str, files: tuple[str, ...]) -> None:
     folder = f"{name.replace('-', '_')}-{version}.dist-info"
     (site.path / folder / "RECORD").write_text(

@@ -3,10 +3,7 @@
 `MACHINES` lists them (registered in machines.py); `examine(machine, tmp_path)` runs every registered
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
-from . import (
-    machines,  # noqa: F401  (registers the machines)
-    machines_only_a_run_can_tell,  # noqa: F401  (issue 12 item 5's twins)
-)
+from . import machines, machines_cluster, machines_gpu, machines_only_a_run_can_tell  # noqa: F401  (registers)
 from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
 
 __all__ = ["MACHINES", "HealthyMachine", "collect", "examine", "family", "register"]

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 from tfdoctor.testing import FakeRoot
-from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import USER_ENV, VENV, _laptop, _workstation_second_toolkit
+from .machines import CUPTI002_DEFAULT, USER_ENV, VENV, _laptop
+from .machines_gpu import _second_toolkit
 
 # A laptop running a hyper-parameter sweep: eight single-threaded trials side by side, each pinned to one
 # thread as the sweep tool's guide says (TF_NUM_INTRAOP_THREADS=1 OMP_NUM_THREADS=1).
@@ -38,6 +38,6 @@ register(HealthyMachine(
 
 register(HealthyMachine(
     "gpu-workstation-auto-jit", ("XLA",),
-    "the A100 workstation with TF_XLA_FLAGS=--tf_xla_auto_jit=2 for a fixed-shape image model",
-    _workstation_second_toolkit, env={**USER_ENV, "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}, python=VENV,
-    gpus=(FakeGpu(),)))
+    "the RTX 4090 workstation with TF_XLA_FLAGS=--tf_xla_auto_jit=2 for a fixed-shape image model",
+    _second_toolkit, env={**USER_ENV, "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}, python=VENV,
+    false_alarms={"CUPTI002": CUPTI002_DEFAULT}))

@@ -70,7 +70,8 @@ def main() -> int:
     print(f"simulated host: 28 cores, 2 sockets; default space of {jobs.space().size():,} points; "
           f"budget {args.budget}; {args.seeds} seeds per job; success = winner truly within 3 % of the best")
     print(f"load average at start: {load:.2f}")
-    header = f"{'job':<20}" + "".join(f"{m:>14}" for m in methods) + "   mattered (screen, most seeds)"
+    header = (f"{'job':<20}" + "".join(f"{m:>14}" for m in methods)
+              + "   screen: seeds naming exactly the parameters that matter; mattered in most seeds")
     print(header)
     failed_any = False
     timings = dict.fromkeys(methods, 0.0)
@@ -79,6 +80,7 @@ def main() -> int:
         best = job.best
         row = f"{job.name:<20}"
         mattered_counts: dict[str, int] = {}
+        exact = 0
         rates = {}
         for method in methods:
             wins = 0
@@ -90,6 +92,7 @@ def main() -> int:
                 ratio = job.throughput(result.winner) / best if result.winner else 0.0
                 wins += ratio >= TARGET
                 if method == "screen" and result.mattered is not None:
+                    exact += set(result.mattered) == set(job.matters)
                     for name in result.mattered:
                         mattered_counts[name] = mattered_counts.get(name, 0) + 1
                 if args.verbose and ratio < TARGET:
@@ -98,7 +101,7 @@ def main() -> int:
             row += f"{wins:>8}/{args.seeds} {rates[method]:>3.0%}"[-14:].rjust(14)
         common = [n.replace("TF_NUM_", "").replace("_THREADS", "") for n, c in mattered_counts.items()
                   if c > args.seeds // 2]
-        print(row + "   " + ", ".join(common))
+        print(row + f"   {exact}/{args.seeds}; " + ", ".join(common))
         if "screen" in rates and (rates["screen"] < 0.95 or rates["screen"] < rates.get("tpe", 0.0)):
             failed_any = True
     print("seconds per tune: " + ", ".join(f"{m} {timings[m] / (args.seeds * len(chosen)):.2f}" for m in methods)

@@ -20,13 +20,15 @@ from typing import Any
 from tfdoctor.tune.space import Parameter, Space
 
 SCREEN_PHASE = "screen"
-# A step changes the result when |log(step / rule)| exceeds this. With 2 % noise per measurement the
-# difference of one step and the mean of two rule runs has a standard deviation of 2.4 %: 4.5 % keeps a
-# knob that does nothing out in ~9 of 10 cases per step, and a real effect of 6 % in.
-MATTERS_EFFECT = 0.045
-# A step that looked better by more than this, but not by MATTERS_EFFECT, is measured once more (and
-# the seed too): small real gains add up over several knobs, and one run cannot tell them from noise.
-AMBIGUOUS_GAIN = 0.015
+# A step changes the result when |log(step / seed)| exceeds MATTERS_EFFECT. With 2 % noise per run,
+# one step against the mean of two seed runs differs by noise with a standard deviation of 2.4 %: 7 %
+# is three of those, so the dozen steps of the default space flag a knob that does nothing about once
+# in thirty tunes. A step between AMBIGUOUS_EFFECT and that is measured again (and the seed, to three
+# runs); then the noise of the difference is 1.8 % and 4.5 % (2.5 of those) decides.
+MATTERS_EFFECT = 0.07
+AMBIGUOUS_EFFECT = 0.025
+REMEASURED_EFFECT = 0.045
+CLEAR_EFFECT = 0.105  # a single run past this is not noise even when the seed's mean moves later
 
 
 def probe_values(parameter: Parameter, seed_value: Any) -> list[Any]:
@@ -44,26 +46,23 @@ def probe_values(parameter: Parameter, seed_value: Any) -> list[Any]:
 
 def ambiguous_steps(space: Space, seed: Mapping[str, Any], found: Mapping[str, Effect],
                     measured: Iterable[tuple[Mapping[str, Any], float]]) -> list[dict[str, Any]]:
-    """Second measurements for steps that looked better than the seed by AMBIGUOUS_GAIN..MATTERS_EFFECT
-    (the seed first, until it has three runs)."""
+    """Second runs for the steps whose change was between AMBIGUOUS_EFFECT and MATTERS_EFFECT — the
+    largest such step of each parameter not yet known to matter — and the seed first, to three runs."""
     measured = list(measured)
     out: list[dict[str, Any]] = []
-    for name, effect in found.items():
-        if effect.matters or effect.best_value != seed[name]:
-            continue
-        best = _best_step(space, seed, name, measured)
-        if best is None or not AMBIGUOUS_GAIN < best[1] < MATTERS_EFFECT or best[2] >= 2:
-            continue
-        out.append({**seed, name: best[0]})
+    for name in found:
+        step = _largest_step(seed, name, measured)
+        if step is not None and step[2] < 2 and AMBIGUOUS_EFFECT < abs(step[1]) <= CLEAR_EFFECT:
+            out.append({**seed, name: step[0]})
     seed_runs = sum(1 for params, _ in measured if all(params.get(k) == v for k, v in seed.items()))
     if out and seed_runs < 3:
         out.insert(0, dict(seed))
     return out
 
 
-def _best_step(space: Space, seed: Mapping[str, Any], name: str,
-               measured: list[tuple[Mapping[str, Any], float]]) -> tuple[Any, float, int] | None:
-    """(value, log gain over the seed's mean, runs) of the parameter's best one-at-a-time step."""
+def _largest_step(seed: Mapping[str, Any], name: str,
+                  measured: list[tuple[Mapping[str, Any], float]]) -> tuple[Any, float, int] | None:
+    """(value, log change from the seed's mean, runs) of the parameter's step that changed the result most."""
     base = [math.log(v) for params, v in measured if v > 0 and all(params.get(k) == seed[k] for k in seed)]
     by_value: dict[Any, list[float]] = {}
     for params, value in measured:
@@ -73,7 +72,7 @@ def _best_step(space: Space, seed: Mapping[str, Any], name: str,
     if not base or not by_value:
         return None
     mean = statistics.fmean(base)
-    value, logs = max(by_value.items(), key=lambda kv: statistics.fmean(kv[1]))
+    value, logs = max(by_value.items(), key=lambda kv: abs(statistics.fmean(kv[1]) - mean))
     return value, statistics.fmean(logs) - mean, len(logs)
 
 
@@ -124,13 +123,15 @@ def effects(space: Space, seed: Mapping[str, Any], measured: Iterable[tuple[Mapp
             continue
         if not maximize:
             ratios = {value: 1.0 / ratio for value, ratio in ratios.items()}
+        def threshold(value: Any, runs: dict[Any, list[float]] = steps[parameter.name]) -> float:
+            # Measured twice (and the seed at least three times), a smaller change is past the noise.
+            twice = len(runs.get(value, ())) >= 2 and len(seed_values) >= 3
+            return REMEASURED_EFFECT if twice else MATTERS_EFFECT
+
         largest = max(abs(math.log(r)) for r in ratios.values())
+        matters = any(abs(math.log(r)) > threshold(value) for value, r in ratios.items())
         best_value, best_ratio = max(ratios.items(), key=lambda kv: kv[1])
-        runs = len(steps[parameter.name].get(best_value, ()))
-        # Measured twice (and the seed at least three times), a smaller gain is past the noise.
-        needed = MATTERS_EFFECT if runs < 2 or len(seed_values) < 3 else 0.6 * MATTERS_EFFECT
-        matters = largest > MATTERS_EFFECT or (best_ratio > 1.0 and math.log(best_ratio) > needed)
-        if math.log(best_ratio) <= needed:  # no step clearly better: the seed's value stays
+        if math.log(best_ratio) <= threshold(best_value):  # no step clearly better: the seed's value stays
             best_value, best_ratio = seed[parameter.name], 1.0
         result[parameter.name] = Effect(parameter.name, math.exp(largest) - 1, best_value, best_ratio - 1,
                                         len(ratios), matters)

@@ -25,6 +25,7 @@ from typing import Any
 from tfdoctor.tune.objective import Measurement, Objective
 from tfdoctor.tune.results import ResultsLog, TrialRecord
 from tfdoctor.tune.screening import (
+    MATTERS_EFFECT,
     SCREEN_PHASE,
     Effect,
     ambiguous_steps,
@@ -542,6 +543,14 @@ class Tuner:
                 continue
             ratio = stats.median / base.median - 1 if self.settings.maximize else base.median / stats.median - 1
             result.gains[name] = Gain(ratio, math.hypot(stats.spread, base.spread))
+        if result.mattered is not None and "rule" in self.seeds:
+            # A pool searched only because it interacts counts when the winner moved it and beat the rule.
+            rule, gain = self.seeds["rule"], result.gains.get("rule")
+            moved_and_won = gain is not None and gain.ratio > MATTERS_EFFECT
+            result.mattered = tuple(
+                n for n in result.mattered
+                if n not in ALWAYS_SEARCHED or (n in self.effects and self.effects[n].matters)
+                or (moved_and_won and winner.get(n) != rule.get(n)))
         return result
 
     def run(self) -> TuneResult:

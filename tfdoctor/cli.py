@@ -150,6 +150,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "lint": "tfdoctor.lint.cli:lint",
     "tune": "tfdoctor.tune.cli:tune",
     "profile": "tfdoctor.profile.cli:profile",
+    "report": "tfdoctor.report.html.command:report",
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from tfdoctor.fleet.compare import ABSENT, Comparison
 from tfdoctor.fleet.render import value_text
 from tfdoctor.report.html.page import Section, table, text, value
@@ -20,13 +22,17 @@ def fleet_section(comparison: Comparison) -> Section:
     if differences:
         rows = []
         for name in names:
-            cells = [f'<span class="odd">{text(name)}</span>' if name in odd else text(name)]
+            # Two files from one host are named by their paths: show the file name, keep the path in a tooltip.
+            shown_name = text(PurePath(name).name if "/" in name else name)
+            cells = [f'<span class="node{" odd" if name in odd else ""}" title="{text(name)}">{shown_name}</span>']
             for difference in differences:
                 held = next((v for v, nodes in difference.holders if name in nodes), ABSENT)
                 shown = value(difference.fact, value_text(held))
                 cells.append(f'<span class="differs">{shown}</span>' if name in difference.odd_nodes else shown)
             rows.append(cells)
-        parts.append(table(("node", *(d.fact for d in differences)), rows, css="fleet"))
+        # Many differing facts make a wide table: it scrolls inside its box instead of widening the page.
+        parts.append('<div class="scroll">' + table(("node", *(d.fact for d in differences)), rows, css="fleet")
+                     + "</div>")
         if len(comparison.differences) > MAX_COLUMNS:
             parts.append(f'<p class="muted">{len(comparison.differences) - MAX_COLUMNS} more differing facts: '
                          "tfdoctor compare --format json lists them all.</p>")

@@ -79,7 +79,8 @@ background:#f1f3f4;border-radius:4px;white-space:pre-wrap;word-break:break-all}
 button.copy{cursor:pointer;border:1px solid var(--line);background:#fff;border-radius:4px;padding:4px 10px}
 .counts span{margin-right:14px} .differs{background:#fde7e9} .odd{font-weight:600} .muted{color:var(--muted)}
 dl.summary{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px} dl.summary dt{color:var(--muted)}
-.plot{min-height:360px}
+.plot{min-height:360px} .scroll{overflow-x:auto;max-width:100%} .scroll table{width:auto}
+.scroll td{max-width:28em;overflow-wrap:anywhere} span.node{white-space:nowrap}
 """
 
 # Clipboard access needs a secure context; a report opened from a file may not have one, so fall

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from tfdoctor.cli import EXIT_OK, UsageError, gather_options
+from tfdoctor.gather import gather_options
+from tfdoctor.usage import EXIT_OK, UsageError
 
 
 @click.command()
@@ -62,11 +63,12 @@ def report(output: str, force: bool, profiles: tuple[str, ...], tune_file: str |
 
 def _check_report(gather: dict[str, Any]) -> Any:
     """The same Report `tfdoctor check` builds, with the same options and configuration."""
-    from tfdoctor.cli import GatherOptions, _build_report, _config, _split_codes
+    from tfdoctor.gather import GatherOptions, build_report
+    from tfdoctor.usage import project_config, split_codes
 
     opts = GatherOptions(gather["facts_file"], gather["root"], gather["python"], gather["timeout"],
-                         _split_codes(gather["select"]), _split_codes(gather["ignore"]))
-    return _build_report(opts, _config())
+                         split_codes(gather["select"]), split_codes(gather["ignore"]))
+    return build_report(opts, project_config())
 
 
 def write_page(output: str, html: str, force: bool) -> None:

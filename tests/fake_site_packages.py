@@ -4,6 +4,7 @@ INSTALLER), TensorFlow's build_info.py, bundled shared libraries. Read by pyenv_
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 # Requires-Dist of tensorflow-cpu 2.21.0 (cp311 manylinux_2_27_x86_64), as its METADATA writes them.
@@ -18,7 +19,10 @@ TF_2_21_REQUIRES = (
     'tensorflow-io-gcs-filesystem>=0.23.1; (sys_platform != "win32" and python_version < "3.13") and '
     'extra == "gcs-filesystem"',
 )
-TF_WHEEL_TAG = "cp311-cp311-manylinux_2_27_x86_64"
+# The tag of tensorflow-cpu 2.21.0's cp311 wheel, for the interpreter running the tests (so that a fake
+# environment is healthy under any CPython the suite runs on; PKG012 compares tag and interpreter).
+CP = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TF_WHEEL_TAG = f"{CP}-{CP}-manylinux_2_27_x86_64"
 # Requires-Dist of tensorflow-cpu 2.15.1 (cp311 manylinux_2_17_x86_64), the last release built for numpy 1
 # with Keras 2 as tf.keras; and what `pip install tensorflow-cpu==2.15.1` resolved with it.
 TF_2_15_REQUIRES = (
@@ -125,7 +129,7 @@ class FakeSitePackages:
     def tensorflow_2_15(self, name: str = "tensorflow-cpu", **versions: str) -> FakeSitePackages:
         """tensorflow-cpu 2.15.1 with the dependencies pip resolved for it (numpy 1, Keras 2)."""
         self.tensorflow(name=name, version="2.15.1", requires=TF_2_15_REQUIRES, requires_python=">=3.9",
-                        tags=("cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-manylinux2014_x86_64"))
+                        tags=(f"{CP}-{CP}-manylinux_2_17_x86_64", f"{CP}-{CP}-manylinux2014_x86_64"))
         return self.healthy_dependencies(**{**TF_2_15_DEPENDENCIES, **versions})
 
     def file(self, relative: str, text: str = "") -> FakeSitePackages:

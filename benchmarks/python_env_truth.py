@@ -189,8 +189,10 @@ SITUATIONS = [
     Situation("2.15 as installed", OLD, True),
     Situation("2.21 + numpy 1.26.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
               setup=pip_state("install", "--no-deps", "numpy==1.26.4")),
-    Situation("2.21 + numpy 1.25.2 (below the floor)", NEW, True, setup=pip_state("install", "--no-deps", "numpy==1.25.2")),
-    Situation("2.21 + keras 3.11.3 (below the floor)", NEW, True, setup=pip_state("install", "--no-deps", "keras==3.11.3")),
+    Situation("2.21 + numpy 1.25.2 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.25.2")),
+    Situation("2.21 + keras 3.11.3 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "keras==3.11.3")),
     Situation("2.21 + h5py 3.15.1 (above the cap)", NEW, True, setup=pip_state("install", "--no-deps", "h5py==3.15.1"),
               extra="import h5py"),
     Situation("2.15 + tensorboard 2.16.2 (above the cap)", OLD, True,
@@ -198,7 +200,8 @@ SITUATIONS = [
               extra="tf.summary.create_file_writer('/tmp/tfdoctor-bench-logs')"),
     Situation("2.15 + protobuf 5.29.5 (a major above the cap)", OLD, True,
               setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
-    Situation("2.15 + wrapt 1.16.0 (above the cap)", OLD, True, setup=pip_state("install", "--no-deps", "wrapt==1.16.0")),
+    Situation("2.15 + wrapt 1.16.0 (above the cap)", OLD, True,
+              setup=pip_state("install", "--no-deps", "wrapt==1.16.0")),
     Situation("2.21 + tf-keras without --no-deps (tensorflow 2.21.0 too)", NEW, True,
               setup=pip_state("install", "tf-keras==2.21.0"), teardown=drop_second_tensorflow),
     Situation("2.21 + tf-keras --no-deps, TF_USE_LEGACY_KERAS=1", NEW, True,
@@ -356,7 +359,8 @@ def main() -> int:
               flush=True)
     text = table(outcomes)
     load = os.getloadavg()
-    text += (f"\n\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {time.perf_counter() - started:.0f} s "
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text += (f"\n\nMeasured {now} in {time.perf_counter() - started:.0f} s "
              f"on {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
              f"Python {sys.version.split()[0]}.")
     print(text)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import check_facts
 from fake_pip import FakePip
-from fake_site_packages import CP, FakeSitePackages
+from fake_site_packages import FakeSitePackages
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
 from tfdoctor.engine import Report
@@ -381,7 +381,3 @@ def test_open_range_release_with_numpy_2_is_a_known_break(tmp_path):
     environment.site.healthy_dependencies(numpy="1.26.4")  # its healthy twin
     shutil.rmtree(environment.site.path / "numpy-2.1.3.dist-info")
     assert environment.check().codes() == []
-
-
-def test_fake_wheel_tag_matches_the_interpreter():
-    assert CP == f"cp{sys.version_info[0]}{sys.version_info[1]}"

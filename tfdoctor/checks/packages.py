@@ -52,8 +52,9 @@ def _pip(facts: Facts) -> str:
 def _origin(facts: Facts, location: str) -> str:
     """Why `location` is on the inspected interpreter's path (python.path_origins), "" when unknown."""
     paths, origins = facts.peek("python.path"), facts.peek("python.path_origins")
-    if not isinstance(paths, list) or not isinstance(origins, list) or location not in paths:
-        return ""
+    if not isinstance(paths, list) or not isinstance(origins, list) or len(paths) != len(origins) \
+            or location not in paths:
+        return ""  # not recorded, or a hand-edited path: nothing said about where it comes from
     found = origins[paths.index(location)]
     return found if isinstance(found, str) else ""
 

@@ -2,9 +2,10 @@
 
     python benchmarks/python_env_truth.py [--cache /tmp/tfdoctor-pyenv-bench] [--only NAME ...] [--out FILE]
 
-Builds (once, cached under --cache) two virtual environments of this interpreter: tensorflow-cpu 2.21.0
-(the newest, built for numpy 2, Keras 3 as tf.keras) and tensorflow-cpu 2.15.1 (the last built for
-numpy 1, Keras 2 as tf.keras). Puts each in a known state (one situation at a time, undone afterwards),
+Builds (once, cached under --cache) three virtual environments of this interpreter: tensorflow-cpu 2.21.0
+(the newest, built for numpy 2, Keras 3 as tf.keras), tensorflow-cpu 2.15.1 (the last built for
+numpy 1, Keras 2 as tf.keras) and intel-tensorflow 2.14.0 (Intel's build; its AVX-512 twin is swapped in
+for one situation). Puts each in a known state (one situation at a time, undone afterwards),
 establishes the truth by importing TensorFlow and running a one-step Keras fit plus the import the
 situation concerns, runs `tfdoctor check --python` on it, and prints per situation whether tfdoctor
 agreed: it predicts "broken" when it reports an error-level finding, and for a broken situation it must
@@ -28,13 +29,14 @@ from pathlib import Path
 PYTHON = sys.executable
 TFDOCTOR = [sys.executable, "-m", "tfdoctor"]
 NEW, OLD = "2.21.0", "2.15.1"
+INTEL = "intel-2.14.0"  # intel-tensorflow 2.14.0 (Intel's build), with numpy held below 2
 # Downloaded once into --cache/wheels (and a cp310 numpy for the copied-site-packages situation).
 DOWNLOADS = [
     ("tensorflow-cpu==2.21.0", False), ("tensorflow-cpu==2.15.1", False), ("transformers<5", False),
     ("tf-keras==2.21.0", True), ("tensorflow==2.21.0", True), ("numpy==1.25.2", True), ("numpy==1.26.4", True),
     ("numpy==2.1.3", True), ("keras==3.11.3", True), ("keras==2.15.0", True), ("keras==3.6.0", True),
     ("protobuf==5.29.5", True), ("ml-dtypes==0.4.1", True), ("h5py==3.15.1", True), ("tensorboard==2.16.2", True),
-    ("wrapt==1.16.0", True),
+    ("wrapt==1.16.0", True), ("intel-tensorflow-avx512==2.14.0", True), ("intel-tensorflow==2.14.0", False),
 ]
 TRUTH = """
 import numpy as np
@@ -51,6 +53,10 @@ class Venv:
     def __init__(self, root: Path, wheels: Path, tensorflow: str) -> None:
         self.root, self.wheels, self.tensorflow = root, wheels, tensorflow
         self.python = root / "bin" / "python"
+        # What `pip install` is given to make the environment: tensorflow-cpu==X, or Intel's build
+        # (whose numpy>=1.23.5 has no cap: numpy is held below 2 as its users had to).
+        self.requirements = (["intel-tensorflow==2.14.0", "numpy<2"] if tensorflow == INTEL
+                             else [f"tensorflow-cpu=={tensorflow}"])
 
     @property
     def site(self) -> Path:
@@ -70,7 +76,7 @@ class Venv:
             return
         shutil.rmtree(self.root, ignore_errors=True)
         subprocess.run([PYTHON, "-m", "venv", str(self.root)], check=True, timeout=300)
-        self.pip("install", f"tensorflow-cpu=={self.tensorflow}")
+        self.pip("install", *self.requirements)
         frozen = subprocess.run([str(self.python), "-m", "pip", "freeze"], capture_output=True, text=True,
                                 check=True, timeout=300).stdout
         (self.root / "base.txt").write_text(frozen)
@@ -83,7 +89,7 @@ class Venv:
         self.pip("install", "--no-deps", *pins)
 
     def reinstall_tensorflow(self) -> None:
-        self.pip("install", "--force-reinstall", "--no-deps", f"tensorflow-cpu=={self.tensorflow}")
+        self.pip("install", "--force-reinstall", "--no-deps", self.requirements[0])
 
 
 # Packages the situations change; restored to the base version after each.
@@ -179,6 +185,12 @@ def numpy_for_another_python(venv: Venv, scratch: Path) -> dict[str, str]:
     return {}
 
 
+def swap_back_intel(venv: Venv) -> None:
+    """Undo the AVX-512 swap: what PKG015's fix does (same version of intel-tensorflow, --no-deps)."""
+    venv.pip("uninstall", "-y", "intel-tensorflow-avx512")
+    venv.reinstall_tensorflow()
+
+
 def uninstall_after(name: str) -> Callable[[Venv, Path], None]:
     return lambda venv, scratch: venv.pip("uninstall", "-y", name)
 
@@ -234,6 +246,13 @@ SITUATIONS = [
     Situation("2.15 + PYTHONPATH holding numpy 2.1.3", OLD, False, ("PKG005",), setup=numpy_from_pythonpath),
     Situation("2.21 without ml_dtypes", NEW, False, ("PKG009",), setup=pip_state("uninstall", "-y", "ml-dtypes")),
     Situation("2.21 without wrapt", NEW, False, ("PKG009",), setup=pip_state("uninstall", "-y", "wrapt")),
+    Situation("intel-tensorflow 2.14 (numpy < 2) on this AVX2 CPU", INTEL, True),
+    Situation("intel-tensorflow 2.14 + numpy 2.1.3 (its numpy range has no cap)", INTEL, False, ("PKG010",),
+              setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
+    Situation("intel-tensorflow-avx512 2.14 on this CPU without AVX-512", INTEL, False, ("PKG015",),
+              setup=chain(pip_state("uninstall", "-y", "intel-tensorflow"),
+                          pip_state("install", "--no-deps", "intel-tensorflow-avx512==2.14.0")),
+              teardown=lambda venv, scratch: swap_back_intel(venv)),
     Situation("2.21 + transformers 4 without tf-keras", NEW, False, ("PKG014",),
               setup=pip_state("install", "transformers<5"), teardown=uninstall_after("transformers"),
               extra="from transformers import TFBertModel; TFBertModel.__name__"),
@@ -343,12 +362,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args()
     wheels = download(args.cache)
-    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD)}
-    for venv in venvs.values():
-        venv.ensure()
+    chosen = [s for s in SITUATIONS if not args.only or any(part in s.name for part in args.only)]
+    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL)}
+    for key in {s.tensorflow for s in chosen}:
+        venvs[key].ensure()
     scratch = args.cache / "scratch"
     scratch.mkdir(exist_ok=True)
-    chosen = [s for s in SITUATIONS if not args.only or any(part in s.name for part in args.only)]
     outcomes = []
     started = time.perf_counter()
     for situation in chosen:

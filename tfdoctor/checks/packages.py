@@ -735,12 +735,12 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Manual: it reinstalls packages.
     """
-    python = _interpreter_tag(facts)
-    if python is None:
-        return
     watched = facts.get("python.watched")
     if not isinstance(watched, Mapping):
         raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
+    python = _interpreter_tag(facts)
+    if python is None:
+        return  # not CPython, or no version recorded: no ABI tag to compare with
     dist = installed_tensorflow(facts)
     pip = _pip(facts)
     for name, info in sorted(watched.items()):

@@ -159,6 +159,7 @@ SITUATIONS = [
     Situation("2.15 + tensorboard 2.16.2", lambda e: old(e, tensorboard="2.16.2"), (("PKG005", "info"),)),
     Situation("2.15 + protobuf 5.29.5", lambda e: old(e, protobuf="5.29.5"), (("PKG005", "warning"),)),
     Situation("2.15 + wrapt 1.16.0", lambda e: old(e, wrapt="1.16.0"), (("PKG005", "info"),)),
+    Situation("2.15 + ml-dtypes 0.4.1", lambda e: old(e, ml_dtypes="0.4.1"), (("PKG005", "warning"),)),
     Situation("2.21 + tf-keras without --no-deps", lambda e: (new(e), FakePip(e.site).run(
         f"{PIP} install 'tf-keras==2.21.0'")), (("PKG002", "warning"),)),
     Situation("2.21 + tf-keras, TF_USE_LEGACY_KERAS=1", with_tf_keras(new), (), env=(("TF_USE_LEGACY_KERAS", "1"),)),
@@ -170,7 +171,6 @@ SITUATIONS = [
     Situation("2.15 + numpy 2.1.3", lambda e: old(e, numpy="2.1.3"), (("PKG005", "error"),)),
     Situation("2.21 + protobuf 5.29.5", lambda e: new(e, protobuf="5.29.5"), (("PKG005", "error"),)),
     Situation("2.21 + ml-dtypes 0.4.1", lambda e: new(e, ml_dtypes="0.4.1"), (("PKG005", "error"),)),
-    Situation("2.15 + ml-dtypes 0.4.1", lambda e: old(e, ml_dtypes="0.4.1"), (("PKG005", "error"),)),
     Situation("2.21 + keras 2.15.0", lambda e: new(e, keras="2.15.0"), (("PKG005", "error"),)),
     Situation("2.15 + keras 3.11.3", lambda e: old(e, keras="3.11.3"), (("PKG005", "error"),)),
     Situation("2.21 with a shared object deleted", library_deleted, (("PKG011", "error"),)),

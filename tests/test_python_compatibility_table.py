@@ -95,6 +95,7 @@ def test_error_rows_are_the_couplings_the_benchmark_measured_as_breaking():
     assert severity("protobuf", "5.29.5", "2.21.0", "below-floor") == "error"
     assert severity("protobuf", "5.29.5", "2.15.1", "above-cap") == "warning"
     assert severity("ml-dtypes", "0.4.1", "2.21.0", "below-floor") == "error"
+    assert severity("ml-dtypes", "0.4.1", "2.15.1", "above-cap") == "warning"
     assert severity("keras", "2.15.0", "2.21.0", "below-floor") == "error"
     assert severity("keras", "3.11.3", "2.21.0", "below-floor") == "warning"
     assert severity("h5py", "3.15.1", "2.21.0", "above-cap") == "info"

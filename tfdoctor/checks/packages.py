@@ -22,9 +22,9 @@ from tfdoctor.derive.tensorflow_distribution import (
     marker_environment,
     tensorflow_distributions,
     tensorflow_providers,
+    top_level_import_name,
 )
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -450,10 +450,6 @@ def _negate(specifier: str) -> str:
     return f"!={specifier.lstrip('=')}"
 
 
-def _missing_import_name(name: str) -> str:
-    return IMPORT_NAMES.get(name, name.replace("-", "_")).split("/")[0]
-
-
 @check("PKG009", "tensorflow-dependency-missing", Severity.ERROR)
 def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -486,7 +482,7 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
     for requirement, line in _applicable_requirements(facts, dist):
         if installed_version(facts, requirement.name) is not None:
             continue
-        if _missing_import_name(requirement.name) in modules:
+        if top_level_import_name(requirement.name) in modules:
             continue  # importable without metadata (copied in, vendored)
         coupling = compat.bound_coupling(requirement.name, None, dist.version, compat.MISSING)
         wanted = f"{requirement.name}{requirement.specifier}"

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import median_ms, run_once  # noqa: E402
+from _measure import median_ms, run_once
 
 NOISE = [
     "469/469 [==============================] - 3s 6ms/step - loss: 0.2817 - accuracy: 0.9183",

@@ -82,7 +82,8 @@ def main() -> None:
           f"median {statistics.median(r[1] for r in rounds):.2f} s; "
           f"ratio to parse-only, median of {len(rounds)} rounds: {every:.2f}x "
           f"(best round {min(r[1] / r[0] for r in rounds):.2f}x)")
-    print(f"tfdoctor lint, one process:        median {statistics.median(r[2] for r in rounds):.2f} s; ratio {one:.2f}x")
+    print(f"tfdoctor lint, one process: median {statistics.median(r[2] for r in rounds):.2f} s; "
+          f"ratio {one:.2f}x")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -73,9 +73,10 @@ class FakeSitePackages:
 
     def tensorflow(self, name: str = "tensorflow-cpu", version: str = "2.21.0", build_info: str = BUILD_INFO_CPU,
                    requires: tuple[str, ...] = TF_2_21_REQUIRES, requires_python: str = ">=3.10",
-                   tags: tuple[str, ...] = (TF_WHEEL_TAG,), installed_at: float | None = None) -> FakeSitePackages:
+                   tags: tuple[str, ...] = (TF_WHEEL_TAG,), installed_at: float | None = None,
+                   record: tuple[str, ...] | None = None) -> FakeSitePackages:
         self.dist(name, version, requires, requires_python, top_level=("tensorflow",), tags=tags,
-                  installed_at=installed_at)
+                  installed_at=installed_at, record=record)
         self.file("tensorflow/__init__.py", "")
         self.file("tensorflow/python/platform/build_info.py", build_info)
         return self

@@ -126,8 +126,9 @@ def test_collect_python_of_another_venv_sees_its_libraries(other_venv, tmp_path)
     python = json.loads(done.stdout)["sections"]["python"]
     assert python["executable"] == str(venv / "bin" / "python")
     assert python["prefix"] == str(venv)
-    assert python["openmp_runtimes"] == [
-        {"runtime": "libgomp", "path": f"{site}/numpy.libs/libgomp-a34b3233.so.1.0.0"}]
+    runtimes = json.loads(done.stdout)["sections"]["openmp"]["runtimes"]
+    assert [(r["runtime"], r["path"]) for r in runtimes] == [
+        ("libgomp", f"{site}/numpy.libs/libgomp-a34b3233.so.1.0.0")]
     assert python["watched"]["tensorflow-cpu"]["top_level"] == ["tensorflow"]
 
 
@@ -147,7 +148,8 @@ def test_current_directory_is_not_part_of_the_environment(tmp_path):
     python = json.loads(done.stdout)["sections"]["python"]
     assert str(tmp_path) not in python["path"]
     assert "tensorflow-gpu" not in python["distributions"]
-    assert [r for r in python["openmp_runtimes"] if str(tmp_path) in r["path"]] == []
+    runtimes = json.loads(done.stdout)["sections"]["openmp"]["runtimes"]
+    assert [r for r in runtimes if str(tmp_path) in r["path"]] == []
 
 
 def test_python_option_without_tensorflow_says_install_it_there(tmp_path):

@@ -22,6 +22,7 @@ Facts section "openmp" (documented in docs/threads.md):
 
 from __future__ import annotations
 
+import mmap
 import os
 import posixpath
 import re
@@ -84,6 +85,7 @@ class _Scan:
         self.incomplete: list[str] = []
         self.counts = {"folders": 0, "records": 0, "record_bytes": 0, "walked_dirs": 0}
         self.deadline = time.monotonic() + DEADLINE_S
+        self.host_prefix = "" if machine.is_live else os.fspath(machine.root).rstrip("/")
 
     def out_of_time(self, where: str) -> bool:
         if time.monotonic() < self.deadline:
@@ -114,18 +116,11 @@ class _Scan:
                 self.add(posixpath.join(folder, entry), found_by, owner)
 
 
-def _host(machine: Machine, path: str) -> str:
-    """The file's path on this host: under --root, the root joined as a string (pathlib costs more than
-    the read itself when done for every file of every dist-info folder)."""
-    return path if machine.is_live else os.fspath(machine.root).rstrip("/") + path
-
-
-def _read_bounded(machine: Machine, path: str, limit: int) -> bytes | None:
-    """At most `limit` bytes (os.read: an open() with its buffered layers costs more than the read). The
-    path is mapped under the root without resolving links one by one: these are files inside a site
-    folder already resolved, read by the hundred."""
+def _read_bounded(host: str, limit: int) -> bytes | None:
+    """At most `limit` bytes of a file given by its host path (os.read: an open() with its buffered layers
+    costs more than the read of a small metadata file)."""
     try:
-        fd = os.open(_host(machine, path), os.O_RDONLY)
+        fd = os.open(host, os.O_RDONLY)
     except OSError:
         return None
     try:
@@ -136,70 +131,94 @@ def _read_bounded(machine: Machine, path: str, limit: int) -> bytes | None:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
 
 
-def _binary_wheel(machine: Machine, dist_info: str) -> bool:
+def _binary_wheel(host_dist_info: str) -> bool:
     """A wheel with a platform tag can bundle shared libraries; "py3-none-any" ones cannot. A dist without
     WHEEL (an egg, a develop install) is read too: nothing says it is pure."""
-    text = _read_bounded(machine, posixpath.join(dist_info, "WHEEL"), 8192)
+    text = _read_bounded(host_dist_info + "/WHEEL", 8192)
     if text is None:
         return True
     tags = [line.split(b":", 1)[1].strip() for line in text.splitlines() if line.startswith(b"Tag:")]
     return not tags or not all(tag.endswith(b"-none-any") for tag in tags)
 
 
+def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
+    """The paths of a RECORD's lines that name a runtime stem; None when there is no RECORD. The file is
+    mapped, not read: a TensorFlow wheel's RECORD is about 2 MB, and copying it costs more than the search."""
+    try:
+        fd = os.open(host_record, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        scan.counts["records"] += 1
+        scan.counts["record_bytes"] += size
+        if size > MAX_RECORD_BYTES:
+            scan.incomplete.append(f"{entry}/RECORD is larger than {MAX_RECORD_BYTES} bytes: read in part")
+        if size == 0:
+            return []
+        with mmap.mmap(fd, min(size, MAX_RECORD_BYTES), prot=mmap.PROT_READ) as data:
+            paths = []
+            for hit in scan.names.needles.finditer(data):
+                start = data.rfind(b"\n", 0, hit.start()) + 1
+                end = data.find(b"\n", hit.end())
+                line = data[start:end if end >= 0 else len(data)]
+                paths.append(line.split(b",", 1)[0].decode(errors="replace"))
+            return paths
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
 def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
+    return _SEPARATORS.sub("_", name).lower()
 
 
 def _scan_site(scan: _Scan, site: str) -> None:
     fs = scan.fs
     site = fs.realpath(site) or site  # resolved once: everything below is read relative to it
+    # Under --root the root is joined as a string: pathlib would cost more than the reads themselves.
+    host_site = scan.host_prefix + site
     try:
-        with os.scandir(_host(scan.machine, site)) as listing:
+        with os.scandir(host_site) as listing:
             kinds = {e.name: e.is_dir() for e in listing}
     except OSError:
         return
     entries = sorted(kinds)
-    claimed: set[str] = set()
     dists = [(e, m) for e in entries if (m := _DIST_INFO.match(e))]
-    claimed.update(_normalize(m.group("name")) for _, m in dists)
+    claimed = {_normalize(m.group("name")) for _, m in dists}
     for entry, match in dists:
-        owner = (match.group("name").replace("_", "-").lower(), match.group("version"))
-        dist_info = posixpath.join(site, entry)
-        top_level = _read_bounded(scan.machine, posixpath.join(dist_info, "top_level.txt"), 65536)
-        if top_level:
-            claimed.update(_normalize(t.decode(errors="replace").strip().split("/")[0])
-                           for t in top_level.splitlines() if t.strip())
-        if scan.out_of_time("reading RECORD files") or not _binary_wheel(scan.machine, dist_info):
+        if scan.out_of_time("reading RECORD files") or not _binary_wheel(f"{host_site}/{entry}"):
             continue
         if scan.counts["records"] >= MAX_RECORDS:
             if f"more than {MAX_RECORDS} RECORD files" not in scan.incomplete:
                 scan.incomplete.append(f"more than {MAX_RECORDS} RECORD files")
             continue
-        record = _read_bounded(scan.machine, posixpath.join(dist_info, "RECORD"), MAX_RECORD_BYTES + 1)
-        if record is None:
+        hits = _record_hits(scan, f"{host_site}/{entry}/RECORD", entry)
+        if hits is None:
             continue
-        scan.counts["records"] += 1
-        scan.counts["record_bytes"] += len(record)
-        if len(record) > MAX_RECORD_BYTES:
-            scan.incomplete.append(f"{entry}/RECORD is larger than {MAX_RECORD_BYTES} bytes: read in part")
-        for hit in scan.names.needles.finditer(record):
-            start = record.rfind(b"\n", 0, hit.start()) + 1
-            end = record.find(b"\n", hit.end())
-            relative = record[start:end if end >= 0 else len(record)].split(b",", 1)[0].decode(errors="replace")
-            if scan.names.runtime_of(posixpath.basename(relative)) is None:
-                continue
-            path = posixpath.normpath(posixpath.join(site, relative))
-            scan.add(path, "record", owner)
-            top = relative.split("/", 1)[0]
-            if top and not top.startswith(".."):
-                claimed.add(_normalize(top))
+        owner = (match.group("name").replace("_", "-").lower(), match.group("version"))
+        for relative in hits:
+            if scan.names.runtime_of(posixpath.basename(relative)) is not None:
+                scan.add(posixpath.normpath(posixpath.join(site, relative)), "record", owner)
+    unclaimed = {e for e in entries if kinds[e] and _normalize(e.removesuffix(".libs")) not in claimed}
+    if unclaimed:
+        # Import names that differ from the distribution's (sklearn for scikit-learn, pkg_resources for
+        # setuptools): top_level.txt, read only when some folder is still unclaimed.
+        for entry, _match in dists:
+            top_level = _read_bounded(f"{host_site}/{entry}/top_level.txt", 65536) or b""
+            claimed.update(_normalize(t.decode(errors="replace").strip().split("/")[0])
+                           for t in top_level.splitlines() if t.strip())
     # Directories no distribution claims: walked, within the bounds.
     queue = [(posixpath.join(site, e), 1) for e in entries
              if not e.endswith((".dist-info", ".egg-info", ".pth")) and e not in _SKIP_WALK
@@ -216,7 +235,7 @@ def _scan_site(scan: _Scan, site: str) -> None:
             return
         scan.counts["walked_dirs"] += 1
         try:
-            with os.scandir(_host(scan.machine, folder)) as listing:
+            with os.scandir(scan.host_prefix + folder) as listing:
                 children = [(c.name, c.is_dir(follow_symlinks=False)) for c in listing]
         except OSError:
             continue
@@ -234,8 +253,10 @@ def site_folders(machine: Machine, fs: RootedFs, prefix: str | None) -> list[str
     else those under the environment's prefix (--python's, $VIRTUAL_ENV, $CONDA_PREFIX)."""
     found: list[str] = []
     if machine.is_live and not machine.python:
+        from tfdoctor.facts.probes.pyenv_snapshot import environment_path
+
         stdlib = os.path.dirname(os.__file__)
-        for entry in sys.path[1:]:
+        for entry in environment_path():  # sys.path without the running script's folder
             inside = entry == stdlib or entry.startswith(stdlib + os.sep)
             if entry and not entry.endswith(".zip") and (not inside or "-packages" in entry) and os.path.isdir(entry):
                 found.append(entry)

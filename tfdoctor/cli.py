@@ -1,17 +1,14 @@
 """The command line: parse options, call the engine, pick a renderer. Nothing else lives here.
 
-Exit codes (also in the README):
-  0  nothing at or above the --fail-on level
-  1  something was
-  2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
-  3  tfdoctor itself failed
+Exit codes and the usage error live in `tfdoctor/usage.py`, below every command (0 nothing at or
+above --fail-on, 1 something was, 2 usage error, 3 tfdoctor failed; also in the README).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,25 +16,12 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import emit as _emit
+from tfdoctor.usage import project_config as _config
+from tfdoctor.usage import split_codes as _split_codes
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_TIMEOUT = 5.0
-
-
-class UsageError(click.ClickException):
-    """Bad input the user can correct: exit 2 with a one-line message, never a traceback."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"tfdoctor: error: {self.format_message()}", err=True)
-
-
-def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
-    codes = []
-    for value in values:
-        codes.extend(part.strip().upper() for part in value.split(",") if part.strip())
-    return tuple(codes)
 
 
 @dataclass(frozen=True)
@@ -70,17 +54,6 @@ def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _config() -> Any:
-    from tfdoctor.config import Config, ConfigError, find_config_file, load_config
-
-    path = find_config_file(Path.cwd())
-    try:
-        config = load_config(path) if path else Config()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return config
-
-
 def _build_report(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.engine import gather_facts, run_checks
     from tfdoctor.facts import Facts, FactsFileError
@@ -106,9 +79,11 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
 
 
 def _timeout(opts: GatherOptions, config: Any) -> float:
+    from tfdoctor.config import MAX_TIMEOUT
+
     timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if not 0 < timeout < float("inf"):  # also refuses nan, which would abandon every probe at once
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan, which would abandon every probe at once
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
     return timeout
 
 
@@ -135,12 +110,6 @@ def _machine(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(f"--python {opts.python}: not an executable interpreter")
         python = str(candidate)
     return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
-
-
-def _emit(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
 
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
@@ -276,7 +245,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     import json
 
     from tfdoctor.engine import gather_facts
-    from tfdoctor.facts.redact import redact
+    from tfdoctor.facts.redact import redact_value
     from tfdoctor.registry import load_registry
 
     if output and by_host:
@@ -290,7 +259,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
-    data = redact(facts.to_json())
+    data = redact_value(facts.to_json())
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
@@ -428,7 +397,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("TFDOCTOR_DEBUG"):
             raise
-        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {exc}\n"
+        from tfdoctor.facts.redact import excerpt
+
+        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
               "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
         code = EXIT_INTERNAL
     _leave(code)

@@ -1,7 +1,8 @@
 """Configuration from `[tool.tfdoctor]` in pyproject.toml or from tfdoctor.toml; flags override it.
 
 The nearest file wins, searching from the current directory upward; tfdoctor.toml beats a pyproject in
-the same folder. A malformed file is a ConfigError (exit 2), never a silent default.
+the same folder. A malformed file is a ConfigError (exit 2), never a silent default. A file another user
+could have planted is skipped with a warning (`untrusted_because`; docs/security.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 FAIL_ON = ("error", "warning", "info", "never")
+CONFIG_FILE_LIMIT = 1024 * 1024
+MAX_TIMEOUT = 86400.0  # a day: beyond it a deadline is no bound at all (and 1e300 overflows thread.join)
 KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
 
 
@@ -33,21 +36,54 @@ class Config:
     notes: tuple[str, ...] = field(default=())
 
 
-def find_config_file(start: Path) -> Path | None:
+def find_config_file(start: Path, warnings: list[str] | None = None) -> Path | None:
+    """The nearest trusted configuration file; an untrusted one is skipped (a line added to `warnings`)."""
     for folder in (start, *start.parents):
         for name in ("tfdoctor.toml", "pyproject.toml"):
             candidate = folder / name
             if candidate.is_file():
                 if name == "pyproject.toml" and not _mentions_tfdoctor(candidate):
                     continue
+                distrust = untrusted_because(candidate)
+                if distrust:
+                    if warnings is not None:
+                        warnings.append(f"ignoring configuration {candidate}: {distrust}")
+                    continue
                 return candidate
     return None
 
 
-def _mentions_tfdoctor(path: Path) -> bool:
+def untrusted_because(path: Path, uid: int | None = None) -> str | None:
+    """Why a file must not be trusted (like git's safe.directory), or None.
+
+    A configuration decides whether a pre-job hook fails: one planted by another user (a /tmp/tfdoctor.toml
+    with fail-on = "never") must not silence every project below it. Trusted: a file owned by this user or
+    root, in a folder that others cannot write to — or can, but with the sticky bit, which stops them from
+    replacing a file they do not own."""
+    import os
+    import stat
+
+    if not hasattr(os, "getuid"):  # not POSIX: no owners to compare
+        return None
+    uid = os.getuid() if uid is None else uid
     try:
-        return "[tool.tfdoctor" in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        info = path.stat()
+        folder = path.parent.stat()
+    except OSError as exc:
+        return f"cannot check its owner: {exc.strerror or exc}"
+    if info.st_uid not in (uid, 0):
+        return f"it is owned by another user (uid {info.st_uid})"
+    if folder.st_mode & stat.S_IWOTH and not folder.st_mode & stat.S_ISVTX:
+        return f"its folder {path.parent} is writable by every user (and has no sticky bit)"
+    return None
+
+
+def _mentions_tfdoctor(path: Path) -> bool:
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        return b"[tool.tfdoctor" in read_input_file(path, CONFIG_FILE_LIMIT, "configuration")
+    except InputFileError:
         return False
 
 
@@ -60,10 +96,12 @@ def _codes(value: object, key: str, path: Path) -> tuple[str, ...]:
 
 
 def load_config(path: Path) -> Config:
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = tomllib.loads(read_input_file(path, CONFIG_FILE_LIMIT, "configuration").decode("utf-8"))
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -83,8 +121,9 @@ def load_config(path: Path) -> Config:
     if fail_on not in FAIL_ON:
         raise ConfigError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
     timeout = table.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ConfigError(f"{path}: timeout must be a positive number of seconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout <= MAX_TIMEOUT):
+        raise ConfigError(f"{path}: timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
     return Config(
         select=_codes(table.get("select", []), "select", path),
         ignore=_codes(table.get("ignore", []), "ignore", path),

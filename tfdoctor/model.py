@@ -161,7 +161,7 @@ class Finding:
 
 class Status(str, enum.Enum):
     PASSED = "passed"  # ran, found nothing
-    FAILED = "failed"  # ran, yielded findings
+    FAILED = "failed"  # ran, yielded findings (written "info" in JSON when all of them are info)
     NOT_CHECKED = "not-checked"  # a fact it needs is unknown
     CRASHED = "crashed"  # the check raised
 
@@ -181,12 +181,22 @@ class CheckResult:
             return None
         return max(f.severity or self.severity for f in self.findings)
 
+    @property
+    def reported_status(self) -> str:
+        """The status a reader sees: "info" when every finding is info, so that a JSON reader filtering on
+        "failed" finds only what is worth a warning or an error (report schema 2)."""
+        if self.status is Status.FAILED and self.worst is Severity.INFO:
+            return "info"
+        return self.status.value
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "code": self.code,
             "name": self.name,
-            "severity": self.severity.label,
-            "status": self.status.value,
+            # The record's severity is that of its worst finding; the check's declared one stays readable.
+            "severity": (self.worst or self.severity).label,
+            "default_severity": self.severity.label,
+            "status": self.reported_status,
             "findings": [f.to_json() for f in self.findings],
         }
         if self.reason:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.derive.gpu_inventory import visible_gpus
 from tfdoctor.derive.precision import FLOAT16_POLICIES, declared_policy
+from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, Finding, PythonFix, Severity
 from tfdoctor.registry import check
@@ -33,8 +33,9 @@ def _layout_fixes(path: str) -> tuple[PythonFix | AdminFix, ...]:
 @check("LAY101", "channels-first-without-gpu", Severity.WARNING)
 def channels_first_without_gpu(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds keras.json setting `image_data_format` to `channels_first` (NCHW) on a host where
-    TensorFlow sees no NVIDIA GPU.
+    Finds keras.json setting `image_data_format` to `channels_first` (NCHW) where TensorFlow runs
+    on the CPU: no NVIDIA GPU is visible, or the installed TensorFlow cannot use one (a CPU-only
+    distribution such as tensorflow-cpu, or a build without CUDA, on a GPU host).
 
     Why is this bad?
     NCHW is a GPU layout. Older TensorFlow CPU kernels do not implement NCHW convolutions at all
@@ -42,7 +43,8 @@ def channels_first_without_gpu(facts: Facts) -> Iterator[Finding]:
     transpose around every convolution — 1.5× slower than channels_last here with TF 2.21.
 
     Example:
-    ~/.keras/keras.json: {"image_data_format": "channels_first", ...} on a CPU-only node.
+    ~/.keras/keras.json: {"image_data_format": "channels_first", ...} on a CPU-only node, or with
+    tensorflow-cpu installed on a host with an A100.
 
     Fix:
     Set "image_data_format": "channels_last" and feed NHWC tensors.
@@ -52,12 +54,15 @@ def channels_first_without_gpu(facts: Facts) -> Iterator[Finding]:
     weights saved under channels_first must be converted too.
     """
     path = _channels_first(facts)
-    if path is None or visible_gpus(facts):
+    if path is None:
+        return
+    gpus = tensorflow_gpus(facts)
+    if gpus:
         return
     yield Finding(
-        f"{path} sets image_data_format=channels_first but TensorFlow sees no GPU: every convolution "
-        "runs in a CPU-unfriendly layout",
-        evidence={"keras.config.image_data_format": "channels_first", "keras.path": path, "gpus.visible": 0},
+        f"{path} sets image_data_format=channels_first but {gpus.cpu_only}: every convolution "
+        "runs on the CPU in a CPU-unfriendly layout",
+        evidence={"keras.config.image_data_format": "channels_first", "keras.path": path, **gpus.evidence},
         fixes=_layout_fixes(path),
     )
 
@@ -65,7 +70,8 @@ def channels_first_without_gpu(facts: Facts) -> Iterator[Finding]:
 @check("LAY102", "channels-first-with-mixed-precision", Severity.WARNING)
 def channels_first_with_mixed_precision(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds keras.json's `channels_first` on a GPU host whose declared policy computes in float16
+    Finds keras.json's `channels_first` where TensorFlow runs on a GPU (a CUDA build with a visible
+    GPU) and the declared policy computes in float16
     (TFDOCTOR_MIXED_PRECISION or keras.json floatx, see docs/framework.md) or where
     TF_ENABLE_AUTO_MIXED_PRECISION is on.
 
@@ -83,7 +89,7 @@ def channels_first_with_mixed_precision(facts: Facts) -> Iterator[Finding]:
     Unsafe: the model's input layout changes.
     """
     path = _channels_first(facts)
-    if path is None or not visible_gpus(facts):
+    if path is None or not tensorflow_gpus(facts):
         return
     from tfdoctor.derive.precision import PolicyDeclarationError, auto_mixed_precision_enabled
 

@@ -1,5 +1,8 @@
 """MP — mixed precision against the hardware: tensor cores on the GPU, bfloat16 units on the CPU.
 
+"The GPU" is one TensorFlow can use (tfdoctor/derive/tensorflow_gpus.py): tensorflow-cpu on a GPU host
+computes on the CPU, so the CPU rules apply there.
+
 The policy in use is what the user declares (TFDOCTOR_MIXED_PRECISION, keras.json floatx; see
 tfdoctor/derive/precision.py); TF_ENABLE_AUTO_MIXED_PRECISION is read on its own. A measured speed-up from
 the micro-profile (`profile.mixed_precision_speedup`) overrides the hardware tables.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
+from tfdoctor.derive.gpu_inventory import Gpu
 from tfdoctor.derive.precision import (
     BFLOAT16_POLICIES,
     CPU_BF16_SPEEDUP,
@@ -27,6 +30,7 @@ from tfdoctor.derive.precision import (
     measured_speedup,
     set_policy_code,
 )
+from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, PythonFix, Severity, unset_env
 from tfdoctor.registry import check
@@ -99,7 +103,7 @@ def low_precision_without_gpu_support(facts: Facts) -> Iterator[Finding]:
     policy = _policy(facts)
     if policy is None or policy.name not in (*FLOAT16_POLICIES, *BFLOAT16_POLICIES):
         return
-    gpus = visible_gpus(facts)
+    gpus = list(tensorflow_gpus(facts).gpus)
     if not gpus:
         return
     speedup = measured_speedup(facts, policy.name)
@@ -144,7 +148,7 @@ def mixed_precision_unused_on_tensor_core_gpu(facts: Facts) -> Iterator[Finding]
     policy = _policy(facts)
     if (policy is not None and policy.name != "float32") or auto_mixed_precision_enabled(facts):
         return
-    gpus = visible_gpus(facts)
+    gpus = list(tensorflow_gpus(facts).gpus)
     if not gpus or not all(has_tensor_cores(g) for g in gpus):
         return
     speedup = measured_speedup(facts, "mixed_float16")
@@ -166,14 +170,11 @@ def mixed_precision_unused_on_tensor_core_gpu(facts: Facts) -> Iterator[Finding]
     )
 
 
-def _cpu_only(facts: Facts) -> bool:
-    return not visible_gpus(facts)
-
-
 @check("MP103", "float16-on-cpu", Severity.WARNING)
 def float16_on_cpu(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds a float16 policy (mixed_float16 or float16) on a host where TensorFlow sees no GPU.
+    Finds a float16 policy (mixed_float16 or float16) where TensorFlow runs on the CPU: no GPU is
+    visible, or the installed TensorFlow cannot use one (tensorflow-cpu, a build without CUDA).
 
     Why is this bad?
     x86 CPUs have no float16 arithmetic in TensorFlow's kernels: values are converted to and from
@@ -189,7 +190,10 @@ def float16_on_cpu(facts: Facts) -> Iterator[Finding]:
     Unsafe: the policy changes numerics.
     """
     policy = _policy(facts)
-    if policy is None or policy.name not in FLOAT16_POLICIES or not _cpu_only(facts):
+    if policy is None or policy.name not in FLOAT16_POLICIES:
+        return
+    gpus = tensorflow_gpus(facts)
+    if gpus:
         return
     speedup = measured_speedup(facts, policy.name)
     if speedup is not None and speedup >= 1.0:
@@ -200,9 +204,9 @@ def float16_on_cpu(facts: Facts) -> Iterator[Finding]:
     slower = 1 / speedup if speedup else CPU_FLOAT16_SLOWDOWN
     source = "measured on this host" if speedup else "measured on a reference CPU"
     yield Finding(
-        f"policy {policy.name} ({policy.source}) on a CPU-only host: float16 runs about {slower:.1f}× slower "
-        f"than float32 ({source})",
-        evidence={policy.source: policy.name, "gpus.visible": 0, "cpu.cpuinfo.flags.bf16": bf16,
+        f"policy {policy.name} ({policy.source}) but {gpus.cpu_only}: float16 on the CPU runs about "
+        f"{slower:.1f}× slower than float32 ({source})",
+        evidence={policy.source: policy.name, **gpus.evidence, "cpu.cpuinfo.flags.bf16": bf16,
                   **({"profile.mixed_precision_speedup": speedup} if speedup is not None else {})},
         fixes=(fix,),
     )
@@ -211,7 +215,8 @@ def float16_on_cpu(facts: Facts) -> Iterator[Finding]:
 @check("MP104", "bfloat16-on-cpu-without-bf16-units", Severity.WARNING)
 def bfloat16_on_cpu_without_bf16_units(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds a bfloat16 policy on a CPU-only host whose CPU has neither avx512_bf16 nor amx_bf16.
+    Finds a bfloat16 policy where TensorFlow runs on the CPU (no GPU, or a CPU-only TensorFlow on a GPU
+    host) and the CPU has neither avx512_bf16 nor amx_bf16.
 
     Why is this bad?
     Without those instructions oneDNN emulates bfloat16 by converting to float32 and back: slower
@@ -227,7 +232,10 @@ def bfloat16_on_cpu_without_bf16_units(facts: Facts) -> Iterator[Finding]:
     Unsafe: the policy changes numerics.
     """
     policy = _policy(facts)
-    if policy is None or policy.name not in BFLOAT16_POLICIES or not _cpu_only(facts):
+    if policy is None or policy.name not in BFLOAT16_POLICIES:
+        return
+    gpus = tensorflow_gpus(facts)
+    if gpus:
         return
     if cpu_bf16_flags(facts):
         return
@@ -237,7 +245,7 @@ def bfloat16_on_cpu_without_bf16_units(facts: Facts) -> Iterator[Finding]:
     yield Finding(
         f"policy {policy.name} ({policy.source}) on a CPU without avx512_bf16 or amx_bf16: bfloat16 is "
         "emulated and slower than float32",
-        evidence={policy.source: policy.name, "gpus.visible": 0, "cpu.cpuinfo.flags.bf16": [],
+        evidence={policy.source: policy.name, **gpus.evidence, "cpu.cpuinfo.flags.bf16": [],
                   **({"profile.mixed_precision_speedup": speedup} if speedup is not None else {})},
         fixes=(_policy_fix("float32", "no bfloat16 units on this CPU"),),
     )
@@ -246,7 +254,8 @@ def bfloat16_on_cpu_without_bf16_units(facts: Facts) -> Iterator[Finding]:
 @check("MP105", "bfloat16-unused-on-cpu-with-bf16-units", Severity.INFO)
 def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds a CPU-only host whose CPU has avx512_bf16 or amx_bf16 while no bfloat16 policy is declared.
+    Finds TensorFlow running on the CPU (no GPU, or a CPU-only TensorFlow on a GPU host) of a CPU that
+    has avx512_bf16 or amx_bf16, while no bfloat16 policy is declared.
 
     Why is this bad?
     oneDNN runs bfloat16 convolutions and matmuls natively on these CPUs (AMX tiles on Sapphire
@@ -263,7 +272,10 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
     Unsafe: reduced precision changes numerics.
     """
     policy = _policy(facts)
-    if (policy is not None and policy.name != "float32") or not _cpu_only(facts):
+    if policy is not None and policy.name != "float32":
+        return
+    gpus = tensorflow_gpus(facts)
+    if gpus:
         return
     bf16 = cpu_bf16_flags(facts)
     if not bf16:
@@ -274,7 +286,7 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
     figure = f"{speedup:.2f}× measured on this host" if speedup else f"{CPU_BF16_SPEEDUP:.1f}× on a reference CPU"
     yield Finding(
         f"this CPU has {', '.join(bf16)} but no bfloat16 policy is declared (mixed_bfloat16: {figure})",
-        evidence={"cpu.cpuinfo.flags.bf16": bf16, "gpus.visible": 0,
+        evidence={"cpu.cpuinfo.flags.bf16": bf16, **gpus.evidence,
                   **({policy.source: policy.name} if policy else {}),
                   **({"profile.mixed_precision_speedup": speedup} if speedup is not None else {})},
         fixes=(_policy_fix("mixed_bfloat16", f"this CPU has {', '.join(bf16)}"),),
@@ -284,7 +296,8 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
 @check("MP106", "auto-mixed-precision-without-tensor-core-gpu", Severity.WARNING)
 def auto_mixed_precision_without_tensor_core_gpu(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds TF_ENABLE_AUTO_MIXED_PRECISION on while no visible GPU has tensor cores.
+    Finds TF_ENABLE_AUTO_MIXED_PRECISION on while no GPU TensorFlow can use has tensor cores (none
+    visible, or a CPU-only TensorFlow on a GPU host).
 
     Why is this bad?
     The variable turns on Grappler's float16 graph rewrite, which only rewrites ops placed on a GPU
@@ -303,14 +316,16 @@ def auto_mixed_precision_without_tensor_core_gpu(facts: Facts) -> Iterator[Findi
     """
     if not auto_mixed_precision_enabled(facts):
         return
-    gpus = visible_gpus(facts)
+    usable = tensorflow_gpus(facts)
+    gpus = list(usable.gpus)
     if any(has_tensor_cores(g) for g in gpus):
         return
+    where = f"{usable.cpu_only}" if usable.why_not else "no visible GPU has tensor cores"
     yield Finding(
-        "TF_ENABLE_AUTO_MIXED_PRECISION is on but no visible GPU has tensor cores: the graph rewrite is "
+        f"TF_ENABLE_AUTO_MIXED_PRECISION is on but {where}: the graph rewrite is "
         "skipped and the job runs in float32",
         evidence={"env.TF_ENABLE_AUTO_MIXED_PRECISION": facts.env("TF_ENABLE_AUTO_MIXED_PRECISION"),
-                  "gpus.visible": _gpu_list(gpus)},
+                  "gpus.visible": _gpu_list(gpus), **({"tensorflow.gpus": usable.why_not} if usable.why_not else {})},
         fixes=(EnvFix("Unset TF_ENABLE_AUTO_MIXED_PRECISION", (unset_env("TF_ENABLE_AUTO_MIXED_PRECISION"),)),),
     )
 
@@ -338,7 +353,7 @@ def auto_mixed_precision_graph_rewrite(facts: Facts) -> Iterator[Finding]:
     """
     if not auto_mixed_precision_enabled(facts):
         return
-    gpus = [g for g in visible_gpus(facts) if has_tensor_cores(g)]
+    gpus = [g for g in tensorflow_gpus(facts).gpus if has_tensor_cores(g)]
     if not gpus:
         return
     policy = _policy(facts)

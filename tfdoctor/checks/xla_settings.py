@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.derive.gpu_inventory import visible_gpus
+from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.derive.xla_flags import (
     AUTO_JIT_LEVELS,
     INTEGER_FLAGS,
@@ -217,8 +217,8 @@ def auto_jit_with_dynamic_shapes(facts: Facts) -> Iterator[Finding]:
 @check("XLA105", "auto-jit-ignored-on-cpu", Severity.WARNING)
 def auto_jit_ignored_on_cpu(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds --tf_xla_auto_jit on (1, 2, fusible) on a host where TensorFlow sees no GPU, without
-    --tf_xla_cpu_global_jit.
+    Finds --tf_xla_auto_jit on (1, 2, fusible) where TensorFlow runs on the CPU (no GPU visible, or a
+    CPU-only TensorFlow on a GPU host), without --tf_xla_cpu_global_jit.
 
     Why is this bad?
     The auto-jit level applies to GPU clusters only; on CPU, auto-clustering needs
@@ -235,14 +235,17 @@ def auto_jit_ignored_on_cpu(facts: Facts) -> Iterator[Finding]:
     """
     raw = facts.env("TF_XLA_FLAGS")
     flags = effective_tf_xla_flags(raw)
-    if not auto_jit_globally_on(flags) or visible_gpus(facts):
+    if not auto_jit_globally_on(flags):
+        return
+    gpus = tensorflow_gpus(facts)
+    if gpus:
         return
     if "tf_xla_cpu_global_jit" in flags and parse_bool(flags["tf_xla_cpu_global_jit"]):
         return
     yield Finding(
-        f"--tf_xla_auto_jit={flags['tf_xla_auto_jit']} without --tf_xla_cpu_global_jit on a host with no GPU: "
+        f"--tf_xla_auto_jit={flags['tf_xla_auto_jit']} without --tf_xla_cpu_global_jit where {gpus.cpu_only}: "
         "nothing is auto-clustered",
-        evidence={"env.TF_XLA_FLAGS": raw, "gpus.visible": 0},
+        evidence={"env.TF_XLA_FLAGS": raw, **gpus.evidence},
         fixes=(EnvFix("Add --tf_xla_cpu_global_jit",
                       (set_env("TF_XLA_FLAGS", f"{_tf_flags_base(facts)} --tf_xla_cpu_global_jit"),),
                       Applicability.UNSAFE),),

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
+# A facts file of a large node is a few hundred KB; parsed JSON takes several times its size in memory.
+FACTS_FILE_LIMIT = 16 * 1024 * 1024
 UNKNOWN_KEY = "$unknown"
 _MISSING: Any = object()
 
@@ -161,10 +163,13 @@ class Facts:
 
     @classmethod
     def load(cls, path: str | Path) -> Facts:
+        """A facts file: a regular file (a FIFO or device is refused, never waited on) of bounded size."""
+        from tfdoctor.facts.bounded import InputFileError, read_input_file
+
         try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise FactsFileError(f"cannot read facts file {path}: {exc.strerror or exc}") from None
+            raw = read_input_file(path, FACTS_FILE_LIMIT, "facts file")
+        except InputFileError as exc:
+            raise FactsFileError(str(exc)) from None
         try:
             # Unknowns are rebuilt by the parser itself: a second walk over a large file costs as much again.
             data = json.loads(raw.decode("utf-8"), object_hook=_unknown_from_object)

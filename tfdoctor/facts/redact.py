@@ -1,42 +1,188 @@
-"""Redaction for facts that leave the machine (`tfdoctor collect`): bug reports, fleet files.
+"""The one redactor: everything tfdoctor prints or records goes through it (reports in every format, `-v`
+reasons, `collect`, the comments of fix scripts, errors that quote a file or an interpreter's stderr).
 
-A value is replaced when its variable's name says secret (TOKEN, PASSWORD, KEY, …) or when the value
-itself looks like one (credentials in a URL, a bearer token, a well-known key format). Paths and
-numbers, which are what tfdoctor needs, are left alone.
+Only the values a fix script sets are exempt: they must be exactly what the job needs.
+
+Two entry points:
+  redact_text(text)   free text (a message, a reason, an error line): each secret inside it is replaced,
+                      the rest stays readable.
+  redact_value(tree)  a JSON-able tree (facts, a report): a string under a secret-looking key is replaced
+                      whole; a string holding a well-known token format is replaced whole; a string
+                      holding JSON (TF_CONFIG) is redacted key by key and written back as JSON; any other
+                      string goes through redact_text.
+
+And `excerpt(text)`: a short, single-line, redacted quotation of a file or of a process's output, for
+errors (never more than EXCERPT_CHARS characters of someone else's file in a message).
+
+What is left alone on purpose: paths, versions, host names, GPU UUIDs, hashes (in wheel paths, RECORD
+files) — what tfdoctor needs and what is not a credential. tests/test_redact.py holds the corpus of both.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "<redacted>"
+EXCERPT_CHARS = 120
 
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSPHRASE|PWD$|API_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION)",
-                         re.IGNORECASE)
-URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s:]+:[^/@\s]+)@")
-SECRET_VALUE = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9-]{10,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----|[Bb]earer\s+[A-Za-z0-9._~+/-]{16,})"
-)
+# A key or variable name that says its value is a secret.
+SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSW|PASSPHRASE|PWD$|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|SIGNATURE"
+    r"|(^|_)KEY$)",
+    re.IGNORECASE)
+# Free text written by a person (a Slurm job comment): tfdoctor needs none of it, and it may hold anything.
+FREE_TEXT_NAME = re.compile(r"(COMMENT|DESCRIPTION)$", re.IGNORECASE)
+
+# Well-known credential formats, each specific enough not to match a path, a version or a hash.
+TOKEN_FORMATS = re.compile(
+    r"(?<![A-Za-z0-9])("
+    r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}"          # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"          # GitHub
+    r"|gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|GR1348941[A-Za-z0-9_-]{20,}"                                       # GitLab runner registration
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}"       # Slack
+    r"|sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|sk_(?:live|test)_[A-Za-z0-9]{16,}"  # OpenAI, Anthropic, Stripe
+    r"|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}"     # Hugging Face, npm, PyPI
+    r"|AIza[0-9A-Za-z_-]{35}"                                             # Google API keys
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"        # JWTs (header.payload.signature)
+    r")")
+PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.DOTALL)
+# "Bearer <token>", and any scheme after "Authorization:" (Basic, Token, Digest…).
+AUTH_SCHEME = re.compile(
+    r"(?P<scheme>\b[Bb]earer|\b[Aa]uthorization\s*[:=]\s*[A-Za-z]+)(?P<space>\s+)[A-Za-z0-9._~+/=-]{8,}")
+# scheme://userinfo@ — the userinfo is replaced whole (a token is often the user name alone).
+URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+# ?token=… &api_key=… ;sig=… in a URL's query.
+QUERY_SECRET = re.compile(r"(?P<lead>[?&;](?P<key>[A-Za-z0-9_.-]+)=)(?P<value>[^&#;\s\"']+)")
+QUERY_SECRET_KEYS = re.compile(r"^(key|sig|code|x-amz-credential|x-amz-security-token)$", re.IGNORECASE)
+# NAME=value in free text, or "name": "value" in JSON quoted inside text.
+ASSIGNMENT = re.compile(
+    r"(?P<lead>(?<![\w.-])(?P<key>[A-Za-z_][\w.-]*)\s*=\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,'\"]+)"
+    r"|(?P<jlead>\"(?P<jkey>[^\"\\]{1,100})\"\s*:\s*)(?P<jvalue>\"(?:[^\"\\]|\\.)*\")")
 
 
-def redact_value(value: str) -> str:
-    if SECRET_VALUE.search(value):
+def is_secret_name(name: str) -> bool:
+    return bool(SECRET_NAME.search(name))
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the secrets are in `text` (start, end), sorted and merged; only the secret part of each
+    match (the password of a URL, the value of password=…), so the rest stays readable."""
+    spans: list[tuple[int, int]] = []
+    spans += [m.span() for m in PRIVATE_KEY_BLOCK.finditer(text)]
+    spans += [m.span("userinfo") for m in URL_CREDENTIALS.finditer(text)]
+    spans += [m.span("value") for m in QUERY_SECRET.finditer(text)
+              if is_secret_name(m.group("key")) or QUERY_SECRET_KEYS.match(m.group("key"))]
+    spans += [(m.end("space"), m.end()) for m in AUTH_SCHEME.finditer(text)]
+    spans += [m.span() for m in TOKEN_FORMATS.finditer(text)]
+    for m in ASSIGNMENT.finditer(text):
+        if m.group("key") is not None and is_secret_name(m.group("key")):
+            start, end = m.span("value")
+            quoted = m.group("value")[:1] in ("'", '"')
+            spans.append((start + quoted, end - quoted))
+        elif m.group("jkey") is not None and is_secret_name(m.group("jkey")):
+            start, end = m.span("jvalue")
+            spans.append((start + 1, end - 1))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def redact_text(text: str) -> str:
+    """Each secret inside free text replaced by <redacted>; everything else as it was."""
+    if not text:
+        return text
+    out, last = [], 0
+    for start, end in _secret_spans(text):
+        out += [text[last:start], REDACTED]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _redact_split_list(items: list[str]) -> list[str] | None:
+    """A probe may have split a path list on ':' before we see it (LD_LIBRARY_PATH), cutting a URL with
+    credentials into pieces no pattern recognises: look at the list joined again, and redact every item
+    a secret overlaps. None when nothing in the joined list is secret."""
+    joined = ":".join(items)
+    spans = _secret_spans(joined)
+    if not spans:
+        return None
+    out, offset = [], 0
+    for item in items:
+        end = offset + len(item)
+        overlaps = any(start < max(end, offset + 1) and stop > offset for start, stop in spans)
+        out.append(REDACTED if overlaps else item)
+        offset = end + 1
+    return out
+
+
+def _secret_key(name: str) -> bool:
+    return bool(name) and (is_secret_name(name) or bool(FREE_TEXT_NAME.search(name)))
+
+
+def _redact_string(value: str, name: str) -> str:
+    if _secret_key(name):
+        return REDACTED if value else value
+    if TOKEN_FORMATS.search(value) or PRIVATE_KEY_BLOCK.search(value) or AUTH_SCHEME.search(value):
+        # A value that is (or carries) a credential goes whole: splitting it into "safe" parts risks a leak.
         return REDACTED
-    return URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", value)
+    stripped = value.strip()
+    if stripped[:1] in ("{", "[") and len(stripped) <= 1_000_000:
+        embedded = _redact_json_string(stripped)
+        if embedded is not None:
+            return embedded
+    return redact_text(value)
 
 
-def redact(value: Any, name: str = "") -> Any:
-    """Redact a JSON-able tree; `name` is the key the value sits under."""
+def _redact_json_string(text: str) -> str | None:
+    """A variable holding JSON (TF_CONFIG, a cluster spec): redacted key by key, written back compactly.
+    None when it is not JSON (then it is treated as text)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    redacted = redact_value(data)
+    if redacted == data:
+        return text
+    return json.dumps(redacted, separators=(",", ":"), ensure_ascii=False)
+
+
+def redact_value(value: Any, name: str = "") -> Any:
+    """A JSON-able tree with every secret replaced; `name` is the key the value sits under. Under a
+    secret-looking key everything goes, a whole table included ({"auth": {...}})."""
+    if isinstance(value, (Mapping, list, tuple, int, float)) and not isinstance(value, bool) and _secret_key(name):
+        return REDACTED
     if isinstance(value, str):
-        if name and SECRET_NAME.search(name):
-            return REDACTED
-        return redact_value(value)
+        return _redact_string(value, name)
     if isinstance(value, Mapping):
-        return {k: redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, name) for v in value]
+        return {k: redact_value(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if len(value) > 1 and all(isinstance(v, str) for v in value):
+            split = _redact_split_list(list(value))
+            if split is not None:
+                return [item if item == REDACTED else redact_value(item, name) for item in split]
+        return [redact_value(v, name) for v in value]
     return value
+
+
+# The name `collect` used first; kept so plugins written against it keep working.
+redact = redact_value
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, single-line, redacted quotation (of a file's line, of a process's last stderr line)."""
+    line = " ".join(text.split())
+    cut = line[: limit * 4]  # redact before cutting, on a bounded piece: a token cut in half is not recognised
+    shown = redact_text(cut)
+    if len(shown) > limit or len(line) > len(cut):
+        shown = shown[:limit].rstrip() + "…"
+    return shown

@@ -5,13 +5,11 @@ Renderers only turn a FixPlan into text; every decision about what goes in is ma
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from tfdoctor.fixes.quoting import is_env_name
 from tfdoctor.model import AdminFix, Applicability, EnvChange, EnvFix, EnvOp, Finding, PythonFix, Severity
-
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def plan_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:
 def _merge_env(plan: FixPlan, fix: EnvFix, source: Source, by_name: dict[str, int],
                prepends: dict[tuple[str, str], int]) -> None:
     for change in fix.changes:
-        if not ENV_NAME.match(change.name):
+        if not is_env_name(change.name):
             plan.skipped.append(Skipped(fix.title, source, f"{change.name!r} is not a variable name"))
             continue
         if change.op is EnvOp.PREPEND:

@@ -4,17 +4,12 @@ is a list operation guarded by `contains`."""
 from __future__ import annotations
 
 from tfdoctor.fixes.plan import FixPlan, PlannedChange
-from tfdoctor.fixes.render_sh import comment_text
+from tfdoctor.fixes.quoting import comment_text, env_name, fish_quote
 from tfdoctor.model import EnvOp
 
 
-def fish_quote(value: str) -> str:
-    # Inside fish single quotes only backslash and the quote itself are special.
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _change_lines(planned: PlannedChange) -> list[str]:
-    change, name = planned.change, planned.change.name
+    change, name = planned.change, env_name(planned.change.name)
     if change.op is EnvOp.SET:
         return [f"set -gx {name} {fish_quote(change.value or '')}"]
     if change.op is EnvOp.UNSET:

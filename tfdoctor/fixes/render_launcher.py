@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tfdoctor.derive.numa_placement import LOCAL_RANK_VARIABLES, STEP_SIZE_VARIABLES, LaunchPlan, Slot, launch_plan
 from tfdoctor.facts import Facts
-from tfdoctor.fixes.render_sh import comment_text, sh_quote
+from tfdoctor.fixes.quoting import comment_text, sh_quote
 
 
 def omp_places(cpus: tuple[int, ...]) -> str:

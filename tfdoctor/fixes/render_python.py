@@ -4,7 +4,7 @@ builds anything): what no environment variable can set, such as a mixed-precisio
 from __future__ import annotations
 
 from tfdoctor.fixes.plan import FixPlan
-from tfdoctor.fixes.render_sh import comment_text
+from tfdoctor.fixes.quoting import comment_text
 
 
 def render_python(plan: FixPlan, header: str) -> str:

@@ -1,4 +1,4 @@
-"""POSIX sh rendering of a FixPlan: the one place that knows sh quoting.
+"""POSIX sh rendering of a FixPlan (names and quoting: tfdoctor.fixes.quoting).
 
 Every value is single-quoted (nothing inside single quotes is ever expanded), so no value can run as
 code. A path prepend is guarded by a `case` on the current value, so sourcing twice adds nothing
@@ -9,19 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tfdoctor.fixes.quoting import comment_text, env_name, sh_quote
 from tfdoctor.model import EnvOp
 
 if TYPE_CHECKING:  # the report imports sh_quote on the hook's path; the plan's dataclasses are not needed there
     from tfdoctor.fixes.plan import FixPlan, PlannedChange, Source
-
-
-def sh_quote(value: str) -> str:
-    return "'" + value.replace("'", "'\\''") + "'"
-
-
-def comment_text(text: str) -> str:
-    """One line, no control characters: a comment must not be able to end early and start code."""
-    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
 
 
 def _comment(sources: tuple[Source, ...]) -> list[str]:
@@ -29,7 +21,7 @@ def _comment(sources: tuple[Source, ...]) -> list[str]:
 
 
 def _change_lines(planned: PlannedChange) -> list[str]:
-    change, name = planned.change, planned.change.name
+    change, name = planned.change, env_name(planned.change.name)
     if change.op is EnvOp.SET:
         return [f"{name}={sh_quote(change.value or '')}", f"export {name}"]
     if change.op is EnvOp.UNSET:

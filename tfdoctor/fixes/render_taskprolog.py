@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfdoctor.fixes.plan import FixPlan, PlannedChange
+from tfdoctor.fixes.quoting import env_name
 from tfdoctor.model import EnvOp
 
 
@@ -36,7 +37,7 @@ def _prepended(current: str | None, entry: str) -> str | None:
 
 
 def _line(planned: PlannedChange, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-    change, name = planned.change, planned.change.name
+    change, name = planned.change, env_name(planned.change.name)
     if change.op is EnvOp.UNSET:
         return f"unset {name}", None
     value = change.value or ""
@@ -45,9 +46,9 @@ def _line(planned: PlannedChange, environ: Mapping[str, str]) -> tuple[str | Non
         if final is None:
             return None, None
         value = final
-    if "\n" in value or "\r" in value:
+    if "\n" in value or "\r" in value or "\0" in value:
         codes = ", ".join(s.code for s in planned.sources)
-        return None, (f"tfdoctor: {codes} not applied: the value of {name} contains a line break, "
+        return None, (f"tfdoctor: {codes} not applied: the value of {name} contains a line break or NUL, "
                       "which a TaskProlog cannot express")
     return f"export {name}={value}", None
 

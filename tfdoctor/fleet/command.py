@@ -6,7 +6,9 @@ import sys
 
 import click
 
-from tfdoctor.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, _emit, _split_codes
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import emit as _emit
+from tfdoctor.usage import split_codes as _split_codes
 
 
 @click.command()

@@ -6,19 +6,22 @@ import json
 from typing import Any
 
 from tfdoctor.facts import Unknown, to_jsonable
+from tfdoctor.facts.redact import redact_text, redact_value
 from tfdoctor.fleet.checks_summary import ChecksSummary
 from tfdoctor.fleet.compare import ABSENT, Comparison
 from tfdoctor.fleet.hostlist import compress
 
 
-def value_text(value: Any) -> str:
+def value_text(value: Any, fact: str = "") -> str:
+    """A fact's value as shown in the table, redacted (a hand-made facts file may hold anything); `fact`
+    is its dotted path, whose last part may name a secret (env.variables.GITHUB_TOKEN)."""
     if value is ABSENT:
         return "(absent)"
     if isinstance(value, Unknown):
-        return f"unknown: {value.reason}"
+        return redact_text(f"unknown: {value.reason}")
     if isinstance(value, str):
-        return value
-    return json.dumps(to_jsonable(value), ensure_ascii=False)
+        return str(redact_value(value, fact))
+    return json.dumps(redact_value(to_jsonable(value), fact), ensure_ascii=False)
 
 
 def _json_value(value: Any) -> dict[str, Any]:
@@ -51,18 +54,19 @@ def render_json(comparison: Comparison, checks: ChecksSummary | None = None) -> 
                           "nodes": r.nodes} for r in checks.rows],
             "crashed": [{"check": what, "nodes": nodes} for what, nodes in checks.crashed.items()],
         }
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(redact_value(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def render_table(comparison: Comparison, checks: ChecksSummary | None = None, color: bool | None = None,
                  width: int = 120) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(force_terminal=color, no_color=color is False, width=width, highlight=False)
     with console.capture() as capture:
         for bad in comparison.unreadable:
-            console.print(f"[red]unreadable:[/] {bad.source}: {bad.error}", markup=True)
+            console.print(f"[red]unreadable:[/] {escape(redact_text(f'{bad.source}: {bad.error}'))}", markup=True)
         total = len(comparison.nodes)
         if comparison.differences:
             table = Table(title=f"Facts that differ across {total} node(s)", show_lines=False, expand=False)
@@ -72,17 +76,18 @@ def render_table(comparison: Comparison, checks: ChecksSummary | None = None, co
             for d in comparison.differences:
                 if d.has_majority:
                     majority_nodes = dict(d.holders)[d.majority]
-                    majority = f"{value_text(d.majority)} ({len(majority_nodes)}/{total})"
+                    majority = f"{value_text(d.majority, d.fact)} ({len(majority_nodes)}/{total})"
                     others = [(v, n) for v, n in d.holders if v != d.majority]
                 else:
                     majority, others = "(no majority)", list(d.holders)
-                table.add_row(d.fact, majority, "\n".join(f"{value_text(v)} ({compress(n)})" for v, n in others))
+                differing = "\n".join(f"{value_text(v, d.fact)} ({compress(n)})" for v, n in others)
+                table.add_row(d.fact, majority, differing)
             console.print(table)
             odd = comparison.odd_nodes()
             if odd:
                 console.print(f"Nodes off the majority ({len(odd)}/{total}):", style="bold")
                 for node, facts in odd.items():
-                    shown = ", ".join(f"{fact}={value_text(value)}" for fact, value in list(facts.items())[:6])
+                    shown = ", ".join(f"{fact}={value_text(value, fact)}" for fact, value in list(facts.items())[:6])
                     more = f" (+{len(facts) - 6} more)" if len(facts) > 6 else ""
                     console.print(f"  {node}: {shown}{more}", markup=False)
         elif comparison.nodes:
@@ -106,7 +111,7 @@ def _print_checks(console: Any, checks: ChecksSummary) -> None:
     table.add_column("message (first node)", overflow="fold")
     for row in checks.rows:
         table.add_row(f"{row.code} {row.name}", row.severity.label, f"{compress(row.nodes)} ({len(row.nodes)})",
-                      row.message)
+                      redact_text(row.message))
     for what, nodes in checks.crashed.items():
         table.add_row("crashed", "", f"{compress(nodes)} ({len(nodes)})", what)
     console.print(table)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from tfdoctor.cli import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError, _config, _emit, _split_codes
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+from tfdoctor.usage import emit as _emit
+from tfdoctor.usage import project_config as _config
+from tfdoctor.usage import split_codes as _split_codes
 
 
 @click.command()

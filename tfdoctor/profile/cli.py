@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from tfdoctor.cli import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+from tfdoctor.profile.progress import progress_display
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
 
 BUILTIN_WORKLOADS = ("cnn", "matmul", "pyfunc")
-
-
-@contextmanager
-def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A spinner with the current phase on stderr (nothing when stderr is not a terminal)."""
-    if not enabled or not sys.stderr.isatty():
-        yield lambda _message: None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status("starting") as status:
-        yield lambda message: status.update(message)
 
 
 def _environment(env_file: str | None) -> dict[str, str]:

@@ -98,8 +98,8 @@ def validate_fixes(plan: FixPlan, live: bool = True, workload: str = "cnn") -> F
     import os
     import sys
 
-    from tfdoctor.cli import UsageError
-    from tfdoctor.profile.cli import progress_display
+    from tfdoctor.profile.progress import progress_display
+    from tfdoctor.usage import UsageError
 
     if not live:
         raise UsageError("--validate measures this machine; it cannot be combined with --facts or --root")

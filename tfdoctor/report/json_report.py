@@ -1,4 +1,9 @@
-"""The JSON report: versioned, documented in tfdoctor/schema/report.schema.json."""
+"""The JSON report: versioned, documented in tfdoctor/schema/report.schema.json.
+
+Schema 2 (from schema 1): a result's "severity" is that of its worst finding (the check's declared one
+moved to "default_severity"), and a result whose findings are all info has "status": "info", not
+"failed". Every schema-1 field is still there with the same name and type.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any
 from tfdoctor import __version__
 from tfdoctor.engine import Report
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
@@ -23,4 +28,6 @@ def report_to_json(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report_to_json(report), indent=2, sort_keys=False, ensure_ascii=True) + "\n"
+    from tfdoctor.facts.redact import redact_value
+
+    return json.dumps(redact_value(report_to_json(report)), indent=2, sort_keys=False, ensure_ascii=True) + "\n"

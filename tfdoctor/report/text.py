@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from tfdoctor.engine import Report
+from tfdoctor.facts.redact import redact_text
 from tfdoctor.model import AdminFix, CheckResult, EnvFix, EnvOp, Finding, PythonFix, Severity, Status
 
 GLYPH = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
@@ -24,7 +25,7 @@ def _value(value: Any) -> str:
 
 def fix_lines(fix: EnvFix | PythonFix | AdminFix) -> list[str]:
     """A fix as the user would type it (shell syntax for env changes)."""
-    from tfdoctor.fixes.render_sh import sh_quote
+    from tfdoctor.fixes.quoting import sh_quote
 
     if isinstance(fix, EnvFix):
         out = []
@@ -94,8 +95,8 @@ def text_rows(report: Report, verbose: bool = False) -> list[tuple[str, str]]:
 
 
 def render_text(report: Report, verbose: bool = False, color: bool | None = None, width: int | None = None) -> str:
-    """Plain text when color is False (goldens, pipes); rich markup otherwise."""
-    rows = text_rows(report, verbose)
+    """Plain text when color is False (goldens, pipes); rich markup otherwise. Every row is redacted."""
+    rows = [(redact_text(text), style) for text, style in text_rows(report, verbose)]
     if color is False:
         return "\n".join(text for text, _ in rows) + "\n"
     from rich.console import Console
@@ -117,4 +118,4 @@ def render_quiet(report: Report, threshold: Severity | None) -> str:
             lines.append(f"tfdoctor: {severity.label}: {finding.code} {finding.name}: {finding.message}")
     for result in report.crashed():
         lines.append(f"tfdoctor: crashed: {result.code} {result.name}: {result.reason}")
-    return "".join(line + "\n" for line in lines)
+    return "".join(redact_text(line) + "\n" for line in lines)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
-from tfdoctor.cli import EXIT_FINDINGS, UsageError
+from tfdoctor.usage import EXIT_FINDINGS, UsageError
 
 DEFAULT_BUDGET = 40
 # The Python-environment probes import packages and are slow; nothing here needs them.
@@ -109,7 +109,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     tfdoctor tune --budget 30 --metric 'images/sec: ([0-9.]+)' -- python train.py --steps 200
     tfdoctor tune --resume tfdoctor-tune-20260101-120000.jsonl
     """
-    from tfdoctor.tune.results import ResultsError, ResultsLog, load_results
+    from tfdoctor.tune.results import ResultsError, ResultsLog, check_owner, load_results
     from tfdoctor.tune.search import Tuner, TuneSettings
     from tfdoctor.tune.space import (
         Space,
@@ -133,6 +133,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("--resume continues a recorded tune: it takes its space, command, metric and "
                              "direction from the file (only --budget/--time/--write/--plot may change)")
         try:
+            check_owner(resume)
             header, previous = load_results(resume, repair=True)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
@@ -141,8 +142,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             seeds = header["seeds"]
             maximize = header["maximize"]
             recorded = dict(header["objective"])
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except SpaceError as exc:
+            raise UsageError(f"{resume}: the header line is incomplete or invalid: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             raise UsageError(f"{resume}: the header line is incomplete: not a tfdoctor tune results file") from None
+        _check_recorded(resume, space, seeds, previous)
         axes = _plot_axes(space, plot_params) if plot_path else None
         objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
                                recorded.get("timeout"), recorded.get("bench_seconds", 3.0),
@@ -208,6 +212,24 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         except WriteError as exc:
             raise UsageError(str(exc)) from None
         _out(f"tfdoctor: winning settings written to {write_path}\n", err=True)
+
+
+def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> None:
+    """Every recorded assignment names only parameters of the recorded space, with values inside it: a
+    record outside the space (an unknown parameter, a hand-edited value) is refused, not half-used."""
+    assignments = [("a seed", s) for s in (seeds.values() if isinstance(seeds, dict) else [None])]
+    assignments += [(f"trial {r.number}", r.params) for r in records]
+    names = set(space.names())
+    for where, params in assignments:
+        if not isinstance(params, dict):
+            raise UsageError(f"{path}: {where} is not a set of parameters: not a tfdoctor tune results file")
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise UsageError(f"{path}: {where} names parameter(s) not in the recorded space: "
+                             f"{', '.join(repr(n)[:60] for n in unknown[:5])}")
+        outside = [n for n, v in params.items() if not space.by_name(n).contains(v)]
+        if outside:
+            raise UsageError(f"{path}: {where} has a value outside the space for {', '.join(outside[:5])}")
 
 
 def _out(text: str, err: bool = False) -> None:

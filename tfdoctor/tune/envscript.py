@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfdoctor.fixes.plan import FixPlan, PlannedChange, Source
+from tfdoctor.fixes.quoting import env_name
 from tfdoctor.model import set_env, unset_env
 from tfdoctor.tune.search import TuneResult
 from tfdoctor.tune.space import Space
@@ -30,6 +31,7 @@ def winner_plan(space: Space, winner: Mapping[str, Any], summary: str) -> FixPla
     plan = FixPlan()
     source = Source(TUNE_CODE, "tuned-setting", f"the winner of tfdoctor tune ({summary})")
     for name, value in space.env_changes(winner).items():
+        env_name(name, "tune parameter")  # checked when the space was read; a script is never written without it
         change = unset_env(name) if value is None else set_env(name, value)
         title = f"Unset {name}" if value is None else f"Set {name}={value}"
         plan.env.append(PlannedChange(change, (source,), title))

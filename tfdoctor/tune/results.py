@@ -8,6 +8,7 @@ loading drops (and truncates away before appending), so nothing finished is ever
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "tfdoctor-tune-results/1"
+RESULTS_FILE_LIMIT = 64 * 1024 * 1024  # ~100,000 trials
 
 
 class ResultsError(Exception):
@@ -42,10 +44,22 @@ class TrialRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
+        """ValueError for a record a tune never writes: a NaN or infinite value, an env name that is not a
+        variable name (the winner's env.sh is written from these)."""
+        from tfdoctor.fixes.quoting import env_name
+
+        value = None if data.get("value") is None else float(data["value"])
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"the value {value} is not a finite number")
+        env = dict(data.get("env") or {})
+        for name, setting in env.items():
+            env_name(name, "a trial's environment")
+            if setting is not None and not isinstance(setting, str):
+                raise ValueError(f"the value of {name} is not a string")
         return cls(
             number=int(data["number"]), phase=str(data["phase"]), params=dict(data["params"]),
-            status=str(data["status"]), value=None if data.get("value") is None else float(data["value"]),
-            seconds=float(data.get("seconds", 0.0)), env=dict(data.get("env") or {}),
+            status=str(data["status"]), value=value,
+            seconds=float(data.get("seconds", 0.0)), env=env,
             error=str(data.get("error", "")), role=str(data.get("role", "")),
         )
 
@@ -79,14 +93,30 @@ class ResultsLog:
             os.fsync(handle.fileno())
 
 
+def check_owner(path: str | os.PathLike[str]) -> None:
+    """`--resume` runs the command recorded in the file: only a file of this user's own may say which.
+    ResultsError for a file owned by anyone else (root included: a results file is never a system file)."""
+    if not hasattr(os, "getuid"):
+        return
+    try:
+        owner = os.stat(path).st_uid
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if owner != os.getuid():
+        raise ResultsError(f"{path} is owned by another user (uid {owner}): --resume runs the command recorded "
+                           "in it, so it only resumes results files of your own")
+
+
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:
     """The header and the finished trials. With `repair`, a torn last line is cut off the file so the
     next append starts on a line of its own."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     file = Path(path)
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raw = read_input_file(file, RESULTS_FILE_LIMIT, "results file")
+    except InputFileError as exc:
+        raise ResultsError(str(exc)) from None
     lines = raw.split(b"\n")
     header: dict[str, Any] | None = None
     records: list[TrialRecord] = []
@@ -117,7 +147,7 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
         elif isinstance(data, dict) and data.get("type") == "trial":
             try:
                 records.append(TrialRecord.from_json(data))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, OverflowError):
                 raise ResultsError(f"{path}: line {index + 1} is not a trial record") from None
         offset = end
     if header is None:

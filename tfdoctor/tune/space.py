@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from tfdoctor.derive.cpu_budget import CpuBudget, recommended_threads
+from tfdoctor.fixes.quoting import ScriptValueError, env_name
 
 UNSET = "unset"  # the choice that removes the variable from the trial's environment
+SPACE_FILE_LIMIT = 1024 * 1024
+MAX_CHOICES = 10_000
 
 # Presets rather than the full grammar of KMP_AFFINITY: these are the ones Intel's TensorFlow guides use.
 KMP_AFFINITY_PRESETS = (UNSET, "granularity=fine,compact,1,0", "granularity=fine,scatter", "none")
@@ -24,8 +27,16 @@ OMP_PROC_BIND_PRESETS = (UNSET, "close", "spread", "false")
 KMP_BLOCKTIME_VALUES = ("0", "1", "10", "50", "200")
 
 
-class SpaceError(Exception):
+class SpaceError(ValueError):
     """A space file that cannot be used (shown to the user as a usage error)."""
+
+
+def _checked_name(name: object, where: str) -> str:
+    """Every parameter name becomes an environment variable in trials and in the winner's env.sh."""
+    try:
+        return env_name(name, where)
+    except ScriptValueError as exc:
+        raise SpaceError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -71,11 +82,30 @@ class Parameter:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Parameter:
+        """A parameter recorded in a results file; ValueError (SpaceError) for anything a tune never writes.
+
+        A resumed tune writes these names into env.sh and these launchers into argv, so the file is checked
+        like a space file: a name must be an environment variable name, a launcher a list of strings."""
+        name, kind, target = data["name"], data["kind"], data.get("target", "env")
+        if kind not in ("int", "choice") or target not in ("env", "launcher"):
+            raise SpaceError(f"parameter {name!r}: kind {kind!r} / target {target!r} is not one a tune writes")
+        _checked_name(name, "parameter")
+        low, high = int(data.get("low", 0)), int(data.get("high", 0))
+        choices = data.get("choices", [])
+        launchers = data.get("launchers") or {}
+        if not isinstance(choices, list) or len(choices) > MAX_CHOICES or not isinstance(launchers, dict):
+            raise SpaceError(f"parameter {name}: malformed choices or launchers")
+        if kind == "int" and not 0 <= low <= high:
+            raise SpaceError(f"parameter {name}: need 0 <= low <= high, got {low}..{high}")
+        if kind == "choice" and not choices:
+            raise SpaceError(f"parameter {name}: no choices")
+        for prefix in launchers.values():
+            if not isinstance(prefix, list) or not all(isinstance(arg, str) for arg in prefix):
+                raise SpaceError(f"parameter {name}: a launcher must be a list of strings")
         return cls(
-            name=data["name"], kind=data["kind"], low=int(data.get("low", 0)), high=int(data.get("high", 0)),
-            log=bool(data.get("log", False)), choices=tuple(str(c) for c in data.get("choices", ())),
-            target=data.get("target", "env"),
-            launchers={k: tuple(v) for k, v in (data.get("launchers") or {}).items()},
+            name=name, kind=kind, low=low, high=high,
+            log=bool(data.get("log", False)), choices=tuple(str(c) for c in choices),
+            target=target, launchers={str(k): tuple(v) for k, v in launchers.items()},
         )
 
 
@@ -126,7 +156,12 @@ class Space:
 
     @classmethod
     def from_json(cls, data: list[Mapping[str, Any]]) -> Space:
-        return cls(tuple(Parameter.from_json(d) for d in data))
+        if not isinstance(data, list) or not data:
+            raise SpaceError("the space must be a non-empty list of parameters")
+        parameters = tuple(Parameter.from_json(d) for d in data)
+        if len({p.name for p in parameters}) != len(parameters):
+            raise SpaceError("the space names a parameter twice")
+        return cls(parameters)
 
 
 def int_param(name: str, low: int, high: int, log: bool = False) -> Parameter:
@@ -190,11 +225,13 @@ def current_settings(space: Space, environ: Mapping[str, str], budget: CpuBudget
 # -- user space files ----------------------------------------------------------------------------
 
 def load_space_file(path: str | Path) -> dict[str, Any]:
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpaceError(f"--space {path}: {exc.strerror or exc}") from None
+        text = read_input_file(file, SPACE_FILE_LIMIT, "--space").decode("utf-8")
+    except InputFileError as exc:
+        raise SpaceError(str(exc)) from None
     except UnicodeDecodeError:
         raise SpaceError(f"--space {path}: not UTF-8 text") from None
     try:
@@ -223,7 +260,9 @@ def apply_space_file(space: Space, data: Mapping[str, Any], source: str = "--spa
     for a new NAME, adds a parameter. Unknown keys are errors: a typo must not be silently ignored."""
     parameters = {p.name: p for p in space.parameters}
     for name, spec in (data.get("parameters") or {}).items():
-        where = f"{source}: parameters.{name}"
+        where = f"{source}: parameters.{name!r}"
+        if name not in parameters or parameters[name].target == "env":
+            _checked_name(name, where)
         if not isinstance(spec, dict):
             raise SpaceError(f"{where}: expected a table")
         unknown = set(spec) - {"low", "high", "log", "values", "value", "drop"}

@@ -14,6 +14,7 @@ import re
 import shlex
 from typing import Any
 
+from tfdoctor.derive.xla_flags import DATA_DIR_FLAG
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.probes.cuda_libs import (
@@ -28,7 +29,6 @@ from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.registry import probe
 
 LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
-DATA_DIR_FLAG = "--xla_gpu_cuda_data_dir"
 NVCC_WHEEL_SINCE = (2, 15)
 
 

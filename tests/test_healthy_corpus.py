@@ -1,0 +1,78 @@
+"""Healthy machines stay silent (issue 16): every registered check over every machine of tests/healthy/,
+through the probes and the facts file `tfdoctor check` uses; any warning, error or crash fails, naming the
+machine, the code and the message. Info findings are allowed."""
+
+from __future__ import annotations
+
+import pytest
+from healthy import MACHINES, HealthyMachine, examine, family
+from healthy.corpus import register
+
+from tfdoctor.engine import Report
+from tfdoctor.model import Severity, Status
+from tfdoctor.registry import load_registry
+
+GROWING = pytest.mark.xfail(strict=True, reason="the corpus is being grown on branch healthy-corpus")
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+    """Each machine examined once for the tests of this module."""
+    return {}
+
+
+def _report(machine: HealthyMachine, reports: dict[str, Report], tmp_path_factory: pytest.TempPathFactory) -> Report:
+    if machine.name not in reports:
+        reports[machine.name] = examine(machine, tmp_path_factory.mktemp(machine.name))
+    return reports[machine.name]
+
+
+def _param(machine: HealthyMachine) -> object:
+    marks = [pytest.mark.xfail(strict=True, reason=machine.xfail)] if machine.xfail else []
+    return pytest.param(machine, id=machine.name, marks=marks)
+
+
+@pytest.mark.parametrize("machine", [_param(m) for m in MACHINES])
+def test_healthy_machine_raises_no_warning(machine: HealthyMachine, reports, tmp_path_factory) -> None:
+    report = _report(machine, reports, tmp_path_factory)
+    loud = [f"{machine.name}: {f.code} {f.severity.label}: {f.message}"
+            for f in report.findings() if f.severity is not None and f.severity >= Severity.WARNING]
+    loud += [f"{machine.name}: {r.code} crashed: {r.reason}" for r in report.crashed()]
+    loud += [f"{machine.name}: plugin error: {e}" for e in report.plugin_errors]
+    assert not loud, "a healthy machine is not silent:\n" + "\n".join(loud)
+
+
+@pytest.mark.parametrize("machine", [pytest.param(m, id=m.name) for m in MACHINES])
+def test_healthy_machine_is_examined_by_its_families(machine: HealthyMachine, reports, tmp_path_factory) -> None:
+    """A twin proves nothing if its family's checks all say "not checked": at least one check of each
+    family it is the twin of must have run on it."""
+    report = _report(machine, reports, tmp_path_factory)
+    ran = {family(r.code) for r in report.results if r.status in (Status.PASSED, Status.FAILED)}
+    unexamined = sorted(set(machine.twin_of) - ran)
+    assert not unexamined, f"{machine.name}: no check of {unexamined} ran: " + "; ".join(
+        f"{r.code}: {r.reason}" for r in report.results if family(r.code) in unexamined)
+
+
+@GROWING
+def test_corpus_has_twenty_machines() -> None:
+    assert len(MACHINES) >= 20, f"only {len(MACHINES)} healthy machines"
+
+
+@GROWING
+def test_corpus_covers_every_family_that_warns() -> None:
+    checks = load_registry().checks
+    warning_families = {family(c.code) for c in checks if c.severity >= Severity.WARNING}
+    twinned = {f for m in MACHINES for f in m.twin_of}
+    assert warning_families - twinned == set(), "families that can warn without a healthy twin"
+
+
+def test_twin_of_names_families_that_exist() -> None:
+    families = {family(c.code) for c in load_registry().checks}
+    assert {f: m.name for m in MACHINES for f in m.twin_of if f not in families} == {}
+
+
+def test_register_refuses_a_machine_without_a_tree_or_facts_and_a_duplicate_name() -> None:
+    with pytest.raises(ValueError, match=r"built \(build=\) or recorded"):
+        register(HealthyMachine("nothing", ("THR",), "neither a tree nor a facts file"))
+    with pytest.raises(ValueError, match="two machines of that name"):
+        register(MACHINES[0])

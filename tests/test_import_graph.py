@@ -1,0 +1,108 @@
+"""The package's import graph, read statically: no cycle, and nothing below the command line imports it.
+
+Every `import tfdoctor…` and `from tfdoctor… import …` counts, at module level or inside a function
+(a lazy import still closes a cycle the moment it runs), plus the implicit import of each package's
+`__init__` on the way to a submodule, plus the lazily loaded commands of `tfdoctor.cli.LAZY_COMMANDS`
+(imported by name, not by an import statement).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import tfdoctor
+from tfdoctor.cli import LAZY_COMMANDS
+
+PACKAGE = Path(tfdoctor.__file__).parent
+
+
+def module_files() -> dict[str, Path]:
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ["tfdoctor", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The tfdoctor modules `name` imports (and the packages it passes through to reach them)."""
+    targets: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            targets.add(module)
+            targets.update(f"{module}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
+    with_parents = set(targets)
+    for target in targets:
+        parts = target.split(".")
+        with_parents.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    # A module's own enclosing packages are already being imported when it runs: not an edge.
+    return {t for t in with_parents if t in modules and t != name and not name.startswith(t + ".")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = module_files()
+    graph = {name: imported_modules(name, path, modules) for name, path in modules.items()}
+    graph["tfdoctor.cli"] |= {target.partition(":")[0] for target in LAZY_COMMANDS.values()}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path [a, b, …, a], or None (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        path = [start]
+        stack = [iter(sorted(graph[start]))]
+        state[start] = 1
+        while stack:
+            following = next(stack[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(following) == 1:
+                return [*path[path.index(following):], following]
+            elif not state.get(following):
+                state[following] = 1
+                path.append(following)
+                stack.append(iter(sorted(graph[following])))
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    assert find_cycle(import_graph()) is None
+
+
+def test_only_the_entry_point_imports_the_command_line():
+    graph = import_graph()
+    assert sorted(name for name, targets in graph.items() if "tfdoctor.cli" in targets) == ["tfdoctor.__main__"]
+
+
+def test_checks_never_import_probe_code():
+    graph = import_graph()
+    offending = {name: sorted(t for t in targets if t.startswith("tfdoctor.facts.probes"))
+                 for name, targets in graph.items() if name.startswith("tfdoctor.checks")}
+    assert {name: targets for name, targets in offending.items() if targets} == {}
+
+
+def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):
+    # The detector itself: a cycle closed only by an import inside a function is still a cycle.
+    (tmp_path / "a.py").write_text("def f():\n    from tfdoctor import b\n")
+    (tmp_path / "b.py").write_text("from tfdoctor.a import f\n")
+    modules = {"tfdoctor.a": tmp_path / "a.py", "tfdoctor.b": tmp_path / "b.py"}
+    graph = {name: imported_modules(name, path, modules) for name, path in modules.items()}
+    assert graph == {"tfdoctor.a": {"tfdoctor.b"}, "tfdoctor.b": {"tfdoctor.a"}}
+    assert find_cycle(graph) == ["tfdoctor.a", "tfdoctor.b", "tfdoctor.a"]
+    assert find_cycle({"tfdoctor.a": {"tfdoctor.b"}, "tfdoctor.b": set()}) is None

@@ -1,0 +1,203 @@
+"""Bounded reads: every file tfdoctor reads and every subprocess output it collects has a size limit that
+fits what it reads, and a time limit.
+
+- `read_input_file(path, limit, what)` — a file the user named (--facts, compare, --space, --resume, a
+  config): it must be a regular file. It is opened non-blocking, so a FIFO is refused at once instead of
+  waiting forever for a writer; a device (/dev/zero) or a directory is refused; more than `limit` bytes is
+  refused. Raises InputFileError with one line to show (exit 2).
+- `read_probe_file(host_path, limit, deadline)` — a file a probe reads under /proc, /sys, /etc or a fake
+  root: FIFOs and devices are refused the same way, and more than `limit` bytes is cut off (the caller
+  learns it was cut).
+- `run_bounded(argv, timeout, limit)` — a subprocess whose standard output and error are read up to `limit`
+  bytes each; a process that floods past the limit or outlives the timeout is killed with its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MB = 1024 * 1024
+CHUNK = 64 * 1024
+
+
+class InputFileError(Exception):
+    """A file that must be a regular, readable file of bounded size and is not (a usage error)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def _read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
+    """Up to `limit` bytes; True when there was more. A deadline stops reading between chunks."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("reading took longer than the time allowed")
+        chunk = os.read(fd, min(CHUNK, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+        size += len(chunk)
+    data = b"".join(chunks)
+    return data[:limit], True
+
+
+def open_regular(path: str | os.PathLike[str], what: str) -> int:
+    """An fd on `path` (non-blocking open: a FIFO cannot hold us), or InputFileError unless it is a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputFileError(f"cannot read {what} {os.fspath(path)}: no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{what} {os.fspath(path)} is a directory, not a regular file") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {what} {os.fspath(path)}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputFileError(f"{what} {os.fspath(path)} is {_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_input_file(path: str | os.PathLike[str], limit: int, what: str, timeout: float = 30.0) -> bytes:
+    """The whole content of a regular file of at most `limit` bytes, or InputFileError."""
+    fd = open_regular(path, what)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
+        data, more = _read_fd(fd, limit, time.monotonic() + timeout)
+    except TimeoutError:
+        raise InputFileError(f"cannot read {what} {os.fspath(path)}: it took longer than {timeout:g} s") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {what} {os.fspath(path)}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if more:
+        raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // MB} MB" if limit >= MB else f"{limit // 1024} KB"
+
+
+@dataclass(frozen=True)
+class ProbeRead:
+    data: bytes
+    truncated: bool  # the file held more than the limit
+
+
+def read_probe_file(host_path: str | os.PathLike[str], limit: int, deadline: float | None = None) -> ProbeRead:
+    """A file a probe reads, at most `limit` bytes. Raises OSError as open() would (FileNotFoundError,
+    PermissionError, IsADirectoryError), and SpecialFileError for FIFOs, devices and sockets."""
+    fd = os.open(host_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory")
+        if not stat.S_ISREG(mode):
+            raise SpecialFileError(_kind(mode))
+        os.set_blocking(fd, True)
+        data, more = _read_fd(fd, limit, deadline)
+    finally:
+        os.close(fd)
+    return ProbeRead(data, more)
+
+
+class SpecialFileError(OSError):
+    """A FIFO, device or socket where a file was expected: never read (it could block or never end)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"is {kind}, not a regular file")
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Bounded:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    flooded: bool  # an output passed its limit: the process was killed
+
+
+def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[str, str] | None = None,
+                cwd: str | None = None) -> Bounded:
+    """Run argv (stdin from /dev/null) and collect at most `limit` bytes of each output stream.
+
+    Raises subprocess.TimeoutExpired after `timeout` seconds (the process group killed first), and
+    OSError when the program cannot start."""
+    process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    buffers: dict[int, list[bytes]] = {}
+    sizes: dict[int, int] = {}
+    flooded = False
+    assert process.stdout is not None and process.stderr is not None
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    with selectors.DefaultSelector() as selector:
+        for stream in (process.stdout, process.stderr):
+            selector.register(stream, selectors.EVENT_READ)
+            buffers[stream.fileno()] = []
+            sizes[stream.fileno()] = 0
+        open_streams = 2
+        while open_streams:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill(process)
+                raise subprocess.TimeoutExpired(list(argv), timeout)
+            for key, _ in selector.select(min(left, 0.5)):
+                fd = key.fd
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                room = limit - sizes[fd]
+                buffers[fd].append(chunk[:room])
+                sizes[fd] += min(len(chunk), room)
+                if len(chunk) > room:
+                    flooded = True
+                    _kill(process)
+                    open_streams = 0
+                    break
+    try:
+        code = process.wait(max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        raise subprocess.TimeoutExpired(list(argv), timeout) from None
+    finally:
+        process.stdout.close()
+        process.stderr.close()
+    return Bounded(code, b"".join(buffers[out_fd]), b"".join(buffers[err_fd]), flooded)
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """The process and everything it started (its own session): a flood or a hang ends here."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        process.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(2.0)

@@ -48,8 +48,7 @@ POD_ENV = {**USER_ENV, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "HOSTNAME": "trai
 register(HealthyMachine(
     "kubernetes-cpu-pod-quota", ("THR", "CPU", "PKG", "DIST"),
     "a CPU pod with limits.cpu=4 (cgroup v2 cpu.max) on a 256-thread node, thread pools set to the quota",
-    _kubernetes_pod, env=POD_ENV, python=VENV,
-    xfail="issue 16 item 1 (THR102 multiplies the pools), branch threads-openmp"))
+    _kubernetes_pod, env=POD_ENV, python=VENV))
 
 
 # -- GPU machines -----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.model import Applicability, Finding, PythonFix, Severity
+from tfdoctor.model import Applicability, EnvFix, Finding, PythonFix, Severity, set_env
 from tfdoctor.registry import check
 
 PIPELINE_FIX = """\
@@ -157,3 +157,255 @@ def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
         fixes=(PythonFix("Keep the float32 policy",
                          "tf.keras.mixed_precision.set_global_policy('float32')", Applicability.MANUAL),),
     )
+
+
+# -- the step-time breakdown (profile.breakdown, tfdoctor/profile/breakdown.py) ----------------------
+
+DOMINANT_SHARE = 0.25  # a category that takes a quarter of every step is where the time goes
+HALF_PRECISION_FLOOR = 0.10  # below this share of kernel time a mixed policy has not reached the GPU
+
+LAUNCH_FIX = """\
+# Launch fewer, larger kernels: run the step as one graph and let XLA fuse the small ops
+@tf.function(jit_compile=True)
+def train_step(x, y):
+    ...
+# with Keras: model.compile(..., jit_compile=True, steps_per_execution=32)
+# and raise the batch size (x2-x4, memory permitting): the same launches then carry more work.
+"""
+COPIES_FIX = """\
+# Copy the next batch to the GPU while this one trains, from pinned host memory:
+dataset = dataset.apply(tf.data.experimental.prefetch_to_device("/gpu:0", buffer_size=2))
+# (tf.distribute strategies: experimental_distribute_dataset prefetches to the devices itself)
+# Keep tensors on the GPU between steps: avoid .numpy(), Python-side metrics and tf.py_function in the step.
+"""
+COMMUNICATION_FIX = """\
+# Fewer, larger all-reduces, overlapped with the backward pass:
+strategy = tf.distribute.MirroredStrategy(
+    cross_device_ops=tf.distribute.NcclAllReduce())  # NCCL, not hierarchical copies
+options = tf.distribute.experimental.CommunicationOptions(bytes_per_pack=32 * 1024 * 1024)
+# optimizer.apply_gradients / strategy.reduce(..., options=options): gradient packing into 32 MB chunks
+# Then run `tfdoctor check --select DIST,NUMA` for NCCL transport, topology and NIC findings.
+"""
+COMPILATION_FIX = """\
+# Compile once: give every step the same shapes and dtypes
+dataset = dataset.batch(batch_size, drop_remainder=True)      # no short last batch
+dataset = dataset.padded_batch(batch_size, padded_shapes=...)  # pad variable lengths to buckets
+@tf.function(reduce_retracing=True, input_signature=[...])   # one trace for all shapes
+# and pass tensors, not Python numbers, into tf.function (each new Python value is a new graph).
+"""
+MIXED_PRECISION_KERNELS_FIX = """\
+# Let the GPU's float16 units (tensor cores) do the math:
+tf.keras.mixed_precision.set_global_policy("mixed_float16")  # before the model is built
+# keep layer sizes (units, filters, batch, sequence length) multiples of 8;
+# tensor cores need compute capability 7.0 or newer (V100, T4, A100, H100...).
+"""
+
+
+def _breakdown(facts: Facts) -> dict:
+    _profile(facts)
+    return facts.get("profile.breakdown")
+
+
+def _dominant(facts: Facts, category: str) -> tuple[float, dict] | None:
+    """(the category's share of the step time, the breakdown) when it takes ≥ DOMINANT_SHARE."""
+    breakdown = _breakdown(facts)
+    step_ms = breakdown.get("step_ms")
+    spent = breakdown.get("categories_ms", {}).get(category)
+    if not isinstance(step_ms, (int, float)) or not isinstance(spent, (int, float)) or step_ms <= 0:
+        raise NotChecked("the profile's step-time breakdown has no step time")
+    share = spent / step_ms
+    return (share, breakdown) if share >= DOMINANT_SHARE else None
+
+
+def _breakdown_evidence(category: str, share: float, breakdown: dict) -> dict:
+    return {f"profile.breakdown.categories_ms.{category}": round(breakdown["categories_ms"][category], 3),
+            "profile.breakdown.step_ms": round(breakdown["step_ms"], 3), "share": round(share, 4)}
+
+
+@check("PROF005", "steps-launch-bound", Severity.WARNING)
+def steps_launch_bound(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads the step-time breakdown of the profile and reports steps in which the GPU sits idle for at
+    least a quarter of the time while the host is launching kernels (CUDA launch calls and the host side
+    of the ops that make them).
+
+    Why is this bad?
+    Each kernel launch costs the host several microseconds; when the kernels are small (small batch,
+    many small ops, eager execution, Python between ops) the GPU finishes each one before the next is
+    launched and waits. A faster GPU does not help: the step is bound by the host's launch rate.
+
+    Example:
+    A small model with batch 8 in eager mode: 16 kernels of 0.1 ms per step, each launched in 0.4 ms —
+    64 % of the step is the GPU waiting for launches.
+
+    Fix:
+    Run the step as a `tf.function` (one graph, launched by TensorFlow's executor) with XLA
+    (`jit_compile=True`) to fuse small ops into fewer kernels; raise the batch size so each launch
+    carries more work; `TF_GPU_THREAD_MODE=gpu_private` gives each GPU its own launch threads so they
+    are not delayed by the input pipeline's.
+
+    Fix safety:
+    Unsafe: gpu_private dedicates two host threads per GPU (fewer for the rest); the code changes are manual.
+    """
+    found = _dominant(facts, "launch")
+    if not found:
+        return
+    share, breakdown = found
+    yield Finding(
+        f"the GPU waited for kernel launches {share:.0%} of each step "
+        f"({breakdown['categories_ms']['launch']:.2f} of {breakdown['step_ms']:.2f} ms): the steps are launch-bound",
+        evidence=_breakdown_evidence("launch", share, breakdown),
+        fixes=(PythonFix("Compile the step with tf.function and XLA, and raise the batch size", LAUNCH_FIX,
+                         Applicability.MANUAL),
+               EnvFix("Give each GPU its own kernel-launch threads",
+                      (set_env("TF_GPU_THREAD_MODE", "gpu_private"),), Applicability.UNSAFE)),
+    )
+
+
+@check("PROF006", "steps-copy-bound", Severity.WARNING)
+def steps_copy_bound(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reports steps that spend at least a quarter of their time in host↔device copies that no kernel
+    overlaps (memcpy on the GPU's copy streams, or synchronous memcpy calls on the host).
+
+    Why is this bad?
+    A copy the GPU waits for is time it does not compute. Copies from pageable host memory are staged
+    through a bounce buffer and cannot overlap compute; copies issued inside the step (reading a metric
+    back with `.numpy()`, feeding NumPy arrays) serialize with it.
+
+    Example:
+    Each step copies a 60 MB batch of float32 images from pageable memory: 4 ms of a 10 ms step.
+
+    Fix:
+    Prefetch batches to the GPU while the previous step trains
+    (`tf.data.experimental.prefetch_to_device`), so copies come from pinned memory and overlap; keep
+    tensors on the GPU between steps; send smaller dtypes (uint8 images, cast on the GPU).
+
+    Fix safety:
+    Manual: the change is in your input pipeline and training loop.
+    """
+    found = _dominant(facts, "copies")
+    if not found:
+        return
+    share, breakdown = found
+    yield Finding(
+        f"host-device copies took {share:.0%} of each step "
+        f"({breakdown['categories_ms']['copies']:.2f} of {breakdown['step_ms']:.2f} ms) with no kernel running",
+        evidence=_breakdown_evidence("copies", share, breakdown),
+        fixes=(PythonFix("Prefetch batches to the GPU from pinned memory", COPIES_FIX, Applicability.MANUAL),),
+    )
+
+
+@check("PROF007", "steps-communication-bound", Severity.WARNING)
+def steps_communication_bound(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reports steps that spend at least a quarter of their time in NCCL collectives (all-reduce,
+    all-gather…) that no compute kernel overlaps.
+
+    Why is this bad?
+    In data-parallel training every step all-reduces the gradients; when that is not overlapped with
+    the backward pass, or runs over a slow path (PCIe through the host instead of NVLink, TCP instead
+    of InfiniBand, many small tensors each with its own all-reduce), the GPUs wait for each other.
+
+    Example:
+    Two GPUs on different PCIe switches without P2P: 4 ms of NCCL all-reduce in a 10 ms step.
+
+    Fix:
+    Pack gradients into fewer, larger all-reduces (`CommunicationOptions(bytes_per_pack=...)`), use the
+    NCCL cross-device ops, and follow the NCCL and topology findings of `tfdoctor check`
+    (`--select DIST,NUMA`): P2P and NVLink, the InfiniBand transport, the NIC near each GPU.
+
+    Fix safety:
+    Manual: the changes are in your distribution strategy and the cluster's configuration.
+    """
+    found = _dominant(facts, "communication")
+    if not found:
+        return
+    share, breakdown = found
+    yield Finding(
+        f"NCCL communication took {share:.0%} of each step "
+        f"({breakdown['categories_ms']['communication']:.2f} of {breakdown['step_ms']:.2f} ms) "
+        "with no compute overlapping it",
+        evidence=_breakdown_evidence("communication", share, breakdown),
+        fixes=(PythonFix("Pack gradients into fewer all-reduces and check the NCCL setup", COMMUNICATION_FIX,
+                         Applicability.MANUAL),),
+    )
+
+
+@check("PROF008", "steps-compilation-bound", Severity.WARNING)
+def steps_compilation_bound(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reports timed steps that spend at least a quarter of their time compiling with XLA (the warm-up
+    steps are not timed, so this is compilation that keeps happening).
+
+    Why is this bad?
+    XLA compiles a cluster once per distinct set of input shapes and dtypes. When shapes change from
+    step to step (a short last batch, variable sequence lengths, Python numbers passed into a
+    `tf.function`) every new shape compiles again, and a compile takes from tens of milliseconds to
+    minutes while the GPU waits.
+
+    Example:
+    Sequence batches of varying length under `jit_compile=True`: 5 ms of every 10 ms step in `_XlaCompile`.
+
+    Fix:
+    Give every step the same shapes: `drop_remainder=True`, bucket and pad variable lengths, an
+    `input_signature` or `reduce_retracing=True` on the `tf.function`, tensors instead of Python values.
+
+    Fix safety:
+    Manual: the change is in your input pipeline and function signatures.
+    """
+    found = _dominant(facts, "compilation")
+    if not found:
+        return
+    share, breakdown = found
+    yield Finding(
+        f"XLA compilation took {share:.0%} of each timed step "
+        f"({breakdown['categories_ms']['compilation']:.2f} of {breakdown['step_ms']:.2f} ms): shapes keep changing",
+        evidence=_breakdown_evidence("compilation", share, breakdown),
+        fixes=(PythonFix("Keep input shapes stable so XLA compiles once", COMPILATION_FIX, Applicability.MANUAL),),
+    )
+
+
+@check("PROF009", "mixed-precision-not-on-gpu", Severity.WARNING)
+def mixed_precision_not_on_gpu(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares the run's mixed dtype policy with the GPU kernels that actually ran: the share of kernel
+    time in float16/bfloat16 kernels and whether any tensor-core kernel ran (both read from the kernel
+    names in the profile).
+
+    Why is this bad?
+    Mixed precision is fast only when the math reaches the GPU's tensor cores. It falls back silently:
+    a policy set after the model was built, custom layers that compute in float32, layer sizes that are
+    not multiples of 8 (cuBLAS and cuDNN then pick ordinary kernels), a GPU older than Volta. The job
+    then pays for the casts and gets nothing for them.
+
+    Example:
+    Policy mixed_float16, but 100 % of the kernel time is in `volta_sgemm_128x64_nn` and
+    `implicit_convolve_sgemm`: float32 kernels, no tensor cores.
+
+    Fix:
+    Set the policy before building the model, keep units, filters and batch sizes multiples of 8, and
+    use a GPU with compute capability 7.0 or newer.
+
+    Fix safety:
+    Manual: the change is in your model code.
+    """
+    section = _profile(facts)
+    _breakdown(facts)
+    policy = section.get("policy")
+    if not isinstance(policy, str):
+        raise NotChecked("the dtype policy of the profiled run is unknown")
+    if not policy.startswith("mixed_"):
+        return
+    share = facts.get("profile.breakdown.half_precision_device_share")
+    tensor_core = facts.get("profile.breakdown.tensor_core_kernels")
+    evidence = {"profile.policy": policy, "profile.breakdown.half_precision_device_share": round(share, 4),
+                "profile.breakdown.tensor_core_kernels": tensor_core}
+    fix = PythonFix("Make the mixed policy reach the GPU's tensor cores", MIXED_PRECISION_KERNELS_FIX,
+                    Applicability.MANUAL)
+    if share < HALF_PRECISION_FLOOR:
+        yield Finding(f"the policy is {policy} but only {share:.0%} of the GPU kernel time ran in float16/bfloat16 "
+                      "kernels: mixed precision fell back to float32", evidence=evidence, fixes=(fix,))
+    elif not tensor_core:
+        yield Finding(f"the policy is {policy} and {share:.0%} of the GPU kernel time ran in float16/bfloat16 "
+                      "kernels, but none of them on tensor cores", evidence=evidence, fixes=(fix,))

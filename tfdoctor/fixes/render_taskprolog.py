@@ -48,7 +48,8 @@ def _line(planned: PlannedChange, environ: Mapping[str, str]) -> tuple[str | Non
         value = final
     if "\n" in value or "\r" in value or "\0" in value:
         codes = ", ".join(s.code for s in planned.sources)
-        return None, (f"tfdoctor: {codes} not applied: the value of {name} contains a line break or NUL, "
+        what = "a NUL character" if "\0" in value else "a line break"
+        return None, (f"tfdoctor: {codes} not applied: the value of {name} contains {what}, "
                       "which a TaskProlog cannot express")
     return f"export {name}={value}", None
 

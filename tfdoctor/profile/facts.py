@@ -17,7 +17,7 @@ from tfdoctor.profile.xspace import step_summary
 INPUT_BOUND_SHARE = 0.5  # more than half of every step waits for the next batch
 NOISY_STEAL = 0.05  # 5 % of CPU time taken by the hypervisor: the timings are suspect
 XSPACE_KEYS = ("device_activity_captured", "host_op_seconds", "device_seconds", "top_ops",
-               "low_precision_share", "xla_clusters")
+               "low_precision_share", "xla_clusters", "breakdown")
 
 
 def profile_section(run: RunResult, workload: str, xspace: dict[str, Any] | Unknown,

@@ -34,6 +34,7 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
                  f"spread (p90-p10)/median {_pct(steps.get('spread'))}")
     bound = " — input-bound" if section.get("input_bound") else ""
     lines.append(f"  input wait      {_pct(section.get('input_share'))} of the step{bound}")
+    lines.extend(_breakdown_lines(section.get("breakdown")))
     host, device = section.get("host_op_seconds"), section.get("device_seconds")
     if not isinstance(host, Unknown):
         lines.append(f"  op time         host {_ms(host)}, device {_ms(device)} (over the timed steps)")
@@ -62,3 +63,20 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
 
         text += "\n" + render_text(report, verbose=False, color=False)
     return text
+
+
+def _breakdown_lines(breakdown: Any) -> list[str]:
+    """The mean step split into its categories, largest first (zero categories left out)."""
+    if isinstance(breakdown, Unknown):
+        return [f"  step breakdown  unknown ({breakdown.reason})"]
+    if not isinstance(breakdown, dict) or not breakdown.get("step_ms"):
+        return []
+    step = breakdown["step_ms"]
+    parts = sorted(((ms, name) for name, ms in breakdown["categories_ms"].items() if ms > 0), reverse=True)
+    lines = [f"  step breakdown  {step:.2f} ms = "
+             + ", ".join(f"{name.replace('_', ' ')} {ms:.2f} ({ms / step:.0%})" for ms, name in parts)]
+    share, tensor_core = breakdown.get("half_precision_device_share"), breakdown.get("tensor_core_kernels")
+    if isinstance(share, float):
+        cores = "tensor-core kernels ran" if tensor_core else "no tensor-core kernels"
+        lines.append(f"  GPU kernels     {share:.0%} of kernel time in float16/bfloat16; {cores}")
+    return lines

@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from tfdoctor.facts import Unknown
+from tfdoctor.profile.breakdown import step_breakdown
 
 XPLANE_RELATIVE = ("tsl", "profiler", "protobuf", "xplane_pb2.py")
 # Lines of a device plane that TensorFlow derives from the kernels (they repeat the kernels' time).
@@ -207,6 +208,7 @@ def summarize_xspace(space: Any, top: int = 10) -> dict[str, Any]:
         "xla_clusters": sorted(xla_clusters),
         "errors": list(space.errors),
         "warnings": list(space.warnings),
+        "breakdown": step_breakdown(space),
     }
     return summary
 

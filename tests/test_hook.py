@@ -151,7 +151,7 @@ def test_taskprolog_skips_values_with_line_breaks_with_a_note() -> None:
     plan = plan_of(set_env("TF_CONFIG", '{"a":\n1}'), set_env("OMP_NUM_THREADS", "4"))
     rendered = render_taskprolog(plan, {})
     assert rendered.text == "export OMP_NUM_THREADS=4\n"
-    assert rendered.notes == ("tfdoctor: TST001 not applied: the value of TF_CONFIG contains a line break or NUL, "
+    assert rendered.notes == ("tfdoctor: TST001 not applied: the value of TF_CONFIG contains a line break, "
                               "which a TaskProlog cannot express",)
 
 

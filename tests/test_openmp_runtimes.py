@@ -186,7 +186,9 @@ def test_pure_wheels_records_are_not_read(make_root):
     _healthy_tensorflow(site)
     site.dist("rich", "13.9.4", record=("rich/__init__.py", "rich-13.9.4.dist-info/RECORD"))
     facts = probe_root(root, env=VENV)
-    assert facts.get("openmp.scanned")["records"] == 0  # tensorflow's fake dist-info has no RECORD
+    record = root.path / SITE.lstrip("/") / "tensorflow_cpu-2.21.0.dist-info/RECORD"
+    scanned = facts.get("openmp.scanned")
+    assert (scanned["records"], scanned["record_bytes"]) == (1, record.stat().st_size)  # TensorFlow's only
 
 
 @pytest.mark.parametrize("build", ["intel-tensorflow", "stock"])

@@ -433,3 +433,20 @@ def test_thr105_offers_no_shared_binding_where_processes_share_the_node(make_roo
     assert unset.changes[0].op is EnvOp.UNSET
     assert isinstance(per_process, AdminFix) and per_process.title.startswith("2 processes share this node")
     assert all("compact" not in step for step in per_process.steps)
+
+
+@pytest.mark.parametrize("with_libgomp, codes", [(False, []), (True, ["THR101"])])
+def test_omp_num_threads_asked_for_only_where_an_openmp_team_can_run(make_root, with_libgomp, codes):
+    """A stock TensorFlow under a quota with both of its pools set: OMP_NUM_THREADS matters only when an
+    OpenMP runtime is in the environment (here scikit-learn's libgomp)."""
+    root = make_root().cpus(cores_per_socket=16).cgroup_v2("400000 100000")
+    site = FakeSitePackages(root.path / "venv/lib/python3.11/site-packages").tensorflow()
+    if with_libgomp:
+        site.dist("scikit-learn", "1.5.2", tags=("cp311-cp311-manylinux_2_17_x86_64",), top_level=("sklearn",),
+                  record=("sklearn/__init__.py", "scikit_learn.libs/libgomp-a34b3233.so.1.0.0"))
+        site.file("scikit_learn.libs/libgomp-a34b3233.so.1.0.0", "\x7fELF")
+    env = {"VIRTUAL_ENV": "/venv", "TF_NUM_INTRAOP_THREADS": "4", "TF_NUM_INTEROP_THREADS": "1"}
+    report = check_root(root, env=env, select=["THR101"])
+    assert report.codes() == codes
+    if codes:
+        assert report.result("THR101").findings[0].evidence["env.unset"] == ["OMP_NUM_THREADS"]

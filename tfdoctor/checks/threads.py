@@ -112,6 +112,20 @@ def _optional_budget(facts: Facts) -> CpuBudget | None:
         return None
 
 
+def _openmp_matters(facts: Facts) -> bool:
+    """Whether an OpenMP team can run in the job: the build is OpenMP-threaded (or no build was found to
+    say otherwise), or the environment holds an OpenMP runtime (numpy/MKL, scikit-learn, torch start
+    their own teams). A stock TensorFlow in an environment without one never reads OMP_NUM_THREADS.
+    Unknown runtimes count as present."""
+    model = threading_model(facts)
+    if model.per_op_teams or not model.known:
+        return True
+    try:
+        return bool(openmp_copies(facts))
+    except NotChecked:
+        return True
+
+
 @check("THR101", "thread-pools-unsized-in-cpu-limit", Severity.WARNING)
 def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -131,6 +145,9 @@ def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
     TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS unset. Not this: `taskset -c 0-3`, a cpuset
     container (`--cpuset-cpus`), `srun --cpu-bind=cores`.
 
+    OMP_NUM_THREADS is asked for only where an OpenMP team can run: an OpenMP-threaded build, or an
+    OpenMP runtime in the environment (the openmp facts); a stock build alone never reads it.
+
     Fix:
     Set TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS to the physical cores of the budget and
     TF_NUM_INTEROP_THREADS to the sockets in it (Intel's rules for TensorFlow on CPUs).
@@ -142,8 +159,10 @@ def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
     if not budget.constrained:
         return
     settings = thread_settings(facts)
-    unset = tuple(name for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-                  if name not in settings)
+    wanted = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+    if _openmp_matters(facts):
+        wanted += ("OMP_NUM_THREADS",)
+    unset = tuple(name for name in wanted if name not in settings)
     if not unset:
         return
     visible = len(budget.allowed)  # what sched_getaffinity reports: the runtimes' own sizing

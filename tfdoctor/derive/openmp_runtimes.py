@@ -73,6 +73,7 @@ EIGEN, OPENMP = "eigen", "openmp"
 class ThreadingModel:
     kind: str  # EIGEN or OPENMP
     why: str  # the build fact that decided it, for the finding's message
+    known: bool = True  # False: no TensorFlow build found, EIGEN assumed
 
     @property
     def per_op_teams(self) -> bool:
@@ -116,7 +117,8 @@ def threading_model(facts: Facts) -> ThreadingModel:
             return ThreadingModel(OPENMP, f"{label} is an OpenMP-threaded build: each op runs its own OpenMP team")
         if model == EIGEN:
             return ThreadingModel(EIGEN, f"{label} is a stock build: ops share one Eigen intra-op pool")
-    return ThreadingModel(EIGEN, "no OpenMP-threaded TensorFlow build found: ops share one Eigen intra-op pool")
+    return ThreadingModel(EIGEN, "no OpenMP-threaded TensorFlow build found: ops share one Eigen intra-op pool",
+                          known=False)
 
 
 __all__ = ["RuntimeCopy", "ThreadingModel", "openmp_copies", "runtime_row", "scan_incomplete", "threading_model"]

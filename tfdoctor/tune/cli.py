@@ -185,11 +185,13 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed)
     from tfdoctor.tune.progress import TuneProgress
+    from tfdoctor.tune.search import SEARCH_PHASES
 
-    done = sum(1 for r in previous if r.phase in ("current", "rule", "search"))
+    done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
     with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
         tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update)
         result = tuner.run()
+    log.append_summary(result.summary_json())
 
     from tfdoctor.tune.progress import render_summary
 

@@ -17,7 +17,6 @@ from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
 
 
-
 def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -> Any:
     """An in-memory optuna study holding every successful trial of the results file but the confirmation
     re-runs (seeds, screening steps and search trials: each a point the search chose)."""

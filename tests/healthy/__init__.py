@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (each module registers its machines)
     machines_gpu,
     machines_only_a_run_can_tell,
     machines_pyenv,
+    machines_threads,
 )
 from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
 

@@ -1,8 +1,12 @@
 """PKG — packages: the TensorFlow distribution and what it was built and declared to run with.
 
 Everything is read from the installed files (METADATA's Requires-Dist and Requires-Python, WHEEL,
-build_info.py), never by importing TensorFlow. Every pip command suggested here pins the TensorFlow
-that is installed, so following it never changes the user's TensorFlow version.
+RECORD, build_info.py) and the import path's origins, never by importing TensorFlow. How bad a
+dependency outside TensorFlow's range is comes from the coupling table
+(tfdoctor/knowledge/python_compatibility.toml, via tfdoctor/derive/python_compatibility.py). Every pip
+command suggested here keeps the TensorFlow that is installed: it pins it, or uses --no-deps where a
+dependency would pull another TensorFlow distribution (tests/test_checks_pyenv_coupling.py applies
+each fix to a fake environment and runs the checks again).
 """
 
 from __future__ import annotations

@@ -328,6 +328,19 @@ def test_wheel_for_another_python(tmp_path):
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'numpy==2.2.6'",)
 
 
+def test_tensorflow_wheel_in_a_python_it_has_no_wheels_for_names_the_range(tmp_path):
+    """A venv of 3.11 whose python became 3.14 (upgraded in place): reinstalling cannot help, a new one can."""
+    environment = Environment(tmp_path)
+    new(environment)
+    facts = environment.facts()
+    facts.sections["python"]["version"] = "3.14.0"
+    report = check_facts(facts, select=["PKG012"])
+    finding = next(f for f in report.findings() if "tensorflow-cpu" in f.message)
+    assert finding.fixes == (AdminFix("Use a Python from 3.10 to 3.13 for TensorFlow 2.21.0", (
+        "python3.13 -m venv NEW_ENV   # TensorFlow 2.21.0 has wheels for CPython 3.10-3.13",
+        "NEW_ENV/bin/python -m pip install 'tensorflow-cpu==2.21.0'")),)
+
+
 @pytest.mark.parametrize(("tags", "python", "fits"), [
     (("cp311-cp311-manylinux_2_17_x86_64",), (3, 11), True),
     (("cp311-cp311-manylinux_2_17_x86_64",), (3, 12), False),

@@ -756,7 +756,7 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
         if origin_fix is not None:
             fixes.append(origin_fix)
         elif dist is not None and name == dist.name and (wheels := compat.python_range_for(version)) is not None \
-                and not wheels[0] <= f"{python[0]}.{python[1]}" <= wheels[1]:
+                and not compat.python_in_range(python, wheels):
             fixes.append(AdminFix(f"Use a Python from {wheels[0]} to {wheels[1]} for TensorFlow {version}", (
                 f"python{wheels[1]} -m venv NEW_ENV   # TensorFlow {version} has wheels for CPython "
                 f"{wheels[0]}-{wheels[1]}", f"NEW_ENV/bin/python -m pip install '{name}=={version}'")))

@@ -296,6 +296,10 @@ def truth(venv: Venv, env: dict[str, str], extra: str) -> tuple[bool, str]:
         return True, "import + fit ok"
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
     last = next((line for line in reversed(lines) if "Error" in line or "error" in line), lines[-1] if lines else "")
+    if done.returncode < 0:  # killed by a signal: SIGILL is the "Illegal instruction" of a build the CPU cannot run
+        import signal
+
+        return False, f"exit {done.returncode}, {signal.Signals(-done.returncode).name}"
     return False, f"exit {done.returncode}: {last.strip()[:160]}"
 
 

@@ -2,7 +2,8 @@
 
     python benchmarks/python_env_probe.py [--python PATH] [--runs 20]
 
-1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py, OpenMP library scan)
+1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py; the OpenMP scan is
+   the openmp probe's, measured by benchmarks/openmp_probe.py)
    against listing every distribution's metadata with importlib.metadata, the obvious alternative.
 2. The snapshot under another interpreter (`--python`), against that interpreter's bare start-up.
 3. The PKG and CPU checks over the inspected environment's facts, against importing

@@ -75,7 +75,8 @@ def _build_report(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(str(exc)) from None
     else:
         facts = gather_facts(registry.probes, _machine(opts, config), deadline=_deadline(opts, config))
-    return run_checks(checks, facts, registry.errors)
+    # The checks get the --timeout budget again, of their own: probes that used theirs must not leave none.
+    return run_checks(checks, facts, registry.errors, deadline=_deadline(opts, config))
 
 
 def _timeout(opts: GatherOptions, config: Any) -> float:

@@ -86,7 +86,10 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
         return
     driver_cuda = facts.get("nvml.cuda_driver_version")
     have, need = version_tuple(driver_cuda)[:2], version_tuple(build.cuda_version)[:2]
-    if not have or not need or have >= need:
+    if not have or not need:
+        return
+    have, need = (*have, 0)[:2], (*need, 0)[:2]  # a one-component version ("12") is major.0
+    if have >= need:
         return
     driver = facts.peek("nvml.driver_version")
     names = sorted({g.name for g in all_gpus(facts)})

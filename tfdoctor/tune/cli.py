@@ -241,10 +241,10 @@ def _out(text: str, err: bool = False) -> None:
 def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool) -> None:
     """Refuse before an hour of trials, not after."""
     for path in (write_path, plot_path):
-        if path and Path(path).exists() and not force:
+        if path and path != "-" and Path(path).exists() and not force:
             raise UsageError(f"{path} exists; add --force to overwrite it")
-    if plot_path and Path(plot_path).suffix.lower() not in (".html", ".htm", ".png"):
-        raise UsageError(f"--plot {plot_path}: the file must end in .html or .png")
+    if plot_path and plot_path != "-" and Path(plot_path).suffix.lower() not in (".html", ".htm", ".png"):
+        raise UsageError(f"--plot {plot_path}: the file must end in .html or .png (or be -: HTML on standard output)")
 
 
 def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str]:
@@ -282,6 +282,10 @@ def _write_plot(space: Any, records: Any, axes: tuple[str, str], maximize: bool,
 def _write_bytes(path: str, data: bytes, force: bool) -> None:
     from tfdoctor.fixes.write import WriteError
 
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
     try:
         with open(path, "wb" if force else "xb") as handle:
             handle.write(data)

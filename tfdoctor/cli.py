@@ -8,110 +8,20 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from tfdoctor import __version__
+from tfdoctor.gather import GatherOptions, gather_options
+from tfdoctor.gather import build_report as _build_report
+from tfdoctor.gather import deadline as _deadline
+from tfdoctor.gather import machine as _machine
 from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
 from tfdoctor.usage import emit as _emit
 from tfdoctor.usage import project_config as _config
 from tfdoctor.usage import split_codes as _split_codes
-
-DEFAULT_TIMEOUT = 5.0
-
-
-@dataclass(frozen=True)
-class GatherOptions:
-    facts_file: str | None
-    root: str | None
-    python: str | None
-    timeout: float | None
-    select: tuple[str, ...]
-    ignore: tuple[str, ...]
-
-
-def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every command that looks at a machine shares."""
-    options = [
-        click.option("--select", multiple=True, metavar="CODES",
-                     help="Only these checks (comma-separated codes or prefixes, e.g. THR,CPU002)."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these checks (codes or prefixes)."),
-        click.option("--facts", "facts_file", metavar="FILE",
-                     help="Replay facts collected earlier (tfdoctor collect) instead of probing."),
-        click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /."),
-        click.option("--python", metavar="PATH",
-                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own."),
-        click.option("--timeout", type=float, metavar="S",
-                     help=f"Total seconds for gathering facts (default {DEFAULT_TIMEOUT:g}); a probe still "
-                          "running then is abandoned and its facts are unknown."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _build_report(opts: GatherOptions, config: Any) -> Any:
-    from tfdoctor.engine import gather_facts, run_checks
-    from tfdoctor.facts import Facts, FactsFileError
-    from tfdoctor.registry import load_registry, select_checks
-
-    registry = load_registry()
-    select = opts.select or config.select
-    ignore = opts.ignore + config.ignore
-    unknown = [c for c in (*select, *opts.ignore) if not any(s.code.startswith(c) for s in registry.checks)]
-    if unknown:
-        raise UsageError(f"no check code starts with {', '.join(unknown)} (see tfdoctor check --list-checks)")
-    checks = select_checks(registry.checks, select, ignore)
-    if opts.facts_file:
-        if opts.root or opts.python:
-            raise UsageError("--facts replays recorded facts; it cannot be combined with --root or --python")
-        try:
-            facts = Facts.load(opts.facts_file)
-        except FactsFileError as exc:
-            raise UsageError(str(exc)) from None
-    else:
-        facts = gather_facts(registry.probes, _machine(opts, config), deadline=_deadline(opts, config))
-    # The checks get the --timeout budget again, of their own: probes that used theirs must not leave none.
-    return run_checks(checks, facts, registry.errors, deadline=_deadline(opts, config))
-
-
-def _timeout(opts: GatherOptions, config: Any) -> float:
-    from tfdoctor.config import MAX_TIMEOUT
-
-    timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan, which would abandon every probe at once
-        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
-    return timeout
-
-
-def _deadline(opts: GatherOptions, config: Any) -> float:
-    import time
-
-    return time.monotonic() + _timeout(opts, config)
-
-
-def _machine(opts: GatherOptions, config: Any) -> Any:
-    from tfdoctor.facts.machine import Machine
-
-    root = Path("/")
-    if opts.root:
-        root = Path(opts.root).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--root {opts.root}: no such directory")
-    python = None
-    if opts.python:
-        candidate = Path(opts.python)
-        if not candidate.exists():
-            raise UsageError(f"--python {opts.python}: no such file")
-        if candidate.is_dir() or not os.access(candidate, os.X_OK):
-            raise UsageError(f"--python {opts.python}: not an executable interpreter")
-        python = str(candidate)
-    return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
-
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
@@ -120,6 +30,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "lint": "tfdoctor.lint.cli:lint",
     "tune": "tfdoctor.tune.cli:tune",
     "profile": "tfdoctor.profile.cli:profile",
+    "report": "tfdoctor.report.html.command:report",
 }
 
 
@@ -210,8 +121,29 @@ def _list_checks() -> str:
 @cli.command()
 @click.argument("code", required=False)
 @click.option("--all", "all_checks", is_flag=True, help="Document every check, as Markdown (docs/checks.md).")
-def explain(code: str | None, all_checks: bool) -> None:
-    """Show the documentation of one check (what, why, example, fix, fix safety)."""
+@click.option("--log", "log_path", metavar="FILE",
+              help="Explain the known messages in a log (- for standard input; the last 8 MiB are read) and "
+                   "run the checks that diagnose their cause.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="With --log: the report's form.")
+@click.option("--facts", "facts_file", metavar="FILE", help="With --log: judge recorded facts instead of this machine.")
+@click.option("--root", metavar="DIR", help="With --log: read file-based facts under DIR instead of /.")
+@click.option("--python", metavar="PATH", help="With --log: inspect this interpreter's Python environment.")
+@click.option("--timeout", type=float, metavar="S", help="With --log: total seconds for gathering facts.")
+def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt: str = "text",
+            facts_file: str | None = None, root: str | None = None, python: str | None = None,
+            timeout: float | None = None) -> None:
+    """Show the documentation of one check (what, why, example, fix, fix safety), or explain a log.
+
+    With --log: exit 1 when a recognised message points to an error finding on this machine (or in the
+    --facts), 0 otherwise, 2 when the log cannot be read."""
+    if log_path is not None:
+        if code or all_checks:
+            raise UsageError("--log explains a log: give it without a check code or --all")
+        _explain_log(log_path, fmt, GatherOptions(facts_file, root, python, timeout, (), ()))
+        return
+    if fmt != "text" or facts_file or root or python or timeout is not None:
+        raise UsageError("--format, --facts, --root, --python and --timeout go with --log FILE")
     from tfdoctor.registry import load_registry
 
     registry = load_registry()
@@ -229,7 +161,49 @@ def explain(code: str | None, all_checks: bool) -> None:
         spec = load_lint_rules().by_code(code)
     if spec is None:
         raise UsageError(f"no check has the code {code!r} (see tfdoctor check --list-checks)")
-    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n")
+    from tfdoctor.report.check_docs import knowledge_lines
+
+    cited = "".join(f"\n{line}\n" for line in knowledge_lines(spec.doc))
+    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}")
+
+
+def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
+    """Read the log, find the known messages, run only the checks they relate to, and say what it means."""
+    from tfdoctor.logs.explanation import ERROR, explain_sightings
+    from tfdoctor.logs.messages import find_messages
+    from tfdoctor.logs.read import LogReadError, read_log
+
+    try:
+        log = read_log(log_path)
+    except LogReadError as exc:
+        raise UsageError(str(exc)) from None
+    sightings = find_messages(log.text)
+    codes = tuple(dict.fromkeys(code for s in sightings for code in s.message.checks))
+    results: list[Any] = []
+    facts_meta = None
+    if codes:
+        report = _build_report(GatherOptions(opts.facts_file, opts.root, opts.python, opts.timeout, codes, ()),
+                               _config())
+        results, facts_meta = report.results, report.facts.meta
+    elif opts.facts_file:  # nothing to check, but a bad --facts is still a usage error
+        from tfdoctor.facts import Facts, FactsFileError
+
+        try:
+            facts_meta = Facts.load(opts.facts_file).meta
+        except FactsFileError as exc:
+            raise UsageError(str(exc)) from None
+    explained = explain_sightings(sightings, results)
+    if fmt == "json":
+        from tfdoctor.logs.render import render_json
+
+        _emit(render_json(log, explained, facts_meta))
+    else:
+        from tfdoctor.logs.render import render_text
+
+        _emit(render_text(log, explained, checked=bool(codes)))
+    if any(item.crashed for item in explained):
+        raise SystemExit(EXIT_INTERNAL)
+    raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)
 
 
 @cli.command()

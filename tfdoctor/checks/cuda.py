@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.derive.gpu_inventory import all_gpus
+from tfdoctor.derive.cuda_releases import cudnn_built_with
+from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
 from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts
@@ -53,6 +54,11 @@ def required_version(build: TfBuild, key: str) -> tuple[tuple[int, ...], str]:
     if pin:
         return version_tuple(pin[1])[:2], f"tensorflow[and-cuda] pins {pin[0]}=={pin[1]}"
     if key == "cudnn":
+        known = cudnn_built_with(build.version, build.cudnn_version)
+        if known and len(version_tuple(build.cudnn_version)) < 2:
+            # build_info gives only the major: the release's tested configuration gives the minor.
+            return version_tuple(known[0])[:2], (f"TensorFlow {build.version} was built with cuDNN {known[0]} "
+                                                 f"({known[1].table} knowledge table)")
         return version_tuple(build.cudnn_version)[:2], f"TensorFlow built with cuDNN {build.cudnn_version}"
     return version_tuple(build.cuda_version)[:2], f"TensorFlow built with CUDA {build.cuda_version}"
 
@@ -83,14 +89,14 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     if build is None:
         return
     wanted = wanted_sonames(build)
-    driver_loaded = facts.peek("host.nvidia_driver") is not None
+    driver_present = driver_loaded(facts)
     off_path: dict[str, list[tuple[str, list[str]]]] = {}  # folder -> [(library, copies found)]
     missing: list[tuple[str, str]] = []  # (key, library)
     broken: list[str] = []
     lib_path: list[str] = []
     for key in CORE_LIBRARIES:
         name = wanted.get(key)
-        if name is None or (key == "cuda" and not driver_loaded):
+        if name is None or (key == "cuda" and not driver_present):
             continue  # no driver at all: DRV001 says so
         view = LibraryView(facts, key)
         lib_path = view.ld_library_path

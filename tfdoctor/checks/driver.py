@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.checks.cuda import arch_support
-from tfdoctor.derive.gpu_inventory import all_gpus
+from tfdoctor.derive.cuda_releases import driver_at_least, driver_cuda_ceiling, driver_need
+from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
 from tfdoctor.derive.tf_build import cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
-
-# The oldest Linux driver of each CUDA major (CUDA's minor-version compatibility floor).
-MINIMUM_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 
 
 @check("DRV001", "nvidia-driver-not-loaded", Severity.ERROR)
@@ -62,8 +60,12 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
 @check("DRV002", "driver-cuda-older-than-build", Severity.ERROR)
 def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Compares the CUDA version the driver supports (NVML's nvmlSystemGetCudaDriverVersion) with the
-    CUDA version TensorFlow was built with.
+    Compares the driver with the CUDA version TensorFlow was built with: the CUDA version NVML says
+    the driver supports (nvmlSystemGetCudaDriverVersion) or, when NVML cannot answer, the driver
+    version from /proc/driver/nvidia/version against tfdoctor/knowledge/cuda_drivers.toml (the oldest
+    driver of each CUDA release, Linux and Windows, and the floor of each major's minor-version
+    compatibility; the finding's evidence carries the row used). Under WSL2 the driver is the Windows
+    one: the Windows column applies.
 
     Why is this bad?
     A driver of an older CUDA major cannot run the build at all ("CUDA driver version is
@@ -72,11 +74,12 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     produced (XLA's, or PTX JIT for a new GPU) fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
 
     Example:
-    Driver 470 (CUDA 11.4) with TensorFlow 2.15 (CUDA 12.2).
+    Driver 470 (CUDA 11.4) with TensorFlow 2.15 (CUDA 12.2), whether NVML answers or not.
 
     Fix:
-    Upgrade the driver (CUDA 12 needs ≥ 525.60.13). On data-center GPUs the cuda-compat-<major>-<minor>
-    package provides a newer user-space driver without touching the kernel module.
+    Upgrade the driver (CUDA 12 needs ≥ 525.60.13, CUDA 12.2's own driver is 535.54.03). On
+    data-center GPUs the cuda-compat-<major>-<minor> package provides a newer user-space driver
+    without touching the kernel module.
 
     Fix safety:
     Manual: needs root and usually a reboot.
@@ -84,31 +87,59 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None or not build.cuda_version:
         return
-    driver_cuda = facts.get("nvml.cuda_driver_version")
-    have, need = version_tuple(driver_cuda)[:2], version_tuple(build.cuda_version)[:2]
-    if not have or not need:
-        return
-    have, need = (*have, 0)[:2], (*need, 0)[:2]  # a one-component version ("12") is major.0
-    if have >= need:
-        return
-    driver = facts.peek("nvml.driver_version")
-    names = sorted({g.name for g in all_gpus(facts)})
+    system = "Windows" if facts.peek("host.system") == "Windows" or wsl2(facts) else "Linux"
+    need_row = driver_need(build.cuda_version, system)
+    driver, driver_source = driver_version(facts)
+    driver_cuda = facts.peek("nvml.cuda_driver_version")
+    need = (*version_tuple(build.cuda_version), 0, 0)[:2]  # a one-component version ("12") is major.0
+    if isinstance(driver_cuda, str) and version_tuple(driver_cuda):
+        have = (*version_tuple(driver_cuda), 0)[:2]
+        if have >= need:
+            return
+        same_major, observed = have[0] == need[0], f"supports CUDA {driver_cuda}"
+    elif driver is not None and need_row is not None:
+        if driver_at_least(driver, need_row.toolkit_driver):
+            return
+        same_major = driver_at_least(driver, need_row.compat_floor) and need[0] >= 11
+        ceiling = driver_cuda_ceiling(driver, system)
+        observed = f"from {driver_source}; its newest CUDA is {ceiling}" if ceiling else f"from {driver_source}"
+        driver_cuda = ceiling
+    else:
+        why = driver_source if driver is None else f"the cuda_drivers table has no CUDA {build.cuda_version}"
+        raise NotChecked(f"driver version unknown ({why})")
+    names = sorted({g.name for g in _known_gpus(facts)})
     datacenter = any(k in n for n in names for k in ("Tesla", "A100", "H100", "H200", "A10", "A30", "A40",
                                                     "L4", "L40", "V100", "T4", "B200", "GH200"))
+    minimum = need_row.toolkit_driver if need_row else None
+    floor = need_row.compat_floor if need_row else None
     steps = [f"Install a driver for CUDA {build.cuda_version} or newer"
-             + (f" (≥ {MINIMUM_DRIVER[need[0]]} for CUDA {need[0]}.x)" if need[0] in MINIMUM_DRIVER else "")]
-    if datacenter:
+             + (f" (≥ {minimum} on {system}" + (f"; ≥ {floor} runs CUDA {need[0]}.x precompiled kernels"
+                                               if floor and floor != minimum else "") + ")" if minimum else "")]
+    if datacenter and system == "Linux":
         steps.append(f"or, keeping the kernel module: apt install cuda-compat-{need[0]}-{need[1]} and put "
                      f"/usr/local/cuda-{need[0]}.{need[1]}/compat on LD_LIBRARY_PATH (data-center GPUs only)")
-    same_major = have[0] == need[0]
+    if wsl2(facts):
+        steps = [f"Update the NVIDIA driver on Windows (WSL2 uses it; ≥ {minimum})" if minimum else
+                 "Update the NVIDIA driver on Windows (WSL2 uses it)"]
+    evidence = {"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver, "driver_source": driver_source,
+                "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter}
+    if need_row is not None:
+        evidence["knowledge"] = need_row.evidence()
     yield Finding(
-        f"the driver ({driver}) supports CUDA {driver_cuda}, older than the CUDA {build.cuda_version} TensorFlow "
+        f"the driver ({driver or 'version unknown'}, {observed}) is older than the CUDA {build.cuda_version} "
+        "TensorFlow "
         + ("was built with: precompiled kernels run, PTX from the newer toolkit (XLA, JIT) will not" if same_major
            else "was built with: TensorFlow cannot use the GPU"),
-        evidence={"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver,
-                  "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter},
+        evidence=evidence,
         fixes=(AdminFix("Upgrade the NVIDIA driver", tuple(steps)),),
         severity=Severity.WARNING if same_major else Severity.ERROR)
+
+
+def _known_gpus(facts: Facts) -> list:
+    try:
+        return all_gpus(facts)
+    except NotChecked:
+        return []  # the driver can be judged without knowing the GPUs
 
 
 @check("DRV003", "gpu-architecture-not-in-build", Severity.WARNING)

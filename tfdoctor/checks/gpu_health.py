@@ -19,7 +19,7 @@ OTHER_PROCESS_SHARE = 0.5
 def visible_gpus(facts: Facts) -> list[Gpu]:
     """The visible GPUs, when NVML described them: /proc (the fallback) knows nothing of their health."""
     gpus = _visible_gpus(facts)
-    if gpus and facts.peek("nvml.source") == "procfs":
+    if gpus and facts.peek("nvml.source") != "nvml":
         why = facts.peek("nvml.nvml_error") or "NVML was not queried"
         raise NotChecked(f"GPU health needs NVML ({why})")
     return gpus

@@ -14,11 +14,15 @@ The contract with the probes (facts section "nvml", filled by tfdoctor/facts/pro
     }
 
 or an Unknown whose reason says why NVML could not answer. `host.nvidia_driver` (None when
-/proc/driver/nvidia/version is absent) tells a host without an NVIDIA driver from one whose NVML failed.
+/proc/driver/nvidia/version is absent) and `host.wsl2` tell a host without an NVIDIA driver from one
+whose NVML failed. When NVML fails on a driver host, the probe falls back ("source": "procfs" or
+"pci", "nvml_error": why): GPUs listed by /proc or the PCI bus with their unknown fields Unknown, or
+"devices" Unknown when nothing lists them — never an empty list.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,9 +62,8 @@ def all_gpus(facts: Facts) -> list[Gpu]:
     """
     nvml = facts.peek("nvml", default=Unknown("nvml facts were not collected"))
     if isinstance(nvml, Unknown):
-        driver = facts.peek("host.nvidia_driver")
-        if driver is None:
-            return []  # no /proc/driver/nvidia/version: no NVIDIA driver loaded, so no usable GPU
+        if not driver_loaded(facts):
+            return []  # no /proc/driver/nvidia/version, no WSL2 driver: no usable GPU
         raise NotChecked(f"GPUs unknown: {nvml.reason}")
     if not isinstance(nvml, dict):
         raise NotChecked(f"nvml holds a JSON {type(nvml).__name__}, not an object")
@@ -76,15 +79,43 @@ def all_gpus(facts: Facts) -> list[Gpu]:
         index = device.get("index", position)
         if isinstance(index, bool) or not (isinstance(index, int) or (isinstance(index, str) and index.isdigit())):
             raise NotChecked(f"nvml.devices[{position}].index is {index!r}, not a whole number")
+        name = device.get("name", "")
         gpus.append(Gpu(
             index=int(index),
-            name=str(device.get("name", "")),
+            name=name if isinstance(name, str) else "NVIDIA GPU (name unknown)",
             compute_capability=parse_compute_capability(device.get("compute_capability")),
-            uuid=str(device.get("uuid", "")),
+            uuid=device["uuid"] if isinstance(device.get("uuid"), str) else "",
             pci_bus_id=str(device.get("pci_bus_id", "")),
             raw=device,
         ))
     return gpus
+
+
+_MODULE_VERSION = re.compile(r"Kernel Module(?: for [A-Za-z0-9_]+)?\s+([0-9]+(?:\.[0-9]+)+)")
+
+
+def wsl2(facts: Facts) -> bool:
+    """WSL2: the Windows driver reached through /dev/dxg (no /proc/driver/nvidia)."""
+    return facts.peek("host.wsl2.detected") is True
+
+
+def driver_loaded(facts: Facts) -> bool:
+    """An NVIDIA driver this Linux can use: /proc/driver/nvidia/version, or WSL2's /dev/dxg."""
+    return facts.peek("host.nvidia_driver") is not None or wsl2(facts)
+
+
+def driver_version(facts: Facts) -> tuple[str | None, str]:
+    """(the driver's version, where it was read): NVML's answer, else /proc/driver/nvidia/version."""
+    version = facts.peek("nvml.driver_version")
+    if isinstance(version, str) and version:
+        source = facts.peek("nvml.source")
+        return version, "NVML" if source == "nvml" else "/proc/driver/nvidia/version"
+    line = facts.peek("host.nvidia_driver")
+    match = _MODULE_VERSION.search(line) if isinstance(line, str) else None
+    if match:
+        return match.group(1), "/proc/driver/nvidia/version"
+    reason = version.reason if isinstance(version, Unknown) else "neither NVML nor /proc/driver/nvidia/version"
+    return None, reason
 
 
 def visible_gpus(facts: Facts) -> list[Gpu]:

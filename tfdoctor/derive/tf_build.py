@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdoctor.facts import Facts, Unknown
+from tfdoctor.derive.versions import major_minor, version_tuple
+from tfdoctor.facts import Facts
 
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly",
                     "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")
@@ -22,25 +23,6 @@ WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasL
             "cudnn": "nvidia-cudnn", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
             "cusparse": "nvidia-cusparse", "nccl": "nvidia-nccl", "cupti": "nvidia-cuda-cupti",
             "nvcc": "nvidia-cuda-nvcc"}
-
-
-def version_tuple(text: Any) -> tuple[int, ...]:
-    if text is None or isinstance(text, Unknown):
-        return ()
-    parts = []
-    for piece in str(text).split("."):
-        match = re.match(r"^[0-9]+", piece)
-        if not match:
-            break
-        parts.append(int(match.group(0)))
-        if match.group(0) != piece:
-            break
-    return tuple(parts)
-
-
-def major_minor(text: Any) -> str:
-    parts = version_tuple(text)
-    return ".".join(str(p) for p in parts[:2]) if parts else str(text)
 
 
 @dataclass(frozen=True)
@@ -65,6 +47,18 @@ class TfBuild:
             return None
         for name, version in self.pins.items():
             if re.fullmatch(rf"{re.escape(stem)}-cu[0-9]+", name):
+                if library == "cudnn" and self.contradicting_cudnn_pin() is not None:
+                    return None
+                return name, version
+        return None
+
+    def contradicting_cudnn_pin(self) -> tuple[str, str] | None:
+        """The and-cuda cuDNN pin when its major is not the build's own: the loader asks for
+        libcudnn.so.<build major>, so the build wins and the pin is ignored."""
+        build_major = version_tuple(self.cudnn_version)[:1]
+        for name, version in self.pins.items():
+            contradicts = bool(build_major) and version_tuple(version)[:1] != build_major
+            if re.fullmatch(r"nvidia-cudnn-cu[0-9]+", name) and contradicts:
                 return name, version
         return None
 
@@ -73,16 +67,38 @@ class TfBuild:
         return f"{stem}-cu{self.cuda_major}" if stem and self.cuda_major else None
 
     def install_hint(self, library: str) -> str:
+        """One install step that names only packages that exist: the and-cuda pin, the release's and-cuda
+        extra, an nvidia-* wheel of this CUDA generation, or (CUDA 10, no wheels) NVIDIA's installers."""
+        from tfdoctor.derive.cuda_releases import cudnn_built_with, tensorflow_release, wheel_exists, wheel_suffix
+
         pin = self.pin_for(library)
         if pin:
             return f"pip install '{pin[0]}=={pin[1]}'"
-        if self.version and version_tuple(self.version) >= (2, 14) and self.dist == "tensorflow":
+        release = tensorflow_release(self.version)
+        if release is not None and release.values.get("and_cuda") and self.dist == "tensorflow":
             return f"pip install 'tensorflow[and-cuda]=={self.version}'"
-        wheel = self.wheel_name(library)
-        if wheel:
-            wanted = major_minor(self.cudnn_version if library == "cudnn" else self.cuda_version)
-            return f"pip install '{wheel}{'~=' + wanted if '.' in wanted else '==' + wanted + '.*'}'"
-        return f"install the CUDA {self.cuda_version} libraries (CUDA toolkit and cuDNN {self.cudnn_version})"
+        stem, suffix = WHEEL_OF.get(library), wheel_suffix(self.cuda_version)
+        known = cudnn_built_with(self.version, self.cudnn_version)
+        cudnn = known[0] if known else self.cudnn_version
+        wanted = cudnn if library == "cudnn" else self.cuda_version
+        if stem and suffix and wheel_exists(self.cuda_version, library, wanted):
+            return f"pip install '{stem}-{suffix}{self._wheel_spec(library, cudnn)}'"
+        if library == "cudnn":
+            return f"install cuDNN {cudnn} for CUDA {self.cuda_version} (NVIDIA's cuDNN archive)"
+        if library == "nccl":
+            return (f"install NCCL 2 for CUDA {major_minor(self.cuda_version)} "
+                    "(the libnccl2 package of NVIDIA's repository)")
+        return f"install the CUDA {self.cuda_version} toolkit (NVIDIA's CUDA Toolkit archive)"
+
+    def _wheel_spec(self, library: str, cudnn: str | None) -> str:
+        """A version range the wheel really has: the CUDA-numbered wheels follow the CUDA minor, cuDNN
+        its own; cuFFT, cuSOLVER, cuSPARSE and NCCL carry their own numbers (any of this major fits)."""
+        cuda_numbered = ("cudart", "cupti", "nvcc") + (("cublas", "cublasLt") if (self.cuda_major or 0) >= 12 else ())
+        if library in cuda_numbered:
+            return f"=={major_minor(self.cuda_version)}.*"
+        if library == "cudnn":
+            return f"=={major_minor(cudnn)}.*" if cudnn else ""
+        return ""
 
 
 def parse_pins(requires_dist: Any) -> dict[str, str]:
@@ -145,26 +161,11 @@ def tensorflow_build(facts: Facts) -> TfBuild | None:
 
 
 def wanted_sonames(build: TfBuild) -> dict[str, str]:
-    """The file names TensorFlow's loader asks for (tensorflow/tsl dso_loader), by library key."""
-    major = build.cuda_major
-    if major is None:
-        return {}
-    if major >= 12:
-        names = {"cudart": f"libcudart.so.{major}", "cublas": f"libcublas.so.{major}",
-                 "cublasLt": f"libcublasLt.so.{major}", "cufft": "libcufft.so.11",
-                 "cusolver": "libcusolver.so.11", "cusparse": "libcusparse.so.12",
-                 "cupti": f"libcupti.so.{major}"}
-    else:
-        names = {"cudart": f"libcudart.so.{major}.0", "cublas": f"libcublas.so.{major}",
-                 "cublasLt": f"libcublasLt.so.{major}", "cufft": "libcufft.so.10",
-                 "cusolver": "libcusolver.so.11", "cusparse": "libcusparse.so.11",
-                 "cupti": f"libcupti.so.{major_minor(build.cuda_version)}"}
-    cudnn = version_tuple(build.cudnn_version)
-    if cudnn:
-        names["cudnn"] = f"libcudnn.so.{cudnn[0]}"
-    names["nccl"] = "libnccl.so.2"
-    names["cuda"] = "libcuda.so.1"
-    return names
+    """The file names TensorFlow's loader asks for (tsl dso_loader), by library key, derived from the
+    build's CUDA generation in the cuda_sonames knowledge table."""
+    from tfdoctor.derive.cuda_releases import sonames
+
+    return sonames(build.cuda_version, build.cudnn_version)
 
 
 def gpu_host(facts: Facts) -> bool:
@@ -172,7 +173,7 @@ def gpu_host(facts: Facts) -> bool:
     devices = facts.peek("nvml.devices")
     if isinstance(devices, list) and devices:
         return True
-    if facts.peek("host.nvidia_driver"):
+    if facts.peek("host.nvidia_driver") or facts.peek("host.wsl2.detected") is True:
         return True
     pci = facts.peek("gpu_pci.devices")
     return isinstance(pci, list) and bool(pci)

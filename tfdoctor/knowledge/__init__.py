@@ -86,3 +86,12 @@ def table(name: str) -> Table:
         rows=tuple(rows),
         data=document,
     )
+
+
+def referenced(text: str) -> list[Table]:
+    """The packaged tables a check's documentation names (as tfdoctor/knowledge/<name>.toml), so that
+    `tfdoctor explain` and docs/checks.md can cite them."""
+    import re
+
+    names = dict.fromkeys(re.findall(r"knowledge/([a-z0-9_]+)\.toml", text))
+    return [table(name) for name in names if name in available()]

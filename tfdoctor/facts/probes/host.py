@@ -35,6 +35,13 @@ def _container(machine: Machine) -> dict[str, object]:
     return {"detected": bool(signs), "signs": signs}
 
 
+def _wsl2(machine: Machine) -> dict[str, object]:
+    from tfdoctor.facts.probes.nvml import wsl2_signs
+
+    signs = wsl2_signs(machine)
+    return {"detected": "/dev/dxg" in signs, "signs": signs}
+
+
 @probe("host")
 def probe_host(machine: Machine) -> dict[str, object]:
     driver = machine.read_text("/proc/driver/nvidia/version")
@@ -52,6 +59,7 @@ def probe_host(machine: Machine) -> dict[str, object]:
         "kernel": kernel,
         "os_release": _os_release(machine),
         "container": _container(machine),
+        "wsl2": _wsl2(machine),
         # Only presence and the first line: the full GPU story is the nvidia probes' business.
         "nvidia_driver": (driver.splitlines()[0].strip() if isinstance(driver, str) and driver.strip()
                           else None),

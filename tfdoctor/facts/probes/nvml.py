@@ -54,8 +54,17 @@ def _cuda_version(value: int) -> str:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
+WSL_SIGNS = ("/dev/dxg", "/usr/lib/wsl/lib/libcuda.so.1")
+
+
+def wsl2_signs(machine: Machine) -> list[str]:
+    """WSL2 exposes the Windows driver through /dev/dxg and /usr/lib/wsl/lib (libcuda, libnvidia-ml):
+    no /proc/driver/nvidia, no /dev/nvidia*, no NVIDIA device on its PCI bus."""
+    return [path for path in WSL_SIGNS if machine.exists(path)]
+
+
 def nvidia_driver_present(machine: Machine) -> bool:
-    if machine.exists("/proc/driver/nvidia/version"):
+    if machine.exists("/proc/driver/nvidia/version") or "/dev/dxg" in wsl2_signs(machine):
         return True
     listing = machine.listdir("/dev")
     return isinstance(listing, list) and any(name.startswith("nvidia") for name in listing)
@@ -234,7 +243,7 @@ def _run_with_timeout(nvml_factory: Callable[[], Any], timeout: float) -> dict[s
 
 
 def procfs_driver(machine: Machine) -> dict[str, Any]:
-    """The fallback: driver version from /proc/driver/nvidia/version, devices from /proc/driver/nvidia/gpus."""
+    """The driver version from /proc/driver/nvidia/version, devices from /proc/driver/nvidia/gpus."""
     import re
 
     text = machine.read_text("/proc/driver/nvidia/version")
@@ -264,6 +273,29 @@ def procfs_driver(machine: Machine) -> dict[str, Any]:
             "cuda_driver_version": Unknown("only NVML reports the driver's CUDA version"), "devices": devices}
 
 
+def fallback_inventory(machine: Machine, reason: str) -> dict[str, Any]:
+    """What the machine shows when NVML cannot answer: the driver from /proc, the GPUs from
+    /proc/driver/nvidia/gpus, else from the PCI bus (vendor 0x10de, display/3D class) with their NUMA
+    node; and when neither lists one, GPUs *unknown* (never "none"): NVML's failure says nothing about
+    how many GPUs there are."""
+    facts = procfs_driver(machine)
+    facts["nvml_error"] = reason
+    if facts["devices"]:
+        return facts
+    pci = pci_gpus(machine)
+    if isinstance(pci, list) and pci:
+        facts["source"] = "pci"
+        facts["devices"] = [{
+            "index": position, "name": Unknown(f"NVML unavailable: {reason}"),
+            "uuid": Unknown(f"NVML unavailable: {reason}"), "pci_bus_id": _full_bus_id(device["address"]),
+            "compute_capability": Unknown(f"NVML unavailable: {reason}"), "numa_node": device["numa_node"],
+        } for position, device in enumerate(pci)]
+    else:
+        facts["devices"] = Unknown(f"GPUs unknown: {reason}; none listed in /proc/driver/nvidia/gpus or on the "
+                                   "PCI bus")
+    return facts
+
+
 def _full_bus_id(text: str) -> str:
     """/proc writes "0000:3b:00.0"; NVML writes "00000000:3B:00.0". Normalise to NVML's form."""
     if text.count(":") == 2:
@@ -281,21 +313,24 @@ def probe_nvml(machine: Machine) -> dict[str, Any] | Unknown:
     if NVML_OVERRIDE is not None:
         return _run_with_timeout(NVML_OVERRIDE, nvml_timeout(machine))
     if not driver:
-        return Unknown("no NVIDIA driver (no /proc/driver/nvidia/version, no /dev/nvidia*)")
+        return Unknown("no NVIDIA driver (no /proc/driver/nvidia/version, no /dev/nvidia*, no WSL2 /dev/dxg)")
     if not machine.is_live:
-        return procfs_driver(machine)
+        return fallback_inventory(machine, "NVML is not queried under --root (it would describe this host, "
+                                           "not the tree)")
     result = _run_with_timeout(_load_nvml, nvml_timeout(machine))
     if isinstance(result, Unknown):
-        fallback = procfs_driver(machine)
-        if fallback["devices"]:
-            fallback["nvml_error"] = result.reason
-            return fallback
+        return fallback_inventory(machine, result.reason)
     return result
 
 
 @probe("gpu_pci")
 def probe_gpu_pci(machine: Machine) -> dict[str, Any] | Unknown:
     """NVIDIA display/3D controllers on the PCI bus: tells "no driver" from "no GPU"."""
+    devices = pci_gpus(machine)
+    return devices if isinstance(devices, Unknown) else {"devices": devices}
+
+
+def pci_gpus(machine: Machine) -> list[dict[str, Any]] | Unknown:
     listing = machine.listdir("/sys/bus/pci/devices")
     if isinstance(listing, Unknown):
         return listing
@@ -309,7 +344,12 @@ def probe_gpu_pci(machine: Machine) -> dict[str, Any] | Unknown:
         if not klass_text.startswith(("0x0300", "0x0302")):
             continue  # audio and USB functions of a graphics card are not GPUs
         device = machine.read_text(f"/sys/bus/pci/devices/{address}/device")
+        numa = machine.read_text(f"/sys/bus/pci/devices/{address}/numa_node")
+        node: Any = Unknown(f"/sys/bus/pci/devices/{address}/numa_node not readable")
+        if isinstance(numa, str) and numa.strip().lstrip("-").isdigit():
+            node = int(numa.strip())  # -1: the platform does not say (one node, or firmware silent)
         devices.append({"address": address, "class": klass_text,
                         "device_id": device.strip() if isinstance(device, str) else None,
-                        "driver_bound": machine.exists(f"/sys/bus/pci/devices/{address}/driver")})
-    return {"devices": devices}
+                        "driver_bound": machine.exists(f"/sys/bus/pci/devices/{address}/driver"),
+                        "numa_node": node})
+    return devices

@@ -4,6 +4,6 @@
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
 from . import machines, machines_cluster, machines_gpu, machines_pyenv  # noqa: F401  (registers the machines)
-from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
+from .corpus import MACHINES, HealthyMachine, check_recorded, collect, examine, family, register
 
-__all__ = ["MACHINES", "HealthyMachine", "collect", "examine", "family", "register"]
+__all__ = ["MACHINES", "HealthyMachine", "check_recorded", "collect", "examine", "family", "register"]

@@ -52,8 +52,10 @@ def report_page(tmp_path_factory) -> dict[str, Any]:
                                    reason="Playwright is in the test extra: pip install -e '.[test]'")
     pytest.importorskip("tensorflow", reason="the real profile needs tensorflow-cpu (test extra)")
     work = tmp_path_factory.mktemp("report")
-    profile = tfdoctor("profile", "--workload", "matmul", "--format", "json")
+    profile = tfdoctor("profile", "--workload", "matmul", "--format", "json", "--html", str(work / "profile.html"))
     assert profile.returncode in (0, 1), profile.stderr
+    alone = (work / "profile.html").read_text()  # `profile --html`: the profile section alone
+    assert '<section id="report-profile">' in alone and alone.count("<section ") == 1
     (work / "profile.json").write_text(profile.stdout)
     (work / "metric.py").write_text(METRIC_SCRIPT)
     tune = tfdoctor("tune", "--budget", "8", "--repeats", "2", "--leaders", "2", "--seed", "5", "--results",

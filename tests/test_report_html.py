@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 import sys
@@ -68,8 +69,9 @@ def test_planted_secrets_never_reach_the_page(tmp_path, capsys):
     page = out.read_text()
     for secret in (SECRET_URL_PASSWORD, SECRET_HF_TOKEN, SECRET_GH_TOKEN):
         assert secret not in page
-    # The finding that quotes the token is still there, with the token redacted.
-    assert '<b>THR001</b>' in page and "&lt;redacted&gt;" in page
+    # The finding that quotes the token is still there, with only the token redacted.
+    assert '<b>THR001</b>' in page
+    assert "OMP_NUM_THREADS=&#x27;&lt;redacted&gt;&#x27; is not a positive whole number" in page
 
 
 def test_profile_section_draws_one_stacked_bar_per_step_and_lists_the_verdicts(tmp_path, capsys):
@@ -124,13 +126,15 @@ def test_a_page_without_plots_carries_no_plotly_bundle(tmp_path, capsys):
     (["--no-check", "stray.json"], "unexpected argument 'stray.json'"),
     (["--no-check", "--profile", "{tmp}/notjson.txt"], "not JSON"),
     (["--no-check", "--profile", "{tmp}/object.json"], "must hold the JSON of `tfdoctor profile"),
-    (["--no-check", "--profile", "{tmp}"], "not a regular file"),
+    (["--no-check", "--profile", "{tmp}"], "is a directory, not a regular file"),
     (["--no-check", "--tune", "{tmp}/other.json"], "is not a tfdoctor tune results file"),
     (["--no-check", "--compare", "{tmp}/notjson.txt"], "no readable facts file"),
+    (["--no-check", "--profile", "{tmp}/fifo"], "not a regular file"),
 ])
 def test_bad_inputs_are_usage_errors(tmp_path, capsys, args, message):
     (tmp_path / "notjson.txt").write_text("hello")
     (tmp_path / "object.json").write_text(json.dumps({"steps": 3}))
+    os.mkfifo(tmp_path / "fifo")  # opening it for reading would block forever
     (tmp_path / "other.json").write_text(json.dumps({"format": "something else"}) + "\n" + json.dumps({"a": 1}) + "\n")
     out = tmp_path / "r.html"
     code, _, err = run_report(capsys, "-o", str(out), *(a.format(tmp=tmp_path) for a in args))
@@ -159,3 +163,17 @@ def test_check_and_the_hook_never_import_the_plotting_libraries():
                               timeout=120, check=False)
         assert done.returncode in (0, 1), done.stderr
         assert "LOADED:\n" in done.stderr, done.stderr
+
+
+def test_compare_and_tune_write_their_section_alone_with_html(tmp_path, capsys):
+    files = write_fleet(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", *map(str, files), "--html", str(tmp_path / "fleet.html")])
+    assert exited.value.code == 1  # the nodes differ: compare's own exit code is kept
+    page = (tmp_path / "fleet.html").read_text()
+    assert '<section id="report-fleet">' in page and page.count("<section ") == 1
+    (tmp_path / "mine.html").write_text("mine")
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", *map(str, files), "--html", str(tmp_path / "mine.html")])
+    assert exited.value.code == 2 and (tmp_path / "mine.html").read_text() == "mine"
+    assert "exists; add --force" in capsys.readouterr().err

@@ -322,7 +322,8 @@ def test_tune_command_writes_results_env_script_and_heatmap(tmp_path, capsys, mo
                          text=True, cwd=tmp_path).stdout.strip()
     winner_line = next(line for line in out.splitlines() if line.startswith("winner:"))
     assert f"TF_NUM_INTRAOP_THREADS={env} " in winner_line + " "
-    assert "<table>" in (tmp_path / "h.html").read_text()
+    page = (tmp_path / "h.html").read_text()  # the tune section of `tfdoctor report`, alone
+    assert '<section id="report-tune">' in page and 'id="plot-tune-history"' in page
 
 
 def test_tune_refuses_to_overwrite_env_script_without_force(tmp_path, capsys):
@@ -338,7 +339,8 @@ def test_tune_refuses_to_overwrite_env_script_without_force(tmp_path, capsys):
     (["tune", "--metric", "x ([0-9]+)"], "--metric reads the output of your command"),
     (["tune", "--", "python", "train.py"], "a command needs --metric"),
     (["tune", "--metric", "no group", "--", "true"], "has no group"),
-    (["tune", "--plot", "h.svg"], "must end in .html or .png"),
+    (["tune", "--plot", "h.svg"], "must end in .html"),
+    (["tune", "--plot", "h.png"], "PNG heatmaps were replaced by optuna's interactive plots"),
 ])
 def test_tune_usage_errors(tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
@@ -346,14 +348,6 @@ def test_tune_usage_errors(tmp_path, capsys, monkeypatch, args, message):
         main(args)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
-
-
-def test_png_heatmap_is_a_png(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit):
-        main(_tune_args(tmp_path, "--budget", "4", "--repeats", "1", "--results", "r.jsonl", "--plot", "h.png"))
-    data = (tmp_path / "h.png").read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n") and b"IEND" in data[-12:]
 
 
 def test_killed_tune_resumes_without_repeating_trials(tmp_path):
@@ -414,20 +408,6 @@ def test_bad_plot_params_create_no_results_file(tmp_path, capsys, monkeypatch):
     assert exit_.value.code == 2
     assert "--plot-params: NOPE, X not in the space" in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
-
-
-def test_heatmap_keeps_the_best_value_per_pair_and_skips_the_current_run():
-    from tfdoctor.tune.plot import heatmap, render_html
-
-    space = Space((int_param("A", 1, 3), int_param("B", 1, 2), int_param("C", 1, 2)))
-    records = [TrialRecord(0, "current", {"A": 3, "B": 2, "C": 1}, "ok", 99.0, 0.1),
-               TrialRecord(1, "search", {"A": 1, "B": 1, "C": 1}, "ok", 5.0, 0.1),
-               TrialRecord(2, "search", {"A": 1, "B": 1, "C": 2}, "ok", 7.0, 0.1),
-               TrialRecord(3, "search", {"A": 2, "B": 2, "C": 2}, "failed", None, 0.1)]
-    hm = heatmap(space, records, "A", "B")
-    assert hm.cells == {(1, 1): 7.0}
-    assert hm.xs == (1, 2, 3) and hm.ys == (1, 2)
-    assert 'title="A=1 B=1: 7"' in render_html(hm, "<t>") and "&lt;t&gt;" in render_html(hm, "<t>")
 
 
 def test_env_script_unsets_a_variable_the_winner_leaves_unset():

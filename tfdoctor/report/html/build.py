@@ -79,7 +79,14 @@ def build_sections(inputs: ReportInputs) -> list[Section]:
 
 
 def build_report_page(inputs: ReportInputs, title: str, subtitle: str) -> str:
-    sections = build_sections(inputs)
+    return _page(build_sections(inputs), title, subtitle)
+
+
+def section_page(section: Section, title: str, subtitle: str) -> str:
+    return _page([section], title, subtitle)
+
+
+def _page(sections: list[Section], title: str, subtitle: str) -> str:
     try:
         bundle = plotly_bundle() if any(s.plots for s in sections) else ""
     except PlottingUnavailable as exc:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tfdoctor.gather import gather_options
 from tfdoctor.usage import EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from tfdoctor.report.html.page import Section
 
 
 @click.command()
@@ -42,10 +46,7 @@ def report(output: str, force: bool, profiles: tuple[str, ...], tune_file: str |
 
     if more_compare and not compare_files:
         raise UsageError(f"unexpected argument {more_compare[0]!r}: facts files of a fleet follow --compare")
-    if not output:
-        raise UsageError("-o needs a file name (or - for standard output)")
-    if output != "-" and Path(output).exists() and not force:
-        raise UsageError(f"{output} exists; add --force to overwrite it")  # before any probing
+    check_output(output, force, "-o")  # before any probing
     inputs = ReportInputs(
         check=None if no_check else _check_report(gather),
         profiles=tuple(read_json_file(p, "--profile") for p in profiles),
@@ -71,6 +72,28 @@ def _check_report(gather: dict[str, Any]) -> Any:
     return build_report(opts, project_config())
 
 
+def check_output(path: str | None, force: bool, option: str = "--html") -> None:
+    """Refuse an output that exists (or an empty name) before the work that would fill it, not after."""
+    if path is None:
+        return
+    if not path:
+        raise UsageError(f"{option} needs a file name (or - for standard output)")
+    if path != "-" and Path(path).exists() and not force:
+        raise UsageError(f"{path} exists; add --force to overwrite it")
+
+
+def write_section_page(path: str, force: bool, build: Callable[[], Section], title: str) -> None:
+    """One section alone as a page: what `profile`, `compare` and `tune` write with --html FILE."""
+    from tfdoctor.report.html.build import ReportInputError, section_page
+    from tfdoctor.report.html.plots import PlottingUnavailable
+
+    try:
+        html = section_page(build(), title, time.strftime("%Y-%m-%d %H:%M %Z"))
+    except (ReportInputError, PlottingUnavailable) as exc:
+        raise UsageError(str(exc)) from None
+    write_page(path, html, force)
+
+
 def write_page(output: str, html: str, force: bool) -> None:
     import sys
 
@@ -89,13 +112,16 @@ def write_page(output: str, html: str, force: bool) -> None:
     click.echo(f"tfdoctor: report written to {output}", err=True)
 
 
+PROFILE_JSON_LIMIT = 64 * 1024 * 1024  # a profile's JSON is kilobytes; a larger file is not one
+
+
 def read_json_file(path: str, what: str) -> Any:
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{what} {path}: not a regular file")
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what} {path}: cannot read it ({exc})") from None
-    except (ValueError, RecursionError):
+        raw = read_input_file(path, PROFILE_JSON_LIMIT, what)
+        return json.loads(raw.decode("utf-8"))
+    except InputFileError as exc:
+        raise UsageError(str(exc)) from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise UsageError(f"{what} {path}: not JSON") from None

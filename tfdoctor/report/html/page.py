@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfdoctor.facts.redact import redact, redact_value
+from tfdoctor.facts.redact import redact_text, redact_value
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,13 @@ class Section:
 
 
 def text(value: object) -> str:
-    """A value as page text: redacted like `tfdoctor collect`, then HTML-escaped."""
-    return html.escape(redact_value(str(value)), quote=True)
+    """A value as page text: each secret in it redacted (the one redactor), then HTML-escaped."""
+    return html.escape(redact_text(str(value)), quote=True)
 
 
 def value(name: str, data: Any) -> str:
     """A fact or evidence value under its name (a secret-named key redacts the whole value)."""
-    cleaned = redact(data, name)
+    cleaned = redact_value(data, name)
     shown = cleaned if isinstance(cleaned, str) else json.dumps(cleaned, sort_keys=True, default=str)
     return html.escape(shown, quote=True)
 

@@ -94,7 +94,8 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
     return table(("settings", "median", "spread", "winner's gain"), rows)
 
 
-def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], source: str) -> Section:
+def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], source: str,
+                 surface: tuple[str, str] | None = None) -> Section:
     space = Space.from_json(header["space"])
     maximize = bool(header.get("maximize", True))
     vis = require("optuna.visualization")
@@ -111,8 +112,12 @@ def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], sour
         parts.append("<h3>Which parameters mattered</h3>")
         parts.append(figure_div(vis.plot_param_importances(study), "plot-tune-importances"))
         plots += 1
-    pair = list(ranked)[:2] if len(ranked) >= 2 else [p for p in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
-                                                     if p in space.names()]
+    if surface:
+        pair = list(surface)
+    elif len(ranked) >= 2:
+        pair = list(ranked)[:2]
+    else:
+        pair = [p for p in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS") if p in space.names()]
     if len(pair) == 2 and len(study.trials) >= 3:
         parts.append(f"<h3>{text(pair[0])} × {text(pair[1])}</h3>")
         parts.append(figure_div(vis.plot_contour(study, params=pair), "plot-tune-surface", height=460))

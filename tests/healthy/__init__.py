@@ -3,7 +3,14 @@
 `MACHINES` lists them (registered in machines.py); `examine(machine, tmp_path)` runs every registered
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
-from . import machines, machines_cluster, machines_gpu, machines_pyenv, machines_threads  # noqa: F401  (registers)
+from . import (  # noqa: F401  (each module registers its machines)
+    machines,
+    machines_cluster,
+    machines_gpu,
+    machines_only_a_run_can_tell,
+    machines_pyenv,
+    machines_threads,
+)
 from .corpus import MACHINES, HealthyMachine, check_recorded, collect, examine, family, register
 
 __all__ = ["MACHINES", "HealthyMachine", "check_recorded", "collect", "examine", "family", "register"]

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
-import signal
 import stat
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
+    import subprocess
 
 MB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -158,6 +158,8 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
 
     Raises subprocess.TimeoutExpired after `timeout` seconds (the process group killed first), and
     OSError when the program cannot start."""
+    import selectors
+    import subprocess
     process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -205,6 +207,8 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     """The process and everything it started (its own session): a flood or a hang ends here."""
+    import signal
+    import subprocess
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(OSError):

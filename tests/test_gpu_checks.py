@@ -11,7 +11,7 @@ import gpu_scenarios as g
 import pytest
 from conftest import check_facts, env_fixes
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, Unknown
 from tfdoctor.model import AdminFix, Severity
 
 FAMILIES = g.GPU_FAMILIES
@@ -32,7 +32,7 @@ def test_each_fixture_reports_exactly_its_codes(scenario):
     assert not result.crashed()
 
 
-@pytest.mark.parametrize("name", ["healthy-cuda12-pip", "healthy-system-toolkit", "healthy-cpu-laptop"])
+@pytest.mark.parametrize("name", [s.name for s in g.SCENARIOS if s.name.startswith("healthy-")])
 def test_healthy_machines_have_no_error_or_warning(name):
     result = report(name)
     assert [f for f in result.findings() if f.severity >= Severity.WARNING] == []
@@ -72,14 +72,38 @@ def test_libraries_on_disk_but_off_the_loader_path_get_one_prepend_per_folder():
 
 
 def test_libraries_nowhere_get_the_pinned_install():
-    errors, nccl = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
+    (errors,) = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
     assert errors.severity is Severity.ERROR
     assert errors.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
                                             "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
                                             "libcusparse.so.12"]
     assert errors.fixes[0].steps == ("pip install 'tensorflow[and-cuda]==2.15.0'   # every pinned nvidia-* wheel",)
-    assert nccl.severity is Severity.WARNING  # only multi-GPU work needs it
+    # NCCL is missing too, but this job has one GPU and one worker: collectives never run.
+
+
+def test_missing_nccl_is_judged_against_the_jobs_layout():
+    (nccl,) = report("cuda001-nccl-missing-two-gpus").findings()
+    assert nccl.severity is Severity.WARNING
+    assert nccl.message.startswith("libnccl.so.2 is not installed anywhere tfdoctor looked: multi-GPU collectives")
+    assert nccl.evidence["visible_gpus"] == 2 and nccl.evidence["nccl_linkage"] == "dynamic"
+    assert nccl.evidence["knowledge"]["row"]["tensorflow"] == "2.15"
     assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.2", ("pip install 'nvidia-nccl-cu12==2.16.5'",)),)
+    # One GPU, but several workers: collectives cross the workers.
+    facts = load("healthy-one-gpu-without-nccl")
+    assert check_facts(facts, select=["CUDA001"]).codes() == []
+    facts.sections["env"]["variables"]["TF_CONFIG"] = (
+        '{"cluster": {"worker": ["node1:2222", "node2:2222"]}, "task": {"type": "worker", "index": 0}}')
+    (multi,) = check_facts(facts, select=["CUDA001"]).findings()
+    assert multi.evidence["env.TF_CONFIG"] == "2 chief/worker tasks"
+    facts.sections["env"]["variables"]["TF_CONFIG"] = ""
+    facts.sections["env"]["variables"]["SLURM_NTASKS"] = "4"
+    assert check_facts(facts, select=["CUDA001"]).findings()[0].evidence["env.SLURM_NTASKS"] == "4"
+
+
+def test_a_build_that_links_nccl_in_never_asks_for_it():
+    facts = load("healthy-static-nccl-two-gpus")
+    assert facts.peek("cuda_libs.libraries.nccl.files") == []
+    assert check_facts(facts, select=["CUDA001"]).codes() == []
 
 
 def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
@@ -131,14 +155,45 @@ def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_a_war
     facts = load("cupti002-profiling-admin-only")
     finding = check_facts(facts, select=["CUPTI002"]).findings()[0]
     assert finding.severity is Severity.ERROR
-    assert [f.title for f in finding.fixes] == ["Start the container with SYS_ADMIN",
+    assert [f.title for f in finding.fixes] == ["Start the docker container with SYS_ADMIN",
                                                 "Allow profiling for all users on the host"]
     assert "options nvidia NVreg_RestrictProfilingToAdminUsers=0" in finding.fixes[1].steps[0]
     del facts.sections["python"]["watched"]["tensorboard-plugin-profile"]
     quiet = check_facts(facts, select=["CUPTI002"]).findings()[0]
     assert quiet.severity is Severity.WARNING and quiet.message.endswith("this matters only if you profile")
-    facts.sections["privileges"]["euid"] = 0
+
+
+def test_root_in_a_default_container_has_no_sys_admin():
+    docker = report("cupti002-root-in-docker").findings()[0]
+    assert docker.message.startswith(
+        "GPU profiling is restricted to administrators (RmProfilingAdminOnly: 1) and this process (uid 0 in a docker "
+        "container, CapEff 00000000a80425fb (the default set of a container)) has no CAP_SYS_ADMIN")
+    assert docker.fixes[0] == AdminFix("Start the docker container with SYS_ADMIN", (
+        "docker run --cap-add SYS_ADMIN …   # or --privileged",))
+    assert docker.evidence["privileges.container"] == ["/.dockerenv"]
+    kubernetes = report("cupti002-root-in-kubernetes").findings()[0]
+    assert kubernetes.evidence["container_kind"] == "kubernetes"
+    assert kubernetes.evidence["privileges.container"] == ["KUBERNETES_SERVICE_HOST", "/proc/self/cgroup:kubepods"]
+    assert kubernetes.fixes[0].steps == (
+        'securityContext:\n  capabilities:\n    add: ["SYS_ADMIN"]   # in the container\'s spec (or privileged: true)',)
+    assert kubernetes.fixes[1].title == "Allow profiling for all users on the host"
+
+
+def test_capabilities_decide_not_the_uid():
+    facts = load("cupti002-root-in-docker")
+    facts.sections["privileges"].update(cap_eff="00000000a82425fb", cap_sys_admin=True)
     assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    # A user with CAP_PERFMON on a driver from R565 may profile; on R550 it may not.
+    facts.sections["privileges"].update(euid=1000, cap_eff="0000004000000000", cap_sys_admin=False, cap_perfmon=True)
+    assert check_facts(facts, select=["CUPTI002"]).codes() == ["CUPTI002"]
+    facts.sections["nvml"]["driver_version"] = "565.57.01"
+    assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    # Capabilities unreadable: uid 0 on a host is enough, uid 0 in a container is not known to be.
+    facts.sections["privileges"].update(euid=0, cap_sys_admin=Unknown("no CapEff line"), container=[])
+    facts.sections["host"]["container"] = {"detected": False, "signs": []}
+    assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    facts.sections["privileges"]["container"] = ["/.dockerenv"]
+    assert check_facts(facts, select=["CUPTI002"]).result("CUPTI002").status.value == "not-checked"
 
 
 def test_driver_findings():

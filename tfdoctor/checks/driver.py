@@ -124,7 +124,9 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     evidence = {"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver, "driver_source": driver_source,
                 "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter}
     if need_row is not None:
-        evidence["knowledge"] = need_row.evidence()
+        evidence.update(minimum_driver=need_row.toolkit_driver, compat_floor=need_row.compat_floor, system=system)
+        if need_row.row is not None:
+            evidence["knowledge"] = need_row.row.evidence()
     yield Finding(
         f"the driver ({driver or 'version unknown'}, {observed}) is older than the CUDA {build.cuda_version} "
         "TensorFlow "

@@ -13,9 +13,10 @@ _EXPECT = re.compile(r"expect: ((?:SRC\d{3}\s*)+)")
 
 
 def rules(select: tuple[str, ...] = ()):
-    from tfdoctor.registry import select_checks
+    """The selected rules, preview ones included: the fixtures exercise every rule."""
+    from tfdoctor.lint.rule import select_lint_rules
 
-    return select_checks(load_lint_rules().rules, select)  # type: ignore[arg-type]
+    return select_lint_rules(load_lint_rules().rules, select, preview=True)
 
 
 def lint(text: str, select: tuple[str, ...] = ()) -> LintReport:

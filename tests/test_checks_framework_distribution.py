@@ -148,6 +148,27 @@ def test_nccl_p2p_disabled_on_multi_gpu():
     assert dist({"NCCL_P2P_DISABLE": "1"}, gpus=gpu_devices(A100)).codes() == []
 
 
+RTX_4090 = ("NVIDIA GeForce RTX 4090", "8.9")
+RTX_A6000 = ("NVIDIA RTX A6000", "8.6")
+
+
+def test_nccl_p2p_disabled_on_boards_without_peer_to_peer_is_silent():
+    """GeForce RTX 40 boards offer no peer-to-peer: NCCL already goes through host memory (issue 16)."""
+    assert dist({"NCCL_P2P_DISABLE": "1"}, gpus=gpu_devices(RTX_4090, RTX_4090)).codes() == []
+    # One board without peer-to-peer leaves no pair that could use it.
+    assert dist({"NCCL_P2P_DISABLE": "1"}, gpus=gpu_devices(RTX_4090, RTX_A6000)).codes() == []
+    # Two professional Ampere boards can: still reported.
+    finding = only(dist({"NCCL_P2P_DISABLE": "1"}, gpus=gpu_devices(RTX_4090, RTX_A6000, RTX_A6000)))
+    assert (finding.code, finding.evidence) == ("DIST101", {"env.NCCL_P2P_DISABLE": "1", "gpus.visible": 2})
+
+
+def test_peer_to_peer_table_rows_name_nvml_prefixes_and_reasons():
+    from tfdoctor.knowledge import table
+
+    rows = table("gpu_peer_to_peer").rows
+    assert rows and all(r["name_prefix"].startswith("NVIDIA ") and r["why"] and r["boards"] for r in rows)
+
+
 IB_NETWORK = {"hostname": "node1", "names": ["node1"], "addresses": ["10.0.0.1"],
               "interfaces": {"lo": {"operstate": "unknown", "speed_mbps": None},
                              "ib0": {"operstate": "up", "speed_mbps": None},

@@ -209,8 +209,29 @@ def _list_checks() -> str:
 @cli.command()
 @click.argument("code", required=False)
 @click.option("--all", "all_checks", is_flag=True, help="Document every check, as Markdown (docs/checks.md).")
-def explain(code: str | None, all_checks: bool) -> None:
-    """Show the documentation of one check (what, why, example, fix, fix safety)."""
+@click.option("--log", "log_path", metavar="FILE",
+              help="Explain the known messages in a log (- for standard input; the last 8 MiB are read) and "
+                   "run the checks that diagnose their cause.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="With --log: the report's form.")
+@click.option("--facts", "facts_file", metavar="FILE", help="With --log: judge recorded facts instead of this machine.")
+@click.option("--root", metavar="DIR", help="With --log: read file-based facts under DIR instead of /.")
+@click.option("--python", metavar="PATH", help="With --log: inspect this interpreter's Python environment.")
+@click.option("--timeout", type=float, metavar="S", help="With --log: total seconds for gathering facts.")
+def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt: str = "text",
+            facts_file: str | None = None, root: str | None = None, python: str | None = None,
+            timeout: float | None = None) -> None:
+    """Show the documentation of one check (what, why, example, fix, fix safety), or explain a log.
+
+    With --log: exit 1 when a recognised message points to an error finding on this machine (or in the
+    --facts), 0 otherwise, 2 when the log cannot be read."""
+    if log_path is not None:
+        if code or all_checks:
+            raise UsageError("--log explains a log: give it without a check code or --all")
+        _explain_log(log_path, fmt, GatherOptions(facts_file, root, python, timeout, (), ()))
+        return
+    if fmt != "text" or facts_file or root or python or timeout is not None:
+        raise UsageError("--format, --facts, --root, --python and --timeout go with --log FILE")
     from tfdoctor.registry import load_registry
 
     registry = load_registry()
@@ -232,6 +253,45 @@ def explain(code: str | None, all_checks: bool) -> None:
 
     cited = "".join(f"\n{line}\n" for line in knowledge_lines(spec.doc))
     _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}")
+
+
+def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
+    """Read the log, find the known messages, run only the checks they relate to, and say what it means."""
+    from tfdoctor.logs.explanation import ERROR, explain_sightings
+    from tfdoctor.logs.messages import find_messages
+    from tfdoctor.logs.read import LogReadError, read_log
+
+    try:
+        log = read_log(log_path)
+    except LogReadError as exc:
+        raise UsageError(str(exc)) from None
+    sightings = find_messages(log.text)
+    codes = tuple(dict.fromkeys(code for s in sightings for code in s.message.checks))
+    results: list[Any] = []
+    facts_meta = None
+    if codes:
+        report = _build_report(GatherOptions(opts.facts_file, opts.root, opts.python, opts.timeout, codes, ()),
+                               _config())
+        results, facts_meta = report.results, report.facts.meta
+    elif opts.facts_file:  # nothing to check, but a bad --facts is still a usage error
+        from tfdoctor.facts import Facts, FactsFileError
+
+        try:
+            facts_meta = Facts.load(opts.facts_file).meta
+        except FactsFileError as exc:
+            raise UsageError(str(exc)) from None
+    explained = explain_sightings(sightings, results)
+    if fmt == "json":
+        from tfdoctor.logs.render import render_json
+
+        _emit(render_json(log, explained, facts_meta))
+    else:
+        from tfdoctor.logs.render import render_text
+
+        _emit(render_text(log, explained, checked=bool(codes)))
+    if any(item.crashed for item in explained):
+        raise SystemExit(EXIT_INTERNAL)
+    raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)
 
 
 @cli.command()

@@ -19,7 +19,7 @@ else:  # pragma: no cover - Python 3.10
 FAIL_ON = ("error", "warning", "info", "never")
 CONFIG_FILE_LIMIT = 1024 * 1024
 MAX_TIMEOUT = 86400.0  # a day: beyond it a deadline is no bound at all (and 1e300 overflows thread.join)
-KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
+KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout", "lint"}  # lint: tfdoctor/lint/settings.py
 
 
 class ConfigError(Exception):

@@ -11,7 +11,7 @@ exactly what `tfdoctor collect -o f.json && tfdoctor check --facts f.json` would
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,17 @@ class HealthyMachine:
     name: str
     twin_of: tuple[str, ...]
     about: str  # what the machine is, in one line
-    build: Callable[[FakeRoot], Any] | None = None  # writes the tree
+    # Writes the tree; returns NVML's answers for the GPUs it installed (FakeGpu, see parts.nvidia_driver),
+    # or None when NVML would not answer (no driver).
+    build: Callable[[FakeRoot], Sequence[FakeGpu] | None] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     python: PythonEnv | None = None  # the environment the job runs in (its site-packages are in the tree)
-    gpus: tuple[FakeGpu, ...] | None = None  # NVML's answers; None: no NVML (no driver, or never asked)
     nvml: Mapping[str, Any] = field(default_factory=dict)  # FakeNvml keyword arguments (driver, cuda)
     facts: str | None = None  # a recorded facts file (relative to the repository) instead of a tree
     sections: Mapping[str, Any] = field(default_factory=dict)  # sections recorded by other commands (profile)
-    xfail: str | None = None  # a known false alarm owned elsewhere: "issue 16 item N, branch X"
+    # Known false alarms whose fix another branch owns: code -> "issue 16 item N, branch X". The machine's
+    # test is an expected failure while exactly these codes warn, and fails once one of them no longer does.
+    false_alarms: Mapping[str, str] = field(default_factory=dict)
 
 
 MACHINES: list[HealthyMachine] = []
@@ -87,10 +90,10 @@ def _probe(machine: HealthyMachine, root: FakeRoot) -> Facts:
     from tfdoctor.facts.probes import nvml
 
     assert machine.build is not None
-    machine.build(root)
+    gpus = machine.build(root)
     previous = nvml.NVML_OVERRIDE
-    fake = FakeNvml(machine.gpus or (), **machine.nvml)
-    nvml.NVML_OVERRIDE = None if machine.gpus is None else (lambda: fake)
+    fake = FakeNvml(gpus or (), **machine.nvml)
+    nvml.NVML_OVERRIDE = None if gpus is None else (lambda: fake)
     try:
         facts = gather_facts(load_registry().probes, root.machine(dict(machine.env), timeout=10.0))
     finally:
@@ -117,10 +120,10 @@ def python_section(machine: HealthyMachine, root: FakeRoot) -> Any:
     snap = _unroot(snap, inside)
     major, minor = env.version.split(".")[:2]
     snap.update(executable=env.executable, version=env.version, prefix=env.prefix, base_prefix=env.base_prefix,
-                platform="linux", machine="x86_64", path=[f"/usr/lib/python{major}{minor}.zip",
+                platform="linux", machine=env.arch, path=[f"/usr/lib/python{major}{minor}.zip",
                                                           f"/usr/lib/python{major}.{minor}", env.site])
     snap["marker_environment"].update(python_version=f"{major}.{minor}", python_full_version=env.version,
-                                      implementation_version=env.version, platform_machine="x86_64",
+                                      implementation_version=env.version, platform_machine=env.arch,
                                       sys_platform="linux", platform_system="Linux")
     return {**from_jsonable(snap), "other_interpreter": False}
 

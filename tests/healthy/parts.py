@@ -5,12 +5,14 @@ those of tests/gpu_scenarios.py; topology parts those of FakeRoot (tfdoctor/test
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from fake_site_packages import TF_2_21_REQUIRES, FakeSitePackages
 
 from tfdoctor.facts.parse import parse_cpulist
 from tfdoctor.testing import FakeRoot
+from tfdoctor.testing.fake_nvml import FakeGpu
 
 # -- CPUs: the flags line of /proc/cpuinfo as these models print it (kernel 6.x) ----------------------------
 
@@ -210,6 +212,7 @@ class PythonEnv:
     prefix: str  # the venv or conda env ("/home/ada/venv")
     version: str = "3.11.9"
     base_prefix: str = "/usr"
+    arch: str = "x86_64"  # platform.machine() of the interpreter
 
     @property
     def site(self) -> str:
@@ -265,18 +268,29 @@ def tensorflow_2_21(root: FakeRoot, env: PythonEnv, name: str = "tensorflow-cpu"
     return site.healthy_dependencies(**versions)
 
 
-def tensorflow_2_15_and_cuda(root: FakeRoot, env: PythonEnv) -> FakeSitePackages:
-    """`pip install tensorflow[and-cuda]==2.15.1`: the wheel, its dependencies and the nvidia-* wheels."""
+def tensorflow_2_15(root: FakeRoot, env: PythonEnv, cuda_wheels: bool = True, **versions: str) -> FakeSitePackages:
+    """`pip install tensorflow[and-cuda]==2.15.1` (or without [and-cuda]: CUDA from the system): the wheel,
+    its dependencies as pip resolved them, and the nvidia-* wheels it pins."""
     from gpu_scenarios import PINS_215, wheels
 
     site = FakeSitePackages(root.path / env.site.lstrip("/"))
     site.tensorflow(name="tensorflow", version="2.15.1", build_info=BUILD_INFO_2_15_CUDA, requires=TF_2_15_REQUIRES,
                     requires_python=">=3.9", tags=(TF_2_15_WHEEL_TAG,))
     _record(site, "tensorflow", "2.15.1", TF_RECORD)
-    for dist, version in TF_2_15_DEPENDENCIES.items():
+    for dist, version in {**TF_2_15_DEPENDENCIES, **versions}.items():
         site.dist(dist, version, top_level=(dist,))
-    wheels(root, PINS_215, site=env.site)
+    if cuda_wheels:
+        wheels(root, PINS_215, site=env.site)
     return site
+
+
+def tensorflow_profiler(root: FakeRoot, env: PythonEnv) -> FakeSitePackages:
+    """`pip install tensorboard-plugin-profile` (the TensorBoard profiler plugin) beside TensorFlow 2.15."""
+    site = FakeSitePackages(root.path / env.site.lstrip("/"))
+    return site.dist("tensorboard_plugin_profile", "2.15.1", requires=("gviz-api>=1.9.0", "protobuf>=3.19.6",
+                                                                       "setuptools>=41.0.0", "six>=1.10.0",
+                                                                       "werkzeug>=0.11.15"),
+                     top_level=("tensorboard_plugin_profile",), tags=("py3-none-any",))
 
 
 def _record(site: FakeSitePackages, name: str, version: str, files: tuple[str, ...]) -> None:
@@ -286,3 +300,72 @@ def _record(site: FakeSitePackages, name: str, version: str, files: tuple[str, .
         + "".join(f"{folder}/{m},,\n" if m == "RECORD" else f"{folder}/{m},sha256=AAAA,100\n"
                   for m in ("METADATA", "WHEEL", "INSTALLER", "top_level.txt", "RECORD")))
 
+
+
+# -- NVIDIA GPUs: the driver's /proc and /dev files, the PCI functions, and NVML's answers ------------------
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str  # as NVML and /proc/driver/nvidia/gpus/*/information print it
+    pci_device: str
+    compute_capability: tuple[int, int]
+    memory_mib: int
+    ecc: bool = True  # data-center parts; GeForce reports ECC "Not Supported"
+    remapping: bool = True  # row remapping: Ampere and later data-center parts
+    mig: bool = False  # MIG-capable (A100, H100)
+    pcie: tuple[int, int] = (4, 16)  # generation, width
+
+
+A100_SXM4 = GpuModel("NVIDIA A100-SXM4-80GB", "0x20b2", (8, 0), 81920, mig=True)
+H100_SXM5 = GpuModel("NVIDIA H100 80GB HBM3", "0x2330", (9, 0), 81559, mig=True, pcie=(5, 16))
+L40S = GpuModel("NVIDIA L40S", "0x26b9", (8, 9), 46068)
+RTX_4090 = GpuModel("NVIDIA GeForce RTX 4090", "0x2684", (8, 9), 24564, ecc=False, remapping=False)
+T4 = GpuModel("Tesla T4", "0x1eb8", (7, 5), 15360, remapping=False, pcie=(3, 16))
+
+
+def nvidia_driver(root: FakeRoot, model: GpuModel, placement: Sequence[tuple[str, int]],
+                  version: str = "550.54.15", profiling_admin_only: int = 1,
+                  visible_in_container: Sequence[int] | None = None) -> tuple[FakeGpu, ...]:
+    """A loaded driver and its GPUs at these (sysfs bus id, NUMA node): /proc/driver/nvidia (version,
+    params with the driver's default RmProfilingAdminOnly=1, one information file per GPU), /dev/nvidia*,
+    the PCI functions with numa_node and local_cpulist, libcuda; returns NVML's view of the same GPUs.
+    `visible_in_container`: the GPUs a container runtime passed in (its /dev/nvidiaN; NVML sees those only)."""
+    from gpu_scenarios import lib, link
+
+    root.write("/proc/driver/nvidia/version",
+               f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Feb 22 01:44:30 UTC 2024\n"
+               "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n")
+    root.write("/proc/driver/nvidia/params", "ResmanDebugLevel: 4294967295\nRmLogonRC: 1\nModifyDeviceFiles: 1\n"
+                                             f"DeviceFileUID: 0\nRmProfilingAdminOnly: {profiling_admin_only}\n"
+                                             "EnableMSI: 1\nEnableStreamMemOPs: 0\n")
+    root.write("/dev/nvidiactl", "").write("/dev/nvidia-uvm", "")
+    shown = range(len(placement)) if visible_in_container is None else visible_in_container
+    gpus = []
+    for minor, (bus_id, node) in enumerate(placement):
+        uuid = f"GPU-{minor:02x}{model.pci_device[2:]}a1-7c2e-4b9d-{0x8e31 + minor:04x}-5d1c0f9e{minor:04x}"
+        root.write(f"/proc/driver/nvidia/gpus/{bus_id}/information",
+                   f"Model: \t\t {model.name}\nIRQ:   \t\t {150 + minor}\nGPU UUID: \t {uuid}\n"
+                   f"Video BIOS: \t 92.00.45.00.03\nBus Type: \t PCIe\nDMA Size: \t 47 bits\n"
+                   f"DMA Mask: \t 0x7fffffffffff\nBus Location: \t {bus_id}\nDevice Minor: \t {minor}\n")
+        base = f"/sys/bus/pci/devices/{bus_id}"
+        root.write(f"{base}/vendor", "0x10de\n").write(f"{base}/class", "0x030200\n")
+        root.write(f"{base}/device", f"{model.pci_device}\n")
+        gpu_placement(root, bus_id, node)
+        if minor in shown:
+            root.write(f"/dev/nvidia{minor}", "")
+            gpus.append(fake_gpu(model, bus_id, uuid))
+    lib(root, f"/usr/lib/x86_64-linux-gnu/libcuda.so.{version}", "libcuda.so.1")
+    link(root, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", f"libcuda.so.{version}")
+    return tuple(gpus)
+
+
+def fake_gpu(model: GpuModel, bus_id: str, uuid: str, **changes: object) -> FakeGpu:
+    """A healthy, idle GPU of this model as NVML reports it (persistence on, no errors, full link)."""
+    domain, rest = bus_id.split(":", 1)
+    gen, width = model.pcie
+    gpu = FakeGpu(name=model.name, uuid=uuid, pci_bus_id=f"{int(domain, 16):08X}:{rest.upper()}",
+                  compute_capability=model.compute_capability, memory_total_mib=model.memory_mib,
+                  memory_used_mib=1 if model.ecc else 285, ecc=(True, 0, 0) if model.ecc else None,
+                  remapped=(0, 0, False, False) if model.remapping else None,
+                  mig=(False, False) if model.mig else None, pcie=(gen, gen, width, width))
+    return replace(gpu, **changes)  # type: ignore[arg-type]

@@ -69,8 +69,8 @@ def main() -> None:
             tf.keras.layers.Dense(2),
         ])
         optimizer = tf.keras.optimizers.Adam()
-    train = make_dataset("data/train-*.tfrecord", 32)  # expect: SRC102
-    for tokens, labels in train:
+    train = make_dataset("data/train-*.tfrecord", 32)
+    for tokens, labels in train:  # expect: SRC102
         train_step(model, optimizer, tokens, labels)
     extra = tf.data.Dataset.from_generator(  # expect: SRC104
         synthetic_examples,

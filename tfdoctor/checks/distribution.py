@@ -176,7 +176,9 @@ def _enabled(value: str | None) -> bool:
 @check("DIST101", "nccl-p2p-disabled", Severity.WARNING)
 def nccl_p2p_disabled(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds NCCL_P2P_DISABLE=1 with two or more visible GPUs.
+    Finds NCCL_P2P_DISABLE=1 with two or more visible GPUs that could reach each other peer-to-peer.
+    Boards that offer no peer-to-peer at all (GeForce RTX 40 series; knowledge table
+    gpu_peer_to_peer) do not count: there the variable changes nothing, and NVIDIA advises it.
 
     Why is this bad?
     NCCL then copies every GPU-to-GPU transfer through host memory instead of NVLink or PCIe
@@ -193,12 +195,20 @@ def nccl_p2p_disabled(facts: Facts) -> Iterator[Finding]:
     Unsafe: if the platform problem it hid remains, collectives may hang.
     """
     value = facts.env("NCCL_P2P_DISABLE")
-    gpus = visible_gpus(facts)
+    gpus = [g for g in visible_gpus(facts) if not _without_peer_to_peer(g.name)]
     if not _enabled(value) or len(gpus) < 2:
         return
     yield Finding(f"NCCL_P2P_DISABLE={value} with {len(gpus)} GPUs: GPU-to-GPU traffic goes through host memory",
                   evidence={"env.NCCL_P2P_DISABLE": value, "gpus.visible": len(gpus)},
                   fixes=(EnvFix("Unset NCCL_P2P_DISABLE", (unset_env("NCCL_P2P_DISABLE"),), Applicability.UNSAFE),))
+
+
+def _without_peer_to_peer(name: object) -> bool:
+    """A board that offers no peer-to-peer access at all (knowledge table gpu_peer_to_peer)."""
+    from tfdoctor.knowledge import table
+
+    return isinstance(name, str) and any(name.startswith(row["name_prefix"])
+                                         for row in table("gpu_peer_to_peer").rows)
 
 
 def _active_infiniband(facts: Facts) -> list[dict[str, Any]]:

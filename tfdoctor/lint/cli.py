@@ -20,34 +20,57 @@ from tfdoctor.usage import split_codes as _split_codes
               help="Exit 1 when a finding is at or above this level (default: error, or the config's).")
 @click.option("--show-fixes", is_flag=True, help="Text format: print each finding's fix under it.")
 @click.option("--list-rules", is_flag=True, help="List every registered lint rule and exit.")
+@click.option("--include-tests", is_flag=True, default=None,
+              help="Also lint test files found in directories (test_*.py, *_test.py, tests/).")
+@click.option("--preview", is_flag=True, default=None, help="Also run the preview rules (see --list-rules).")
+@click.option("--fix", "fix", is_flag=True, help="Apply the safe fixes in place, then report what is left.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply the unsafe fixes too.")
+@click.option("--diff", "diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
 def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str,
-         fail_on: str | None, show_fixes: bool, list_rules: bool) -> None:
-    """Statically check training scripts (files, or directories of *.py) for TensorFlow performance
-    anti-patterns. Nothing is imported or run. Suppress one line with `# tfdoctor: noqa: SRC101`."""
+         fail_on: str | None, show_fixes: bool, list_rules: bool, include_tests: bool | None,
+         preview: bool | None, fix: bool, unsafe_fixes: bool, diff: bool) -> None:
+    """Statically check training scripts and notebooks (files, or directories of *.py and *.ipynb) for
+    TensorFlow performance anti-patterns. Nothing is imported or run. Suppress one line with
+    `# tfdoctor: noqa: SRC101`."""
     from tfdoctor.lint.files import MissingPath, python_files
-    from tfdoctor.lint.rule import load_lint_rules
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths
-    from tfdoctor.registry import select_checks
+    from tfdoctor.lint.settings import load_lint_settings
 
     registry = load_lint_rules()
     if list_rules:
-        _emit("".join(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}{r.summary}\n" for r in registry.rules))
+        _emit("".join(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}{'(preview) ' if r.preview else ''}{r.summary}\n"
+                      for r in registry.rules))
         return
+    if fix and diff:
+        raise UsageError("--fix writes the fixes and --diff only shows them: choose one")
     if not paths:
         raise UsageError("lint needs at least one file or directory (e.g. tfdoctor lint train.py)")
     config = _config()
+    from tfdoctor.config import ConfigError
+
+    try:
+        settings = load_lint_settings(config.source)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    include_tests = settings.include_tests if include_tests is None else include_tests
+    preview = settings.preview if preview is None else preview
     selected_codes, ignored_codes = _split_codes(select), _split_codes(ignore)
     unknown = [c for c in (*selected_codes, *ignored_codes) if not any(r.code.startswith(c) for r in registry.rules)]
     if unknown:
         raise UsageError(f"no lint rule code starts with {', '.join(unknown)} (see tfdoctor lint --list-rules)")
     # The config's select/ignore name checks; only its entries for lint rules apply here.
     ignored = ignored_codes + tuple(c for c in config.ignore if c.startswith("SRC"))
-    rules = select_checks(registry.rules, selected_codes, ignored)  # type: ignore[arg-type]
+    rules = select_lint_rules(registry.rules, selected_codes, ignored, preview=bool(preview))
     try:
-        files = list(python_files(paths))
+        files = list(python_files(paths, include_tests=bool(include_tests)))
     except MissingPath as exc:
         raise UsageError(str(exc)) from None
-    report = lint_paths(files, rules, registry.errors)  # type: ignore[arg-type]
+    report = lint_paths(files, rules, registry.errors)
+    if fix or diff:
+        report = _apply_fixes(report, files, rules, registry.errors, write=fix, unsafe=unsafe_fixes)
+        if diff:
+            raise SystemExit(EXIT_FINDINGS if report else EXIT_OK)
     if fmt == "json":
         from tfdoctor.lint.render_json import render_json
 
@@ -69,3 +92,24 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 
     failed = level != "never" and worst is not None and worst >= Severity.parse(level)
     raise SystemExit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool):
+    """--fix: write the fixes and return the report of a second lint (what is left); --diff: print the
+    diffs and return whether there was any (the exit code says so, as ruff's does)."""
+    from tfdoctor.lint.fixing import plan_fixes, write_fix
+    from tfdoctor.lint.runner import display_path, lint_paths
+
+    plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files}, rules)
+    for problem in problems:
+        _emit(f"tfdoctor lint: {problem}\n", err=True)
+    if not write:
+        _emit("".join(plan.diff(display_path(plan.path)) for plan in plans))
+        count = sum(len(plan.fixed) for plan in plans)
+        _emit(f"tfdoctor lint: {count} fix(es) in {len(plans)} file(s) would be applied\n", err=True)
+        return bool(plans)
+    for plan in plans:
+        write_fix(plan)
+    count = sum(len(plan.fixed) for plan in plans)
+    _emit(f"tfdoctor lint: fixed {count} finding(s) in {len(plans)} file(s)\n", err=True)
+    return lint_paths(files, rules, plugin_errors) if plans else report

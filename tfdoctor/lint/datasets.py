@@ -15,7 +15,34 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tfdoctor.lint.source import SourceModule
+from tfdoctor.lint.source import SourceModule, constant
+
+
+def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+# A loop whose body only calls these looks at the elements (prints, plots, collects), it does not train.
+_INSPECTING_CALLS = frozenset({"print", "display", "pprint", "imshow", "show", "plot", "subplot", "title", "axis",
+                               "append", "extend", "update", "add", "numpy", "tolist", "format", "list", "len",
+                               "str", "repr", "decode", "write", "set_title", "figure", "savefig", "zip", "range",
+                               "enumerate", "isinstance", "int", "float"})
+
+
+def _inspects_only(module: SourceModule, loop: ast.For | ast.AsyncFor) -> bool:
+    for stmt in (*loop.body, *loop.orelse):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                qualified = module.call_name(node) or ""
+                if name not in _INSPECTING_CALLS and not qualified.startswith(("tf.io.parse", "matplotlib.")):
+                    return False
+    return True
+
+
+def _is_next_call(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next"
 
 SOURCES = frozenset({
     "tf.data.Dataset.from_tensor_slices", "tf.data.Dataset.from_tensors", "tf.data.Dataset.from_generator",
@@ -27,7 +54,16 @@ SOURCES = frozenset({
     "keras.utils.image_dataset_from_directory", "keras.preprocessing.image_dataset_from_directory",
     "keras.utils.text_dataset_from_directory", "keras.preprocessing.text_dataset_from_directory",
     "keras.utils.audio_dataset_from_directory", "keras.utils.timeseries_dataset_from_array",
-    "keras.preprocessing.timeseries_dataset_from_array",
+    "keras.preprocessing.timeseries_dataset_from_array", "tensorflow_datasets.load",
+})
+# Sources that read files: what they produce costs I/O and decoding per element.
+FILE_SOURCES = frozenset({
+    "tf.data.Dataset.list_files", "tf.data.TFRecordDataset", "tf.data.TextLineDataset",
+    "tf.data.FixedLengthRecordDataset", "tf.data.experimental.make_csv_dataset",
+    "tf.data.experimental.make_batched_features_dataset", "tf.data.Dataset.load", "tensorflow_datasets.load",
+    "keras.utils.image_dataset_from_directory", "keras.preprocessing.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory", "keras.preprocessing.text_dataset_from_directory",
+    "keras.utils.audio_dataset_from_directory",
 })
 TRANSFORMS = frozenset({
     "map", "batch", "padded_batch", "ragged_batch", "sparse_batch", "prefetch", "shuffle", "repeat",
@@ -37,11 +73,14 @@ TRANSFORMS = frozenset({
     "map_with_legacy_function", "distribute",
 })
 # Calls that pull elements from a dataset: the pipeline ends here as it was built.
+# Training or evaluation: `take(n)` for a plot, `next(iter(ds))` or `list(ds)` to look at it are not.
 CONSUMER_METHODS = frozenset({
-    "fit", "evaluate", "predict", "experimental_distribute_dataset", "distribute_datasets_from_function",
-    "as_numpy_iterator",
+    "fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator",
+    "experimental_distribute_dataset", "distribute_datasets_from_function",
+    "make_one_shot_iterator", "make_initializable_iterator",  # TF1: the iterator feeds the session
 })
-CONSUMER_BUILTINS = frozenset({"iter", "enumerate", "next", "zip", "list"})
+TF1_ITERATORS = frozenset({"tf.data.make_one_shot_iterator", "tf.data.make_initializable_iterator"})
+CONSUMER_BUILTINS = frozenset({"iter", "enumerate", "zip"})
 _DATASET_PARAM = re.compile(r"(^|_)(ds|dataset)$")
 
 
@@ -72,20 +111,29 @@ class ScopeFlow:
     values: list[Pipeline] = field(default_factory=list)
     extended: set[int] = field(default_factory=set)  # ids of values something was built on
     consumed: dict[int, ast.AST] = field(default_factory=dict)  # id → the consuming node
+    consumed_expr: dict[int, ast.AST] = field(default_factory=dict)  # id → the expression consumed there
     returned: list[Pipeline] = field(default_factory=list)
     # Each return statement's shape: one (value, expression) per returned element; a tuple when is_tuple.
     return_shapes: list[ReturnShape] = field(default_factory=list)
     of_node: dict[int, Pipeline] = field(default_factory=dict)  # id(expression) → its value
     loops: list[tuple[ast.For | ast.AsyncFor, Pipeline]] = field(default_factory=list)
 
+    def consume(self, value: Pipeline, consumer: ast.AST, expr: ast.AST) -> None:
+        if id(value) not in self.consumed:
+            self.consumed[id(value)] = consumer
+            self.consumed_expr[id(value)] = expr
+
     def terminal(self) -> list[Pipeline]:
         return [v for v in self.values if id(v) not in self.extended]
 
 
 class _ScopeWalker(ast.NodeVisitor):
-    def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, ReturnShape]) -> None:
+    def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, ReturnShape],
+                 input_fns: frozenset[str] = frozenset()) -> None:
         self.module, self.flow, self.returning = module, flow, returning
         self.env: dict[str, Pipeline] = {}
+        self.input_fn = isinstance(flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            flow.scope.name in input_fns
 
     def start(self, scope: ast.AST) -> None:
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -130,6 +178,9 @@ class _ScopeWalker(ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
+            if value is not None and isinstance(target, (ast.Tuple, ast.List)) and \
+                    self.module.call_name(node.value) == "tensorflow_datasets.load":  # type: ignore[arg-type]
+                self._bind_splits(target, node.value)  # type: ignore[arg-type]
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
@@ -139,6 +190,19 @@ class _ScopeWalker(ast.NodeVisitor):
                         unpacked = Pipeline(node.value, made.ops, expr)
                         self.flow.values.append(unpacked)
                         self._bind(element, unpacked)
+
+    def _bind_splits(self, target: ast.Tuple | ast.List, call: ast.Call) -> None:
+        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: each name is a split."""
+        elements = target.elts
+        if constant(keyword_value(call, "with_info")) is True:
+            elements = elements[:1]
+        for element in elements:
+            names = element.elts if isinstance(element, (ast.Tuple, ast.List)) else [element]
+            for name in names:
+                if isinstance(name, ast.Name):
+                    split = Pipeline(call, (), name)
+                    self.flow.values.append(split)
+                    self._bind(name, split)
 
     def _tuple_call(self, node: ast.AST) -> ReturnShape | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.returning:
@@ -169,6 +233,10 @@ class _ScopeWalker(ast.NodeVisitor):
         if any(v is not None for v, _ in elements):
             self.flow.returned.extend(v for v, _ in elements if v is not None)
             self.flow.return_shapes.append(ReturnShape(elements, is_tuple))
+            if self.input_fn:  # Estimator/TF1: what an input_fn returns is what training reads
+                for value, expr in elements:
+                    if value is not None:
+                        self.flow.consume(value, node, expr)
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
@@ -177,7 +245,9 @@ class _ScopeWalker(ast.NodeVisitor):
                 isinstance(node.iter.func, ast.Name) and node.iter.func.id == "enumerate":
             value = self.value(node.iter.args[0])
         if value is not None:
-            self.flow.consumed.setdefault(id(value), node)
+            expr = node.iter.args[0] if self.value(node.iter) is None else node.iter
+            if not _inspects_only(self.module, node):
+                self.flow.consume(value, node, expr)
             self.flow.loops.append((node, value))
         self._bind(node.target, None)
         for stmt in (*node.body, *node.orelse):
@@ -218,15 +288,31 @@ class _ScopeWalker(ast.NodeVisitor):
             else:
                 self._new(Pipeline(node, made.ops, node), node)
             return
+        if receiver is not None and func.attr in CONSUMER_METHODS:  # type: ignore[union-attr]
+            self.flow.consume(receiver, node, func.value)  # type: ignore[union-attr]
+            return
         consumer = (isinstance(func, ast.Attribute) and func.attr in CONSUMER_METHODS) or (
-            isinstance(func, ast.Name) and func.id in CONSUMER_BUILTINS and name is None)
-        if receiver is not None and isinstance(func, ast.Attribute) and func.attr == "as_numpy_iterator":
-            self.flow.consumed.setdefault(id(receiver), node)
-        if consumer:
-            for value in arg_values:
-                self.flow.consumed.setdefault(id(value), node)
+            isinstance(func, ast.Name) and func.id in CONSUMER_BUILTINS and name is None) or name in TF1_ITERATORS
+        peek = isinstance(func, ast.Name) and func.id == "iter" and _is_next_call(self.module.parents.get(node))
+        if consumer and not peek:
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(func, ast.Attribute) and func.attr in ("fit", "fit_generator"):
+                # fit(x, ..., validation_data=v): both are read every epoch; other arguments are not data
+                first = node.args[0] if node.args else keyword_value(node, "x")
+                args = [a for a in (first, keyword_value(node, "validation_data")) if a is not None]
+            for arg in args:
+                value = self.value(arg)
+                if value is not None:
+                    self.flow.consume(value, node, arg)
             if isinstance(func, ast.Name) and func.id in ("iter", "enumerate") and arg_values:
                 self.flow.of_node[id(node)] = arg_values[0]
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self.generic_visit(node)
+        value = self.value(node.value)  # tfds.load(...)["train"]: one split of the dict
+        if value is not None and value.source is not None and \
+                self.module.call_name(value.source) == "tensorflow_datasets.load":  # type: ignore[arg-type]
+            self._new(Pipeline(value.source, value.ops, node), node)
 
 
 class DatasetFlow:
@@ -297,10 +383,25 @@ class DatasetFlow:
                 flows.append(self._walk(scope, {}))
         return flows
 
+    @cached_property
+    def input_fns(self) -> frozenset[str]:
+        """Functions that feed an Estimator (TF1/TF2): named `input_fn`/`*_input_fn` or passed as `input_fn=`."""
+        names = {f.name for f in self.scopes[1:] if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and (f.name == "input_fn" or f.name.endswith("_input_fn"))}
+        for call in self.module.calls:
+            given = keyword_value(call, "input_fn")
+            if isinstance(given, ast.Lambda):
+                given = given.body.func if isinstance(given.body, ast.Call) else None
+            if isinstance(given, ast.Name):
+                names.add(given.id)
+            elif isinstance(given, ast.Attribute):
+                names.add(given.attr)
+        return frozenset(names)
+
     def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)
         try:
-            _ScopeWalker(self.module, flow, returning).start(scope)
+            _ScopeWalker(self.module, flow, returning, self.input_fns).start(scope)
         except RecursionError:  # an expression nested thousands deep (generated code): no pipeline claims
             return ScopeFlow(scope)
         return flow

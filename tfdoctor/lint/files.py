@@ -1,4 +1,9 @@
-"""Which files `tfdoctor lint PATH...` reads: named files as given, directories walked for *.py."""
+"""Which files `tfdoctor lint PATH...` reads: named files as given, directories walked for *.py and *.ipynb.
+
+Test files (`test_*.py`, `*_test.py`, anything under a `tests`/`test` folder) exercise unusual settings on
+purpose; a directory walk skips them unless `include_tests` (`--include-tests`, or `include-tests = true`
+in `[tool.tfdoctor.lint]`). A file named on the command line is always linted, as in ruff.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,18 @@ class MissingPath(Exception):
     pass
 
 
-def python_files(paths: Iterable[str]) -> Iterator[Path]:
+SUFFIXES = (".py", ".ipynb")
+_TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_file(path: Path) -> bool:
+    name = path.name
+    stem = name.rsplit(".", 1)[0]
+    return stem.startswith("test_") or stem.endswith("_test") or stem == "conftest" or \
+        any(part in _TEST_DIRS for part in path.parts[:-1])
+
+
+def python_files(paths: Iterable[str], include_tests: bool = False) -> Iterator[Path]:
     """Files in a stable order; a named file is linted whatever its suffix (pre-commit passes files)."""
     seen: set[Path] = set()
     for raw in paths:
@@ -24,6 +40,8 @@ def python_files(paths: Iterable[str]) -> Iterator[Path]:
             raise MissingPath(f"{raw}: no such file or directory")
         candidates = _walk(path) if path.is_dir() else iter([path])
         for candidate in candidates:
+            if path.is_dir() and not include_tests and is_test_file(candidate.relative_to(path)):
+                continue
             if candidate not in seen:
                 seen.add(candidate)
                 yield candidate
@@ -39,5 +57,5 @@ def _walk(root: Path) -> Iterator[Path]:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
                          and not (Path(folder) / d / "pyvenv.cfg").exists())
         for name in sorted(files):
-            if name.endswith(".py") and not name.startswith("."):
+            if name.endswith(SUFFIXES) and not name.startswith("."):
                 yield Path(folder) / name

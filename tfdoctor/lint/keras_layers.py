@@ -124,3 +124,36 @@ def _assigned_policy(module: SourceModule, name: str) -> ast.AST | None:
                 return argument(value, "name", 0)
             return value
     return None
+
+
+def under_policy(module: SourceModule, policy_call: ast.Call, node: ast.AST) -> bool:
+    """Whether a layer constructed at `node` is built under a policy set by `policy_call`.
+
+    A policy set at module level applies to what runs after it (and to every function: they are called
+    later, in practice); set inside a function, it applies from that call on: to that function's later
+    lines and to the functions it calls after it (two calls deep), not to the whole file.
+    """
+    scope = module.scope_of(policy_call)
+    node_scope = module.scope_of(node)
+    line = policy_call.lineno
+    if scope is module.tree:
+        return node_scope is not module.tree or getattr(node, "lineno", 0) > line
+    if node_scope is scope:
+        return getattr(node, "lineno", 0) > line
+    reached = _called_after(module, scope, line, depth=2)
+    return isinstance(node_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and node_scope.name in reached
+
+
+def _called_after(module: SourceModule, scope: ast.AST, line: int, depth: int) -> set[str]:
+    names: set[str] = set()
+    for call in ast.walk(scope):
+        if isinstance(call, ast.Call) and getattr(call, "lineno", 0) > line:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name:
+                names.add(name)
+    if depth > 1:
+        for f in module.nodes(ast.FunctionDef):
+            if f.name in names:
+                names |= _called_after(module, f, 0, depth - 1)
+    return names

@@ -64,6 +64,17 @@ def _fix(path: str, fix: SourceFix) -> dict[str, Any]:
     }
 
 
+def _region(finding: LintFinding) -> dict[str, Any]:
+    if finding.cell is None:
+        return {"startLine": finding.line, "startColumn": finding.column,
+                "endLine": finding.end_line, "endColumn": max(finding.end_column, finding.column)}
+    # A notebook: viewers open the .ipynb as text, so the region is the JSON line that stores the source
+    # line (columns there are shifted by the JSON quoting); the cell and its line are in the properties.
+    region: dict[str, Any] = {"startLine": max(finding.raw_line, 1)}
+    region["snippet"] = {"text": f"cell {finding.cell}, line {finding.line}, column {finding.column}"}
+    return region
+
+
 def _result(finding: LintFinding, index: dict[str, int]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.code,
@@ -71,16 +82,20 @@ def _result(finding: LintFinding, index: dict[str, int]) -> dict[str, Any]:
         "message": {"text": finding.message},
         "locations": [{"physicalLocation": {
             "artifactLocation": _artifact(finding.path),
-            "region": {"startLine": finding.line, "startColumn": finding.column,
-                       "endLine": finding.end_line, "endColumn": max(finding.end_column, finding.column)},
+            "region": _region(finding),
         }}],
     }
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
     if finding.fix is not None and finding.fix.edits:
         result["fixes"] = [_fix(finding.path, finding.fix)]
+    properties: dict[str, Any] = {}
     if finding.evidence:
-        result["properties"] = {"evidence": dict(finding.evidence)}
+        properties["evidence"] = dict(finding.evidence)
+    if finding.cell is not None:
+        properties.update({"cell": finding.cell, "cellLine": finding.line, "cellColumn": finding.column})
+    if properties:
+        result["properties"] = properties
     return result
 
 

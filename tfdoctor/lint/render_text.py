@@ -8,7 +8,7 @@ from tfdoctor.lint.runner import LintReport
 def render_text(report: LintReport, show_fixes: bool = False) -> str:
     lines = []
     for f in report.findings:
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code} {f.name} {f.message}")
+        lines.append(f"{f.location}: {f.code} {f.name} {f.message}")
         if show_fixes and f.fix is not None:
             lines.append(f"    fix ({f.fix.applicability.value}): {f.fix.title}")
     return "".join(line + "\n" for line in lines)

@@ -74,15 +74,27 @@ class LintFinding:
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
     fix: SourceFix | None = None
+    # Notebooks: line/end_line count within cell `cell` (1-based); raw_line is the .ipynb file's line.
+    cell: int | None = None
+    raw_line: int = 0
+
+    @property
+    def location(self) -> str:
+        """`path:line:col`, or `path:cell N:line:col` in a notebook (as ruff writes it)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.column}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "path": self.path, "line": self.line, "column": self.column,
             "end_line": self.end_line, "end_column": self.end_column,
             "code": self.code, "name": self.name, "severity": self.severity.label,
             "message": self.message, "evidence": dict(self.evidence),
             "fix": self.fix.to_json() if self.fix else None,
         }
+        if self.cell is not None:
+            found["cell"] = self.cell
+        return found
 
 
 RuleFunc = Callable[..., Iterable[Hit]]
@@ -95,6 +107,7 @@ class LintRuleSpec:
     severity: Severity
     func: RuleFunc
     origin: str = ""
+    preview: bool = False  # opt-in (`--preview`): not yet precise enough on real code to be on by default
 
     @property
     def doc(self) -> str:
@@ -105,12 +118,16 @@ class LintRuleSpec:
         return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
 
 
-def lint_rule(code: str, name: str, severity: Severity) -> Callable[[RuleFunc], RuleFunc]:
-    """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation."""
+def lint_rule(code: str, name: str, severity: Severity, preview: bool = False) -> Callable[[RuleFunc], RuleFunc]:
+    """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation.
+
+    `preview=True`: the rule runs only with `--preview` (or when its exact code is selected), like ruff's
+    preview rules, until the corpus benchmark shows it right often enough to be on by default.
+    """
     validate_identity("lint rule", code, name)
 
     def mark(func: RuleFunc) -> RuleFunc:
-        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func))
+        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func, preview=preview))
         return func
 
     return mark
@@ -149,5 +166,16 @@ def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
                 errors.append(f"lint rule code {spec.code} is registered twice ({by_code[spec.code].origin} "
                               f"and {origin}); the second is ignored")
                 continue
-            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin)
+            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, spec.preview)
     return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)
+
+
+def select_lint_rules(rules: Iterable[LintRuleSpec], select: Iterable[str] = (), ignore: Iterable[str] = (),
+                      preview: bool = False) -> list[LintRuleSpec]:
+    """Codes or prefixes as for checks (longest prefix wins); preview rules only with `preview` or their
+    exact code in `select` (a prefix such as `SRC1` does not switch a preview rule on)."""
+    from tfdoctor.registry import select_checks
+
+    exact = {c.upper() for c in select}
+    chosen = select_checks(rules, select, ignore)  # type: ignore[arg-type]
+    return [r for r in chosen if preview or not r.preview or r.code in exact]  # type: ignore[attr-defined]

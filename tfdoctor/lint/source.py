@@ -23,12 +23,18 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.C
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+# Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
+SOURCE_LIMIT = 32 * 1024 * 1024
+
+
 class SourceError(Exception):
     """The file cannot be turned into a tree: `code` says which runner-emitted rule reports it."""
 
     def __init__(self, code: str, message: str, line: int = 1, column: int = 1) -> None:
         super().__init__(message)
         self.code, self.message, self.line, self.column = code, message, line, column
+        self.cell: int | None = None  # a notebook's syntax error: its cell, line in the cell and .ipynb line
+        self.raw_line = 0
 
 
 def decode_source(data: bytes) -> str:
@@ -86,6 +92,7 @@ class SourceModule:
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}
         self._derived: dict[object, object] = {}
+        self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
 
     def _index(self, tree: ast.AST) -> None:
         """One pre-order pass (roughly source order) for node types and parents.
@@ -120,11 +127,36 @@ class SourceModule:
 
     @classmethod
     def from_path(cls, path: Path, display: str | None = None) -> SourceModule:
+        from tfdoctor.facts.bounded import InputFileError, read_input_file
+
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise SourceError("SRC002", f"cannot read: {exc.strerror or exc}") from None
+            data = read_input_file(path, SOURCE_LIMIT, "source file", timeout=10.0)
+        except InputFileError as exc:
+            raise SourceError("SRC002", str(exc)) from None
+        if path.suffix == ".ipynb":
+            return cls.from_notebook(data, display or str(path))
         return cls.from_text(decode_source(data), display or str(path))
+
+    @classmethod
+    def from_notebook(cls, data: bytes, path: str) -> SourceModule:
+        """A notebook's code cells as one module; `cells[i]` says where line i+1 comes from."""
+        from tfdoctor.lint.notebook import NotebookError, notebook_source
+
+        try:
+            text, cells = notebook_source(data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise _undecodable(data, exc) from None
+        except NotebookError as exc:
+            raise SourceError("SRC002", str(exc)) from None
+        try:
+            module = cls(path, text, parse_source(text, path))
+        except SourceError as error:  # report the syntax error at its cell and line
+            if error.code == "SRC001" and 1 <= error.line <= len(cells):
+                where = cells[error.line - 1]
+                error.cell, error.line, error.raw_line = where.cell, where.line, where.raw_line
+            raise
+        module.cells = cells
+        return module
 
     def derived(self, factory: Callable[[SourceModule], T]) -> T:
         """`factory(self)`, computed once per module: analyses that several rules share."""

@@ -123,19 +123,72 @@ def cuda_visible_devices_set_in_script(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Manual: where the variable belongs depends on how the job is launched.
     """
-    first_import = _first_tensorflow_import(module)
     for node, name, value in _env_assignments(module):
         if name != "CUDA_VISIBLE_DEVICES":
             continue
-        line = getattr(node, "lineno", 0)
-        after = first_import is not None and line > first_import
         shown = value if isinstance(value, (str, int)) else None
-        message = "CUDA_VISIBLE_DEVICES is assigned inside the script"
-        if after:
-            message += " after TensorFlow is imported (ignored once TensorFlow has initialised the GPUs)"
-        yield Hit(node, message, evidence={"value": shown, "after_tensorflow_import": after},
+        if shown is not None and str(shown).strip() in _HIDES_ALL_GPUS:
+            continue  # hiding every GPU is how a script (or the workers it starts) runs on CPU
+        used = _tensorflow_use_before(module, node)
+        if used is not None:
+            yield Hit(node, f"CUDA_VISIBLE_DEVICES is assigned after TensorFlow already ran ({used} on line "
+                      f"{used.lineno}): it is ignored once TensorFlow has initialised the GPUs",  # type: ignore[attr-defined]
+                      evidence={"value": shown, "after_tensorflow_use": True},
+                      fix=SourceFix("Set CUDA_VISIBLE_DEVICES where the job is launched, or use "
+                                    "tf.config.set_visible_devices"))
+            continue
+        if shown is None:
+            continue  # a value computed from arguments or the rank is the launcher's choice, made in code
+        yield Hit(node, f"CUDA_VISIBLE_DEVICES={shown!s} is hard-coded in the script: it overrides the GPUs the "
+                  "scheduler or launcher gave the job", evidence={"value": shown, "after_tensorflow_use": False},
                   fix=SourceFix("Set CUDA_VISIBLE_DEVICES where the job is launched, or use "
-                                "tf.config.set_visible_devices"))
+                                "tf.config.set_visible_devices"), severity=Severity.INFO)
+
+
+_HIDES_ALL_GPUS = frozenset({"", "-1", "none", "None", "NoDevFiles"})
+
+
+class _Used(str):
+    lineno: int
+
+
+def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
+    """The first TensorFlow or Keras call that runs before `node` in its scope (module level, or its
+    function from the top), which may already have initialised the GPUs."""
+    scope = module.scope_of(node)
+    line = getattr(node, "lineno", 0)
+    first: ast.Call | None = None
+    for call in module.calls:
+        if call.lineno >= line or module.scope_of(call) is not scope:
+            continue
+        name = module.call_name(call) or ""
+        if name.startswith(("tf.", "keras.")) and not name.startswith(_HARMLESS) and \
+                (first is None or call.lineno < first.lineno):
+            first = call
+    if first is None:
+        return None
+    used = _Used(module.call_name(first) + "()")
+    used.lineno = first.lineno
+    return used
+
+
+# Calls that do not create a GPU context.
+_HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior",
+             "tf.logging.", "tf.autograph.", "tf.compat.v1.logging.", "tf.debugging.set_log",
+             "tf.app.flags", "tf.flags.")
+
+
+_TF1_GPU_OPTIONS = frozenset({"allow_growth", "visible_device_list", "per_process_gpu_memory_fraction"})
+
+
+def _tf1_gpu_options(module: SourceModule) -> bool:
+    """TF1's way to pin and grow: `config.gpu_options.visible_device_list = str(hvd.local_rank())`,
+    `allow_growth = True`, or `tf.GPUOptions(allow_growth=True, visible_device_list=...)`."""
+    for assign in module.nodes(ast.Assign):
+        if any(isinstance(t, ast.Attribute) and t.attr in _TF1_GPU_OPTIONS for t in assign.targets):
+            return True
+    return any(kw.arg in _TF1_GPU_OPTIONS for call in module.calls_named("tf.GPUOptions", "tf.ConfigProto")
+               for kw in call.keywords)
 
 
 def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
@@ -151,7 +204,7 @@ def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
     return None
 
 
-@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING)
+@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING, preview=True)
 def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     """Several processes will share the GPUs, and the script neither pins a GPU nor limits memory.
 
@@ -159,8 +212,13 @@ def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
         Looks for a static sign that several TensorFlow processes run on one host — `hvd.init()`
         (Horovod: one process per GPU), or `MultiWorkerMirroredStrategy` with a cluster of two or more
         `localhost`/`127.0.0.1` workers written in the script — and flags it when the script calls
-        none of `set_memory_growth`, `set_visible_devices`, `set_logical_device_configuration` and
-        sets none of `TF_FORCE_GPU_ALLOW_GROWTH`, `TF_GPU_ALLOCATOR`, `CUDA_VISIBLE_DEVICES`.
+        none of `set_memory_growth`, `set_visible_devices`, `set_logical_device_configuration`,
+        sets none of `TF_FORCE_GPU_ALLOW_GROWTH`, `TF_GPU_ALLOCATOR`, `CUDA_VISIBLE_DEVICES`, and sets
+        none of TF1's `gpu_options.allow_growth` / `visible_device_list` /
+        `per_process_gpu_memory_fraction` (assigned, or passed to `tf.GPUOptions`).
+
+        Preview rule (`--preview`): on the labelled corpus the GPU set-up was almost always in another
+        module of the project (a `setup.py` helper), which a single-file analysis cannot see.
 
     Why is this bad?
         By default each TensorFlow process maps nearly all memory of every GPU it can see. The first
@@ -185,7 +243,7 @@ def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     signal = _shared_gpu_signal(module)
     if signal is None:
         return
-    if module.calls_named(*_GPU_MEMORY_SETUP):
+    if module.calls_named(*_GPU_MEMORY_SETUP) or _tf1_gpu_options(module):
         return
     if any(name in _MEMORY_ENV for _node, name, _value in _env_assignments(module)):
         return

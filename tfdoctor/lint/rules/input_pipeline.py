@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tfdoctor.lint.datasets import dataset_flow
+from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
+from tfdoctor.lint.datasets import Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, tf_alias
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
@@ -49,27 +50,59 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
     """
     flow = dataset_flow(module)
     for scope_flow in flow.flows:
-        called_from_here = isinstance(scope_flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-            scope_flow.scope.name in flow.referenced_names
+        exported = isinstance(scope_flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            scope_flow.scope.name not in flow.referenced_names  # its callers are in other files
         returned = {id(v) for v in scope_flow.returned}
-        for value in scope_flow.terminal():
-            if value.source is None or value.has("prefetch") or value.node is None:
+        for value in scope_flow.values:
+            if value.source is None or value.has("prefetch") or _prefetched_to_device(value):
                 continue
-            if id(value) in returned:
-                if called_from_here:
-                    continue  # judged where the caller consumes it
-            elif id(value) not in scope_flow.consumed:
-                continue
+            consumer = scope_flow.consumed.get(id(value))
+            severity = None
+            if consumer is None:
+                # Returned by a function no code of this file calls: the caller, in another file, may add
+                # the prefetch. Said (as info) only when the pipeline reads and decodes data itself.
+                if not (exported and id(value) in returned and value.node is not None
+                        and pipeline_cost(module, value) is Cost.EXPENSIVE):
+                    continue
+                consumer, severity = value.node, Severity.INFO
+            if value.ops and value.ops[-1][0] == "take":
+                continue  # a peek at a few elements (printing, plotting), not training
+            if tiny(module, value) or pipeline_cost(module, value) is Cost.TRIVIAL:
+                continue  # arrays already in memory, cheap maps: nothing worth overlapping
+            expr = scope_flow.consumed_expr.get(id(value), value.node)
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
             if alias:
-                edit = append_call(module, value.node, f".prefetch({alias}.data.AUTOTUNE)")
+                edit = append_call(module, expr, f".prefetch({alias}.data.AUTOTUNE)")
                 fix = SourceFix(fix.title, (edit,), Applicability.SAFE)
             ops = [op for op, _ in value.ops]
-            where = value.node.func if isinstance(value.node, ast.Call) else value.node
-            yield Hit(where, "tf.data pipeline is consumed without .prefetch(): input preparation and "
-                      "training steps take turns instead of overlapping",
-                      evidence={"ops": ops}, fix=fix)
+            if severity is not None:
+                where = value.node.func if isinstance(value.node, ast.Call) else value.node
+                yield Hit(where, "tf.data pipeline that reads and decodes data is returned without .prefetch() "
+                          "(its callers are in other files: prefetch there or here)",
+                          evidence={"ops": ops, "consumer": None}, fix=fix, severity=severity)
+                continue
+            yield Hit(expr, f"tf.data pipeline is consumed by {_consumer_name(consumer)} without .prefetch(): "
+                      "input preparation and training steps take turns instead of overlapping",
+                      evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix)
+
+
+def _prefetched_to_device(value: Pipeline) -> bool:
+    """`.apply(tf.data.experimental.prefetch_to_device(...))` / `copy_to_device`: prefetches too."""
+    return any(op == "apply" and any(isinstance(n, ast.Attribute) and n.attr in ("prefetch_to_device",)
+                                     for n in ast.walk(call)) for op, call in value.ops)
+
+
+def _consumer_name(node: ast.AST) -> str:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return "a for loop"
+    if isinstance(node, ast.Return):
+        return "an Estimator input_fn"
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "a call"
+        return f"{name}()"
+    return "training"
 
 
 @lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING)
@@ -108,6 +141,11 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         parallel = argument(call, "num_parallel_calls", 1)
         if parallel is not None and constant(parallel) not in (1, None):
             continue
+        if _cached_later(_flow, value):
+            continue  # a map before .cache() runs once; its speed hardly matters
+        cost = function_cost(module, argument(call, "map_func", 0))
+        if cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)) or tiny(module, value):
+            continue  # a cast or a slice of arrays in memory: parallel calls only add overhead
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:
@@ -119,7 +157,13 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix)
 
 
-@lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO)
+def _cached_later(flow: ScopeFlow, value: Pipeline) -> bool:
+    """Whether a pipeline built on `value` in the same scope caches (in memory or on disk) after it."""
+    return any(v.ops[: len(value.ops)] == value.ops and any(op == "cache" for op, _ in v.ops[len(value.ops):])
+               for v in flow.values if len(v.ops) > len(value.ops))
+
+
+@lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO, preview=True)
 def dataset_from_python_generator(module: SourceModule) -> Iterator[Hit]:
     """The input pipeline starts from a Python generator.
 
@@ -176,25 +220,87 @@ def py_function_in_input_pipeline(module: SourceModule) -> Iterator[Hit]:
     targets: list[ast.AST] = []
     for _flow, value in dataset_flow(module).values():
         if value.ops and value.ops[-1][0] in _PIPELINE_FUNCTION_ARGS:
-            call = value.ops[-1][1]
-            func = argument(call, "map_func", 0) or argument(call, "predicate", 0)
-            if func is not None:
-                targets.append(func)
-    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
-    seen: set[int] = set()
-    for target in targets:
-        body: ast.AST | None = target
-        if isinstance(target, ast.Name):
-            body = functions.get(target.id)
-        if body is None or id(body) in seen:
+            targets.append(value.ops[-1][1])
+    targets += _attribute_pipeline_calls(module)
+    functions: dict[str, list[ast.FunctionDef]] = {}
+    for f in module.nodes(ast.FunctionDef):
+        functions.setdefault(f.name, []).append(f)
+    seen: set = set()
+    for call in targets:
+        func = argument(call, "map_func", 0) or argument(call, "predicate", 0)  # type: ignore[arg-type]
+        if func is None:
             continue
-        seen.add(id(body))
+        for node in _py_function_calls(module, func, functions, seen, depth=0):
+            name = _py_function_name(module, node)
+            yield Hit(node.func if isinstance(node, ast.Call) else node,
+                      f"{name} inside a tf.data transformation runs under the GIL, one element at a time",
+                      evidence={"function": name}, fix=SourceFix("Rewrite the function with TensorFlow ops"))
+
+
+def _py_function_name(module: SourceModule, node: ast.AST) -> str:
+    target = node.func if isinstance(node, ast.Call) and module.call_name(node) not in _PY_FUNCTIONS else node
+    name = module.call_name(target) if isinstance(target, ast.Call) else module.qualified(target)
+    return name or "tf.py_function"
+
+
+def _attribute_pipeline_calls(module: SourceModule) -> list[ast.Call]:
+    """`self.ds.map(f)` where the class stores a tf.data pipeline in `self.ds` (issue 13, item 6)."""
+    from tfdoctor.lint.datasets import SOURCES, TRANSFORMS
+
+    held: set[str] = set()
+    for assign in module.nodes(ast.Assign):
+        value = assign.value
+        made = isinstance(value, ast.Call) and (module.call_name(value) in SOURCES or (
+            isinstance(value.func, ast.Attribute) and value.func.attr in TRANSFORMS
+            and _self_attribute(value.func.value) in held))
+        if made:
+            held |= {a for t in assign.targets if (a := _self_attribute(t))}
+    return [c for c in module.calls if isinstance(c.func, ast.Attribute) and c.func.attr in _PIPELINE_FUNCTION_ARGS
+            and _self_attribute(c.func.value) in held]
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _py_function_calls(module: SourceModule, func: ast.AST, functions: dict[str, list[ast.FunctionDef]],
+                       seen: set, depth: int) -> Iterator[ast.AST]:
+    """py_function/numpy_function calls reached from a pipeline function: in its body, as its decorator,
+    or in functions of this module that it calls (a wrapper), three calls deep."""
+    if depth > 3:
+        return
+    if isinstance(func, ast.Call) and module.call_name(func) in _PY_FUNCTIONS:
+        if id(func) not in seen:  # map(tf.py_function(...)) or partial-like direct use
+            seen.add(id(func))
+            yield func
+        return
+    bodies: list[ast.AST] = []
+    if isinstance(func, ast.Lambda):
+        bodies = [func.body]
+    elif isinstance(func, ast.Name):
+        bodies = list(functions.get(func.id, []))
+    elif (attr := _self_attribute(func)) is not None:
+        bodies = list(functions.get(attr, []))
+    for body in bodies:
+        if ("body", id(body)) in seen:  # type: ignore[comparison-overlap]
+            continue
+        seen.add(("body", id(body)))  # type: ignore[arg-type]
+        if isinstance(body, ast.FunctionDef):
+            for decorator in body.decorator_list:  # @tf.numpy_function(Tout=...) turns the def into one
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if module.qualified(target) in _PY_FUNCTIONS:
+                    yield decorator
         for node in ast.walk(body):
-            if isinstance(node, ast.Call) and module.call_name(node) in _PY_FUNCTIONS:
-                name = module.call_name(node)
-                yield Hit(node.func, f"{name} inside a tf.data transformation runs under the GIL, one element "
-                          "at a time", evidence={"function": name},
-                          fix=SourceFix("Rewrite the function with TensorFlow ops"))
+            if not isinstance(node, ast.Call):
+                continue
+            if module.call_name(node) in _PY_FUNCTIONS:
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    yield node
+            elif (isinstance(node.func, ast.Name) and node.func.id in functions) or _self_attribute(node.func):
+                yield from _py_function_calls(module, node.func, functions, seen, depth + 1)
 
 
 @lint_rule("SRC106", "shard-after-expensive-transformation", Severity.WARNING)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterator
 
 from tfdoctor.lint.edits import add_keyword, replace_node
@@ -15,6 +16,7 @@ from tfdoctor.lint.keras_layers import (
     layer_class,
     layer_index,
     mixed_precision_policy,
+    under_policy,
 )
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
@@ -131,6 +133,10 @@ def conv_bias_before_batch_norm(module: SourceModule) -> Iterator[Hit]:
     Fix:
         x = layers.Conv2D(64, 3, padding="same", use_bias=False)(x)
 
+    Not flagged: a convolution with a nonlinear `activation` (the bias is applied before it and is not
+    cancelled), and a layer given an explicit `name=` (named layers are how pretrained weights are loaded
+    by name; the bias is then kept on purpose).
+
     Fix safety:
         Unsafe: the model computes the same function, but its checkpoints lose one variable per layer,
         so weights saved before the change no longer load by position.
@@ -143,6 +149,11 @@ def conv_bias_before_batch_norm(module: SourceModule) -> Iterator[Hit]:
         use_bias = keyword(conv, "use_bias")
         if use_bias is not None and constant(use_bias.value) is not True:
             continue
+        activation = argument(conv, "activation")
+        if activation is not None and constant(activation) not in (None, "linear"):
+            continue  # conv → activation → BN: the bias shifts what the nonlinearity sees; it is not cancelled
+        if keyword(conv, "name") is not None:
+            continue  # a named layer is matched by name when pretrained weights are loaded: keep its variables
         if use_bias is not None:
             edit = replace_node(module, use_bias.value, "False")
         else:
@@ -202,6 +213,8 @@ def softmax_in_float16(module: SourceModule) -> Iterator[Hit]:
     if policy is None or policy[0] != "mixed_float16":
         return
     for call, cls in layer_index(module).constructors:
+        if not under_policy(module, policy[1], call):
+            continue
         if _softmax_activation(module, call, cls) and not _float32_dtype(module, call):
             edit = add_keyword(module, call, 'dtype="float32"')
             yield Hit(call.func, f"{cls.rsplit('.', 1)[-1]} applies softmax in float16 under mixed_float16",
@@ -230,6 +243,22 @@ def _module_int_constants(module: SourceModule) -> dict[str, int]:
     return {k: v for k, v in found.items() if counts[k] == 1}  # reassigned names are not constants
 
 
+_DATA_SIZED = re.compile(r"class|label|categor|vocab|output|target|action", re.IGNORECASE)
+
+
+def _sized_by_the_data(module: SourceModule, call: ast.Call, size_node: ast.AST | None) -> bool:
+    """An output layer: sized by a class count (`NUM_CLASSES`), with a softmax/sigmoid, or last in a
+    Sequential list. Its size is fixed by the data; padding it changes the model's outputs."""
+    name = size_node.id if isinstance(size_node, ast.Name) else size_node.attr if isinstance(size_node, ast.Attribute) \
+        else ""
+    if _DATA_SIZED.search(name):
+        return True
+    if constant(argument(call, "activation", 1)) in ("softmax", "sigmoid"):
+        return True
+    parent = module.parents.get(call)
+    return isinstance(parent, (ast.List, ast.Tuple)) and parent.elts and parent.elts[-1] is call
+
+
 @lint_rule("SRC112", "layer-size-not-multiple-of-8", Severity.INFO)
 def layer_size_not_multiple_of_8(module: SourceModule) -> Iterator[Hit]:
     """Under mixed precision a Dense or Conv size is not a multiple of 8.
@@ -237,7 +266,10 @@ def layer_size_not_multiple_of_8(module: SourceModule) -> Iterator[Hit]:
     What it does:
         When the script sets a `mixed_float16` or `mixed_bfloat16` policy, flags `Dense(units)` and
         convolution `filters` given as literals (or module constants) that are not multiples of 8.
-        Layers that compute in float32 (`dtype="float32"`) are skipped.
+        Layers that compute in float32 (`dtype="float32"`) are skipped, and so are output layers, whose
+        size the data fixes: sized by a name like `NUM_CLASSES`/`vocab_size`, with a softmax or sigmoid
+        activation, or last in a `Sequential` list. A policy set inside a function counts from that call
+        on (that function and what it calls), not for the whole file.
 
     Why is this bad?
         Tensor cores multiply tiles whose sides are multiples of 8 (float16); cuDNN and cuBLAS pick
@@ -269,6 +301,8 @@ def layer_size_not_multiple_of_8(module: SourceModule) -> Iterator[Hit]:
             continue
         size = _int_value(module, size_node)
         if size is None or size % 8 == 0 or _float32_dtype(module, call):
+            continue
+        if not under_policy(module, policy[1], call) or _sized_by_the_data(module, call, size_node):
             continue
         rounded = (size + 7) // 8 * 8
         yield Hit(size_node or call, f"{cls.rsplit('.', 1)[-1]} {param}={size} is not a multiple of 8 under "

@@ -64,20 +64,68 @@ def _compiled_functions(module: SourceModule) -> set[str]:
     return compiled
 
 
-def _gradient_steps(module: SourceModule) -> list[Function]:
-    """Functions that open a GradientTape and apply gradients in their own body (in source order)."""
-    def enclosing(node: ast.AST) -> Function | None:
-        return next((a for a in module.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
-                    None)
+def _enclosing(module: SourceModule, node: ast.AST) -> Function | None:
+    return next((a for a in module.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
 
-    tapes = {id(f): f for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith))
-             if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
-                    for i in w.items) and (f := enclosing(w)) is not None}
+
+def _in_loop(module: SourceModule, node: ast.AST, stop: ast.AST | None) -> bool:
+    """Whether `node` sits in a for/while loop below `stop` (its function, or the module)."""
+    for parent in module.ancestors(node):
+        if parent is stop or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return False
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+    return False
+
+
+def _method_of_external_subclass(module: SourceModule, func: Function) -> bool:
+    parent = module.parents.get(func)
+    if not isinstance(parent, ast.ClassDef):
+        return False
+    local = {c.name for c in module.nodes(ast.ClassDef)}
+    return any(not (isinstance(b, ast.Name) and b.id in local) and module.qualified(b) not in (
+        "keras.Model", "keras.models.Model", "keras.layers.Layer", "tf.Module") for b in parent.bases)
+
+
+def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST]]:
+    """Eager training steps: (function or None for module level, the apply_gradients call).
+
+    A step opens a GradientTape (itself, or in a helper of this module that it calls) and applies the
+    gradients. Only steps that visibly run in a training loop of this file count: the step is inside a
+    loop, or its function is called from one. A method or function whose callers are elsewhere (a
+    library's `_train`, which the library compiles) is left alone.
+    """
+    tapes: dict[int, Function | None] = {}
+    for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith)):
+        if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
+               for i in w.items):
+            owner = _enclosing(module, w)
+            tapes[id(owner) if owner is not None else 0] = owner
     if not tapes:
         return []
-    applying = {id(f) for c in module.calls if isinstance(c.func, ast.Attribute)
-                and c.func.attr in ("apply_gradients", "apply") and (f := enclosing(c)) is not None}
-    return sorted((f for key, f in tapes.items() if key in applying), key=lambda f: f.lineno)
+    taping_names = {f.name for f in tapes.values() if f is not None}
+    looped_calls = {_called_name(c) for c in module.calls if _in_loop(module, c, None)}
+    steps: list[tuple[Function | None, ast.AST]] = []
+    seen: set[int] = set()
+    for call in module.calls:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
+            continue
+        owner = _enclosing(module, call)
+        key = id(owner) if owner is not None else 0
+        if key in seen:
+            continue
+        body = owner if owner is not None else module.tree
+        tape_here = key in tapes or any(isinstance(n, ast.Call) and _called_name(n) in taping_names
+                                        for n in ast.walk(body) if n is not call)
+        if not tape_here:
+            continue
+        inherited = owner is not None and _method_of_external_subclass(module, owner)
+        # A method of a class built on another module's base (a library's agent, trainer…): that base may
+        # compile it, so only a call from a loop of this file shows it runs eagerly.
+        if (not inherited and _in_loop(module, call, owner)) or (owner is not None and owner.name in looped_calls):
+            seen.add(key)
+            steps.append((owner, call))
+    return sorted(steps, key=lambda s: getattr(s[0] or s[1], "lineno", 0))
 
 
 @lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING)
@@ -119,7 +167,12 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         return
     compiled = _compiled_functions(module)
     alias = module.imports.alias_for("tf")
-    for func in steps:
+    for func, apply in steps:
+        if func is None:  # the loop itself is at module level: no function to decorate
+            yield Hit(apply, "training loop at module level records a GradientTape and applies gradients eagerly "
+                      "(not a tf.function)", evidence={"function": None},
+                      fix=SourceFix("Move the step into a function decorated with @tf.function"))
+            continue
         if func.name in compiled:
             continue
         if func.name in _KERAS_STEP_METHODS and isinstance(module.parents.get(func), ast.ClassDef):

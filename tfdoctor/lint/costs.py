@@ -1,0 +1,144 @@
+"""What a tf.data pipeline costs per element, estimated statically (issue 13, item 2: size and cost).
+
+A rule about input throughput is only worth a user's attention when the pipeline does real work per
+element: it reads files, decodes, augments, or runs Python. A `map` that casts and scales arrays already
+in memory, a `range(10)` or a ten-element literal list need neither parallel calls nor prefetch. When
+the cost cannot be told (a function of another module), `UNKNOWN` lets the rule decide from the source.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+
+from tfdoctor.lint.datasets import FILE_SOURCES, Pipeline
+from tfdoctor.lint.source import SourceModule, argument, constant
+
+
+class Cost(enum.IntEnum):
+    TRIVIAL = 0
+    UNKNOWN = 1
+    EXPENSIVE = 2
+
+
+# Per-element work worth parallelising: I/O, decoding, string processing, augmentation, Python.
+_EXPENSIVE_PREFIXES = (
+    "tf.io.", "tf.image.", "tf.audio.", "tf.signal.", "tf.strings.", "tf.py_function", "tf.numpy_function",
+    "tf.py_func", "tf.read_file", "tf.decode_", "tf.parse_", "tf.string_split", "tf.random.",
+    "tf.data.TFRecordDataset", "tf.data.TextLineDataset", "tf.data.FixedLengthRecordDataset",
+    "tf.map_fn", "tf.contrib.image.", "tf.sparse.", "keras.layers.", "keras.preprocessing.", "tensorflow_text.",
+    "tf.image", "tf.numpy_function",
+)
+# Plain Python that costs nothing worth a thread.
+_CHEAP_BUILTINS = frozenset({"len", "tuple", "list", "dict", "int", "float", "str", "bool", "range", "zip",
+                             "isinstance", "min", "max", "abs", "sorted", "enumerate", "print"})
+_CHEAP_METHODS = frozenset({"items", "keys", "values", "get", "copy", "pop", "update", "append", "astype"})
+_IN_MEMORY = frozenset({"tf.data.Dataset.from_tensor_slices", "tf.data.Dataset.from_tensors",
+                        "tf.data.Dataset.range", "tf.data.Dataset.counter", "keras.utils.timeseries_dataset_from_array",
+                        "keras.preprocessing.timeseries_dataset_from_array"})
+_SMALL = 10_000  # elements: below this a pipeline over a literal finishes before a GPU warms up
+
+
+def function_cost(module: SourceModule, target: ast.AST | None, depth: int = 0) -> Cost:
+    """Cost of the function given to `map`/`filter`/`interleave` (a name, lambda, method or partial)."""
+    if target is None or depth > 3:
+        return Cost.UNKNOWN
+    if isinstance(target, ast.Lambda):
+        return _body_cost(module, target.body, depth)
+    name = module.qualified(target)
+    if name is not None:
+        if name in ("functools.partial",):
+            return Cost.UNKNOWN
+        return Cost.EXPENSIVE if name.startswith(_EXPENSIVE_PREFIXES) else Cost.TRIVIAL if name.startswith("tf.") \
+            else Cost.UNKNOWN
+    if isinstance(target, ast.Call) and module.call_name(target) == "functools.partial" and target.args:
+        return function_cost(module, target.args[0], depth + 1)
+    if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "partial":
+        return function_cost(module, target.args[0] if target.args else None, depth + 1)
+    definition = _definition(module, target)
+    if definition is None:
+        return Cost.UNKNOWN
+    return max((_body_cost(module, stmt, depth) for stmt in definition.body), default=Cost.TRIVIAL)
+
+
+def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None:
+    """The `def` a name (or `self.method`) refers to in this module, when there is exactly one."""
+    if isinstance(target, ast.Name):
+        wanted = target.id
+    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        wanted = target.attr
+    else:
+        return None
+    found = [f for f in module.nodes(ast.FunctionDef) if f.name == wanted]
+    return found[0] if len(found) == 1 else None
+
+
+def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
+    worst = Cost.TRIVIAL
+    for child in ast.walk(node):
+        if isinstance(child, (ast.For, ast.While)):
+            worst = max(worst, Cost.UNKNOWN)
+        if not isinstance(child, ast.Call):
+            continue
+        name = module.call_name(child)
+        func = child.func
+        if name is not None:
+            if name.startswith(_EXPENSIVE_PREFIXES):
+                return Cost.EXPENSIVE
+            if not name.startswith("tf."):
+                worst = max(worst, Cost.UNKNOWN)
+        elif (isinstance(func, ast.Name) and func.id in _CHEAP_BUILTINS) or (
+                isinstance(func, ast.Attribute) and func.attr in _CHEAP_METHODS):
+            continue
+        elif (definition := _definition(module, func)) is not None and depth < 3:
+            cost = max((_body_cost(module, s, depth + 1) for s in definition.body), default=Cost.TRIVIAL)
+            if cost is Cost.EXPENSIVE:
+                return cost
+            worst = max(worst, cost)
+        else:
+            worst = max(worst, Cost.UNKNOWN)
+    return worst
+
+
+def source_name(module: SourceModule, value: Pipeline) -> str | None:
+    return module.call_name(value.source) if isinstance(value.source, ast.Call) else None
+
+
+def reads_files(module: SourceModule, value: Pipeline) -> bool:
+    return source_name(module, value) in FILE_SOURCES
+
+
+def in_memory(module: SourceModule, value: Pipeline) -> bool:
+    """Built from arrays or literals already in memory (not files, not a generator, not a parameter)."""
+    return source_name(module, value) in _IN_MEMORY
+
+
+def tiny(module: SourceModule, value: Pipeline) -> bool:
+    """`range(10)`, `from_tensor_slices([1, 2, 3])`: a literal source of a few elements."""
+    if not isinstance(value.source, ast.Call) or not in_memory(module, value):
+        return False
+    first = argument(value.source, "tensors", 0) or (value.source.args[0] if value.source.args else None)
+    count = constant(first)
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count < _SMALL
+    if isinstance(first, (ast.List, ast.Tuple)):
+        return len(first.elts) < _SMALL and all(isinstance(e, (ast.Constant, ast.List, ast.Tuple)) for e in first.elts)
+    return False
+
+
+def pipeline_cost(module: SourceModule, value: Pipeline) -> Cost:
+    """The most expensive per-element work of a pipeline: its source and the functions it maps."""
+    source = source_name(module, value)
+    worst = Cost.TRIVIAL
+    if source == "tf.data.Dataset.list_files":
+        worst = Cost.TRIVIAL  # file names: what reads them is the map or interleave that follows
+    elif reads_files(module, value):
+        worst = Cost.EXPENSIVE
+    elif value.source is None or source == "tf.data.Dataset.from_generator":
+        worst = Cost.UNKNOWN  # a parameter, or a generator that may read files or slice arrays
+    for op, call in value.ops:
+        if op in ("map", "filter", "interleave", "flat_map", "map_with_legacy_function"):
+            worst = max(worst, function_cost(module, argument(call, "map_func", 0) or argument(call, "predicate", 0)))
+        if worst is Cost.EXPENSIVE:
+            return worst
+    return worst

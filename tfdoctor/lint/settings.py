@@ -1,0 +1,54 @@
+"""`[tool.tfdoctor.lint]` (pyproject.toml) or `[lint]` (tfdoctor.toml): lint's own settings.
+
+    [tool.tfdoctor.lint]
+    include-tests = false   # lint test files (test_*.py, *_test.py, tests/) found in directories
+    preview = false         # also run the preview rules
+
+Flags override the file (`--include-tests`, `--preview`). A wrong type is a ConfigError (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfdoctor.config import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+KNOWN = {"include-tests", "preview"}
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    include_tests: bool = False
+    preview: bool = False
+
+
+def load_lint_settings(source: str | None) -> LintSettings:
+    """Read the lint table of the configuration file `tfdoctor.config` found (None: defaults)."""
+    if source is None:
+        return LintSettings()
+    path = Path(source)
+    from tfdoctor.config import CONFIG_FILE_LIMIT
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        data = tomllib.loads(read_input_file(path, CONFIG_FILE_LIMIT, "configuration").decode("utf-8"))
+    except (InputFileError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:  # load_config vetted it
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    table = data.get("tool", {}).get("tfdoctor", {}) if path.name == "pyproject.toml" else data
+    table = table.get("lint", {}) if isinstance(table, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.tfdoctor.lint] must be a table")
+    unknown = sorted(set(table) - KNOWN)
+    if unknown:
+        raise ConfigError(f"{path}: unknown lint key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN))})")
+    for key in KNOWN & set(table):
+        if not isinstance(table[key], bool):
+            raise ConfigError(f"{path}: lint {key} must be true or false")
+    return LintSettings(include_tests=table.get("include-tests", False), preview=table.get("preview", False))

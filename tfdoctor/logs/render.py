@@ -1,0 +1,119 @@
+"""`explain --log` as text (for people) and JSON (schema: tfdoctor/schema/explain-log.schema.json).
+
+A log line is echoed (redacted, shortened) so the reader sees which line was understood; secrets that
+ended up in a log (a token in a URL) go through the same redactor as `collect`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tfdoctor import __version__
+from tfdoctor.facts.redact import excerpt
+from tfdoctor.logs.explanation import ERROR, HARMLESS, INFO, UNCONFIRMED, WARNING, ExplainedMessage, counts
+from tfdoctor.logs.read import LogText
+from tfdoctor.model import Status
+
+EXPLAIN_LOG_SCHEMA_VERSION = 1
+ECHO_CHARS = 240
+GLYPH = {ERROR: "✗", WARNING: "!", INFO: "i", UNCONFIRMED: "?", HARMLESS: "✓"}
+HEADLINE = {
+    ERROR: "the cause is on this machine",
+    WARNING: "a likely cause is on this machine",
+    INFO: "a related setting on this machine",
+    UNCONFIRMED: "no check found its cause on this machine",
+    HARMLESS: "harmless",
+}
+
+
+def echo_line(text: str) -> str:
+    return excerpt(text, ECHO_CHARS)
+
+
+def _result_lines(explained: ExplainedMessage) -> list[str]:
+    from tfdoctor.report.text import fix_lines
+
+    lines: list[str] = []
+    passed, unchecked = [], []
+    for result in explained.results:
+        if result.status is Status.FAILED:
+            for finding in result.findings:
+                severity = finding.severity.label if finding.severity else result.severity.label
+                lines.append(f"    {finding.code} {finding.name} ({severity}): {finding.message}")
+                for fix in finding.fixes:
+                    lines.append(f"      fix ({fix.applicability.value}): {fix.title}")
+                    lines.extend(f"        {step}" for step in fix_lines(fix))
+        elif result.status is Status.PASSED:
+            passed.append(result.code)
+        elif result.status is Status.NOT_CHECKED:
+            unchecked.append(f"{result.code} ({result.reason})")
+        else:
+            lines.append(f"    {result.code} {result.name}: check crashed: {result.reason}")
+    if passed:
+        lines.append(f"    checked, nothing found: {', '.join(passed)}")
+    lines.extend(f"    not checked: {item}" for item in unchecked)
+    return lines
+
+
+def render_text(log: LogText, explained: Sequence[ExplainedMessage], checked: bool) -> str:
+    out = [f"tfdoctor: {log.source}: {log.lines} line(s) read"
+           + (f" (the last {log.bytes_read // 1024} KiB; {log.bytes_skipped // 1024} KiB before them skipped)"
+              if log.bytes_skipped else "")
+           + (f"; {log.stopped}" if log.stopped else "")
+           + f", {len(explained)} known message(s)"]
+    if not explained:
+        out.append("No message tfdoctor knows was found (docs/log-messages.md lists them, and how to add one).")
+        return "\n".join(out) + "\n"
+    for item in explained:
+        message, sighting = item.sighting.message, item.sighting
+        times = f" ({sighting.count}×)" if sighting.count > 1 else ""
+        out += ["", f"{GLYPH[item.verdict]} {message.id} — line {sighting.line}{times}, from {message.origin}: "
+                    f"{HEADLINE[item.verdict]}",
+                f"    > {echo_line(sighting.text)}",
+                f"    means: {message.meaning}"]
+        if item.verdict in (ERROR, WARNING, INFO):
+            out.append("    on this machine:")
+        out += _result_lines(item)
+        if item.verdict in (UNCONFIRMED, HARMLESS) or not checked:
+            out.append(f"    what to do: {message.advice}")
+        out.append(f"    source of this wording: {message.source}")
+    tally = counts(explained)
+    out += ["", "tfdoctor: " + ", ".join(f"{tally[v]} {v}" for v in (ERROR, WARNING, INFO, UNCONFIRMED, HARMLESS))]
+    if any(item.results for item in explained):
+        out.append("Run `tfdoctor explain CODE` for what a check looks at, `tfdoctor fix` to apply the safe fixes.")
+    return "\n".join(out) + "\n"
+
+
+def explanation_to_json(log: LogText, explained: Sequence[ExplainedMessage],
+                        facts_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "schema_version": EXPLAIN_LOG_SCHEMA_VERSION,
+        "tfdoctor_version": __version__,
+        "log": {"source": log.source, "lines": log.lines, "bytes_read": log.bytes_read,
+                "bytes_skipped": log.bytes_skipped, "stopped": log.stopped},
+        "facts": ({k: facts_meta.get(k) for k in ("hostname", "collected_at", "root")}
+                  if facts_meta is not None else None),
+        "summary": counts(explained),
+        "messages": [
+            {
+                "id": item.sighting.message.id,
+                "origin": item.sighting.message.origin,
+                "line": item.sighting.line,
+                "count": item.sighting.count,
+                "text": echo_line(item.sighting.text),
+                "meaning": item.sighting.message.meaning,
+                "harmless": item.sighting.message.harmless,
+                "advice": item.sighting.message.advice,
+                "source": item.sighting.message.source,
+                "verdict": item.verdict,
+                "checks": [r.to_json() for r in item.results],
+            }
+            for item in explained
+        ],
+    }
+
+
+def render_json(log: LogText, explained: Sequence[ExplainedMessage], facts_meta: Mapping[str, Any] | None) -> str:
+    return json.dumps(explanation_to_json(log, explained, facts_meta), indent=2, ensure_ascii=True) + "\n"

@@ -3,7 +3,7 @@
 `MACHINES` lists them (registered in machines.py); `examine(machine, tmp_path)` runs every registered
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
-from . import machines, machines_cluster, machines_gpu  # noqa: F401  (registers the machines)
+from . import machines, machines_cluster, machines_gpu, machines_gpu_stack  # noqa: F401  (registers the machines)
 from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
 
 __all__ = ["MACHINES", "HealthyMachine", "collect", "examine", "family", "register"]

@@ -11,9 +11,6 @@ from .parts import PythonEnv
 # The false alarms of issue 16 that other branches fix (see README.md: false_alarms).
 ITEM_1 = "issue 16 item 1: THR102 multiplies intra-op by inter-op for the Eigen pools, branch threads-openmp"
 ITEM_2 = "issue 16 item 2: THR101 under an affinity or cpuset limit the runtimes see, branch threads-openmp"
-ITEM_3 = "issue 16 item 3: NCCL missing on a one-GPU host, branch gpu-stack"
-CUPTI002_DEFAULT = ("issue 16: CUPTI002 warns on the driver's default RmProfilingAdminOnly=1 where no profiler is "
-                    "installed (training unaffected); cupti.py is gpu-stack's")
 
 HOME = "/home/ada"
 VENV = PythonEnv(f"{HOME}/venv")

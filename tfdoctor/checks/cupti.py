@@ -103,7 +103,8 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
     and gets CUPTI_ERROR_INSUFFICIENT_PRIVILEGES like any user; a --privileged container has
     000001ffffffffff (0000003fffffffff on older kernels). The TensorFlow Profiler then shows no GPU
     kernels. It is an error when a profiler plugin (tensorboard-plugin-profile, xprof) is installed,
-    a warning otherwise: training is not affected, only profiling.
+    an info otherwise: training is not affected, only profiling (and the restriction is the driver's
+    default, so a healthy machine without a profiler is not warned about it).
 
     Example:
     RmProfilingAdminOnly: 1, uid 0 in `docker run --gpus all` (CapEff 00000000a80425fb).
@@ -163,7 +164,7 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
                   "privileges.container": container_signs(facts), "container_kind": kind,
                   "profiler_installed": profiling},
         fixes=tuple(fixes),
-        severity=Severity.ERROR if profiling else Severity.WARNING)
+        severity=Severity.ERROR if profiling else Severity.INFO)
 
 
 def _container_fixes(kind: str | None) -> list[AdminFix]:

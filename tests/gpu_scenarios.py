@@ -33,6 +33,12 @@ PINS_215 = {
     "nvidia-cufft-cu12": "11.0.8.103", "nvidia-curand-cu12": "10.3.3.141", "nvidia-cusolver-cu12": "11.5.2.141",
     "nvidia-cusparse-cu12": "12.1.2.141", "nvidia-nccl-cu12": "2.16.5", "nvidia-nvjitlink-cu12": "12.2.140",
 }
+PINS_216 = {  # tensorflow 2.16.1's and-cuda extra
+    "nvidia-cublas-cu12": "12.3.4.1", "nvidia-cuda-cupti-cu12": "12.3.101", "nvidia-cuda-nvcc-cu12": "12.3.107",
+    "nvidia-cuda-nvrtc-cu12": "12.3.107", "nvidia-cuda-runtime-cu12": "12.3.101", "nvidia-cudnn-cu12": "8.9.7.29",
+    "nvidia-cufft-cu12": "11.0.12.1", "nvidia-curand-cu12": "10.3.4.107", "nvidia-cusolver-cu12": "11.5.4.101",
+    "nvidia-cusparse-cu12": "12.2.0.103", "nvidia-nccl-cu12": "2.19.3", "nvidia-nvjitlink-cu12": "12.3.101",
+}
 # wheel folder under site-packages/nvidia -> (dist, files: name -> version-carrying real name or None)
 WHEEL_FILES = {
     "cublas": ("nvidia-cublas-cu12", ["libcublas.so.12", "libcublasLt.so.12"]),
@@ -434,6 +440,47 @@ def _static_nccl_two_gpus(root: FakeRoot) -> None:
     ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
 
 
+def _tf216_pip(root: FakeRoot) -> None:
+    """pip install 'tensorflow[and-cuda]==2.16.1': the wheels are there, TensorFlow's RUNPATH misses them."""
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.16.1", cuda="12.3", pins=PINS_216)
+    wheels(root, PINS_216)
+
+
+WHEEL_LIB_PATH_216 = ":".join(f"{SITE}/nvidia/{folder}/lib" for folder in WHEEL_FILES if folder != "cuda_nvcc")
+CONDA_ENV = f"{HOME}/miniconda3/envs/tf"
+CONDA_SITE = f"{CONDA_ENV}/lib/python3.10/site-packages"
+
+
+def _conda_without_activate_d(root: FakeRoot) -> None:
+    """conda install -c conda-forge cudatoolkit=11.8.0 and pip install tensorflow==2.12.1, but not the
+    install guide's etc/conda/activate.d/env_vars.sh: the libraries sit in $CONDA_PREFIX/lib, unseen."""
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.12.1", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"], site=CONDA_SITE)
+    for soname, real in TOOLKIT_LIBS["11.8"].items():
+        lib(root, f"{CONDA_ENV}/lib/{real}", soname)
+        link(root, f"{CONDA_ENV}/lib/{soname}", real)
+    lib(root, f"{CONDA_ENV}/lib/libcudnn.so.8.6.0", "libcudnn.so.8")
+    link(root, f"{CONDA_ENV}/lib/libcudnn.so.8", "libcudnn.so.8.6.0")
+    lib(root, f"{CONDA_ENV}/lib/libcupti.so.2022.3.0", "libcupti.so.11.8")
+    link(root, f"{CONDA_ENV}/lib/libcupti.so.11.8", "libcupti.so.2022.3.0")
+    # conda install -c nvidia cuda-nvcc=11.8.89, libdevice copied where XLA_FLAGS points (the guide's steps)
+    root.write(f"{CONDA_ENV}/lib/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+    root.write(f"{CONDA_ENV}/bin/ptxas", "#!/bin/sh\n", mode=0o755)
+
+
+def _conda_with_activate_d(root: FakeRoot) -> None:
+    _conda_without_activate_d(root)
+    root.write(f"{CONDA_ENV}/etc/conda/activate.d/env_vars.sh",
+               "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$CONDA_PREFIX/lib/\n")
+
+
+CONDA_ENVIRONMENT = {"CONDA_PREFIX": CONDA_ENV, "CONDA_DEFAULT_ENV": "tf", "VIRTUAL_ENV": "",
+                     "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin",
+                     "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA_ENV}/lib/"}
+CONDA_PYTHON = {"tf_version": "2.12.1", "cuda": "11.8", "caps": SYSTEM_118["caps"]}
 TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")]
 RTX_4090_WSL = [FakeGpu(name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), memory_total_mib=24564, ecc=None,
                         remapped=None, mig=None, persistence=None, pci_bus_id="00000000:01:00.0")]
@@ -513,6 +560,14 @@ SCENARIOS: list[Scenario] = [
     Scenario("healthy-one-gpu-without-nccl", _pip_without_nccl(1), python=PIP),
     Scenario("healthy-static-nccl-two-gpus", _static_nccl_two_gpus, python=SYSTEM_118, gpus=[
         replace(g, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0)) for g in TWO_A100]),
+    Scenario("cuda001-tf216-wheels-off-runpath", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
+             "pins": PINS_216, "installed": PINS_216}, expect=("CUDA001", "CUPTI001")),
+    Scenario("healthy-tf216-wheels-on-ld-library-path", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
+             "pins": PINS_216, "installed": PINS_216}, env={"LD_LIBRARY_PATH": WHEEL_LIB_PATH_216}),
+    Scenario("cuda001-conda-lib-not-on-loader-path", _conda_without_activate_d, python=CONDA_PYTHON,
+             env=CONDA_ENVIRONMENT, gpus=V100, expect=("CUDA001", "CUPTI001")),
+    Scenario("healthy-conda-activate-d", _conda_with_activate_d, python=CONDA_PYTHON, gpus=V100,
+             env={**CONDA_ENVIRONMENT, "LD_LIBRARY_PATH": f":{CONDA_ENV}/lib/"}),
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
              env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
              expect=("XLA001",)),

@@ -255,3 +255,37 @@ def test_gpus_known_only_from_proc_leave_health_and_architecture_not_checked():
     assert {r.status.value for r in result.results} == {"not-checked"}
     assert result.result("GPU001").reason == (
         "GPU health needs NVML (nvmlInit failed: Driver/library version mismatch)")
+
+
+def test_a_release_whose_runpath_misses_the_wheels_gets_every_wheel_folder_prepended():
+    findings = [f for f in report("cuda001-tf216-wheels-off-runpath").findings() if f.code == "CUDA001"]
+    folders = [f.evidence["folder"] for f in findings]
+    assert folders == [f"{g.SITE}/nvidia/{d}/lib" for d in
+                       ("cuda_runtime", "cublas", "cudnn", "cufft", "cusolver", "cusparse", "nccl")]
+    assert all(f.severity is Severity.ERROR or f.evidence["libraries"] == ["libnccl.so.2"] for f in findings)
+    assert findings[0].evidence["runpath"] == (
+        "TensorFlow 2.16.1's RUNPATH does not reach site-packages/nvidia/*/lib (tensorflow_builds row 2.16): "
+        "each wheel folder must be on LD_LIBRARY_PATH")
+    assert [c.value for f in findings for c in f.fixes[0].changes] == folders
+    twin = load("healthy-tf216-wheels-on-ld-library-path")
+    assert twin.sections["cuda_libs"]["runpath"] == []
+    assert twin.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "LD_LIBRARY_PATH"
+    # 2.15 does reach them: the same wheels resolve through the RUNPATH.
+    healthy = load("healthy-cuda12-pip")
+    assert healthy.sections["cuda_libs"]["tensorflow"]["runpath_rule"] == "tensorflow_builds row 2.15"
+    assert healthy.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "RUNPATH"
+
+
+def test_conda_lib_is_a_place_cuda_libraries_live():
+    (libs,) = [f for f in report("cuda001-conda-lib-not-on-loader-path").findings() if f.code == "CUDA001"]
+    assert libs.evidence["folder"] == f"{g.CONDA_ENV}/lib"
+    assert libs.message.startswith("libcudart.so.11.0, libcublas.so.11, libcublasLt.so.11, libcudnn.so.8, "
+                                   "libcufft.so.10, libcusolver.so.11 and libcusparse.so.11 are not resolvable")
+    assert [c.value for c in libs.fixes[0].changes] == [f"{g.CONDA_ENV}/lib"]
+    assert libs.fixes[1].steps[1] == ("echo 'export LD_LIBRARY_PATH=$CONDA_PREFIX/lib/:$LD_LIBRARY_PATH' >> "
+                                      "$CONDA_PREFIX/etc/conda/activate.d/env_vars.sh")
+    twin = load("healthy-conda-activate-d")
+    assert twin.sections["cuda_libs"]["conda"]["activate_d"] == [
+        {"path": f"{g.CONDA_ENV}/etc/conda/activate.d/env_vars.sh", "sets_ld_library_path": True}]
+    resolved = twin.sections["cuda_libs"]["libraries"]["cudart"]["resolved"]["libcudart.so.11.0"]
+    assert resolved == {"path": f"{g.CONDA_ENV}/lib/libcudart.so.11.0", "via": "LD_LIBRARY_PATH"}

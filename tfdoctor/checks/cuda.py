@@ -115,14 +115,26 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             off_path.setdefault(best.dir, []).append((name, [c.path for c in copies]))
         else:
             missing.append((key, name))
+    conda = facts.peek("cuda_libs.conda")
+    conda_lib = conda.get("lib") if isinstance(conda, dict) else None
+    runpath_note = _runpath_note(facts)
     for folder, found in off_path.items():
         names = [name for name, _ in found]
+        fixes: tuple[EnvFix | AdminFix, ...] = (prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),)
+        if folder == conda_lib:
+            # The conda way: the environment sets it on activation (TensorFlow 2.12's install guide).
+            fixes += (AdminFix("Or set it whenever the conda environment is activated", (
+                "mkdir -p $CONDA_PREFIX/etc/conda/activate.d",
+                "echo 'export LD_LIBRARY_PATH=$CONDA_PREFIX/lib/:$LD_LIBRARY_PATH' >> "
+                "$CONDA_PREFIX/etc/conda/activate.d/env_vars.sh")),)
+        evidence: dict[str, Any] = {"libraries": names, "folder": folder, "found_at": dict(found),
+                                    "cuda_libs.ld_library_path": lib_path}
+        if runpath_note and "/site-packages/nvidia/" in folder:
+            evidence["runpath"] = runpath_note
         yield Finding(
             f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
             f"in {folder}: TensorFlow will not use the GPU",
-            evidence={"libraries": names, "folder": folder, "found_at": dict(found),
-                      "cuda_libs.ld_library_path": lib_path},
-            fixes=(prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),))
+            evidence=evidence, fixes=fixes)
     nccl_missing = [m for m in missing if m[0] == "nccl"]
     nccl_evidence: dict[str, Any] = {}
     if nccl_missing:
@@ -143,6 +155,15 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             + ("multi-GPU collectives will fail" if severity else "TensorFlow will not use the GPU")
             + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
             evidence=evidence, fixes=(_install_fix(build, [k for k, _ in group], names),), severity=severity)
+
+
+def _runpath_note(facts: Facts) -> str | None:
+    """Why the wheels next to TensorFlow are not on its RUNPATH, when that is the reason."""
+    tensorflow = facts.peek("cuda_libs.tensorflow")
+    if not isinstance(tensorflow, dict) or tensorflow.get("runpath_finds_wheels") is not False:
+        return None
+    return (f"TensorFlow {tensorflow.get('version')}'s RUNPATH does not reach site-packages/nvidia/*/lib "
+            f"({tensorflow.get('runpath_rule')}): each wheel folder must be on LD_LIBRARY_PATH")
 
 
 def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:

@@ -19,15 +19,23 @@ from __future__ import annotations
 
 import datetime
 import functools
-import sys
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+# The tables sit beside this module; tomllib is imported on first use, so a check path that never
+# consults a table (a host without an NVIDIA GPU) does not pay for the TOML parser.
+_HERE = Path(__file__).resolve().parent
+
+
+def _tomllib() -> Any:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 
 class KnowledgeError(Exception):
@@ -48,20 +56,17 @@ class Table:
         return f"{self.title} (taken {self.taken.isoformat()}; {', '.join(self.sources)})"
 
 
+@functools.cache
 def available() -> list[str]:
-    return sorted(
-        entry.name.removesuffix(".toml")
-        for entry in resources.files(__name__).iterdir()
-        if entry.name.endswith(".toml")
-    )
+    return sorted(entry.name.removesuffix(".toml") for entry in _HERE.iterdir() if entry.name.endswith(".toml"))
 
 
 @functools.cache
 def table(name: str) -> Table:
     """Load the packaged table `name` (cached: tables are read once per process)."""
-    resource = resources.files(__name__).joinpath(f"{name}.toml")
+    tomllib = _tomllib()
     try:
-        document = tomllib.loads(resource.read_text(encoding="utf-8"))
+        document = tomllib.loads((_HERE / f"{name}.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
     meta = document.get("meta")

@@ -122,14 +122,14 @@ def corpus_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
 
 
-def lint_new(roots: dict[str, Path]) -> dict[str, list[tuple[str, str, str]]]:
-    """The working tree's linter, as `tfdoctor lint DIR` runs it by default."""
+def lint_new(roots: dict[str, Path], preview: bool = False) -> dict[str, list[tuple[str, str, str]]]:
+    """The working tree's linter, as `tfdoctor lint DIR` runs it by default (or with --preview)."""
     sys.path.insert(0, str(ROOT))
     from tfdoctor.lint.api import lint_directory
 
     found = {}
     for repo, root in roots.items():
-        report = lint_directory(root)
+        report = lint_directory(root, preview=preview)
         found[repo] = [(Path(f.path).relative_to(root).as_posix(), _line(f), f.code) for f in report.findings]
     return found
 
@@ -215,6 +215,7 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="tfdoctor commit of the 'before' linter")
     parser.add_argument("--no-baseline", action="store_true", help="skip the old linter")
     parser.add_argument("--unlabelled", type=Path, help="write findings without a label here (CSV rows)")
+    parser.add_argument("--preview", action="store_true", help="run the new linter with its preview rules too")
     args = parser.parse_args()
     manifest = load_manifest()
     repos = manifest["repos"]
@@ -230,7 +231,7 @@ def main() -> None:
     labels = read_labels()
     true_positives = {k for k, (label, _, same_as) in labels.items() if label == "TP" and not (
         same_as and (k[0], k[1], same_as, k[3]) in labels)}  # one problem counted once
-    runs = {"new": lint_new(roots)}
+    runs = {"new": lint_new(roots, preview=args.preview)}
     if not args.no_baseline:
         runs["old"] = lint_old(roots, args.baseline or manifest["meta"]["baseline"], files)
     results = {name: score(found, labels, true_positives) for name, found in runs.items()}

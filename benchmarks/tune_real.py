@@ -27,14 +27,14 @@ from tfdoctor.tune.space import Space
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--time", type=float, default=180.0)
-    parser.add_argument("--out", default=None, help="folder for results, env.sh and heatmap (default: a temp dir)")
+    parser.add_argument("--out", default=None, help="folder for results, env.sh and plots (default: a temp dir)")
     args = parser.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="tfdoctor-tune-"))
     out.mkdir(parents=True, exist_ok=True)
     results = out / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--time", f"{args.time:g}", "--results",
-                           str(results), "--write", "env.sh", "--plot", "heatmap.html", "--force"],
+                           str(results), "--write", "env.sh", "--html", "tune.html", "--force"],
                           cwd=out, capture_output=True, text=True)
     elapsed = time.monotonic() - start
     print(done.stdout)
@@ -61,7 +61,7 @@ def main() -> int:
     if rule is not None:
         verdict = "no worse" if rule.ratio >= -rule.spread else "WORSE"
         print(f"winner vs rule-based defaults: {verdict} within the measured noise")
-    print(f"env.sh written: {(out / 'env.sh').exists()} ({out / 'env.sh'}); heatmap: {out / 'heatmap.html'}")
+    print(f"env.sh written: {(out / 'env.sh').exists()} ({out / 'env.sh'}); plots: {out / 'tune.html'}")
     return 0
 
 

@@ -89,9 +89,26 @@ def test_two_tensorflow_distributions_keep_the_one_installed_last(site):
                                "tensorflow-cpu 2.21.0")
     assert finding.evidence == {"python.watched.tensorflow.version": "2.20.0",
                                 "python.watched.tensorflow-cpu.version": "2.21.0"}
+    assert finding.severity.label == "error"
     assert finding.fixes == (AdminFix("Keep one TensorFlow distribution (tensorflow-cpu 2.21.0 was installed last)",
-                                      (f"{PIP} uninstall -y tensorflow tensorflow-cpu",
-                                       f"{PIP} install 'tensorflow-cpu==2.21.0'")),)
+                                      (f"{PIP} uninstall -y tensorflow",
+                                       f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'")),)
+
+
+def test_two_tensorflow_distributions_of_one_version_are_a_warning(site):
+    """What `pip install tensorflow-cpu tf-keras` leaves: tensorflow 2.21.0 pulled in next to tensorflow-cpu."""
+    site.tensorflow(name="tensorflow-cpu", installed_at=1_700_000_000).healthy_dependencies()
+    site.tensorflow(name="tensorflow", installed_at=1_700_000_500).dist("tf_keras", "2.21.0", top_level=("tf_keras",))
+    report = run(site)
+    assert report.codes() == ["PKG002"]
+    finding = report.findings()[0]
+    assert finding.severity.label == "warning"
+    assert finding.message == ("2 TensorFlow distributions of the same version share the tensorflow package: "
+                               "tensorflow 2.21.0, tensorflow-cpu 2.21.0; it works, but uninstalling one removes "
+                               "files the other needs")
+    assert finding.fixes == (AdminFix("Keep one TensorFlow distribution (tensorflow-cpu 2.21.0 was installed first)",
+                                      (f"{PIP} uninstall -y tensorflow",
+                                       f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'")),)
 
 
 def test_windows_shim_distribution_is_not_a_second_tensorflow(site):
@@ -99,7 +116,7 @@ def test_windows_shim_distribution_is_not_a_second_tensorflow(site):
     site.dist("tensorflow", "2.15.0", requires=('tensorflow-intel==2.15.0; platform_system == "Windows"',),
               record=("tensorflow-2.15.0.dist-info/METADATA",))
     site.tensorflow(name="tensorflow-intel", version="2.15.0", requires=("numpy<2.0.0,>=1.23.5",),
-                    requires_python=">=3.9").healthy_dependencies(numpy="1.26.4")
+                    requires_python=">=3.9").healthy_dependencies(numpy="1.26.4", keras="2.15.0")
     assert run(site).codes() == []
 
 
@@ -139,13 +156,15 @@ def test_cpu_only_tensorflow_without_driver_is_silent(site):
 def test_python_outside_requires_python(site):
     site.tensorflow().healthy_dependencies()
     report = run(site, version="3.9.18")
-    assert report.codes() == ["PKG004"]
+    assert report.codes() == ["PKG004", "PKG012"]  # and the cp311 wheel cannot load in 3.9
     finding = report.findings()[0]
     assert finding.message == "Python 3.9.18 is outside TensorFlow 2.21.0's Requires-Python >=3.10"
     assert finding.evidence == {"python.version": "3.9.18",
                                 "python.watched.tensorflow-cpu.requires_python": ">=3.10"}
-    assert finding.fixes[0].steps == ("python3.X -m venv NEW_ENV   # a Python version matching >=3.10",
-                                      "NEW_ENV/bin/pip install 'tensorflow-cpu==2.21.0'")
+    assert finding.fixes[0].title == "Use a Python from 3.10 to 3.13 for TensorFlow 2.21.0"
+    assert finding.fixes[0].steps == (
+        "python3.13 -m venv NEW_ENV   # TensorFlow 2.21.0 has wheels for CPython 3.10-3.13",
+        "NEW_ENV/bin/python -m pip install 'tensorflow-cpu==2.21.0'")
 
 
 def test_dependencies_outside_range_one_finding_each(site):
@@ -153,17 +172,18 @@ def test_dependencies_outside_range_one_finding_each(site):
     report = run(site)
     assert report.codes() == ["PKG005"]
     findings = report.findings()
-    assert [f.message for f in findings] == [
-        "protobuf 8.1.0 is outside TensorFlow 2.21.0's range protobuf<8.0.0,>=6.31.1",
-        "numpy 1.24.4 is outside TensorFlow 2.21.0's range numpy>=1.26.0",
-        "h5py 3.15.1 is outside TensorFlow 2.21.0's range h5py<3.15.0,>=3.11.0",
-        "ml-dtypes 0.4.1 is outside TensorFlow 2.21.0's range ml-dtypes<1.0.0,>=0.5.1",
+    assert [(f.message.split(": ")[0], f.severity.label) for f in findings] == [
+        ("protobuf 8.1.0 is outside TensorFlow 2.21.0's range protobuf<8.0.0,>=6.31.1", "warning"),
+        ("numpy 1.24.4 is outside TensorFlow 2.21.0's range numpy>=1.26.0", "warning"),
+        ("h5py 3.15.1 is outside TensorFlow 2.21.0's range h5py<3.15.0,>=3.11.0", "info"),
+        ("ml-dtypes 0.4.1 is outside TensorFlow 2.21.0's range ml-dtypes<1.0.0,>=0.5.1", "error"),
     ]
+    assert findings[3].message.endswith(": import tensorflow fails: AttributeError: module 'ml_dtypes' has no "
+                                        "attribute … (TensorFlow registers the dtypes it was built with)")
     assert findings[1].evidence == {"python.distributions.numpy.version": "1.24.4",
                                     "python.watched.tensorflow-cpu.requires_dist": "numpy>=1.26.0"}
     assert findings[3].fixes == (AdminFix("Install ml-dtypes<1.0.0,>=0.5.1 next to TensorFlow 2.21.0", (
         f"{PIP} install 'ml-dtypes<1.0.0,>=0.5.1' 'tensorflow-cpu==2.21.0'",)),)
-    assert all(f.severity.label == "error" for f in findings)
 
 
 @pytest.mark.parametrize(("python_version", "codes"), [("3.11", ["PKG005"]), ("3.12", [])])
@@ -172,7 +192,7 @@ def test_dependency_markers_use_the_inspected_interpreter(site, python_version, 
     not by the interpreter running tfdoctor."""
     requires = ('tensorflow-io-gcs-filesystem>=0.23.1; python_version < "3.12"',
                 'numpy<2.0.0; extra == "never"')
-    site.tensorflow(version="2.15.0", requires=requires).healthy_dependencies()
+    site.tensorflow(version="2.15.0", requires=requires).healthy_dependencies(numpy="1.26.4", keras="2.15.0")
     site.dist("tensorflow-io-gcs-filesystem", "0.20.0")
     marker_environment = {**snapshot(paths=[])["marker_environment"], "python_version": python_version}
     assert run(site, marker_environment=marker_environment).codes() == codes
@@ -186,10 +206,12 @@ def test_dependencies_missing_one_finding_each(site):
     assert report.codes() == ["PKG009"]
     findings = report.findings()
     assert [f.message for f in findings] == [
-        "keras is not installed, and TensorFlow 2.21.0 requires keras>=3.12.0",
-        "ml-dtypes is not installed, and TensorFlow 2.21.0 requires ml-dtypes<1.0.0,>=0.5.1",
+        "keras is not installed, and TensorFlow 2.21.0 requires keras>=3.12.0: import tensorflow (or its first use "
+        "of the package) fails with ModuleNotFoundError",
+        "ml-dtypes is not installed, and TensorFlow 2.21.0 requires ml-dtypes<1.0.0,>=0.5.1: import tensorflow (or "
+        "its first use of the package) fails with ModuleNotFoundError",
     ]
-    assert findings[0].severity.label == "warning"
+    assert findings[0].severity.label == "error"
     assert findings[0].evidence == {"python.distributions.keras": None,
                                     "python.watched.tensorflow-cpu.requires_dist": "keras>=3.12.0"}
     assert findings[0].fixes == (AdminFix("Install keras>=3.12.0 next to TensorFlow 2.21.0", (
@@ -211,7 +233,7 @@ def test_legacy_keras_requested_but_missing(site):
     assert finding.message == "TF_USE_LEGACY_KERAS=1 asks TensorFlow 2.21.0 for tf-keras, which is not installed"
     assert finding.evidence == {"env.TF_USE_LEGACY_KERAS": "1", "python.watched.tensorflow-cpu.version": "2.21.0",
                                 "python.distributions.tf-keras": None}
-    assert finding.fixes[0].steps == (f"{PIP} install 'tf-keras>=2.21,<2.22' 'tensorflow-cpu==2.21.0'",)
+    assert finding.fixes[0].steps == (f"{PIP} install --no-deps 'tf-keras>=2.21,<2.22'",)
 
 
 @pytest.mark.parametrize(("value", "tf_version", "tf_keras"), [
@@ -220,7 +242,11 @@ def test_legacy_keras_requested_but_missing(site):
     ("true", "2.21.0", "2.21.0"),  # installed
 ])
 def test_legacy_keras_silent_cases(site, value, tf_version, tf_keras):
-    site.tensorflow(version=tf_version).healthy_dependencies()
+    if tf_version < "2.16":  # with the numpy and Keras of its time
+        site.tensorflow(version=tf_version, requires=("numpy>=1.23.5", "keras<2.15,>=2.14.0"))
+        site.healthy_dependencies(numpy="1.26.4", keras="2.14.0")
+    else:
+        site.tensorflow(version=tf_version).healthy_dependencies()
     if tf_keras:
         site.dist("tf_keras", tf_keras, top_level=("tf_keras",))
     assert run(site, env={"TF_USE_LEGACY_KERAS": value}).codes() == []
@@ -234,7 +260,7 @@ def test_tf_keras_version_mismatch(site):
     assert finding.message == "tf-keras 2.17.0 does not match TensorFlow 2.21.0 (major.minor must be equal)"
     assert finding.evidence == {"python.distributions.tf-keras.version": "2.17.0",
                                 "python.watched.tensorflow-cpu.version": "2.21.0"}
-    assert finding.fixes[0].steps == (f"{PIP} install 'tf-keras>=2.21,<2.22' 'tensorflow-cpu==2.21.0'",)
+    assert finding.fixes[0].steps == (f"{PIP} install --no-deps 'tf-keras>=2.21,<2.22'",)
 
 
 def test_tf_keras_patch_difference_is_fine(site):

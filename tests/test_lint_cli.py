@@ -99,20 +99,20 @@ def test_sarif_output_validates_against_the_sarif_2_1_0_schema(scripts, capsys):
 def test_noqa_comments(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path("t.py").write_text(
-        "import os\n"
+        "import os\nimport tensorflow as tf\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '0'  # tfdoctor: noqa: SRC113\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '1'  # tfdoctor: noqa\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '2'  # tfdoctor: noqa: SRC101\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '3'  # noqa\n"
         "s = '# tfdoctor: noqa'; os.environ['CUDA_VISIBLE_DEVICES'] = '4'\n", encoding="utf-8")
     _, out, err = run(capsys, "lint", "t.py")
-    assert [line.split(":")[1] for line in out.splitlines()] == ["4", "5", "6"]
+    assert [line.split(":")[1] for line in out.splitlines()] == ["5", "6", "7"]
     assert "2 suppressed" in err
 
 
 def test_directory_walk_skips_virtualenvs_site_packages_and_hidden_dirs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    bad = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+    bad = "import os\nimport tensorflow\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
     for rel in ("proj/train.py", "proj/sub/eval.py", "proj/.venv/lib/x.py", "proj/env/lib/site-packages/y.py",
                 "proj/.git/hooks/z.py", "proj/venv2/pyvenv.cfg", "proj/venv2/lib/w.py", "proj/notes.txt"):
         path = tmp_path / rel
@@ -146,7 +146,7 @@ def test_unparsable_undecodable_and_unreadable_files_are_findings(tmp_path, monk
 def test_file_with_a_coding_cookie_is_linted_with_character_columns(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path("l1.py").write_bytes(
-        b"# -*- coding: latin-1 -*-\nimport os\ns = '\xe9\xe9'; os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
+        b"# -*- coding: latin-1 -*-\nimport os, tensorflow\ns = '\xe9\xe9'; os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
     _, out, _ = run(capsys, "lint", "l1.py")
     assert out.startswith("l1.py:3:11: SRC113 ")
 

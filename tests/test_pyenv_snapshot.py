@@ -138,11 +138,11 @@ def test_snapshot_under_another_python_version(python, tmp_path):
 
 @pytest.fixture
 def other_venv(tmp_path: Path) -> tuple[Path, FakeSitePackages]:
-    """A real virtual environment of another interpreter, with a fake TensorFlow 2.21 and a numpy too old."""
+    """A real virtual environment of another interpreter, with a fake TensorFlow 2.21 and an ml_dtypes too old."""
     venv = tmp_path / "job-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     site_dir = next(venv.glob("lib/python3*/site-packages"))
-    site = FakeSitePackages(site_dir).tensorflow().healthy_dependencies(numpy="1.24.4")
+    site = FakeSitePackages(site_dir).tensorflow().healthy_dependencies(ml_dtypes="0.4.1")
     site.file("numpy.libs/libgomp-a34b3233.so.1.0.0")
     return venv, site
 
@@ -157,9 +157,11 @@ def test_check_python_of_another_venv(other_venv, tmp_path):
     failed = [r for r in report["results"] if r["status"] == "failed"]
     assert [r["code"] for r in failed] == ["PKG005"]
     finding = failed[0]["findings"][0]
-    assert finding["evidence"] == {"python.distributions.numpy.version": "1.24.4",
-                                   "python.watched.tensorflow-cpu.requires_dist": "numpy>=1.26.0"}
-    assert finding["fixes"][0]["steps"] == [f"{python} -m pip install 'numpy>=1.26.0' 'tensorflow-cpu==2.21.0'"]
+    assert finding["severity"] == "error"
+    assert finding["evidence"] == {"python.distributions.ml-dtypes.version": "0.4.1",
+                                   "python.watched.tensorflow-cpu.requires_dist": "ml_dtypes<1.0.0,>=0.5.1"}
+    assert finding["fixes"][0]["steps"] == [
+        f"{python} -m pip install 'ml-dtypes<1.0.0,>=0.5.1' 'tensorflow-cpu==2.21.0'"]
 
 
 def test_collect_python_of_another_venv_sees_its_libraries(other_venv, tmp_path):

@@ -188,12 +188,89 @@ def test_results_file_is_never_overwritten(tmp_path):
 
 # -- search on the simulated objective ----------------------------------------------------------
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_search_reaches_the_simulated_optimum(seed):
+def _simulated_jobs():
     sys.path.insert(0, str(REPO / "benchmarks"))
+    import simulated_jobs
     import tune_simulated
 
-    assert tune_simulated.trials_to_reach(seed, budget=40) is not None
+    return simulated_jobs, tune_simulated
+
+
+@pytest.mark.parametrize(("name", "seed"), [("threads-only", 0), ("threads-only", 1), ("two-optima", 2),
+                                            ("affinity-2-sockets", 3)])
+def test_default_space_winner_within_3_percent_of_the_true_best(name, seed):
+    jobs, bench = _simulated_jobs()
+    job = next(j for j in jobs.JOBS if j.name == name)
+    result = bench.tune(job, seed, "screen", budget=40)
+    assert job.throughput(result.winner) >= 0.97 * job.best
+    assert set(result.mattered) >= set(job.matters)
+    assert {n for n, e in result.effects.items() if e.matters} >= set(job.matters) - {
+        "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"}  # the pools are searched anyway
+    assert sum(1 for r in result.records if r.phase in ("current", "rule", "screen", "search")) == 40
+
+
+def test_env_script_sets_only_the_parameters_that_changed_the_result():
+    from tfdoctor.tune.envscript import render_winner
+    from tfdoctor.tune.screening import Effect
+    from tfdoctor.tune.search import Stats, TuneResult
+    from tfdoctor.tune.space import choice_param
+
+    space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 8), int_param("OMP_NUM_THREADS", 1, 8),
+                   choice_param("KMP_BLOCKTIME", ("0", "1", "200"))))
+    result = TuneResult([], winner={"TF_NUM_INTRAOP_THREADS": 3, "OMP_NUM_THREADS": 8, "KMP_BLOCKTIME": "0"},
+                        winner_stats=Stats((10.0, 10.0, 10.0)),
+                        effects={"TF_NUM_INTRAOP_THREADS": Effect("TF_NUM_INTRAOP_THREADS", 0.4, 8, 0.0, 1, True),
+                                 "OMP_NUM_THREADS": Effect("OMP_NUM_THREADS", 0.01, 8, 0.0, 1, False),
+                                 "KMP_BLOCKTIME": Effect("KMP_BLOCKTIME", 0.09, "0", 0.09, 2, True)},
+                        mattered=("TF_NUM_INTRAOP_THREADS", "KMP_BLOCKTIME"))
+    script = render_winner(space, result, "host", "0.1.0", "simulated")
+    assert "TF_NUM_INTRAOP_THREADS='3'\nexport TF_NUM_INTRAOP_THREADS" in script
+    assert "KMP_BLOCKTIME='0'\nexport KMP_BLOCKTIME" in script
+    assert "OMP_NUM_THREADS=" not in script.replace("# left as they are", "") and "unset OMP" not in script
+    assert "# left as they are (no measured effect): OMP_NUM_THREADS" in script
+    from tfdoctor.tune.progress import effect_lines
+
+    assert effect_lines(result) == [
+        "what each parameter did, moved alone from the rule-based seed:",
+        "  TF_NUM_INTRAOP_THREADS   up to  40.0 % over 1 step(s): mattered",
+        "  KMP_BLOCKTIME            up to   9.0 % over 2 step(s): mattered",
+        "  OMP_NUM_THREADS          up to   1.0 % over 1 step(s): no measured effect"]
+
+
+def test_screening_steps_and_effects():
+    from tfdoctor.tune.screening import effects, probe_values, ridge_points, screening_plan
+    from tfdoctor.tune.space import choice_param
+
+    space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 16), int_param("TF_NUM_INTEROP_THREADS", 1, 8),
+                   choice_param("KMP_BLOCKTIME", ("0", "1", "200"))))
+    seed = {"TF_NUM_INTRAOP_THREADS": 16, "TF_NUM_INTEROP_THREADS": 2, "KMP_BLOCKTIME": "1"}
+    assert probe_values(space.by_name("TF_NUM_INTRAOP_THREADS"), 16) == [4]  # the geometric middle
+    assert probe_values(space.by_name("KMP_BLOCKTIME"), "1") == ["0", "200"]
+    plan = screening_plan(space, seed)
+    assert plan[0] == seed and len(plan) == 1 + 1 + 1 + 2
+    measured = [(seed, 100.0), (seed, 102.0), ({**seed, "TF_NUM_INTRAOP_THREADS": 4}, 60.0),
+                ({**seed, "TF_NUM_INTEROP_THREADS": 3}, 101.5), ({**seed, "KMP_BLOCKTIME": "0"}, 112.0),
+                ({**seed, "KMP_BLOCKTIME": "200"}, 100.0)]
+    found = effects(space, seed, measured)
+    assert found["TF_NUM_INTRAOP_THREADS"].matters and found["TF_NUM_INTRAOP_THREADS"].best_value == 16
+    assert found["TF_NUM_INTRAOP_THREADS"].effect == pytest.approx(101 / 60 - 1, rel=1e-3)
+    assert not found["TF_NUM_INTEROP_THREADS"].matters  # 0.5 % is noise
+    assert found["KMP_BLOCKTIME"].matters and found["KMP_BLOCKTIME"].best_value == "0"
+    assert [(p["TF_NUM_INTRAOP_THREADS"], p["TF_NUM_INTEROP_THREADS"]) for p in ridge_points(space, seed)] == [
+        (16, 1), (8, 2), (5, 3), (4, 4), (3, 6), (2, 8)]
+
+
+def test_results_file_ends_with_the_tune_summary(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(_tune_args(tmp_path, "--budget", "8", "--repeats", "2", "--results", "r.jsonl"))
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    summary = lines[-1]
+    assert summary["type"] == "summary" and set(summary) >= {"winner", "mattered", "effects", "gains", "stopped"}
+    assert set(summary["effects"]) <= set(summary["winner"])
+    _header, records = load_results(tmp_path / "r.jsonl")  # the summary line is not a trial
+    assert len(records) == len(lines) - 2
+    assert "what each parameter did, moved alone from the rule-based seed:" in capsys.readouterr().out
 
 
 def test_failed_trials_do_not_stop_the_search():
@@ -208,7 +285,7 @@ def test_failed_trials_do_not_stop_the_search():
             return Measurement("failed", None, 0.0, "boom") if intra % 2 else Measurement("ok", float(intra), 0.0)
 
     space = Space((int_param("TF_NUM_INTRAOP_THREADS", 1, 4),))
-    tuner = Tuner(space, HalfBroken(), None, TuneSettings(budget=4, repeats=2, seed=1),
+    tuner = Tuner(space, HalfBroken(), None, TuneSettings(budget=4, repeats=2, seed=1, strategy="tpe"),
                   {"rule": {"TF_NUM_INTRAOP_THREADS": 2}})
     result = tuner.run()
     assert tuner.search_count() == 4  # every point once: a repeated proposal measures a new neighbour
@@ -237,7 +314,7 @@ def test_tune_command_writes_results_env_script_and_heatmap(tmp_path, capsys, mo
     assert "winner: TF_NUM_INTRAOP_THREADS=" in out and "vs rule-based defaults: +" in out
     _header, records = load_results(tmp_path / "r.jsonl")
     assert [r.phase for r in records[:2]] == ["current", "rule"]
-    assert sum(r.phase in ("current", "rule", "search") for r in records) == 12
+    assert sum(r.phase in ("current", "rule", "screen", "search") for r in records) == 12  # the budget
     script = (tmp_path / "env.sh").read_text()
     assert "over the rule-based defaults" in script and "export TF_NUM_INTEROP_THREADS" in script
     assert "# TUNE tuned-setting:" in script
@@ -245,7 +322,8 @@ def test_tune_command_writes_results_env_script_and_heatmap(tmp_path, capsys, mo
                          text=True, cwd=tmp_path).stdout.strip()
     winner_line = next(line for line in out.splitlines() if line.startswith("winner:"))
     assert f"TF_NUM_INTRAOP_THREADS={env} " in winner_line + " "
-    assert "<table>" in (tmp_path / "h.html").read_text()
+    page = (tmp_path / "h.html").read_text()  # the tune section of `tfdoctor report`, alone
+    assert '<section id="report-tune">' in page and 'id="plot-tune-history"' in page
 
 
 def test_tune_refuses_to_overwrite_env_script_without_force(tmp_path, capsys):
@@ -261,7 +339,8 @@ def test_tune_refuses_to_overwrite_env_script_without_force(tmp_path, capsys):
     (["tune", "--metric", "x ([0-9]+)"], "--metric reads the output of your command"),
     (["tune", "--", "python", "train.py"], "a command needs --metric"),
     (["tune", "--metric", "no group", "--", "true"], "has no group"),
-    (["tune", "--plot", "h.svg"], "must end in .html or .png"),
+    (["tune", "--plot", "h.svg"], "must end in .html"),
+    (["tune", "--plot", "h.png"], "PNG heatmaps were replaced by optuna's interactive plots"),
 ])
 def test_tune_usage_errors(tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
@@ -269,14 +348,6 @@ def test_tune_usage_errors(tmp_path, capsys, monkeypatch, args, message):
         main(args)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
-
-
-def test_png_heatmap_is_a_png(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit):
-        main(_tune_args(tmp_path, "--budget", "4", "--repeats", "1", "--results", "r.jsonl", "--plot", "h.png"))
-    data = (tmp_path / "h.png").read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n") and b"IEND" in data[-12:]
 
 
 def test_killed_tune_resumes_without_repeating_trials(tmp_path):
@@ -304,7 +375,7 @@ def test_killed_tune_resumes_without_repeating_trials(tmp_path):
     _header, after = load_results(results)
     assert after[: len(before)] == before  # nothing finished was lost or rewritten
     assert [r.number for r in after] == list(range(len(after)))
-    search = [r for r in after if r.phase in ("current", "rule", "search")]
+    search = [r for r in after if r.phase in ("current", "rule", "screen", "search")]
     assert len(search) == 14
     assert [r.phase for r in search].count("current") == 1 and [r.phase for r in search].count("rule") == 1
     keys = [tuple(sorted(r.params.items())) for r in search if r.phase == "search"]
@@ -337,20 +408,6 @@ def test_bad_plot_params_create_no_results_file(tmp_path, capsys, monkeypatch):
     assert exit_.value.code == 2
     assert "--plot-params: NOPE, X not in the space" in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
-
-
-def test_heatmap_keeps_the_best_value_per_pair_and_skips_the_current_run():
-    from tfdoctor.tune.plot import heatmap, render_html
-
-    space = Space((int_param("A", 1, 3), int_param("B", 1, 2), int_param("C", 1, 2)))
-    records = [TrialRecord(0, "current", {"A": 3, "B": 2, "C": 1}, "ok", 99.0, 0.1),
-               TrialRecord(1, "search", {"A": 1, "B": 1, "C": 1}, "ok", 5.0, 0.1),
-               TrialRecord(2, "search", {"A": 1, "B": 1, "C": 2}, "ok", 7.0, 0.1),
-               TrialRecord(3, "search", {"A": 2, "B": 2, "C": 2}, "failed", None, 0.1)]
-    hm = heatmap(space, records, "A", "B")
-    assert hm.cells == {(1, 1): 7.0}
-    assert hm.xs == (1, 2, 3) and hm.ys == (1, 2)
-    assert 'title="A=1 B=1: 7"' in render_html(hm, "<t>") and "&lt;t&gt;" in render_html(hm, "<t>")
 
 
 def test_env_script_unsets_a_variable_the_winner_leaves_unset():
@@ -403,7 +460,8 @@ def test_micro_profile_runner_as_objective(tmp_path, monkeypatch, capsys):
                                ("TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY",
                                 "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
     with pytest.raises(SystemExit) as exit_:
-        main(["tune", "--workload", "cnn", "--space", str(space), "--budget", "5", "--repeats", "1",
+        # 6: current, rule, the screening (rule again, intra=1), then the search reaches 3 and 4
+        main(["tune", "--workload", "cnn", "--space", str(space), "--budget", "6", "--repeats", "1",
               "--results", "r.jsonl", "--write", "env.sh"])
     assert exit_.value.code == 0
     _header, records = load_results(tmp_path / "r.jsonl")

@@ -8,109 +8,20 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from tfdoctor import __version__
+from tfdoctor.gather import GatherOptions, gather_options
+from tfdoctor.gather import build_report as _build_report
+from tfdoctor.gather import deadline as _deadline
+from tfdoctor.gather import machine as _machine
 from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
 from tfdoctor.usage import emit as _emit
 from tfdoctor.usage import project_config as _config
 from tfdoctor.usage import split_codes as _split_codes
-
-DEFAULT_TIMEOUT = 5.0
-
-
-@dataclass(frozen=True)
-class GatherOptions:
-    facts_file: str | None
-    root: str | None
-    python: str | None
-    timeout: float | None
-    select: tuple[str, ...]
-    ignore: tuple[str, ...]
-
-
-def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every command that looks at a machine shares."""
-    options = [
-        click.option("--select", multiple=True, metavar="CODES",
-                     help="Only these checks (comma-separated codes or prefixes, e.g. THR,CPU002)."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these checks (codes or prefixes)."),
-        click.option("--facts", "facts_file", metavar="FILE",
-                     help="Replay facts collected earlier (tfdoctor collect) instead of probing."),
-        click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /."),
-        click.option("--python", metavar="PATH",
-                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own."),
-        click.option("--timeout", type=float, metavar="S",
-                     help=f"Total seconds for gathering facts (default {DEFAULT_TIMEOUT:g}); a probe still "
-                          "running then is abandoned and its facts are unknown."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _build_report(opts: GatherOptions, config: Any) -> Any:
-    from tfdoctor.engine import gather_facts, run_checks
-    from tfdoctor.facts import Facts, FactsFileError
-    from tfdoctor.registry import load_registry, select_checks
-
-    registry = load_registry()
-    select = opts.select or config.select
-    ignore = opts.ignore + config.ignore
-    unknown = [c for c in (*select, *opts.ignore) if not any(s.code.startswith(c) for s in registry.checks)]
-    if unknown:
-        raise UsageError(f"no check code starts with {', '.join(unknown)} (see tfdoctor check --list-checks)")
-    checks = select_checks(registry.checks, select, ignore)
-    if opts.facts_file:
-        if opts.root or opts.python:
-            raise UsageError("--facts replays recorded facts; it cannot be combined with --root or --python")
-        try:
-            facts = Facts.load(opts.facts_file)
-        except FactsFileError as exc:
-            raise UsageError(str(exc)) from None
-    else:
-        facts = gather_facts(registry.probes, _machine(opts, config), deadline=_deadline(opts, config))
-    return run_checks(checks, facts, registry.errors)
-
-
-def _timeout(opts: GatherOptions, config: Any) -> float:
-    from tfdoctor.config import MAX_TIMEOUT
-
-    timeout = opts.timeout if opts.timeout is not None else (config.timeout or DEFAULT_TIMEOUT)
-    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan, which would abandon every probe at once
-        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g}")
-    return timeout
-
-
-def _deadline(opts: GatherOptions, config: Any) -> float:
-    import time
-
-    return time.monotonic() + _timeout(opts, config)
-
-
-def _machine(opts: GatherOptions, config: Any) -> Any:
-    from tfdoctor.facts.machine import Machine
-
-    root = Path("/")
-    if opts.root:
-        root = Path(opts.root).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--root {opts.root}: no such directory")
-    python = None
-    if opts.python:
-        candidate = Path(opts.python)
-        if not candidate.exists():
-            raise UsageError(f"--python {opts.python}: no such file")
-        if candidate.is_dir() or not os.access(candidate, os.X_OK):
-            raise UsageError(f"--python {opts.python}: not an executable interpreter")
-        python = str(candidate)
-    return Machine(root=root, environ=dict(os.environ), python=python, timeout=_timeout(opts, config))
-
 
 # Commands beyond the core live in their own modules and are imported only when invoked, so that
 # `tfdoctor check` (the pre-job hook) pays for none of them. One line per command: "name": "module:attr".
@@ -119,6 +30,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "lint": "tfdoctor.lint.cli:lint",
     "tune": "tfdoctor.tune.cli:tune",
     "profile": "tfdoctor.profile.cli:profile",
+    "report": "tfdoctor.report.html.command:report",
 }
 
 

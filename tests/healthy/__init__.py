@@ -3,7 +3,13 @@
 `MACHINES` lists them (registered in machines.py); `examine(machine, tmp_path)` runs every registered
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
-from . import machines, machines_cluster, machines_gpu, machines_gpu_stack  # noqa: F401  (registers the machines)
+from . import (  # noqa: F401  (registers the machines)
+    machines,
+    machines_cluster,
+    machines_gpu,
+    machines_gpu_stack,
+    machines_pyenv,
+)
 from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
 
 __all__ = ["MACHINES", "HealthyMachine", "collect", "examine", "family", "register"]

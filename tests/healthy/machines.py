@@ -11,6 +11,8 @@ from .parts import PythonEnv
 # The false alarms of issue 16 that other branches fix (see README.md: false_alarms).
 ITEM_1 = "issue 16 item 1: THR102 multiplies intra-op by inter-op for the Eigen pools, branch threads-openmp"
 ITEM_2 = "issue 16 item 2: THR101 under an affinity or cpuset limit the runtimes see, branch threads-openmp"
+THR101_OMP_UNUSED = ("issue 16 items 1-2: THR101 asks for OMP_NUM_THREADS under a quota although the stock build's "
+                     "pools (set here) do not use OpenMP, branch threads-openmp")
 
 HOME = "/home/ada"
 VENV = PythonEnv(f"{HOME}/venv")

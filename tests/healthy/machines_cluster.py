@@ -10,7 +10,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import ITEM_1, ITEM_2, USER_ENV, VENV
+from .machines import ITEM_1, ITEM_2, THR101_OMP_UNUSED, USER_ENV, VENV
 
 # Two 24-core Cascade Lake sockets with hyperthreads: node 0 = 0-23,48-71, node 1 = 24-47,72-95. Four GPUs
 # behind the sockets' PCIe roots, two per socket, as in most 2U four-GPU servers.
@@ -123,7 +123,8 @@ register(HealthyMachine(
     "dgx-a100-8gpu-nccl-rank", ("DIST", "NUMA", "THR", "GPU", "CUDA", "DRV", "MP", "XLA"),
     "rank 5 of 16 (two DGX A100 nodes) under Horovod/mpirun, one rank per GPU bound to 16 cores of its GPU's "
     "socket, NCCL over 8×HDR InfiniBand, iommu=pt, mixed_float16", _dgx,
-    env=DGX_ENV, python=VENV, nvml={"driver": "535.161.08", "cuda": 12020}, false_alarms={"THR101": ITEM_2}))
+    env=DGX_ENV, python=VENV, nvml={"driver": "535.161.08", "cuda": 12020},
+    false_alarms={"THR101": THR101_OMP_UNUSED}))
 
 
 # -- a multi-worker job described by TF_CONFIG ------------------------------------------------------------
@@ -141,4 +142,4 @@ register(HealthyMachine(
     env={**USER_ENV, "TF_CONFIG": json.dumps(TF_CONFIG), "NCCL_SOCKET_IFNAME": "ens1f0",
          "CUDA_VISIBLE_DEVICES": "0,1", "TFDOCTOR_PARAMS": "25.6M", "TF_NUM_INTRAOP_THREADS": "24",
          "TF_NUM_INTEROP_THREADS": "2"},
-    python=VENV, false_alarms={"THR101": ITEM_2}))
+    python=VENV, false_alarms={"THR101": THR101_OMP_UNUSED}))

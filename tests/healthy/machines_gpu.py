@@ -9,7 +9,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import HOME, ITEM_2, USER_ENV, VENV
+from .machines import HOME, ITEM_2, THR101_OMP_UNUSED, USER_ENV, VENV
 from .parts import PythonEnv
 
 GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU")
@@ -389,3 +389,38 @@ register(HealthyMachine(
     "activity captured (profiling open to users), no steal", _profiled_a100,
     env={**USER_ENV, "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV,
     sections={"profile": _profile_section()}))
+
+
+# -- a Kubernetes GPU pod: two GPUs from the device plugin, /dev/shm from a memory emptyDir, a CPU quota -------
+
+def _kubernetes_gpu_pod(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.ROME, sockets=2, cores_per_socket=64, threads_per_core=2, governor=None)
+    gpus = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:07:00.0", 0), ("0000:0f:00.0", 0),
+                                                        ("0000:47:00.0", 0), ("0000:4e:00.0", 0),
+                                                        ("0000:87:00.0", 1), ("0000:90:00.0", 1),
+                                                        ("0000:b7:00.0", 1), ("0000:bd:00.0", 1)],
+                               profiling_admin_only=0, visible_in_container=[2, 3])
+    # A Guaranteed pod under the kubelet's static CPU manager and the topology manager's single-numa-node
+    # policy: 16 whole cores (32 CPUs) of the GPUs' node as its cpuset, and the CFS quota of its limit.
+    parts.process(root, uid=1000, cpus_allowed="16-31,144-159")
+    # /dev/shm: an emptyDir with medium: Memory, sizeLimit: 16Gi, mounted over the runtime's 64 MiB.
+    parts.operating_system(root, "bert-ft-worker-0", os_release=parts.UBUNTU_2204, mem_gib=1024, shm="16777216k",
+                           address="10.244.7.31", nic="eth0", nic_mbps=100000, pci_others=False)
+    root.cgroup_v2("3200000 100000", cpuset="16-31,144-159")
+    root.write("/proc/1/cgroup", "0::/\n")
+    parts.tensorflow_2_15(root, parts.PythonEnv("/usr/local", base_prefix="/usr/local"))
+    return gpus
+
+
+register(HealthyMachine(
+    "kubernetes-gpu-pod-two-gpus", ("DIST", "GPU", "CUDA", "DRV", "THR", "NUMA"),
+    "a Guaranteed pod with nvidia.com/gpu: 2 and cpu: 32 on a DGX A100 (static CPU manager, single-numa-node "
+    "topology), /dev/shm from a 16Gi memory emptyDir, MirroredStrategy, intra-op threads = its 16 cores",
+    _kubernetes_gpu_pod,
+    env={"HOME": "/home/jovyan", "PATH": "/usr/local/bin:/usr/bin:/bin", "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+         "HOSTNAME": "bert-ft-worker-0", "NVIDIA_VISIBLE_DEVICES": "GPU-02,GPU-03",
+         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "TF_NUM_INTRAOP_THREADS": "16",
+         "TF_NUM_INTEROP_THREADS": "2", "TF_GPU_THREAD_MODE": "gpu_private",
+         "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
+    python=parts.PythonEnv("/usr/local", base_prefix="/usr/local"),
+    nvml={"driver": "550.54.15", "cuda": 12040}, false_alarms={"THR101": THR101_OMP_UNUSED}))

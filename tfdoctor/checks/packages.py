@@ -7,9 +7,12 @@ that is installed, so following it never changes the user's TensorFlow version.
 
 from __future__ import annotations
 
+import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from tfdoctor.derive import python_compatibility as compat
 from tfdoctor.derive.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
 from tfdoctor.derive.tensorflow_distribution import (
     TensorflowDistribution,
@@ -19,9 +22,10 @@ from tfdoctor.derive.tensorflow_distribution import (
     marker_environment,
     tensorflow_distributions,
     tensorflow_providers,
+    top_level_import_name,
 )
-from tfdoctor.facts import Facts
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
+from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
 # TensorFlow's own test of the variable (tensorflow/python/util/lazy_loader.py): these three only.
@@ -30,6 +34,9 @@ LEGACY_KERAS_TRUE = ("true", "True", "1")
 # (2.16 then made Keras 3 the default tf.keras); earlier releases ignore the variable.
 LEGACY_KERAS_VARIABLE_SINCE = (2, 15)
 TF_KERAS_DISTS = ("tf-keras", "tf-keras-nightly")
+SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
+# Where a path entry comes from (python.path_origins) when it is not the environment's own site-packages.
+FOREIGN_ORIGINS = ("pythonpath", "user-site", "pth:")
 
 
 def _executable(facts: Facts) -> str:
@@ -40,6 +47,56 @@ def _pip(facts: Facts) -> str:
     """pip of the inspected interpreter (with --python, the job's, not tfdoctor's own)."""
     executable = facts.peek("python.executable")
     return f"{shlex.quote(executable)} -m pip" if isinstance(executable, str) and executable else "pip"
+
+
+def _origin(facts: Facts, location: str) -> str:
+    """Why `location` is on the inspected interpreter's path (python.path_origins), "" when unknown."""
+    paths, origins = facts.peek("python.path"), facts.peek("python.path_origins")
+    if not isinstance(paths, list) or not isinstance(origins, list) or len(paths) != len(origins) \
+            or location not in paths:
+        return ""  # not recorded, or a hand-edited path: nothing said about where it comes from
+    found = origins[paths.index(location)]
+    return found if isinstance(found, str) else ""
+
+
+def _is_foreign(origin: str) -> bool:
+    return origin.startswith(FOREIGN_ORIGINS)
+
+
+def _describe_origin(origin: str, location: str) -> str:
+    if origin == "pythonpath":
+        return f"the PYTHONPATH entry {location}"
+    if origin == "user-site":
+        return f"the user site-packages {location}"
+    if origin.startswith("pth:"):
+        return f"{location}, added to the path by {origin[4:]}"
+    return location
+
+
+def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
+    """The fix that stops `location` from supplying `name`, when a variable or a .pth put it on the path:
+    a pip command in the environment would not change what is imported."""
+    origin = _origin(facts, location)
+    if origin == "pythonpath":
+        current = facts.env("PYTHONPATH") or ""
+        keep = [e for e in current.split(os.pathsep)
+                if e and os.path.normpath(e) != os.path.normpath(location)]
+        change = set_env("PYTHONPATH", os.pathsep.join(keep)) if keep else unset_env("PYTHONPATH")
+        return EnvFix(f"Take {location} out of PYTHONPATH (it supplies {name})", (change,), Applicability.UNSAFE)
+    if origin == "user-site":
+        return EnvFix(f"Ignore the user site-packages {location} (it supplies {name})",
+                      (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
+    if origin.startswith("pth:"):
+        pth = origin[4:]
+        return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
+                        (f"edit {shlex.quote(pth)}: delete the line naming {location}",))
+    return None
+
+
+def _tf_keras_install(facts: Facts, dist: TensorflowDistribution) -> str:
+    """tf-keras without its dependencies: tf-keras requires the distribution named `tensorflow`, so a
+    plain install next to tensorflow-cpu (or intel-tensorflow…) adds a second TensorFlow."""
+    return f"{_pip(facts)} install --no-deps '{_tf_keras_range(dist)}'"
 
 
 @check("PKG001", "tensorflow-not-installed", Severity.WARNING)
@@ -67,6 +124,19 @@ def tensorflow_not_installed(facts: Facts) -> Iterator[Finding]:
     executable = _executable(facts)
     install = f"{_pip(facts)} install tensorflow"
     evidence = {"python.executable": executable, "python.tensorflow.package_dir": None}
+    version = str(facts.peek("python.version") or "")
+    if version and compat.newer_than_every_release(version):
+        release, oldest, newest = compat.newest_release()
+        evidence["python.version"] = version
+        yield Finding(
+            f"TensorFlow is not installed for {executable}, and no TensorFlow release has wheels for Python "
+            f"{version}: TensorFlow {release} supports CPython {oldest} to {newest}",
+            evidence=evidence,
+            fixes=(AdminFix(f"Use a Python from {oldest} to {newest} for TensorFlow {release}",
+                            (f"python{newest} -m venv NEW_ENV   # any CPython from {oldest} to {newest}",
+                             f"NEW_ENV/bin/python -m pip install 'tensorflow=={release}.*'")),),
+        )
+        return
     if facts.peek("python.other_interpreter") is True:
         yield Finding(f"TensorFlow is not installed for {executable}", evidence=evidence,
                       fixes=(AdminFix("Install TensorFlow in this environment", (install,)),))
@@ -84,21 +154,26 @@ def tensorflow_not_installed(facts: Facts) -> Iterator[Finding]:
 def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds more than one installed distribution that ships the `tensorflow` import package
-    (tensorflow, tensorflow-cpu, tensorflow-gpu, tensorflow-intel, tf-nightly…). Shims that only depend
-    on another TensorFlow distribution and ship no files (tensorflow on Windows, which pulled
-    tensorflow-intel for several 2.x releases) are not counted.
+    (tensorflow, tensorflow-cpu, tensorflow-gpu, tensorflow-intel, intel-tensorflow, tf-nightly…). Shims
+    that only depend on another TensorFlow distribution and ship no files (tensorflow on Windows, which
+    pulled tensorflow-intel for several 2.x releases) are not counted. An error when their versions
+    differ, a warning when they are the same version.
 
     Why is this bad?
-    Each distribution writes its files into the same `tensorflow/` folder; the last one installed
-    overwrote the others' files, and uninstalling any of them deletes files the others need. The result
-    is a mix of two builds (often two versions) that fails at import with missing symbols or ops, or
-    silently runs the CPU-only build.
+    Each distribution writes its files into the same `tensorflow/` folder. Of different versions, the
+    last one installed overwrote part of the others' files: a mix of two builds that fails at import with
+    missing symbols or ops. Of the same version (what `pip install tf-keras` next to tensorflow-cpu
+    produces: tf-keras requires `tensorflow`) the files are identical and TensorFlow works, but
+    uninstalling either one deletes files the other needs, and `import tensorflow` then fails.
 
     Example:
-    `pip install tensorflow-cpu` into an environment that already had `tensorflow`.
+    `pip install tensorflow-cpu==2.21.0 tf-keras` (pulls tensorflow 2.21.0 as well).
 
     Fix:
-    Uninstall every one of them, then install the one wanted again (the one installed last is proposed).
+    Uninstall the others, then reinstall the one kept with `--force-reinstall --no-deps`, which puts back
+    the files the uninstall removed without touching any other package. Different versions: the one
+    installed last is kept (it wrote most files); same version: the one installed first (the user's
+    choice; the other came in as a dependency).
 
     Fix safety:
     Manual: which build to keep is the user's decision.
@@ -106,16 +181,26 @@ def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     providers = tensorflow_providers(facts)
     if len(providers) < 2:
         return
-    keep = providers[0]  # installed last
+    same_version = len({d.version for d in providers}) == 1
+    keep = providers[-1] if same_version else providers[0]  # providers are sorted installed-last first
     by_name = sorted(providers, key=lambda d: d.name)
+    others = [d.name for d in by_name if d.name != keep.name]
     pip = _pip(facts)
+    listed = ", ".join(f"{d.name} {d.version}" for d in by_name)
+    if same_version:
+        message = (f"{len(providers)} TensorFlow distributions of the same version share the tensorflow package: "
+                   f"{listed}; it works, but uninstalling one removes files the other needs")
+        why = f"{keep.name} {keep.version} was installed first"
+    else:
+        message = f"{len(providers)} TensorFlow distributions share the tensorflow package: {listed}"
+        why = f"{keep.name} {keep.version} was installed last"
     yield Finding(
-        f"{len(providers)} TensorFlow distributions share the tensorflow package: "
-        + ", ".join(f"{d.name} {d.version}" for d in by_name),
+        message,
         evidence={f"python.watched.{d.name}.version": d.version for d in by_name},
-        fixes=(AdminFix(f"Keep one TensorFlow distribution ({keep.name} {keep.version} was installed last)",
-                        (f"{pip} uninstall -y {' '.join(d.name for d in by_name)}",
-                         f"{pip} install '{keep.pin()}'")),),
+        fixes=(AdminFix(f"Keep one TensorFlow distribution ({why})",
+                        (f"{pip} uninstall -y {' '.join(others)}",
+                         f"{pip} install --force-reinstall --no-deps '{keep.pin()}'")),),
+        severity=Severity.WARNING if same_version else Severity.ERROR,
     )
 
 
@@ -200,12 +285,19 @@ def python_outside_tensorflow_requires_python(facts: Facts) -> Iterator[Finding]
     version = str(facts.get("python.version"))
     if version_satisfies(version, dist.requires_python) is not False:
         return
+    wheels = compat.python_range_for(dist.version)
+    if wheels is not None:
+        oldest, newest = wheels
+        title = f"Use a Python from {oldest} to {newest} for TensorFlow {dist.version}"
+        create = (f"python{newest} -m venv NEW_ENV   # TensorFlow {dist.version} has wheels for CPython "
+                  f"{oldest}-{newest}")
+    else:
+        title = f"Use a Python matching {dist.requires_python} for TensorFlow {dist.version}"
+        create = f"python3.X -m venv NEW_ENV   # a Python version matching {dist.requires_python}"
     yield Finding(
         f"Python {version} is outside TensorFlow {dist.version}'s Requires-Python {dist.requires_python}",
         evidence={"python.version": version, f"python.watched.{dist.name}.requires_python": dist.requires_python},
-        fixes=(AdminFix(f"Use a Python matching {dist.requires_python} for TensorFlow {dist.version}",
-                        (f"python3.X -m venv NEW_ENV   # a Python version matching {dist.requires_python}",
-                         f"NEW_ENV/bin/pip install '{dist.pin()}'")),),
+        fixes=(AdminFix(title, (create, f"NEW_ENV/bin/python -m pip install '{dist.pin()}'")),),
     )
 
 
@@ -231,25 +323,53 @@ def _dependency_problems(facts: Facts, dist: TensorflowDistribution) -> Iterator
         yield requirement.name, requirement.specifier, installed, line
 
 
+def _winning_location(facts: Facts, name: str) -> str:
+    info = facts.peek(f"python.distributions.{name}")
+    return str(info.get("location", "")) if isinstance(info, Mapping) else ""
+
+
+def _dependency_fixes(facts: Facts, dist: TensorflowDistribution, name: str, wanted: str) -> tuple[Fix, ...]:
+    """Install the wanted range next to the pinned TensorFlow; when the copy that is imported comes from
+    PYTHONPATH, a .pth file or the user site, first stop that, since pip would not touch it."""
+    fixes: list[Fix] = []
+    location = _winning_location(facts, name)
+    origin_fix = _origin_fix(facts, name, location) if location else None
+    if origin_fix is not None:
+        fixes.append(origin_fix)
+    fixes.append(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
+                          (f"{_pip(facts)} install '{wanted}' '{dist.pin()}'",)))
+    return tuple(fixes)
+
+
+def _coupling_text(coupling: compat.Coupling) -> str:
+    return coupling.symptom or coupling.why
+
+
 @check("PKG005", "dependency-outside-tensorflow-range", Severity.ERROR)
 def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
     """What it does:
     For every dependency in the installed TensorFlow's Requires-Dist (numpy, protobuf, ml_dtypes, keras,
     h5py, …) that applies to this interpreter and is installed, compares its version with the range
-    TensorFlow declares. One finding per dependency.
+    TensorFlow declares. One finding per dependency, whose severity comes from how the dependency is
+    really coupled to TensorFlow (tfdoctor/knowledge/python_compatibility.toml, with sources): error when
+    the version breaks at import or on use (the message names the symptom), warning when it is only
+    outside the range TensorFlow tests (below a floor, a protobuf major above the cap), info for an
+    upper cap only (h5py, tensorboard, wrapt, a numpy 2.x above a numpy-2 build's cap).
 
     Why is this bad?
-    TensorFlow's compiled code is built against specific numpy and protobuf ABIs and registers its
-    types with ml_dtypes: outside the range it fails at import ("module compiled against ABI version",
-    "Descriptors cannot be created directly") or, worse, later with wrong dtypes. A later
-    `pip install` of another package is the usual cause.
+    Binary- and protocol-coupled dependencies fail at import: numpy across its 2.0 ABI boundary ("A
+    module that was compiled using NumPy 1.x cannot be run in NumPy 2.x"), a protobuf runtime older
+    than TensorFlow's generated code (VersionError), ml_dtypes, Keras 2 under a Keras-3 release. The
+    others usually work: pip's resolver and TensorFlow's tests just did not cover them.
 
     Example:
-    TensorFlow 2.15 (numpy<2.0.0) with numpy 2.1 installed by another package.
+    TensorFlow 2.15 (numpy<2.0.0) with numpy 2.1 installed by another package (error); TensorFlow 2.21
+    (h5py<3.15.0) with h5py 3.15.1 (info).
 
     Fix:
     `pip install '<name><range>' '<tensorflow>==<installed version>'`: pins the installed TensorFlow so
-    pip moves the dependency, not TensorFlow.
+    pip moves the dependency, not TensorFlow. When the imported copy comes from PYTHONPATH, a .pth file
+    or the user site-packages, the first fix takes that away (pip alone would not change what is imported).
 
     Fix safety:
     Manual: other packages of the environment may need the version that is there now.
@@ -258,26 +378,91 @@ def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
     if dist is None:
         return
     for name, specifier, installed, line in _dependency_problems(facts, dist):
+        bound = compat.violated_bound(installed, specifier) or compat.BELOW_FLOOR
+        coupling = compat.bound_coupling(name, installed, dist.version, bound)
+        location = _winning_location(facts, name)
+        origin = _origin(facts, location)
+        where = f" (imported from {_describe_origin(origin, location)})" if _is_foreign(origin) else ""
         yield Finding(
-            f"{name} {installed} is outside TensorFlow {dist.version}'s range {name}{specifier}",
+            f"{name} {installed}{where} is outside TensorFlow {dist.version}'s range {name}{specifier}: "
+            + _coupling_text(coupling),
             evidence={f"python.distributions.{name}.version": installed,
                       f"python.watched.{dist.name}.requires_dist": line},
-            fixes=(AdminFix(f"Install {name}{specifier} next to TensorFlow {dist.version}",
-                            (f"{_pip(facts)} install '{name}{specifier}' '{dist.pin()}'",)),),
+            fixes=_dependency_fixes(facts, dist, name, f"{name}{specifier}"),
+            severity=SEVERITY[coupling.severity],
         )
 
 
-@check("PKG009", "tensorflow-dependency-missing", Severity.WARNING)
+@check("PKG010", "dependency-known-to-break-tensorflow", Severity.ERROR)
+def dependency_known_to_break_tensorflow(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds an installed dependency whose version is known to break the installed TensorFlow although
+    TensorFlow's metadata allows it (or does not name it): the `when = <version range>` rows of
+    tfdoctor/knowledge/python_compatibility.toml, e.g. numpy 2 with a release built for numpy 1.
+    Dependencies outside the declared range are PKG005's.
+
+    Why is this bad?
+    Some releases declared open ranges that later releases of their dependencies broke: TensorFlow
+    2.14.0 asks for numpy>=1.23.5 without a cap, and numpy 2.0 changed the C ABI, so `pip install` happily
+    puts numpy 2 next to it and `import tensorflow` fails with "_ARRAY_API not found".
+
+    Example:
+    tensorflow 2.14.0 with numpy 2.1.3.
+
+    Fix:
+    Install a version outside the broken range next to the pinned TensorFlow, e.g. `pip install
+    'numpy<2' 'tensorflow==2.14.0'`.
+
+    Fix safety:
+    Manual: other packages may need the version that is there now.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    declared = {r.name: r.specifier for r, _ in _applicable_requirements(facts, dist)}
+    for name in compat.break_packages():
+        installed = installed_version(facts, name)
+        if installed is None:
+            continue
+        if name in declared and version_satisfies(installed, declared[name]) is False:
+            continue  # PKG005 reports it
+        row = compat.known_break_row(name, installed, dist.version)
+        if row is None:
+            continue
+        coupling = compat.coupling_of(row)
+        avoid = f"{name}{_negate(str(row['when']))}"
+        yield Finding(
+            f"{name} {installed} breaks TensorFlow {dist.version} although its metadata allows it: "
+            + _coupling_text(coupling),
+            evidence={f"python.distributions.{name}.version": installed,
+                      f"python.watched.{dist.name}.version": dist.version},
+            fixes=_dependency_fixes(facts, dist, name, avoid),
+            severity=SEVERITY[coupling.severity],
+        )
+
+
+def _negate(specifier: str) -> str:
+    """The complement of a one-clause range (">=2" -> "<2"), as a requirement to install instead."""
+    flipped = {">=": "<", "<": ">=", ">": "<=", "<=": ">"}
+    for op in (">=", "<=", ">", "<"):
+        if specifier.startswith(op):
+            return flipped[op] + specifier[len(op):]
+    return f"!={specifier.lstrip('=')}"
+
+
+@check("PKG009", "tensorflow-dependency-missing", Severity.ERROR)
 def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Lists the dependencies in the installed TensorFlow's Requires-Dist that apply to this interpreter
-    (extras such as `and-cuda` left out) and are not installed. One finding per dependency.
+    (extras such as `and-cuda` left out) that are not installed: no metadata and no importable package
+    of that name on the path. One finding per dependency; an error, except for the few TensorFlow never
+    imports (libclang: a warning), as the coupling table says.
 
     Why is this bad?
-    TensorFlow imports most of them at `import tensorflow` (numpy, protobuf, ml_dtypes, absl-py, wrapt,
-    keras for tf.keras, …): the job fails with ModuleNotFoundError, or later when the first Keras or
-    SavedModel call reaches the missing one. It comes from `pip install --no-deps`, a partial copy of
-    site-packages, or an uninstall of a package that something else still needed.
+    TensorFlow imports its dependencies at `import tensorflow` (numpy, protobuf, ml_dtypes, absl-py,
+    wrapt, gast, …) or on first use (keras for tf.keras, h5py for saving): the job fails with
+    ModuleNotFoundError. It comes from `pip install --no-deps`, a partial copy of site-packages, or an
+    uninstall of a package that something else still needed.
 
     Example:
     `pip install --no-deps tensorflow-cpu==2.21.0` into a fresh environment: no ml_dtypes, no keras.
@@ -286,23 +471,29 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
     `pip install '<name><range>' '<tensorflow>==<installed version>'`, or `pip check` to see all.
 
     Fix safety:
-    Manual: it installs packages. A warning, not an error: a dependency installed without metadata
-    (copied in, vendored) looks missing here while it imports fine.
+    Manual: it installs packages.
     """
     dist = installed_tensorflow(facts)
     if dist is None:
         return
+    modules = facts.peek("python.modules")
+    modules = modules if isinstance(modules, Mapping) else {}
     pip = _pip(facts)
     for requirement, line in _applicable_requirements(facts, dist):
         if installed_version(facts, requirement.name) is not None:
             continue
+        if top_level_import_name(requirement.name) in modules:
+            continue  # importable without metadata (copied in, vendored)
+        coupling = compat.bound_coupling(requirement.name, None, dist.version, compat.MISSING)
         wanted = f"{requirement.name}{requirement.specifier}"
         yield Finding(
-            f"{requirement.name} is not installed, and TensorFlow {dist.version} requires {wanted}",
+            f"{requirement.name} is not installed, and TensorFlow {dist.version} requires {wanted}: "
+            + _coupling_text(coupling),
             evidence={f"python.distributions.{requirement.name}": None,
                       f"python.watched.{dist.name}.requires_dist": line},
             fixes=(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
                             (f"{pip} install '{wanted}' '{dist.pin()}'",)),),
+            severity=SEVERITY[coupling.severity],
         )
 
 
@@ -340,8 +531,9 @@ def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
     TF_USE_LEGACY_KERAS=1 in a job template, TensorFlow 2.21 installed, tf-keras never installed.
 
     Fix:
-    `pip install 'tf-keras>=<major.minor>,<next minor>' '<tensorflow>==<version>'`, or drop
-    TF_USE_LEGACY_KERAS if the code runs on Keras 3.
+    `pip install --no-deps 'tf-keras>=<major.minor>,<next minor>'`, or drop TF_USE_LEGACY_KERAS if the
+    code runs on Keras 3. `--no-deps` because tf-keras requires the distribution named `tensorflow`:
+    next to tensorflow-cpu a plain install would add a second TensorFlow (PKG002).
 
     Fix safety:
     Manual: it installs a package (or changes which Keras the code runs on).
@@ -358,8 +550,7 @@ def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
         f"TF_USE_LEGACY_KERAS={requested} asks TensorFlow {dist.version} for tf-keras, which is not installed",
         evidence={"env.TF_USE_LEGACY_KERAS": requested, f"python.watched.{dist.name}.version": dist.version,
                   "python.distributions.tf-keras": None},
-        fixes=(AdminFix(f"Install tf-keras matching TensorFlow {dist.version}",
-                        (f"{_pip(facts)} install '{_tf_keras_range(dist)}' '{dist.pin()}'",)),),
+        fixes=(AdminFix(f"Install tf-keras matching TensorFlow {dist.version}", (_tf_keras_install(facts, dist),)),),
     )
 
 
@@ -377,7 +568,7 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     TensorFlow 2.21.0 with tf-keras 2.17.0 left over from an older environment.
 
     Fix:
-    `pip install 'tf-keras>=<major.minor>,<next minor>' '<tensorflow>==<version>'`.
+    `pip install --no-deps 'tf-keras>=<major.minor>,<next minor>'` (see PKG006 for why --no-deps).
 
     Fix safety:
     Manual: it changes an installed package.
@@ -397,8 +588,7 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
         f"{name} {version} does not match TensorFlow {dist.version} (major.minor must be equal)",
         evidence={f"python.distributions.{name}.version": version,
                   f"python.watched.{dist.name}.version": dist.version},
-        fixes=(AdminFix(f"Install the tf-keras of TensorFlow {dist.version}",
-                        (f"{_pip(facts)} install '{_tf_keras_range(dist)}' '{dist.pin()}'",)),),
+        fixes=(AdminFix(f"Install the tf-keras of TensorFlow {dist.version}", (_tf_keras_install(facts, dist),)),),
     )
 
 
@@ -430,4 +620,298 @@ def pure_python_protobuf(facts: Facts) -> Iterator[Finding]:
         evidence={"env.PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": value},
         fixes=(EnvFix("Unset PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",
                       (unset_env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"),), Applicability.SAFE),),
+    )
+
+
+@check("PKG011", "tensorflow-install-damaged", Severity.ERROR)
+def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Verifies the installed TensorFlow distribution against its RECORD (the list of files pip
+    installed): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`) and every `__init__.py` it lists
+    must still exist. Hashes are not compared (it runs on every `tfdoctor check`: about 5 ms for the
+    15000-line RECORD of TensorFlow 2.21).
+
+    Why is this bad?
+    A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_
+    framework.so.2: cannot open shared object file", "No module named tensorflow.python…") or a later
+    import of one of its modules. The usual cause is uninstalling a second TensorFlow distribution that
+    shared the files (PKG002), or a clean-up that deleted large files.
+
+    Example:
+    `pip install tensorflow-cpu tf-keras` (pulls tensorflow too), then `pip uninstall tensorflow`.
+
+    Fix:
+    `pip install --force-reinstall --no-deps '<tensorflow>==<version>'`: puts its files back, changes
+    nothing else.
+
+    Fix safety:
+    Manual: it reinstalls TensorFlow (a download of several hundred MB unless cached).
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    record = facts.peek(f"python.watched.{dist.name}.record")
+    if isinstance(record, Unknown):
+        raise NotChecked(f"python.watched.{dist.name}.record unknown: {record.reason}")
+    if not isinstance(record, Mapping) or not record.get("missing_count"):
+        return
+    missing = [str(m) for m in record.get("missing", [])]
+    yield Finding(
+        f"{dist.name} {dist.version} is damaged: {record['missing_count']} of the {record.get('checked')} shared "
+        f"objects and __init__.py files its RECORD lists are missing (first: {', '.join(missing[:3])})",
+        evidence={f"python.watched.{dist.name}.record.missing_count": record["missing_count"],
+                  f"python.watched.{dist.name}.record.missing": missing},
+        fixes=(AdminFix(f"Reinstall {dist.name} {dist.version}'s files",
+                        (f"{_pip(facts)} install --force-reinstall --no-deps '{dist.pin()}'",)),),
+    )
+
+
+def _interpreter_tag(facts: Facts) -> tuple[int, int] | None:
+    implementation = str(facts.peek("python.implementation") or "CPython")
+    version = str(facts.peek("python.version") or "")
+    parts = version.split(".")
+    if implementation != "CPython" or len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def _cpython_of(tag: str) -> tuple[int, int] | None:
+    """(3, 11) for "cp311"; None for other tags."""
+    if not tag.startswith("cp") or not tag[2:].rstrip("mdut").isdigit():
+        return None
+    digits = tag[2:].rstrip("mdut")
+    return int(digits[0]), int(digits[1:] or 0)
+
+
+def wheel_fits_interpreter(tags: tuple[str, ...], python: tuple[int, int]) -> tuple[bool, str]:
+    """Whether any of a wheel's tags (python-abi-platform) can load in this CPython; with the tag that
+    was judged. Pure-Python and abi3 wheels fit every later CPython; a cpXY ABI fits only CPython X.Y."""
+    judged = ""
+    for tag in tags:
+        parts = tag.split("-")
+        if len(parts) != 3:
+            continue
+        python_tags, abi_tags = parts[0].split("."), parts[1].split(".")
+        for abi in abi_tags:
+            judged = judged or tag
+            if abi == "none":
+                return True, tag
+            if abi == "abi3":
+                if any((v := _cpython_of(p)) is not None and v <= python for p in python_tags):
+                    return True, tag
+                continue
+            built = _cpython_of(abi)
+            if built is None or built == python:
+                return True, tag
+    return (not judged), judged
+
+
+@check("PKG012", "wheel-built-for-another-python", Severity.ERROR)
+def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares the WHEEL tags of TensorFlow and the packages it is coupled to (numpy, ml_dtypes,
+    protobuf, h5py, grpcio, wrapt…) with the inspected interpreter: a wheel whose ABI tag is cp311 can
+    only load in CPython 3.11; abi3 wheels load in their version and later; pure-Python ones anywhere.
+
+    Why is this bad?
+    An extension module built for another CPython is not even found (its file is named
+    `….cpython-311-x86_64-linux-gnu.so`) or fails to load: `import tensorflow` fails with "No module
+    named 'tensorflow.python._pywrap…'" or numpy's "Error importing numpy: you should not try to import
+    numpy from its source directory". Requires-Python (PKG004) can allow it; the tag cannot. It comes from
+    copied environments, site-packages reused by a newer Python, or PYTHONPATH into another venv.
+
+    Example:
+    A virtual environment made with Python 3.11 whose python is now 3.12 (same folder, upgraded in place).
+
+    Fix:
+    Reinstall the package for this interpreter (`--force-reinstall --no-deps`); for TensorFlow itself,
+    a new environment with a Python its wheels support. When the package comes from PYTHONPATH or a
+    .pth file, take that away instead.
+
+    Fix safety:
+    Manual: it reinstalls packages.
+    """
+    watched = facts.get("python.watched")
+    if not isinstance(watched, Mapping):
+        raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
+    python = _interpreter_tag(facts)
+    if python is None:
+        return  # not CPython, or no version recorded: no ABI tag to compare with
+    dist = installed_tensorflow(facts)
+    pip = _pip(facts)
+    for name, info in sorted(watched.items()):
+        if not isinstance(info, Mapping) or not isinstance(info.get("wheel_tags"), list):
+            continue
+        fits, tag = wheel_fits_interpreter(tuple(str(t) for t in info["wheel_tags"]), python)
+        if fits:
+            continue
+        version = str(info.get("version", ""))
+        location = str(info.get("location", ""))
+        fixes: list[Fix] = []
+        origin_fix = _origin_fix(facts, name, location)
+        if origin_fix is not None:
+            fixes.append(origin_fix)
+        elif dist is not None and name == dist.name and (wheels := compat.python_range_for(version)) is not None \
+                and not wheels[0] <= f"{python[0]}.{python[1]}" <= wheels[1]:
+            fixes.append(AdminFix(f"Use a Python from {wheels[0]} to {wheels[1]} for TensorFlow {version}", (
+                f"python{wheels[1]} -m venv NEW_ENV   # TensorFlow {version} has wheels for CPython "
+                f"{wheels[0]}-{wheels[1]}", f"NEW_ENV/bin/python -m pip install '{name}=={version}'")))
+        else:
+            fixes.append(AdminFix(f"Reinstall {name} {version} for Python {python[0]}.{python[1]}",
+                                  (f"{pip} install --force-reinstall --no-deps '{name}=={version}'",)))
+        yield Finding(
+            f"{name} {version} in {location} is a wheel for another Python ({tag}); this interpreter is "
+            f"CPython {python[0]}.{python[1]}: its compiled modules will not load",
+            evidence={f"python.watched.{name}.wheel_tags": list(info["wheel_tags"]),
+                      "python.version": facts.peek("python.version")},
+            fixes=tuple(fixes),
+        )
+
+
+def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(where the imported copy is, what it shadows) when a foreign path entry wins for `name`."""
+    location = str(info.get("location", ""))
+    imported = info.get("import_location")
+    version = str(info.get("version", ""))
+    if isinstance(imported, str) and imported and os.path.normpath(imported) != os.path.normpath(location) \
+            and _is_foreign(_origin(facts, imported)):
+        return imported, f"the {name} {version} installed in {location} (the imported copy has no metadata)"
+    shadowed = info.get("shadowed")
+    if isinstance(shadowed, list) and shadowed and _is_foreign(_origin(facts, location)):
+        versions = info.get("shadowed_versions")
+        other = versions[0] if isinstance(versions, list) and versions else "another version"
+        return location, f"the {name} {other} installed in {shadowed[0]}"
+    return None
+
+
+@check("PKG013", "package-shadowed-from-outside-the-environment", Severity.WARNING)
+def package_shadowed_from_outside_the_environment(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds TensorFlow or a package it is coupled to (numpy, protobuf, keras, ml_dtypes, h5py…) imported
+    from a folder that PYTHONPATH, a .pth file or the user site-packages put on the path, ahead of the
+    copy installed in the environment: either a second installed copy (another dist-info later on the
+    path), or a bare copy without metadata.
+
+    Why is this bad?
+    The job imports a copy that `pip list`, `pip install` and `pip check` in the environment do not
+    manage: upgrading or repairing the environment changes nothing, and the version that really runs
+    may not be the one TensorFlow was installed with. The version and coupling checks (PKG005, PKG010,
+    PKG012) judge the copy that is imported, and their fixes start by removing its source.
+
+    Example:
+    PYTHONPATH=/shared/pylibs (holding numpy 2.1) exported in ~/.bashrc, a venv with TensorFlow 2.15.
+
+    Fix:
+    Take the folder out of PYTHONPATH, delete the .pth line, or set PYTHONNOUSERSITE=1 for the user site.
+
+    Fix safety:
+    Unsafe: other code may rely on the packages in that folder.
+    """
+    watched = facts.get("python.watched")
+    if not isinstance(watched, Mapping):
+        raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
+    for name, info in sorted(watched.items()):
+        if not isinstance(info, Mapping):
+            continue
+        found = _shadowing(facts, name, info)
+        if found is None:
+            continue
+        imported, shadowed = found
+        origin = _origin(facts, imported)
+        fix = _origin_fix(facts, name, imported)
+        yield Finding(
+            f"{name} is imported from {_describe_origin(origin, imported)}, ahead of {shadowed}",
+            evidence={f"python.watched.{name}.location": info.get("location"),
+                      f"python.watched.{name}.import_location": info.get("import_location"),
+                      "python.path_origins": origin},
+            fixes=(fix,) if fix is not None else (),
+        )
+
+
+@check("PKG014", "keras-3-package-needs-tf-keras", Severity.ERROR)
+def keras_3_package_needs_tf_keras(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    With TensorFlow 2.16 or later (where tf.keras is Keras 3), finds installed packages whose TensorFlow
+    code needs Keras 2, i.e. tf-keras, and no tf-keras: the `needs-tf-keras` rows of
+    tfdoctor/knowledge/python_compatibility.toml (transformers before 5 and its TF* models).
+
+    Why is this bad?
+    The package works until its TensorFlow part is imported, then stops: transformers raises "Your
+    currently installed version of Keras is Keras 3, but this is not yet supported in Transformers".
+    Nothing in pip's metadata says so (transformers does not require tf-keras).
+
+    Example:
+    tensorflow-cpu 2.21.0 and transformers 4.57.6, `from transformers import TFBertModel`.
+
+    Fix:
+    `pip install --no-deps 'tf-keras>=<major.minor>,<next minor>'` (tf-keras of the same minor as
+    TensorFlow; --no-deps because tf-keras requires the `tensorflow` distribution, which would add a
+    second TensorFlow next to tensorflow-cpu).
+
+    Fix safety:
+    Manual: it installs a package.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None or _installed_tf_keras(facts) is not None:
+        return
+    distributions = facts.get("python.distributions")
+    if not isinstance(distributions, Mapping):
+        raise NotChecked("python.distributions is not a mapping (a hand-edited facts file?)")
+    installed = {name: v for name in distributions if (v := installed_version(facts, name)) is not None}
+    for name, version, need in compat.tf_keras_needs(installed, dist.version):
+        yield Finding(
+            f"{name} {version} needs tf-keras with TensorFlow {dist.version} (Keras 3 is its tf.keras), "
+            f"and tf-keras is not installed: {need.symptom}",
+            evidence={f"python.distributions.{name}.version": version,
+                      f"python.watched.{dist.name}.version": dist.version, "python.distributions.tf-keras": None},
+            fixes=(AdminFix(f"Install tf-keras matching TensorFlow {dist.version}",
+                            (_tf_keras_install(facts, dist),)),),
+            severity=SEVERITY[need.severity],
+        )
+
+
+@check("PKG015", "tensorflow-build-needs-missing-cpu-instructions", Severity.ERROR)
+def tensorflow_build_needs_missing_cpu_instructions(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds a TensorFlow distribution compiled for CPU instructions beyond AVX (intel-tensorflow-avx512:
+    AVX-512) on a CPU whose /proc/cpuinfo flags lack them. The distributions and the flags they need are
+    the `distribution` rows of tfdoctor/knowledge/python_compatibility.toml; plain AVX is CPU001's.
+
+    Why is this bad?
+    The first instruction the CPU does not have kills the process: `import tensorflow` dies with
+    "Illegal instruction (core dumped)", no traceback, nothing naming the cause. AVX-512 builds are made
+    for Xeon servers; desktops, AMD before Zen 4, and many cloud VM types lack AVX-512.
+
+    Example:
+    intel-tensorflow-avx512 2.10.0 on a CPU with avx2 but no avx512f.
+
+    Fix:
+    Install the same version of a build without that requirement: `pip uninstall -y
+    intel-tensorflow-avx512 && pip install --no-deps 'intel-tensorflow==<version>'` (oneDNN inside still
+    uses AVX-512 where the CPU has it), or run on a CPU that has the instructions.
+
+    Fix safety:
+    Manual: it replaces TensorFlow's build.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    needed, why, _ = compat.distribution_cpu_flags(dist.name)
+    if not needed:
+        return
+    flags = facts.get("cpu.cpuinfo.flags")
+    if not isinstance(flags, list):
+        raise NotChecked(f"cpu.cpuinfo.flags holds a JSON {type(flags).__name__}, not a list")
+    lacking = [f for f in needed if f not in flags]
+    if not lacking:
+        return
+    model = facts.peek("cpu.cpuinfo.model_name") or "this CPU"
+    pip = _pip(facts)
+    yield Finding(
+        f"{dist.name} {dist.version} needs {', '.join(lacking)}, which {model} lacks: import tensorflow will "
+        f"die with 'Illegal instruction' ({why})",
+        evidence={"cpu.cpuinfo.flags": flags, f"python.watched.{dist.name}.version": dist.version},
+        fixes=(AdminFix(f"Install intel-tensorflow {dist.version} (no AVX-512 requirement) instead",
+                        (f"{pip} uninstall -y {dist.name}",
+                         f"{pip} install --no-deps 'intel-tensorflow=={dist.version}'")),),
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS, normalize
+from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS, normalize
 
 IMPORT_PACKAGE = "tensorflow"
 
@@ -50,6 +50,12 @@ class TensorflowDistribution:
         """A requirement that keeps exactly this TensorFlow: added to every pip command tfdoctor suggests,
         so pip resolves around the user's TensorFlow instead of replacing it."""
         return f"{self.name}=={self.version}"
+
+
+def top_level_import_name(name: str) -> str:
+    """The top-level package a distribution is imported as ("absl-py" -> "absl", "protobuf" -> "google"),
+    by the snapshot's table of names that differ, else the name with "-" as "_"."""
+    return IMPORT_NAMES.get(normalize(name), normalize(name).replace("-", "_")).split("/")[0]
 
 
 def release_tuple(version: str) -> tuple[int, ...]:

@@ -20,8 +20,11 @@ from tfdoctor.usage import split_codes as _split_codes
               show_default=True, help="With --check: exit 1 when a node has a finding at or above this level.")
 @click.option("--select", multiple=True, metavar="CODES", help="With --check: only these checks.")
 @click.option("--ignore", multiple=True, metavar="CODES", help="With --check: skip these checks.")
+@click.option("--html", "html_path", metavar="FILE",
+              help="Also write the comparison as a self-contained HTML page (the fleet section of tfdoctor report).")
+@click.option("--force", is_flag=True, help="Overwrite the --html file.")
 def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, select: tuple[str, ...],
-            ignore: tuple[str, ...]) -> None:
+            ignore: tuple[str, ...], html_path: str | None = None, force: bool = False) -> None:
     """Compare facts files from many nodes (tfdoctor collect -o facts/%h.json on each): for every fact
     that differs, which nodes hold which value, and which nodes are off the majority.
 
@@ -34,6 +37,10 @@ def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, se
 
     if not files:
         raise UsageError("compare needs facts files (from tfdoctor collect), e.g. tfdoctor compare facts/*.json")
+    if html_path is not None:
+        from tfdoctor.report.html.command import check_output
+
+        check_output(html_path, force)
     nodes, unreadable = load_nodes(files)
     comparison = compare_nodes(nodes, unreadable)
     summary = None
@@ -47,6 +54,11 @@ def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, se
         _emit(render_json(comparison, summary))
     else:
         _emit(render_table(comparison, summary, color=None if sys.stdout.isatty() else False))
+    if html_path is not None and nodes:
+        from tfdoctor.report.html.command import write_section_page
+        from tfdoctor.report.html.fleet_section import fleet_section
+
+        write_section_page(html_path, force, lambda: fleet_section(comparison), "tfdoctor compare")
     if not nodes:
         for bad in unreadable:
             _emit(f"tfdoctor: {bad.source}: {bad.error}\n", err=True)

@@ -140,8 +140,21 @@ def under_policy(module: SourceModule, policy_call: ast.Call, node: ast.AST) -> 
         return node_scope is not module.tree or getattr(node, "lineno", 0) > line
     if node_scope is scope:
         return getattr(node, "lineno", 0) > line
-    reached = _called_after(module, scope, line, depth=2)
+    reached = module.derived(_PolicyReach).names(policy_call, scope, line)
     return isinstance(node_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and node_scope.name in reached
+
+
+class _PolicyReach:
+    """Functions called after each policy call, computed once per call (rules ask for every layer)."""
+
+    def __init__(self, module: SourceModule) -> None:
+        self.module = module
+        self.cache: dict[int, set[str]] = {}
+
+    def names(self, policy_call: ast.Call, scope: ast.AST, line: int) -> set[str]:
+        if id(policy_call) not in self.cache:
+            self.cache[id(policy_call)] = _called_after(self.module, scope, line, depth=2)
+        return self.cache[id(policy_call)]
 
 
 def _called_after(module: SourceModule, scope: ast.AST, line: int, depth: int) -> set[str]:

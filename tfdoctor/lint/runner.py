@@ -41,6 +41,8 @@ def _locate(module: SourceModule, node: ast.AST) -> tuple[int, int, int, int]:
 
 
 def lint_module(module: SourceModule, rules: Iterable[LintRuleSpec], report: LintReport) -> None:
+    if not module.uses_tensorflow:
+        return  # no TensorFlow, Keras or Horovod in the file: no rule applies
     table = suppressions(module.text)
     seen: set[tuple[str, int, int]] = set()
     for spec in rules:
@@ -166,7 +168,16 @@ def lint_text(text: str, rules: list[LintRuleSpec], path: str = "<string>") -> L
 
 def display_path(path: Path) -> str:
     """Relative to the current directory when below it (what editors and SARIF viewers resolve)."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix() if path.is_absolute() else path.as_posix()
-    except ValueError:
+    if not path.is_absolute():
         return path.as_posix()
+    try:
+        return path.relative_to(_cwd()).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(_cwd()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+
+def _cwd() -> Path:
+    return Path.cwd().resolve()

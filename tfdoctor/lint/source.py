@@ -23,6 +23,7 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.C
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+_FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")
 # Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
 SOURCE_LIMIT = 32 * 1024 * 1024
 
@@ -87,7 +88,11 @@ class SourceModule:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
         self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
-        self._index(tree)
+        # Issue 13, item 3: a file that never names TensorFlow, Keras or Horovod gets no rule (PyTorch,
+        # MXNet, plain Python); it is parsed (syntax errors count) but not indexed, which is most of the cost.
+        self.uses_tensorflow = any(marker in text for marker in _FRAMEWORK_MARKERS)
+        if self.uses_tensorflow:
+            self._index(tree)
         imports: list = [*self.by_type[ast.Import], *self.by_type[ast.ImportFrom]]
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}

@@ -52,14 +52,21 @@ def _environment(env_file: str | None) -> dict[str, str]:
 @click.option("--measure-mixed-precision", "measure_mp", is_flag=True,
               help="Also compare mixed_float16 with float32 on this machine (up to --budget seconds).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--html", "html_path", metavar="FILE",
+              help="Also write the profile as a self-contained HTML page (the profile section of tfdoctor report).")
 def profile(workload: str, script: str | None, steps: int, warmup: int, device: str, logdir: str | None,
             env_file: str | None, compare: tuple[str, str] | None, budget: float, timeout: float,
-            python: str | None, save_facts: str | None, force: bool, measure_mp: bool, fmt: str) -> None:
+            python: str | None, save_facts: str | None, force: bool, measure_mp: bool, fmt: str,
+            html_path: str | None = None) -> None:
     """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageError(f"--python {python}: not an executable interpreter")
+    if html_path is not None:
+        from tfdoctor.report.html.command import check_output
+
+        check_output(html_path, force)
     if compare:
-        _compare(compare, workload, device, budget, python, fmt)
+        _compare(compare, workload, device, budget, python, fmt, html_path, force)
         return
     if script and not Path(script).is_file():
         raise UsageError(f"--script {script}: no such file")
@@ -87,9 +94,11 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
                 section["mixed_precision_policy"] = "mixed_float16"
                 section["mixed_precision_speedup"] = 1.0 / measured["ratio"]
     report = _report(section, save_facts, force, environ)
+    document = {"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]}
+    if html_path is not None:
+        _write_html(html_path, force, document)
     if fmt == "json":
-        click.echo(json.dumps({"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]},
-                              indent=2, sort_keys=True))
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
     else:
         from tfdoctor.profile.render import render_profile
 
@@ -130,6 +139,14 @@ def _read_xspace(logdir: str) -> tuple[dict[str, Any] | Any, str | None]:
         return Unknown(str(exc)), str(files[0])
 
 
+def _write_html(path: str, force: bool, document: dict[str, Any]) -> None:
+    """The profile section alone: a run's document, or a comparison's verdict."""
+    from tfdoctor.report.html.command import write_section_page
+    from tfdoctor.report.html.profile_section import profile_section
+
+    write_section_page(path, force, lambda: profile_section([document]), "tfdoctor profile")
+
+
 def _jsonable(section: dict[str, Any]) -> Any:
     from tfdoctor.facts import to_jsonable
 
@@ -163,13 +180,15 @@ def _report(section: dict[str, Any], save_facts: str | None, force: bool, enviro
 
 
 def _compare(files: tuple[str, str], workload: str, device: str, budget: float, python: str | None,
-             fmt: str) -> None:
+             fmt: str, html_path: str | None = None, force: bool = False) -> None:
     from tfdoctor.profile.compare import Arm, compare
 
     arms = [Arm(name, _environment(name)) for name in files]
     with progress_display(fmt == "text") as progress:
         result = compare(arms[0], arms[1], workload, budget=budget, device=device, python=python,
                          progress=progress)
+    if html_path is not None:
+        _write_html(html_path, force, result.to_json())
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:

@@ -79,7 +79,7 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--space", "space_file", metavar="FILE",
               help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
 @click.option("--write", "write_path", metavar="FILE", help="Write the winner as an env script (like `fix --write`).")
-@click.option("--force", is_flag=True, help="Overwrite the --write and --plot files.")
+@click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
 @click.option("--resume", metavar="FILE", help="Continue the tune recorded in this results file.")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
@@ -90,8 +90,11 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Measurements of each leader and baseline before a winner is declared.")
 @click.option("--leaders", type=click.IntRange(min=1), default=3, show_default=True,
               help="Leading candidates re-measured.")
-@click.option("--plot", "plot_path", metavar="FILE", help="Heatmap of two parameters: FILE.html or FILE.png.")
-@click.option("--plot-params", metavar="X,Y", help="The two parameters of the heatmap (default intra × inter).")
+@click.option("--html", "--plot", "plot_path", metavar="FILE",
+              help="Write optuna's plots of the search (history, importances, surface) as a self-contained HTML "
+                   "page: the tune section of tfdoctor report.")
+@click.option("--plot-params", metavar="X,Y",
+              help="The two parameters of the surface plot (default: the two that mattered most).")
 @click.option("--seed", type=int, help="Seed of the sampler (a resumed tune keeps its own).")
 @click.option("--workload", metavar="NAME",
               help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
@@ -185,17 +188,19 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed)
     from tfdoctor.tune.progress import TuneProgress
+    from tfdoctor.tune.search import SEARCH_PHASES
 
-    done = sum(1 for r in previous if r.phase in ("current", "rule", "search"))
+    done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
     with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
         tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update)
         result = tuner.run()
+    log.append_summary(result.summary_json())
 
     from tfdoctor.tune.progress import render_summary
 
     _out(render_summary(space, result, bool(maximize), str(log.path)))
-    if plot_path and axes:
-        _write_plot(space, result.records, axes, bool(maximize), plot_path, force)
+    if plot_path:
+        _write_plot(header, result.records, axes, plot_path, force, str(log.path))
     if result.winner is None:
         _out("tfdoctor: no trial succeeded; the errors are in the results file\n", err=True)
         raise SystemExit(EXIT_FINDINGS)
@@ -241,51 +246,32 @@ def _out(text: str, err: bool = False) -> None:
 def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool) -> None:
     """Refuse before an hour of trials, not after."""
     for path in (write_path, plot_path):
-        if path and Path(path).exists() and not force:
+        if path and path != "-" and Path(path).exists() and not force:
             raise UsageError(f"{path} exists; add --force to overwrite it")
-    if plot_path and Path(plot_path).suffix.lower() not in (".html", ".htm", ".png"):
-        raise UsageError(f"--plot {plot_path}: the file must end in .html or .png")
+    if plot_path and Path(plot_path).suffix.lower() == ".png":
+        raise UsageError(f"--plot {plot_path}: PNG heatmaps were replaced by optuna's interactive plots; write "
+                         "--html FILE.html (or tfdoctor report --tune RESULTS) and save a picture from the browser")
+    if plot_path and plot_path != "-" and Path(plot_path).suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"--plot {plot_path}: the file must end in .html")
 
 
-def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str]:
-    from tfdoctor.tune.plot import default_axes
-
-    if plot_params:
-        names = [n.strip() for n in plot_params.split(",") if n.strip()]
-        if len(names) != 2:
-            raise UsageError("--plot-params takes two parameter names: X,Y")
-        unknown = [n for n in names if n not in space.names()]
-        if unknown:
-            raise UsageError(f"--plot-params: {', '.join(unknown)} not in the space ({', '.join(space.names())})")
-        return names[0], names[1]
-    try:
-        return default_axes(space)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str] | None:
+    """The two parameters of the surface plot, when the user chose them (else the two that mattered most)."""
+    if not plot_params:
+        return None
+    names = [n.strip() for n in plot_params.split(",") if n.strip()]
+    if len(names) != 2:
+        raise UsageError("--plot-params takes two parameter names: X,Y")
+    unknown = [n for n in names if n not in space.names()]
+    if unknown:
+        raise UsageError(f"--plot-params: {', '.join(unknown)} not in the space ({', '.join(space.names())})")
+    return names[0], names[1]
 
 
-def _write_plot(space: Any, records: Any, axes: tuple[str, str], maximize: bool, path: str, force: bool) -> None:
-    from tfdoctor.fixes.write import WriteError, write_file
-    from tfdoctor.tune.plot import heatmap, render_html, render_png
+def _write_plot(header: dict[str, Any], records: Any, axes: tuple[str, str] | None, path: str, force: bool,
+                source: str) -> None:
+    """The tune section of `tfdoctor report` alone: optuna's history, importances and surface."""
+    from tfdoctor.report.html.command import write_section_page
+    from tfdoctor.report.html.tune_section import tune_section
 
-    hm = heatmap(space, records, axes[0], axes[1], maximize)
-    try:
-        if path.lower().endswith(".png"):
-            _write_bytes(path, render_png(hm), force)
-        else:
-            write_file(path, render_html(hm, f"tfdoctor tune: {axes[0]} × {axes[1]}"), force=force)
-    except WriteError as exc:
-        raise UsageError(str(exc)) from None
-    _out(f"tfdoctor: heatmap written to {path}\n", err=True)
-
-
-def _write_bytes(path: str, data: bytes, force: bool) -> None:
-    from tfdoctor.fixes.write import WriteError
-
-    try:
-        with open(path, "wb" if force else "xb") as handle:
-            handle.write(data)
-    except FileExistsError:
-        raise WriteError(f"{path} exists; add --force to overwrite it") from None
-    except OSError as exc:
-        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_section_page(path, force, lambda: tune_section(header, records, source, surface=axes), "tfdoctor tune")

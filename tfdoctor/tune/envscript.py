@@ -27,10 +27,15 @@ def gain_summary(result: TuneResult) -> str:
     return f"measured {'; '.join(parts) or 'no baseline measured'}; winner: {runs}"
 
 
-def winner_plan(space: Space, winner: Mapping[str, Any], summary: str) -> FixPlan:
+def winner_plan(space: Space, winner: Mapping[str, Any], summary: str,
+                mattered: tuple[str, ...] | None = None) -> FixPlan:
+    """The winner's settings as environment fixes; with `mattered` (the tune measured which parameters
+    change the result), only those: the others stay as the job has them."""
     plan = FixPlan()
     source = Source(TUNE_CODE, "tuned-setting", f"the winner of tfdoctor tune ({summary})")
     for name, value in space.env_changes(winner).items():
+        if mattered is not None and name not in mattered:
+            continue
         env_name(name, "tune parameter")  # checked when the space was read; a script is never written without it
         change = unset_env(name) if value is None else set_env(name, value)
         title = f"Unset {name}" if value is None else f"Set {name}={value}"
@@ -44,7 +49,11 @@ def render_winner(space: Space, result: TuneResult, hostname: str, version: str,
     assert result.winner is not None
     summary = gain_summary(result)
     header = [f"tfdoctor {version} tune winner for {hostname}", f"objective: {objective}", summary]
+    if result.mattered is not None:
+        left = [name for name in space.env_changes(result.winner) if name not in result.mattered]
+        if left:
+            header.append("left as they are (no measured effect): " + ", ".join(left))
     launcher = space.launcher(result.winner)
     if launcher:
         header.append("also run the job under: " + " ".join(launcher))
-    return render_sh(winner_plan(space, result.winner, "measured gain above"), "\n".join(header))
+    return render_sh(winner_plan(space, result.winner, "measured gain above", result.mattered), "\n".join(header))

@@ -93,5 +93,20 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
             base = result.baselines[name]
             lines.append(f"  vs {labels[name]}: {gain.describe()} (baseline median {base.median:.4g}, "
                          f"{base.n} runs)")
+    lines.extend(effect_lines(result))
     console.print("\n".join(lines))
     return buffer.getvalue()
+
+
+def effect_lines(result: TuneResult) -> list[str]:
+    """Which parameters mattered, by how much: each one's largest measured change when moved alone from
+    the rule seed, and the value the tune kept for it."""
+    if not result.effects:
+        return []
+    lines = ["what each parameter did, moved alone from the rule-based seed:"]
+    for name, effect in sorted(result.effects.items(), key=lambda kv: -kv[1].effect):
+        verdict = "mattered" if result.mattered and name in result.mattered else "no measured effect"
+        if verdict == "mattered" and not effect.matters:
+            verdict = "searched (it interacts with the other thread pool)"
+        lines.append(f"  {name:<24} up to {effect.effect * 100:5.1f} % over {effect.steps} step(s): {verdict}")
+    return lines

@@ -86,7 +86,15 @@ class ResultsLog:
         return log
 
     def append(self, record: TrialRecord) -> None:
-        line = json.dumps(record.to_json(), sort_keys=True) + "\n"
+        self.append_line(record.to_json())
+
+    def append_summary(self, summary: Mapping[str, Any]) -> None:
+        """The closing line of a finished tune (type "summary"): winner, effects, what mattered. Loading
+        skips it; a resumed tune appends its trials and a new summary after it."""
+        self.append_line({"type": "summary", **summary})
+
+    def append_line(self, data: Mapping[str, Any]) -> None:
+        line = json.dumps(data, sort_keys=True) + "\n"
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()

@@ -1,6 +1,12 @@
-"""The search: optuna's TPE sampler, seeded with the current settings and the rule-based recommendation,
-then a confirmation phase that re-measures the leading candidates and both baselines, so the winner is
-declared on repeated measurements rather than on one lucky run.
+"""The search: seeded with the current settings and the rule-based recommendation, it first finds out
+which parameters matter (one-at-a-time steps from the rule seed, tfdoctor.tune.screening), then searches
+only those with optuna's TPE sampler and local steps around the best, then re-measures the leading
+candidates and both baselines — and, where the two best are closer than the noise, measures them again —
+so the winner is declared on repeated measurements rather than on one lucky run.
+
+Strategies (TuneSettings.strategy): "screen" (the above, the default), "tpe" (TPE over the whole space
+from the start: the search before screening existed, kept as a baseline) and "random" (random points:
+the other baseline of benchmarks/tune_simulated.py).
 
 Everything a trial produces goes to the results log before the next one starts; a resumed tune feeds
 the logged trials back to the sampler and runs only what is missing.
@@ -18,9 +24,26 @@ from typing import Any
 
 from tfdoctor.tune.objective import Measurement, Objective
 from tfdoctor.tune.results import ResultsLog, TrialRecord
+from tfdoctor.tune.screening import (
+    MATTERS_EFFECT,
+    SCREEN_PHASE,
+    Effect,
+    ambiguous_steps,
+    effects,
+    ridge_points,
+    screening_plan,
+)
 from tfdoctor.tune.space import Parameter, Space
 
 SEED_PHASES = ("current", "rule")
+SEARCH_PHASES = (*SEED_PHASES, SCREEN_PHASE, "search")  # the phases the trial budget counts
+STRATEGIES = ("screen", "tpe", "random")
+CLOSE_EXTRA_RUNS = 3  # at most this many more runs each for two leaders closer than the noise
+LOCAL_EVERY_NARROWED = 2  # in the narrowed space every other trial is a step from the best so far
+FINAL_LOCAL_SHARE = 0.25  # the last quarter of the budget only steps from the best
+# TensorFlow's two pools interact (intra × inter against the cores): a one-at-a-time step from the seed
+# can show no effect of either where the pair matters most, so they are always searched.
+ALWAYS_SEARCHED = frozenset({"TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +56,7 @@ class TuneSettings:
     seed: int | None = None
     startup_trials: int = 8  # random trials TPE needs before it models the surface
     local_every: int = 3  # after the start-up, every n-th trial measures a neighbour of the best so far
+    strategy: str = "screen"  # see the module docstring
 
 
 @dataclass(frozen=True)
@@ -74,6 +98,19 @@ class TuneResult:
     baselines: dict[str, Stats] = field(default_factory=dict)  # "current", "rule"
     gains: dict[str, Gain] = field(default_factory=dict)
     stopped: str = ""  # why the search ended
+    effects: dict[str, Effect] = field(default_factory=dict)  # measured one-at-a-time effects ("screen")
+    mattered: tuple[str, ...] | None = None  # the parameters that changed the result; None: not screened
+
+    def summary_json(self) -> dict[str, Any]:
+        """The results file's closing line (type "summary"): what a report needs besides the trials."""
+        data: dict[str, Any] = {"stopped": self.stopped, "winner": self.winner,
+                                "mattered": list(self.mattered) if self.mattered is not None else None,
+                                "effects": {name: e.to_json() for name, e in self.effects.items()}}
+        if self.winner_stats is not None:
+            data["winner_median"] = self.winner_stats.median
+            data["winner_runs"] = self.winner_stats.n
+        data["gains"] = {name: {"ratio": g.ratio, "spread": g.spread} for name, g in self.gains.items()}
+        return data
 
 
 def params_key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -137,15 +174,28 @@ class Tuner:
         self.seeds = dict(seeds)
         self.records: list[TrialRecord] = list(previous)
         self.on_trial = on_trial
-        self.distributions = _distributions(space)
+        if settings.strategy not in STRATEGIES:
+            raise ValueError(f"unknown search strategy {settings.strategy!r}")
         self.rng = random.Random(settings.seed)
-        sampler = optuna.samplers.TPESampler(seed=settings.seed, multivariate=True, group=False,
-                                             n_startup_trials=settings.startup_trials)
-        self.study = optuna.create_study(direction="maximize" if settings.maximize else "minimize", sampler=sampler)
         self.started = time.monotonic()
         self._last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
+        self.effects: dict[str, Effect] = {}
+        self.mattered: tuple[str, ...] | None = None
+        self._narrow(space, {})
+
+    def _narrow(self, search_space: Space, fixed: dict[str, Any]) -> None:
+        """Search `search_space` from now on, the other parameters held at `fixed`; a new TPE model learns
+        every trial so far that agrees with `fixed`."""
+        import optuna
+
+        self.search_space, self.fixed = search_space, fixed
+        self.distributions = _distributions(search_space)
+        sampler = optuna.samplers.TPESampler(seed=self.settings.seed, multivariate=True, group=False,
+                                             n_startup_trials=self.settings.startup_trials)
+        self.study = optuna.create_study(direction="maximize" if self.settings.maximize else "minimize",
+                                         sampler=sampler)
         for record in self.records:
-            if record.phase in (*SEED_PHASES, "search"):
+            if record.phase in SEARCH_PHASES:
                 self._teach(record)
 
     # -- bookkeeping -------------------------------------------------------------------------------
@@ -155,8 +205,10 @@ class Tuner:
     def _teach(self, record: TrialRecord) -> None:
         from optuna.trial import TrialState, create_trial
 
-        params = {k: record.params.get(k) for k in self.space.names()}
-        if not all(p.contains(params[p.name]) for p in self.space.parameters):
+        if any(record.params.get(k) != v for k, v in self.fixed.items()):
+            return  # measured with a parameter the search now holds elsewhere
+        params = {k: record.params.get(k) for k in self.search_space.names()}
+        if not all(p.contains(params[p.name]) for p in self.search_space.parameters):
             return  # logged under a different space (a narrowed resume): the sampler cannot use it
         if record.ok:
             trial = create_trial(params=params, distributions=self.distributions, value=record.value)
@@ -165,7 +217,7 @@ class Tuner:
         self.study.add_trial(trial)
 
     def search_count(self) -> int:
-        return sum(1 for r in self.records if r.phase in (*SEED_PHASES, "search"))
+        return sum(1 for r in self.records if r.phase in SEARCH_PHASES)
 
     def measured(self, key: tuple[Any, ...]) -> list[float]:
         """Values of one configuration, seeds and confirmations included ('current' runs the unchanged
@@ -235,8 +287,29 @@ class Tuner:
                 done_phases.add(name)
                 self._teach(self._run(name, self.seeds[name]))
                 continue
+            if self.settings.strategy == "random":
+                params = self._unmeasured_random()
+                if params is None:
+                    return "space exhausted"
+                self._run("search", params)
+                continue
+            if self.settings.strategy == "screen" and self.mattered is None:
+                step = self._next_screening_step()
+                if step is not None:
+                    self._teach(self._run(SCREEN_PHASE, step))
+                    continue
+                if not self._decide_what_matters():
+                    return "no parameter changed the result"
+                continue
+            if self.settings.strategy == "screen":
+                ridge = self._next_ridge_point()
+                if ridge is not None:
+                    self._teach(self._run("search", ridge))
+                    continue
             searched = self.search_count() - len(SEED_PHASES)
-            every = self.settings.local_every
+            every = self.settings.local_every if self.settings.strategy != "screen" else LOCAL_EVERY_NARROWED
+            if self.settings.strategy == "screen" and budget - self.search_count() <= budget * FINAL_LOCAL_SHARE:
+                every = 1  # the last trials refine around the best: no more exploring
             if every and searched >= self.settings.startup_trials and searched % every == every - 1:
                 incumbent = self.incumbent()
                 if incumbent is not None:
@@ -250,7 +323,7 @@ class Tuner:
                                            {k: v for k, v in incumbent.items()})
                     continue
             trial = self.study.ask(self.distributions)
-            params = dict(trial.params)
+            params = {**self.fixed, **trial.params}
             key = params_key(self.space, params)
             if self._tried(key):
                 # TPE on a discrete space re-proposes points it likes, which would measure nothing new
@@ -274,6 +347,69 @@ class Tuner:
                 self.study.tell(trial, state=TrialState.FAIL)
         return "budget"
 
+    # -- finding out what matters ------------------------------------------------------------------
+    def _next_screening_step(self) -> dict[str, Any] | None:
+        """The first one-at-a-time step not measured yet (the rule seed itself until it has two runs)."""
+        rule = self.seeds.get("rule")
+        if rule is None:
+            return None
+        for step in screening_plan(self.space, rule):
+            wanted = 2 if step == rule else 1
+            tried = sum(1 for r in self.records if r.phase in ("rule", SCREEN_PHASE)
+                        and params_key(self.space, r.params) == params_key(self.space, step))
+            if tried < wanted:
+                return step
+        measured = self._screen_measurements()
+        found = effects(self.space, rule, measured, self.settings.maximize)
+        for step in ambiguous_steps(self.space, rule, found, measured):
+            tried = sum(1 for r in self.records if r.phase in ("rule", SCREEN_PHASE)
+                        and params_key(self.space, r.params) == params_key(self.space, step))
+            if tried < (3 if step == rule else 2):
+                return step
+        return None
+
+    def _screen_measurements(self) -> list[tuple[dict[str, Any], float]]:
+        return [(r.params, r.value) for r in self.records
+                if r.ok and r.phase in ("rule", SCREEN_PHASE)]  # type: ignore[misc]
+
+    def _decide_what_matters(self) -> bool:
+        """Narrow the search to the parameters whose steps changed the result; hold the others at the
+        rule seed's value (or a step measured clearly better). False when nothing changed the result."""
+        rule = self.seeds.get("rule")
+        if rule is None:
+            self.mattered = tuple(self.space.names())
+            return True
+        self.effects = effects(self.space, rule, self._screen_measurements(), self.settings.maximize)
+        self.mattered = tuple(n for n in self.space.names()
+                              if (n in self.effects and self.effects[n].matters) or n in ALWAYS_SEARCHED)
+        fixed = {n: (self.effects[n].best_value if n in self.effects else rule[n])
+                 for n in self.space.names() if n not in self.mattered}
+        if not self.mattered:
+            return False
+        self._narrow(Space(tuple(p for p in self.space.parameters if p.name in self.mattered)), fixed)
+        # Where each parameter's best step is, together: the one-at-a-time optimum, measured once.
+        combined = {**rule, **{n: e.best_value for n, e in self.effects.items()}}
+        if not self._tried(params_key(self.space, combined)) and self.search_count() < (self.settings.budget or 0):
+            self._teach(self._run("search", combined))
+        return True
+
+    def _next_ridge_point(self) -> dict[str, Any] | None:
+        # From the one-at-a-time optimum: the rule seed with each parameter's best step.
+        base = {**self.seeds.get("rule", {}), **{n: e.best_value for n, e in self.effects.items()}, **self.fixed}
+        for point in ridge_points(self.search_space, base):
+            full = {**base, **point}
+            if set(full) >= set(self.space.names()) and not self._tried(params_key(self.space, full)):
+                return full
+        return None
+
+    def _unmeasured_random(self) -> dict[str, Any] | None:
+        seen = {params_key(self.space, r.params) for r in self.records if r.phase != "current"}
+        for _ in range(10_000):
+            point = {**self.fixed, **_random_point(self.search_space, self.rng)}
+            if params_key(self.space, point) not in seen:
+                return point
+        return None
+
     def _pattern_move(self, incumbent: dict[str, Any]) -> dict[str, Any] | None:
         """After a step from A to B improved, B + (B - A), if it is in the space and unmeasured."""
         if self._last_move is None or self._last_move[0] != incumbent:
@@ -282,7 +418,7 @@ class Tuner:
         self._last_move = None
         point = dict(incumbent)
         for name in changed:
-            p = self.space.by_name(name)
+            p = self.search_space.by_name(name)
             if p.kind != "int":
                 return None
             point[name] = to[name] + (to[name] - origin[name])
@@ -304,7 +440,7 @@ class Tuner:
         for _distance in range(3):
             ring = []
             for point in frontier:
-                for neighbour in _neighbours(self.space, point):
+                for neighbour in _neighbours(self.search_space, point):
                     key = params_key(self.space, neighbour)
                     if key not in visited:
                         visited.add(key)
@@ -314,7 +450,7 @@ class Tuner:
                 return self.rng.choice(fresh)
             frontier = ring
         for _ in range(10_000):
-            point = _random_point(self.space, self.rng)
+            point = {**self.fixed, **_random_point(self.search_space, self.rng)}
             if params_key(self.space, point) not in seen:
                 return point
         return None
@@ -323,7 +459,7 @@ class Tuner:
         """The best distinct configurations by their mean measured value."""
         by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
         for record in self.records:
-            if record.ok and record.phase in ("rule", "search"):
+            if record.ok and record.phase in ("rule", SCREEN_PHASE, "search"):
                 by_key.setdefault(params_key(self.space, record.params), record.params)
         ranked = sorted(by_key.items(), key=lambda kv: -self._score(statistics.fmean(self.measured(kv[0]))))
         return [params for _key, params in ranked[: count or self.settings.leaders]]
@@ -351,8 +487,42 @@ class Tuner:
                     return
                 self._run("confirm", params, role)
 
+    def confirm_close(self) -> None:
+        """The two best leaders closer than the noise can tell apart: measure both again (alternately,
+        up to CLOSE_EXTRA_RUNS more each) until they separate. Noise is estimated from every
+        configuration measured more than once."""
+        for _extra in range(CLOSE_EXTRA_RUNS):
+            ranked = sorted(((p, self.measured(params_key(self.space, p))) for p in self.leaders()),
+                            key=lambda pv: -self._score(statistics.median(pv[1])) if pv[1] else math.inf)
+            if len(ranked) < 2 or not ranked[1][1]:
+                return
+            (first, a), (second, b) = ranked[0], ranked[1]
+            noise = self._noise()
+            gap = abs(math.log(statistics.median(a) / statistics.median(b)))
+            if gap > 2.0 * noise * math.sqrt(1.0 / len(a) + 1.0 / len(b)):
+                return
+            for params in (first, second):
+                if self._time_left() <= self._mean_seconds():
+                    return
+                self._run("confirm", params, "leader")
+
+    def _noise(self) -> float:
+        """Pooled standard deviation of log(value) over configurations measured more than once."""
+        groups: dict[tuple[Any, ...], list[float]] = {}
+        for record in self.records:
+            if (record.ok and record.value and record.value > 0 and record.phase != "current"
+                    and record.role != "current"):
+                groups.setdefault(params_key(self.space, record.params), []).append(math.log(record.value))
+        squares, freedom = 0.0, 0
+        for values in groups.values():
+            if len(values) > 1:
+                mean = statistics.fmean(values)
+                squares += sum((v - mean) ** 2 for v in values)
+                freedom += len(values) - 1
+        return max(0.01, math.sqrt(squares / freedom)) if freedom else 0.02
+
     def result(self, stopped: str) -> TuneResult:
-        result = TuneResult(self.records, stopped=stopped)
+        result = TuneResult(self.records, stopped=stopped, effects=dict(self.effects), mattered=self.mattered)
         candidates = []
         for params in self.leaders():
             values = self.measured(params_key(self.space, params))
@@ -373,10 +543,20 @@ class Tuner:
                 continue
             ratio = stats.median / base.median - 1 if self.settings.maximize else base.median / stats.median - 1
             result.gains[name] = Gain(ratio, math.hypot(stats.spread, base.spread))
+        if result.mattered is not None and "rule" in self.seeds:
+            # A pool searched only because it interacts counts when the winner moved it and beat the rule.
+            rule, gain = self.seeds["rule"], result.gains.get("rule")
+            moved_and_won = gain is not None and gain.ratio > MATTERS_EFFECT
+            result.mattered = tuple(
+                n for n in result.mattered
+                if n not in ALWAYS_SEARCHED or (n in self.effects and self.effects[n].matters)
+                or (moved_and_won and winner.get(n) != rule.get(n)))
         return result
 
     def run(self) -> TuneResult:
         stopped = self.search()
         if self.settings.repeats > 1:
             self.confirm()
+            if self.settings.strategy == "screen":
+                self.confirm_close()
         return self.result(stopped)

@@ -15,12 +15,22 @@ import re
 import sys
 
 # Distributions whose full metadata matters; every other one is listed by name and version only.
+# Keep in step with tfdoctor/knowledge/python_compatibility.toml (a test compares them).
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
                     "tensorflow-macos", "tensorflow-aarch64", "tensorflow-cpu-aws", "tf-nightly",
-                    "tf-nightly-cpu", "tf-nightly-gpu", "intel-tensorflow")
+                    "tf-nightly-cpu", "tf-nightly-gpu", "intel-tensorflow", "intel-tensorflow-avx512",
+                    "tensorflow-rocm")
 WATCHED_PREFIXES = ("nvidia-",)
 WATCHED = ("keras", "tf-keras", "tf_keras", "numpy", "protobuf", "ml-dtypes", "tensorboard",
-           "tensorflow-io-gcs-filesystem", "h5py", "tensorboard-plugin-profile", "xprof", "optuna")
+           "tensorflow-io-gcs-filesystem", "h5py", "tensorboard-plugin-profile", "xprof", "optuna",
+           "transformers", "grpcio", "wrapt")
+# Import packages whose name is not the distribution's (the default is the name with "-" as "_").
+IMPORT_NAMES = {"protobuf": "google/protobuf", "absl-py": "absl", "google-pasta": "pasta", "libclang": "clang",
+                "tensorflow-io-gcs-filesystem": "tensorflow_io_gcs_filesystem", "grpcio": "grpc",
+                "opt-einsum": "opt_einsum", "typing-extensions": "typing_extensions"}
+# RECORD files larger than this are not verified (TensorFlow 2.21's is 1.8 MB).
+RECORD_LIMIT = 16 * 1024 * 1024
+MISSING_LISTED = 20
 
 _DIST_DIR = re.compile(r"^(?P<name>[^-]+(?:-[^-]+)*?)-(?P<version>[0-9][^-]*?)(?:-py[0-9.]+)?\.(dist|egg)-info$")
 
@@ -106,8 +116,9 @@ def _wheel_tags(dist_dir):
     return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
 
 
-def _scan(paths):
-    """Every distribution on the path, first occurrence wins (as the import system would see it)."""
+def _scan(paths, modules=None):
+    """Every distribution on the path, first occurrence wins (as the import system would see it).
+    `modules`, when given, receives every top-level importable name -> the path entry it comes from."""
     found = {}
     for entry in paths:
         if not entry or not os.path.isdir(entry):
@@ -116,6 +127,11 @@ def _scan(paths):
             names = sorted(os.listdir(entry))
         except OSError:
             continue
+        if modules is not None:
+            for filename in names:
+                module = _module_name(filename)
+                if module and module not in modules:
+                    modules[module] = entry
         for filename in names:
             match = _DIST_DIR.match(filename)
             if not match:
@@ -123,10 +139,68 @@ def _scan(paths):
             key = normalize(match.group("name"))
             if key in found:
                 found[key].setdefault("shadowed", []).append(entry)
+                found[key].setdefault("shadowed_versions", []).append(match.group("version"))
                 continue
             found[key] = {"version": match.group("version"), "location": entry,
                           "dist_dir": os.path.join(entry, filename)}
     return found
+
+
+def _module_name(filename):
+    """The top-level import name a directory entry provides ("numpy", "six.py",
+    "_cffi.cpython-311-x86_64-linux-gnu.so"), None for metadata and other files."""
+    if filename.endswith((".dist-info", ".egg-info", ".pth", ".libs", ".data")) or filename.startswith((".", "__")):
+        return None
+    stem, dot, rest = filename.partition(".")
+    if not dot:
+        return stem
+    if rest == "py" or rest.endswith(("so", "pyd")):
+        return stem
+    return None
+
+
+def _record_entries(text, needle):
+    """Paths of the RECORD lines whose path contains `needle` (found with bytes.find: a RECORD has ~15000
+    lines, and splitting them all costs more than the whole rest of the snapshot)."""
+    found = []
+    at = text.find(needle)
+    while at != -1:
+        start = text.rfind(b"\n", 0, at) + 1
+        end = text.find(b"\n", at)
+        end = len(text) if end == -1 else end
+        comma = text.find(b",", start, end)
+        if comma != -1 and comma >= at:
+            found.append(text[start:comma].decode("utf-8", "replace"))
+        at = text.find(needle, end)
+    return found
+
+
+_SHARED_OBJECT = re.compile(r"\.(so(\.[0-9]+)*|pyd|dylib|dll)$")
+
+
+def verify_record(dist_dir, location):
+    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists still exist:
+    {"checked": N, "missing_count": M, "missing": [first paths]}, or an unknown with the reason."""
+    path = os.path.join(dist_dir, "RECORD")
+    try:
+        if os.path.getsize(path) > RECORD_LIMIT:
+            return {"$unknown": f"RECORD is larger than {RECORD_LIMIT} bytes: not verified"}
+        with open(path, "rb") as handle:
+            text = handle.read(RECORD_LIMIT)
+    except OSError as exc:
+        return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
+    wanted = [p for p in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")]
+    for needle in (b".so", b".pyd", b".dylib", b".dll"):
+        wanted.extend(p for p in _record_entries(text, needle) if _SHARED_OBJECT.search(p))
+    missing = []
+    count = 0
+    for relative in sorted(set(wanted)):
+        if relative.startswith(("/", "..")):
+            continue  # scripts and headers outside site-packages
+        count += 1
+        if not os.path.exists(os.path.join(location, relative)):
+            missing.append(relative)
+    return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED]}
 
 
 def _top_level(dist_dir):
@@ -154,7 +228,7 @@ def _top_level(dist_dir):
     return sorted(names)
 
 
-def _detail(info, tensorflow=False):
+def _detail(info, paths, tensorflow=False, key=""):
     dist_dir = info.pop("dist_dir")
     for meta_name in ("METADATA", "PKG-INFO"):
         try:
@@ -179,6 +253,18 @@ def _detail(info, tensorflow=False):
             info["installer"] = _read(os.path.join(dist_dir, "INSTALLER")).strip() or None
         except OSError:
             info["installer"] = None
+        if info["top_level"]:
+            info["record"] = verify_record(dist_dir, info["location"])
+    import_name = IMPORT_NAMES.get(key, key.replace("-", "_"))
+    if tensorflow:
+        import_name = "tensorflow" if info.get("top_level") != [] else None
+    if import_name:
+        found = _find_package(paths, *import_name.split("/"))
+        if found is None:
+            found = _find_package(paths, import_name + ".py")
+        info["import_location"] = os.path.dirname(found) if found else None
+        if found and "/" in import_name:  # google/protobuf -> the folder that holds google/
+            info["import_location"] = os.path.dirname(info["import_location"])
     return info
 
 
@@ -291,19 +377,78 @@ def environment_path():
     return list(sys.path[1:])
 
 
-def snapshot(paths=None, environ=None, prefix=None):
+def _pth_entries(site_dirs):
+    """Folders added by .pth files in the site folders: {folder: the .pth file naming it}."""
+    added = {}
+    for site_dir in site_dirs:
+        try:
+            names = sorted(n for n in os.listdir(site_dir) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            pth = os.path.join(site_dir, name)
+            try:
+                lines = _read(pth).splitlines()[:1000]
+            except OSError:
+                continue
+            for line in lines:
+                line = line.strip()
+                if not line or line.startswith(("#", "import ", "import\t")):
+                    continue
+                folder = os.path.normpath(os.path.join(site_dir, line))
+                added.setdefault(folder, pth)
+    return added
+
+
+def path_origins(paths, environ, site_dirs=None, user_site=None):
+    """Why each path entry is there, parallel to `paths`: "pythonpath" (the PYTHONPATH variable),
+    "site-packages" (the environment's own), "user-site", "pth:<file>" (a .pth file), "stdlib", "other"."""
+    import site
+
+    if site_dirs is None:
+        site_dirs = site.getsitepackages() if hasattr(site, "getsitepackages") else []
+        user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    pythonpath = {os.path.normpath(os.path.abspath(p)) for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    sites = {os.path.normpath(d) for d in site_dirs}
+    user = os.path.normpath(user_site) if user_site else None
+    pth = _pth_entries([d for d in list(site_dirs) + ([user_site] if user_site else []) if d])
+    stdlib = os.path.dirname(os.__file__)
+    origins = []
+    for entry in paths:
+        key = os.path.normpath(os.path.abspath(entry)) if entry else entry
+        if key in pythonpath:
+            origins.append("pythonpath")
+        elif key in sites:
+            origins.append("site-packages")
+        elif user is not None and key == user:
+            origins.append("user-site")
+        elif key in pth:
+            origins.append("pth:" + pth[key])
+        elif key == stdlib or key.startswith(stdlib + os.sep) or key.endswith(".zip"):
+            origins.append("stdlib")
+        else:
+            origins.append("other")
+    return origins
+
+
+def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
-    LD_LIBRARY_PATH, `prefix` (default sys.prefix) the environment's own lib folder."""
+    LD_LIBRARY_PATH and PYTHONPATH, `prefix` (default sys.prefix) the environment's own lib folder,
+    `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders."""
+    explicit = paths is not None
     paths = environment_path() if paths is None else list(paths)
     environ = os.environ if environ is None else environ
     prefix = sys.prefix if prefix is None else prefix
-    dists = _scan(paths)
+    if explicit and site_dirs is None:
+        site_dirs = [p for p in paths if p.endswith("site-packages")]  # a test's fake tree
+    modules = {}
+    dists = _scan(paths, modules)
     watched = {}
     for key in list(dists):
         info = dists[key]
         if key in TENSORFLOW_DISTS or key in WATCHED or key.startswith(WATCHED_PREFIXES):
-            watched[key] = _detail(dict(info), tensorflow=key in TENSORFLOW_DISTS)
+            watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key)
         else:
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")
@@ -318,6 +463,8 @@ def snapshot(paths=None, environ=None, prefix=None):
         "machine": platform.machine(),
         "marker_environment": marker_environment(),
         "path": paths,
+        "path_origins": path_origins(paths, environ, site_dirs, user_site),
+        "modules": modules,
         "distributions": {k: {"version": v["version"], "location": v["location"]} for k, v in sorted(dists.items())},
         "watched": watched,
         "tensorflow": {

@@ -1,0 +1,91 @@
+"""Lint time on the largest repository of the lint corpus vs `ast.parse` alone on the same files (issue 13).
+
+    python benchmarks/lint_speed.py [--mirror /work/.mirror] [--runs 3]
+
+Both are measured in this run, in this process, on the files `tfdoctor lint DIR` reads by default
+(test files skipped, notebooks included): the floor reads, decodes and `ast.parse`s each file in one
+process; lint is the whole `lint_paths` (parse, index, every default rule, sorting), first as it runs
+from the command line (one worker process per usable CPU for many files), then on one core for
+reference. Figures are medians; the load average is printed because the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from lint_corpus import load_manifest, materialise  # noqa: E402
+
+from tfdoctor.lint.files import python_files  # noqa: E402
+from tfdoctor.lint.rule import load_lint_rules, select_lint_rules  # noqa: E402
+from tfdoctor.lint.runner import lint_paths, usable_cpus  # noqa: E402
+from tfdoctor.lint.source import SourceError, SourceModule, decode_source  # noqa: E402
+
+
+def parse_only(files: list[Path]) -> None:
+    for path in files:
+        try:
+            if path.suffix == ".ipynb":
+                SourceModule.from_notebook(path.read_bytes(), str(path))  # notebooks: JSON + parse
+                continue
+            ast.parse(decode_source(path.read_bytes()))
+        except (SourceError, SyntaxError, ValueError):
+            pass
+
+
+def timed_once(func) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    roots, _ = materialise(args.mirror, args.cache, load_manifest()["repos"])
+    # Largest by files linted (a notebook's size is mostly its outputs, which are not code).
+    sizes = {repo: len(list(python_files([str(root)]))) for repo, root in roots.items()}
+    repo = max(sizes, key=sizes.__getitem__)
+    files = list(python_files([str(roots[repo])]))
+    rules = select_lint_rules(load_lint_rules().rules)
+    lines = sum(p.read_bytes().count(b"\n") for p in files)
+    print(f"largest corpus repository: {repo}: {len(files)} files, {lines} lines (test files skipped, as by default)")
+    print(f"machine: {os.cpu_count()} CPUs, {usable_cpus()} usable; load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # Interleaved rounds (floor, lint on every core, lint on one): a burst of someone else's load hits
+    # all three alike; the ratio of each round is what is compared, and the median of those reported.
+    parse_only(files)
+    lint_paths(files, rules)  # warm: imports, page cache
+    rounds = []
+    for _ in range(args.runs):
+        rounds.append((timed_once(lambda: parse_only(files)), timed_once(lambda: lint_paths(files, rules)),
+                       timed_once(lambda: lint_paths(files, rules, jobs=1))))
+    floor = statistics.median(r[0] for r in rounds)
+    every = statistics.median(r[1] / r[0] for r in rounds)
+    one = statistics.median(r[2] / r[0] for r in rounds)
+    print(f"ast.parse only (read, decode, parse; one process): median {floor:.2f} s, "
+          f"best {min(r[0] for r in rounds):.2f} s")
+    print(f"tfdoctor lint, {usable_cpus()} worker process(es): "
+          f"median {statistics.median(r[1] for r in rounds):.2f} s; "
+          f"ratio to parse-only, median of {len(rounds)} rounds: {every:.2f}x "
+          f"(best round {min(r[1] / r[0] for r in rounds):.2f}x)")
+    print(f"tfdoctor lint, one process: median {statistics.median(r[2] for r in rounds):.2f} s; "
+          f"ratio {one:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

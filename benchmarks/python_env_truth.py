@@ -1,0 +1,392 @@
+"""Does `tfdoctor check --python` agree with reality? Real virtual environments, real TensorFlow wheels.
+
+    python benchmarks/python_env_truth.py [--cache /tmp/tfdoctor-pyenv-bench] [--only NAME ...] [--out FILE]
+
+Builds (once, cached under --cache) three virtual environments of this interpreter: tensorflow-cpu 2.21.0
+(the newest, built for numpy 2, Keras 3 as tf.keras), tensorflow-cpu 2.15.1 (the last built for
+numpy 1, Keras 2 as tf.keras) and intel-tensorflow 2.14.0 (Intel's build; its AVX-512 twin is swapped in
+for one situation). Puts each in a known state (one situation at a time, undone afterwards),
+establishes the truth by importing TensorFlow and running a one-step Keras fit plus the import the
+situation concerns, runs `tfdoctor check --python` on it, and prints per situation whether tfdoctor
+agreed: it predicts "broken" when it reports an error-level finding, and for a broken situation it must
+name the expected code. Wheels come from pip's index once (`pip download`), then from --cache/wheels
+with --no-index. Heavy: ~1.5 GB of disk, about 20 s of TensorFlow import per situation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PYTHON = sys.executable
+TFDOCTOR = [sys.executable, "-m", "tfdoctor"]
+NEW, OLD = "2.21.0", "2.15.1"
+INTEL = "intel-2.14.0"  # intel-tensorflow 2.14.0 (Intel's build), with numpy held below 2
+# Downloaded once into --cache/wheels (and a cp310 numpy for the copied-site-packages situation).
+DOWNLOADS = [
+    ("tensorflow-cpu==2.21.0", False), ("tensorflow-cpu==2.15.1", False), ("transformers<5", False),
+    ("tf-keras==2.21.0", True), ("tensorflow==2.21.0", True), ("numpy==1.25.2", True), ("numpy==1.26.4", True),
+    ("numpy==2.1.3", True), ("keras==3.11.3", True), ("keras==2.15.0", True), ("keras==3.6.0", True),
+    ("protobuf==5.29.5", True), ("ml-dtypes==0.4.1", True), ("h5py==3.15.1", True), ("tensorboard==2.16.2", True),
+    ("wrapt==1.16.0", True), ("intel-tensorflow-avx512==2.14.0", True), ("intel-tensorflow==2.14.0", False),
+]
+TRUTH = """
+import numpy as np
+import tensorflow as tf
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(np.zeros((8, 4)), np.zeros((8, 1)), epochs=1, steps_per_epoch=1, verbose=0)
+{extra}
+print("TRUTH-OK")
+"""
+
+
+class Venv:
+    def __init__(self, root: Path, wheels: Path, tensorflow: str) -> None:
+        self.root, self.wheels, self.tensorflow = root, wheels, tensorflow
+        self.python = root / "bin" / "python"
+        # What `pip install` is given to make the environment: tensorflow-cpu==X, or Intel's build
+        # (whose numpy>=1.23.5 has no cap: numpy is held below 2 as its users had to).
+        self.requirements = (["intel-tensorflow==2.14.0", "numpy<2"] if tensorflow == INTEL
+                             else [f"tensorflow-cpu=={tensorflow}"])
+
+    @property
+    def site(self) -> Path:
+        return next(self.root.glob("lib/python3*/site-packages"))
+
+    def pip(self, *args: str) -> None:
+        command = [str(self.python), "-m", "pip", "-q", "--disable-pip-version-check", args[0]]
+        if args[0] == "install":
+            command += ["--no-index", "--find-links", str(self.wheels)]
+        command += args[1:]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip {' '.join(args)} failed: {done.stderr.strip()[-400:]}")
+
+    def ensure(self) -> None:
+        if (self.root / "tf-ready").exists():
+            return
+        shutil.rmtree(self.root, ignore_errors=True)
+        subprocess.run([PYTHON, "-m", "venv", str(self.root)], check=True, timeout=300)
+        self.pip("install", *self.requirements)
+        frozen = subprocess.run([str(self.python), "-m", "pip", "freeze"], capture_output=True, text=True,
+                                check=True, timeout=300).stdout
+        (self.root / "base.txt").write_text(frozen)
+        (self.root / "tf-ready").write_text(self.tensorflow)
+
+    def reset(self) -> None:
+        """Back to what `pip install tensorflow-cpu==X` resolved, for the packages situations change."""
+        pins = [line.strip() for line in (self.root / "base.txt").read_text().splitlines()
+                if line.split("==")[0].lower().replace("_", "-") in TOUCHED]
+        self.pip("install", "--no-deps", *pins)
+
+    def reinstall_tensorflow(self) -> None:
+        self.pip("install", "--force-reinstall", "--no-deps", self.requirements[0])
+
+
+# Packages the situations change; restored to the base version after each.
+TOUCHED = ("numpy", "keras", "protobuf", "ml-dtypes", "h5py", "wrapt", "libclang", "tensorboard")
+
+
+@dataclass
+class Situation:
+    name: str
+    tensorflow: str
+    healthy: bool
+    expect: tuple[str, ...] = ()  # codes a broken situation must produce
+    setup: Callable[[Venv, Path], dict[str, str]] = lambda venv, scratch: {}
+    teardown: Callable[[Venv, Path], None] | None = None
+    extra: str = ""  # the import the situation concerns
+    notes: list[str] = field(default_factory=list)
+
+
+def pip_state(*args: str) -> Callable[[Venv, Path], dict[str, str]]:
+    def setup(venv: Venv, scratch: Path) -> dict[str, str]:
+        venv.pip(*args)
+        return {}
+    return setup
+
+
+def chain(*steps: Callable[[Venv, Path], dict[str, str]]) -> Callable[[Venv, Path], dict[str, str]]:
+    def setup(venv: Venv, scratch: Path) -> dict[str, str]:
+        env: dict[str, str] = {}
+        for step in steps:
+            env.update(step(venv, scratch))
+        return env
+    return setup
+
+
+def env_state(**variables: str) -> Callable[[Venv, Path], dict[str, str]]:
+    return lambda venv, scratch: dict(variables)
+
+
+def delete_library(venv: Venv, scratch: Path) -> dict[str, str]:
+    library = venv.site / "tensorflow" / "libtensorflow_framework.so.2"
+    shutil.move(str(library), str(scratch / library.name))
+    return {}
+
+
+def restore_library(venv: Venv, scratch: Path) -> None:
+    shutil.move(str(scratch / "libtensorflow_framework.so.2"), str(venv.site / "tensorflow"))
+
+
+def target_folder(requirement: str) -> Callable[[Venv, Path], Path]:
+    """A folder outside the environment holding one package (`pip install --target`), as shared ones do."""
+    def make(venv: Venv, scratch: Path) -> Path:
+        folder = scratch / f"target-{requirement.replace('=', '')}"
+        if not folder.exists():
+            venv.pip("install", "--no-deps", "--target", str(folder), requirement)
+        return folder
+    return make
+
+
+def drop_second_tensorflow(venv: Venv, scratch: Path) -> None:
+    """Undo `pip install tf-keras` without --no-deps: it pulled the `tensorflow` distribution."""
+    venv.pip("uninstall", "-y", "tf-keras")
+    if any(venv.site.glob("tensorflow-*.dist-info")):
+        venv.pip("uninstall", "-y", "tensorflow")
+    venv.reinstall_tensorflow()
+
+
+def numpy_from_pythonpath(venv: Venv, scratch: Path) -> dict[str, str]:
+    folder = target_folder("numpy==2.1.3")(venv, scratch)
+    return {"PYTHONPATH": str(folder)}
+
+
+def numpy_via_pth(venv: Venv, scratch: Path) -> dict[str, str]:
+    folder = target_folder("numpy==2.1.3")(venv, scratch)
+    (venv.site / "shared-libs.pth").write_text(f"{folder}\n")
+    return {}
+
+
+def remove_pth(venv: Venv, scratch: Path) -> None:
+    (venv.site / "shared-libs.pth").unlink()
+
+
+def numpy_for_another_python(venv: Venv, scratch: Path) -> dict[str, str]:
+    """What a site-packages copied from a Python 3.10 environment holds: numpy's cp310 wheel."""
+    folder = scratch / "numpy-cp310"
+    if not folder.exists():
+        subprocess.run([str(venv.python), "-m", "pip", "-q", "install", "--no-index", "--find-links",
+                        str(venv.wheels.parent / "wheels-cp310"), "--no-deps", "--target", str(folder),
+                        "--python-version", "3.10", "--only-binary=:all:", "numpy==2.2.6"], check=True, timeout=600)
+    venv.pip("uninstall", "-y", "numpy")
+    for item in folder.iterdir():
+        if item.name.startswith("numpy"):
+            shutil.copytree(item, venv.site / item.name, dirs_exist_ok=True)
+    return {}
+
+
+def swap_back_intel(venv: Venv) -> None:
+    """Undo the AVX-512 swap: what PKG015's fix does (same version of intel-tensorflow, --no-deps)."""
+    venv.pip("uninstall", "-y", "intel-tensorflow-avx512")
+    venv.reinstall_tensorflow()
+
+
+def uninstall_after(name: str) -> Callable[[Venv, Path], None]:
+    return lambda venv, scratch: venv.pip("uninstall", "-y", name)
+
+
+SITUATIONS = [
+    # -- healthy
+    Situation("2.21 as installed", NEW, True),
+    Situation("2.15 as installed", OLD, True),
+    Situation("2.21 + numpy 1.26.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4")),
+    Situation("2.21 + numpy 1.25.2 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.25.2")),
+    Situation("2.21 + keras 3.11.3 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "keras==3.11.3")),
+    Situation("2.21 + h5py 3.15.1 (above the cap)", NEW, True, setup=pip_state("install", "--no-deps", "h5py==3.15.1"),
+              extra="import h5py"),
+    Situation("2.15 + tensorboard 2.16.2 (above the cap)", OLD, True,
+              setup=pip_state("install", "--no-deps", "tensorboard==2.16.2"),
+              extra="tf.summary.create_file_writer('/tmp/tfdoctor-bench-logs')"),
+    Situation("2.15 + protobuf 5.29.5 (a major above the cap)", OLD, True,
+              setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
+    Situation("2.15 + ml-dtypes 0.4.1 (above ~=0.3.1)", OLD, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
+    Situation("2.15 + wrapt 1.16.0 (above the cap)", OLD, True,
+              setup=pip_state("install", "--no-deps", "wrapt==1.16.0")),
+    Situation("2.21 + tf-keras without --no-deps (tensorflow 2.21.0 too)", NEW, True,
+              setup=pip_state("install", "tf-keras==2.21.0"), teardown=drop_second_tensorflow),
+    Situation("2.21 + tf-keras --no-deps, TF_USE_LEGACY_KERAS=1", NEW, True,
+              setup=chain(pip_state("install", "--no-deps", "tf-keras==2.21.0"), env_state(TF_USE_LEGACY_KERAS="1")),
+              teardown=uninstall_after("tf-keras"), extra="import tf_keras"),
+    Situation("2.21 + transformers 4 + tf-keras --no-deps", NEW, True,
+              setup=pip_state("install", "transformers<5", "tf-keras==2.21.0", "--no-deps"),
+              teardown=lambda venv, scratch: venv.pip("uninstall", "-y", "transformers", "tf-keras"),
+              extra="from transformers import TFBertModel; TFBertModel.__name__"),
+    Situation("2.21 without libclang (never imported)", NEW, True, setup=pip_state("uninstall", "-y", "libclang")),
+    Situation("2.15 + a .pth adding numpy 2 after site-packages (venv copy wins)", OLD, True,
+              setup=numpy_via_pth, teardown=remove_pth),
+    # -- broken
+    Situation("2.15 + numpy 2.1.3", OLD, False, ("PKG005",), setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
+    Situation("2.21 + protobuf 5.29.5 (runtime older than gencode)", NEW, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
+    Situation("2.21 + ml-dtypes 0.4.1 (below the floor)", NEW, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
+    Situation("2.21 + keras 2.15.0", NEW, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==2.15.0")),
+    Situation("2.15 + keras 3.6.0", OLD, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==3.6.0")),
+    Situation("2.21 with libtensorflow_framework.so.2 deleted", NEW, False, ("PKG011",),
+              setup=delete_library, teardown=restore_library),
+    Situation("2.21 + tf-keras (tensorflow too), then pip uninstall tensorflow", NEW, False, ("PKG011",),
+              setup=chain(pip_state("install", "tf-keras==2.21.0"), pip_state("uninstall", "-y", "tensorflow")),
+              teardown=drop_second_tensorflow),
+    Situation("2.21 + numpy copied from a Python 3.10 site-packages", NEW, False, ("PKG012",),
+              setup=numpy_for_another_python, teardown=lambda venv, scratch: venv.pip("uninstall", "-y", "numpy")),
+    Situation("2.15 + PYTHONPATH holding numpy 2.1.3", OLD, False, ("PKG005",), setup=numpy_from_pythonpath),
+    Situation("2.21 without ml_dtypes", NEW, False, ("PKG009",), setup=pip_state("uninstall", "-y", "ml-dtypes")),
+    Situation("2.21 without wrapt", NEW, False, ("PKG009",), setup=pip_state("uninstall", "-y", "wrapt")),
+    Situation("intel-tensorflow 2.14 (numpy < 2) on this AVX2 CPU", INTEL, True),
+    Situation("intel-tensorflow 2.14 + numpy 2.1.3 (its numpy range has no cap)", INTEL, False, ("PKG010",),
+              setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
+    Situation("intel-tensorflow-avx512 2.14 on this CPU without AVX-512", INTEL, False, ("PKG015",),
+              setup=chain(pip_state("uninstall", "-y", "intel-tensorflow"),
+                          pip_state("install", "--no-deps", "intel-tensorflow-avx512==2.14.0")),
+              teardown=lambda venv, scratch: swap_back_intel(venv)),
+    Situation("2.21 + transformers 4 without tf-keras", NEW, False, ("PKG014",),
+              setup=pip_state("install", "transformers<5"), teardown=uninstall_after("transformers"),
+              extra="from transformers import TFBertModel; TFBertModel.__name__"),
+]
+
+
+@dataclass
+class Outcome:
+    situation: Situation
+    works: bool
+    truth_detail: str
+    errors: list[str]
+    others: list[str]
+    seconds: float
+
+    @property
+    def agrees(self) -> bool:
+        if self.situation.healthy != self.works:
+            return False  # the situation did not behave as designed: counted as disagreement, shown
+        if self.works:
+            return not self.errors
+        return bool(self.errors) and all(code in self.errors for code in self.situation.expect)
+
+
+def clean_environment(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+                                                             "TF_USE_LEGACY_KERAS", "PYTHONNOUSERSITE")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env.update(extra)
+    return env
+
+
+def truth(venv: Venv, env: dict[str, str], extra: str) -> tuple[bool, str]:
+    try:
+        done = subprocess.run([str(venv.python), "-c", TRUTH.format(extra=extra)], capture_output=True, text=True,
+                              env=env, timeout=600, cwd="/tmp", check=False)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    if done.returncode == 0 and "TRUTH-OK" in done.stdout:
+        return True, "import + fit ok"
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    last = next((line for line in reversed(lines) if "Error" in line or "error" in line), lines[-1] if lines else "")
+    return False, f"exit {done.returncode}: {last.strip()[:160]}"
+
+
+def diagnose(venv: Venv, env: dict[str, str]) -> tuple[list[str], list[str]]:
+    done = subprocess.run([*TFDOCTOR, "check", "--python", str(venv.python), "--select", "PKG,CPU",
+                           "--format", "json"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    report = json.loads(done.stdout)
+    errors, others = [], []
+    for result in report["results"]:
+        for finding in result.get("findings", []):
+            severity = finding.get("severity") or result.get("severity")
+            (errors if severity == "error" else others).append(f"{finding['code']}" if severity == "error"
+                                                              else f"{finding['code']}:{severity}")
+    return sorted(set(errors)), sorted(set(others))
+
+
+def run(situation: Situation, venvs: dict[str, Venv], scratch: Path) -> Outcome:
+    venv = venvs[situation.tensorflow]
+    start = time.perf_counter()
+    variables = situation.setup(venv, scratch)
+    env = clean_environment(variables)
+    try:
+        works, detail = truth(venv, env, situation.extra)
+        errors, others = diagnose(venv, env)
+    finally:
+        if situation.teardown is not None:
+            situation.teardown(venv, scratch)
+        venv.reset()
+    return Outcome(situation, works, detail, errors, others, time.perf_counter() - start)
+
+
+def download(cache: Path) -> Path:
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    marker = wheels / ".complete"
+    if not marker.exists():
+        for requirement, no_deps in DOWNLOADS:
+            subprocess.run([PYTHON, "-m", "pip", "download", "-q", "-d", str(wheels), "--only-binary=:all:",
+                            *(["--no-deps"] if no_deps else []), requirement], check=True, timeout=1800)
+        subprocess.run([PYTHON, "-m", "pip", "download", "-q", "-d", str(cache / "wheels-cp310"), "--only-binary=:all:",
+                        "--python-version", "3.10", "--no-deps", "numpy==2.2.6"], check=True, timeout=1800)
+        marker.write_text("ok")
+    return wheels
+
+
+def table(outcomes: list[Outcome]) -> str:
+    lines = ["| situation | expected | truth (import + 1-step fit + its import) | tfdoctor errors | "
+             "other findings | agrees |", "|---|---|---|---|---|---|"]
+    for o in outcomes:
+        expected = "healthy" if o.situation.healthy else "broken: " + ", ".join(o.situation.expect)
+        lines.append(f"| {o.situation.name} | {expected} | {'works' if o.works else 'broken'} ({o.truth_detail}) | "
+                     f"{', '.join(o.errors) or '-'} | {', '.join(o.others) or '-'} | {'yes' if o.agrees else 'NO'} |")
+    agreed = sum(o.agrees for o in outcomes)
+    healthy = sum(o.works for o in outcomes)
+    lines.append("")
+    lines.append(f"Agreement: {agreed}/{len(outcomes)} = {100 * agreed / len(outcomes):.0f} % "
+                 f"({healthy} healthy, {len(outcomes) - healthy} broken by the truth run)")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/tfdoctor-pyenv-bench"))
+    parser.add_argument("--only", nargs="*", help="run the situations whose name contains one of these")
+    parser.add_argument("--out", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    wheels = download(args.cache)
+    chosen = [s for s in SITUATIONS if not args.only or any(part in s.name for part in args.only)]
+    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL)}
+    for key in {s.tensorflow for s in chosen}:
+        venvs[key].ensure()
+    scratch = args.cache / "scratch"
+    scratch.mkdir(exist_ok=True)
+    outcomes = []
+    started = time.perf_counter()
+    for situation in chosen:
+        outcome = run(situation, venvs, scratch)
+        outcomes.append(outcome)
+        print(f"{'ok ' if outcome.agrees else 'NO '} {situation.name}: truth={'works' if outcome.works else 'broken'} "
+              f"({outcome.truth_detail}); errors={outcome.errors} others={outcome.others} [{outcome.seconds:.0f} s]",
+              flush=True)
+    text = table(outcomes)
+    load = os.getloadavg()
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text += (f"\n\nMeasured {now} in {time.perf_counter() - started:.0f} s "
+             f"on {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+             f"Python {sys.version.split()[0]}.")
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

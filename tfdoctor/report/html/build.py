@@ -1,0 +1,94 @@
+"""From the inputs the user named to the page: each input read, checked and turned into its section."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tfdoctor.report.html.page import Section, render_page
+from tfdoctor.report.html.plots import PlottingUnavailable, plotly_bundle
+
+
+class ReportInputError(Exception):
+    """An input file is missing, unreadable or not what its option says: a usage error (exit 2)."""
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    check: Any = None  # the engine's Report of this machine or of --facts; None: no check section
+    profiles: tuple[Mapping[str, Any], ...] = ()  # documents of `profile --format json` / `--compare`
+    tune: tuple[str, ...] = ()  # results files (one section each; normally one)
+    compare: tuple[str, ...] = ()  # facts files of a fleet
+
+
+def _profile(documents: tuple[Mapping[str, Any], ...]) -> Section:
+    from tfdoctor.report.html.profile_section import is_profile, is_verdict, profile_section
+
+    for document in documents:
+        if not isinstance(document, Mapping) or not (is_profile(document) or is_verdict(document)):
+            raise ReportInputError("a --profile file must hold the JSON of `tfdoctor profile --format json` "
+                                   "or of `tfdoctor profile --compare A B --format json`")
+    return profile_section(documents)
+
+
+def _tune(path: str) -> Section:
+    from tfdoctor.report.html.tune_section import tune_section
+    from tfdoctor.tune.results import ResultsError, load_results
+    from tfdoctor.tune.space import Space
+
+    try:
+        header, records = load_results(path)
+        Space.from_json(header["space"])
+    except ResultsError as exc:
+        raise ReportInputError(str(exc)) from None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ReportInputError(f"{path}: the header line is incomplete: not a tfdoctor tune results file") from None
+    return tune_section(header, records, path)
+
+
+def _fleet(paths: tuple[str, ...]) -> Section:
+    from tfdoctor.fleet.compare import compare, load_nodes
+    from tfdoctor.report.html.fleet_section import fleet_section
+
+    nodes, unreadable = load_nodes(paths)
+    if not nodes:
+        reasons = "; ".join(f"{u.source}: {u.error}" for u in unreadable)
+        raise ReportInputError(f"--compare: no readable facts file ({reasons})")
+    return fleet_section(compare(nodes, unreadable))
+
+
+def build_sections(inputs: ReportInputs) -> list[Section]:
+    builders: list[Callable[[], Section]] = []
+    if inputs.check is not None:
+        from tfdoctor.report.html.check_section import check_section
+
+        builders.append(lambda: check_section(inputs.check))
+    if inputs.profiles:
+        builders.append(lambda: _profile(inputs.profiles))
+    builders.extend((lambda p=p: _tune(p)) for p in inputs.tune)
+    if inputs.compare:
+        builders.append(lambda: _fleet(inputs.compare))
+    if not builders:
+        raise ReportInputError("nothing to report: give --facts, --profile, --tune or --compare, "
+                               "or leave out --no-check")
+    try:
+        return [build() for build in builders]
+    except PlottingUnavailable as exc:
+        raise ReportInputError(str(exc)) from None
+
+
+def build_report_page(inputs: ReportInputs, title: str, subtitle: str) -> str:
+    return _page(build_sections(inputs), title, subtitle)
+
+
+def section_page(section: Section, title: str, subtitle: str) -> str:
+    return _page([section], title, subtitle)
+
+
+def _page(sections: list[Section], title: str, subtitle: str) -> str:
+    try:
+        bundle = plotly_bundle() if any(s.plots for s in sections) else ""
+    except PlottingUnavailable as exc:
+        raise ReportInputError(str(exc)) from None
+    return render_page(sections, title, subtitle, bundle)

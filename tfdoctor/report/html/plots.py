@@ -1,0 +1,33 @@
+"""plotly, loaded only when a section draws: an optional extra (`pip install 'tfdoctor[report]'`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PlottingUnavailable(Exception):
+    """plotly (or optuna, for a tune) is not installed: the caller turns it into a usage error."""
+
+
+def require(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise PlottingUnavailable(
+            f"this report section needs {module.split('.')[0]}: pip install 'tfdoctor[report]'"
+        ) from None
+
+
+def plotly_bundle() -> str:
+    offline = require("plotly.offline")
+    return str(offline.get_plotlyjs())
+
+
+def figure_div(figure: Any, div_id: str, height: int = 380) -> str:
+    """A figure as a div plus the script that draws it; the bundle itself is inlined once by the page."""
+    figure.update_layout(height=height, margin={"l": 60, "r": 20, "t": 50, "b": 50}, template="plotly_white")
+    return '<div class="plot">' + figure.to_html(
+        full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
+    ) + "</div>"

@@ -1,0 +1,125 @@
+"""The tune section: optuna's own plots of the recorded trials, and the winner against both baselines.
+
+The results file (`tfdoctor tune`'s JSON lines) is replayed into an in-memory optuna study, so the
+pictures are the ones tune users know from optuna: history with best-so-far, parameter importances,
+and the surface of the two most important parameters.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tfdoctor.report.html.page import Section, table, text
+from tfdoctor.report.html.plots import figure_div, require
+from tfdoctor.tune.results import TrialRecord
+from tfdoctor.tune.space import Space
+
+SEARCH_PHASES = ("current", "rule", "search")
+
+
+def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -> Any:
+    """An in-memory optuna study holding every successful seed and search trial of the results file."""
+    optuna = require("optuna")
+    from tfdoctor.tune.search import _distributions  # the one mapping of a tune space to optuna's
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    distributions = _distributions(space)
+    study = optuna.create_study(direction="maximize" if maximize else "minimize")
+    for record in records:
+        if record.phase not in SEARCH_PHASES or not record.ok or record.value is None:
+            continue
+        params = {n: record.params[n] for n in distributions if n in record.params}
+        if len(params) != len(distributions):
+            continue
+        try:
+            trial = optuna.trial.create_trial(params=params, distributions=distributions, value=record.value)
+        except ValueError:
+            continue  # a value outside the recorded space (a resumed tune that narrowed it) cannot be replayed
+        study.add_trial(trial)
+    return study
+
+
+def importances(study: Any) -> dict[str, float]:
+    """optuna's parameter importances; empty when the trials cannot separate them (too few, all alike)."""
+    optuna = require("optuna")
+    try:
+        return dict(optuna.importance.get_param_importances(study))
+    except (RuntimeError, ValueError, ZeroDivisionError):
+        return {}
+
+
+def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+def _measured(records: Sequence[TrialRecord], maximize: bool) -> dict[str, list[float]]:
+    """Every measurement of the winner, the rules of thumb and the current settings, counted as the tuner
+    counts them: a configuration's values are all its successful runs (search and confirmation); the
+    current settings are the runs with nothing changed."""
+    ok = [r for r in records if r.ok and r.value is not None]
+    current = [r.value for r in ok if r.phase == "current" or r.role == "current"]
+    by_key: dict[tuple[tuple[str, Any], ...], list[float]] = {}
+    for r in ok:
+        if r.phase != "current" and r.role != "current":
+            by_key.setdefault(_key(r.params), []).append(r.value)  # type: ignore[arg-type]
+    groups: dict[str, list[float]] = {"current": current} if current else {}
+    rule = next((r for r in records if r.phase == "rule"), None)
+    if rule is not None and by_key.get(_key(rule.params)):
+        groups["rule"] = by_key[_key(rule.params)]
+    leaders = [k for k in {_key(r.params) for r in records if r.phase == "confirm" and r.role == "leader"}
+               if by_key.get(k)]
+    if leaders:
+        pick = max if maximize else min
+        groups["winner"] = by_key[pick(leaders, key=lambda k: statistics.median(by_key[k]))]
+    return groups
+
+
+def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
+    measured = _measured(records, maximize)
+    if "winner" not in measured:
+        return '<p class="muted">The leaders were never re-measured (the tune stopped before confirming).</p>'
+    best = statistics.median(measured["winner"])
+    rows = []
+    for role, label in (("winner", "winner"), ("current", "current settings"), ("rule", "rules of thumb")):
+        values = measured.get(role)
+        if not values:
+            continue
+        median = statistics.median(values)
+        gain = (best / median - 1) if maximize else (median / best - 1)
+        rows.append((text(label), f'<span class="num">{median:.4g}</span>',
+                     text(f"{min(values):.4g} – {max(values):.4g} ({len(values)} runs)"),
+                     text("—" if role == "winner" else f"{gain:+.1%}")))
+    return table(("settings", "median", "spread", "winner's gain"), rows)
+
+
+def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], source: str,
+                 surface: tuple[str, str] | None = None) -> Section:
+    space = Space.from_json(header["space"])
+    maximize = bool(header.get("maximize", True))
+    vis = require("optuna.visualization")
+    study = replay_study(space, records, maximize)
+    ok = sum(1 for r in records if r.ok)
+    parts = [f"<p>{text(source)}: {text(len(records))} trials recorded, {text(ok)} succeeded; "
+             f"{'larger' if maximize else 'smaller'} is better.</p>", _comparison_table(records, maximize)]
+    plots = 0
+    if len(study.trials) >= 1:
+        parts.append(figure_div(vis.plot_optimization_history(study), "plot-tune-history"))
+        plots += 1
+    ranked = importances(study)
+    if ranked:
+        parts.append("<h3>Which parameters mattered</h3>")
+        parts.append(figure_div(vis.plot_param_importances(study), "plot-tune-importances"))
+        plots += 1
+    if surface:
+        pair = list(surface)
+    elif len(ranked) >= 2:
+        pair = list(ranked)[:2]
+    else:
+        pair = [p for p in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS") if p in space.names()]
+    if len(pair) == 2 and len(study.trials) >= 3:
+        parts.append(f"<h3>{text(pair[0])} × {text(pair[1])}</h3>")
+        parts.append(figure_div(vis.plot_contour(study, params=pair), "plot-tune-surface", height=460))
+        plots += 1
+    return Section("tune", "Tune", "".join(parts), plots)

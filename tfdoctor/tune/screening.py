@@ -1,0 +1,163 @@
+"""Which parameters matter: one-at-a-time steps from the rule-based seed, and their measured effects (pure).
+
+Most knobs do nothing for a given job; a search that spends its budget on them lets the noise pick the
+"winner". So before searching, a tune moves each parameter alone away from the rule seed (every other
+choice of a preset; a low and a middle value of a thread count) and measures. A parameter matters when
+one of its steps changes the result by more than the noise can: MATTERS_EFFECT, about three standard
+deviations of a difference of two 2 %-noise measurements. The search then varies only the parameters
+that matter; the others stay at the rule seed's value (or at a step measured clearly better), and the
+env script leaves them unset.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tfdoctor.tune.space import Parameter, Space
+
+SCREEN_PHASE = "screen"
+# A step changes the result when |log(step / seed)| exceeds MATTERS_EFFECT. With 2 % noise per run,
+# one step against the mean of two seed runs differs by noise with a standard deviation of 2.4 %: 7 %
+# is three of those, so the dozen steps of the default space flag a knob that does nothing about once
+# in thirty tunes. A step between AMBIGUOUS_EFFECT and that is measured again (and the seed, to three
+# runs); then the noise of the difference is 1.8 % and 4.5 % (2.5 of those) decides.
+MATTERS_EFFECT = 0.07
+AMBIGUOUS_EFFECT = 0.025
+REMEASURED_EFFECT = 0.045
+CLEAR_EFFECT = 0.105  # a single run past this is not noise even when the seed's mean moves later
+
+
+def probe_values(parameter: Parameter, seed_value: Any) -> list[Any]:
+    """The values a parameter takes in its one-at-a-time steps: every other choice of a preset; for a
+    count, the geometric middle of its range (where thread counts change most), or an end when the
+    seed is the middle."""
+    if parameter.kind == "choice":
+        return [c for c in parameter.choices if c != seed_value]
+    middle = round(math.sqrt(parameter.low * parameter.high)) if parameter.low > 0 else (parameter.high // 2)
+    for value in (middle, parameter.low, parameter.high):
+        if value != seed_value and parameter.contains(value):
+            return [value]
+    return []
+
+
+def ambiguous_steps(space: Space, seed: Mapping[str, Any], found: Mapping[str, Effect],
+                    measured: Iterable[tuple[Mapping[str, Any], float]]) -> list[dict[str, Any]]:
+    """Second runs for the steps whose change was between AMBIGUOUS_EFFECT and MATTERS_EFFECT — the
+    largest such step of each parameter not yet known to matter — and the seed first, to three runs."""
+    measured = list(measured)
+    out: list[dict[str, Any]] = []
+    for name in found:
+        step = _largest_step(seed, name, measured)
+        if step is not None and step[2] < 2 and AMBIGUOUS_EFFECT < abs(step[1]) <= CLEAR_EFFECT:
+            out.append({**seed, name: step[0]})
+    seed_runs = sum(1 for params, _ in measured if all(params.get(k) == v for k, v in seed.items()))
+    if out and seed_runs < 3:
+        out.insert(0, dict(seed))
+    return out
+
+
+def _largest_step(seed: Mapping[str, Any], name: str,
+                  measured: list[tuple[Mapping[str, Any], float]]) -> tuple[Any, float, int] | None:
+    """(value, log change from the seed's mean, runs) of the parameter's step that changed the result most."""
+    base = [math.log(v) for params, v in measured if v > 0 and all(params.get(k) == seed[k] for k in seed)]
+    by_value: dict[Any, list[float]] = {}
+    for params, value in measured:
+        if value > 0 and params.get(name) != seed[name] and all(
+                params.get(k) == seed[k] for k in seed if k != name):
+            by_value.setdefault(params[name], []).append(math.log(value))
+    if not base or not by_value:
+        return None
+    mean = statistics.fmean(base)
+    value, logs = max(by_value.items(), key=lambda kv: abs(statistics.fmean(kv[1]) - mean))
+    return value, statistics.fmean(logs) - mean, len(logs)
+
+
+def screening_plan(space: Space, seed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The seed again (a second measurement to compare with), then each one-at-a-time step."""
+    plan = [dict(seed)]
+    for parameter in space.parameters:
+        plan.extend({**seed, parameter.name: value} for value in probe_values(parameter, seed[parameter.name]))
+    return plan
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What moving one parameter away from the seed did: the largest |relative change| seen, the best
+    value seen (the seed's own if no step beat it clearly), and whether that is more than noise."""
+
+    name: str
+    effect: float  # max over its steps of |step / seed - 1|
+    best_value: Any
+    best_gain: float  # best step / seed - 1 (negative: every step was worse)
+    steps: int
+    matters: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"effect": round(self.effect, 4), "best_value": self.best_value, "best_gain": round(self.best_gain, 4),
+                "steps": self.steps, "matters": self.matters}
+
+
+def effects(space: Space, seed: Mapping[str, Any], measured: Iterable[tuple[Mapping[str, Any], float]],
+            maximize: bool = True) -> dict[str, Effect]:
+    """Each parameter's effect from measurements of the seed and of one-at-a-time steps from it."""
+    seed_values: list[float] = []
+    steps: dict[str, dict[Any, list[float]]] = {p.name: {} for p in space.parameters}
+    for params, value in measured:
+        differing = [p.name for p in space.parameters if params.get(p.name) != seed.get(p.name)]
+        if not differing:
+            seed_values.append(value)
+        elif len(differing) == 1:
+            steps[differing[0]].setdefault(params[differing[0]], []).append(value)
+    result: dict[str, Effect] = {}
+    if not seed_values or any(v <= 0 for v in seed_values):
+        return result
+    base = math.exp(statistics.fmean(math.log(v) for v in seed_values))
+    for parameter in space.parameters:
+        ratios = {value: math.exp(statistics.fmean(math.log(max(v, 1e-300)) for v in values)) / base
+                  for value, values in steps[parameter.name].items()}
+        if not ratios:
+            continue
+        if not maximize:
+            ratios = {value: 1.0 / ratio for value, ratio in ratios.items()}
+        def threshold(value: Any, runs: dict[Any, list[float]] = steps[parameter.name]) -> float:
+            # Measured twice (and the seed at least three times), a smaller change is past the noise.
+            twice = len(runs.get(value, ())) >= 2 and len(seed_values) >= 3
+            return REMEASURED_EFFECT if twice else MATTERS_EFFECT
+
+        largest = max(abs(math.log(r)) for r in ratios.values())
+        matters = any(abs(math.log(r)) > threshold(value) for value, r in ratios.items())
+        best_value, best_ratio = max(ratios.items(), key=lambda kv: kv[1])
+        if math.log(best_ratio) <= threshold(best_value):  # no step clearly better: the seed's value stays
+            best_value, best_ratio = seed[parameter.name], 1.0
+        result[parameter.name] = Effect(parameter.name, math.exp(largest) - 1, best_value, best_ratio - 1,
+                                        len(ratios), matters)
+    return result
+
+
+INTRA, INTER, OMP = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"
+RIDGE_INTER = (1, 2, 3, 4, 6, 8, 12)
+
+
+def ridge_points(space: Space, base: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Points along intra × inter = the CPU budget (the intra-op range's top), where thread optima
+    usually lie: the inter-op pool runs ops side by side, each with the intra-op threads, and together
+    they should fill the cores, not oversubscribe them. OMP_NUM_THREADS follows intra (its rule)."""
+    names = space.names()
+    if INTRA not in names or INTER not in names:
+        return []
+    intra_p, inter_p = space.by_name(INTRA), space.by_name(INTER)
+    points = []
+    for inter in RIDGE_INTER:
+        if not inter_p.contains(inter):
+            continue
+        intra = min(intra_p.high, max(intra_p.low, round(intra_p.high / inter)))
+        point = {**base, INTRA: intra, INTER: inter}
+        if OMP in names:
+            point[OMP] = min(space.by_name(OMP).high, max(space.by_name(OMP).low, intra))
+        if point not in points:
+            points.append(point)
+    return points

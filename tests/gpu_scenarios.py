@@ -481,6 +481,23 @@ CONDA_ENVIRONMENT = {"CONDA_PREFIX": CONDA_ENV, "CONDA_DEFAULT_ENV": "tf", "VIRT
                      "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin",
                      "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA_ENV}/lib/"}
 CONDA_PYTHON = {"tf_version": "2.12.1", "cuda": "11.8", "caps": SYSTEM_118["caps"]}
+def _cupti_of_another_cuda(root: FakeRoot) -> None:
+    """tensorflow[and-cuda] 2.15 without the CUPTI wheel, /usr/local/cuda -> cuda-11.8 whose extras/CUPTI
+    has the toolkit's unversioned libcupti.so link; CUDA 12.2's toolkit is on disk too."""
+    driver(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    wheels(root, only=tuple(f for f in WHEEL_FILES if f != "cuda_cupti"))
+    old = toolkit(root, "11.8")
+    link(root, f"{old}/extras/CUPTI/lib64/libcupti.so", "libcupti.so.11.8")
+    link(root, "/usr/local/cuda", old)
+    toolkit(root, "12.2")
+
+
+XLA_122 = {"XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.2"}
+CUPTI_ENV_OLD = {"LD_LIBRARY_PATH": "/usr/local/cuda/extras/CUPTI/lib64", **XLA_122}
+CUPTI_ENV_RIGHT = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/extras/CUPTI/lib64", **XLA_122}
+PIP_NO_CUPTI = {"pins": PINS_215, "installed": {k: v for k, v in PINS_215.items() if "cupti" not in k}}
 TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")]
 RTX_4090_WSL = [FakeGpu(name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), memory_total_mib=24564, ecc=None,
                         remapped=None, mig=None, persistence=None, pci_bus_id="00000000:01:00.0")]
@@ -568,6 +585,13 @@ SCENARIOS: list[Scenario] = [
              env=CONDA_ENVIRONMENT, gpus=V100, expect=("CUDA001", "CUPTI001")),
     Scenario("healthy-conda-activate-d", _conda_with_activate_d, python=CONDA_PYTHON, gpus=V100,
              env={**CONDA_ENVIRONMENT, "LD_LIBRARY_PATH": f":{CONDA_ENV}/lib/"}),
+    Scenario("drv003-ptx-too-new-for-driver", _pip_machine, python=PIP, nvml={"driver": "525.85.12", "cuda": 12000},
+             gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559,
+                           pcie=(5, 5, 16, 16))], expect=("CUDA007", "DRV002", "DRV003")),
+    Scenario("cupti003-cupti-of-another-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
+             env=CUPTI_ENV_OLD, expect=("CUPTI003",)),
+    Scenario("healthy-cupti-of-the-builds-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
+             env=CUPTI_ENV_RIGHT),
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
              env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
              expect=("XLA001",)),

@@ -289,3 +289,32 @@ def test_conda_lib_is_a_place_cuda_libraries_live():
         {"path": f"{g.CONDA_ENV}/etc/conda/activate.d/env_vars.sh", "sets_ld_library_path": True}]
     resolved = twin.sections["cuda_libs"]["libraries"]["cudart"]["resolved"]["libcudart.so.11.0"]
     assert resolved == {"path": f"{g.CONDA_ENV}/lib/libcudart.so.11.0", "via": "LD_LIBRARY_PATH"}
+
+
+def test_a_gpu_newer_than_every_binary_says_whether_the_driver_can_jit():
+    jit = next(f for f in report("cuda007-jit-cache-default").findings() if f.code == "DRV003")
+    assert jit.severity is Severity.WARNING
+    assert "(sm_50, sm_60, sm_70, sm_80, compute_90)" in jit.message
+    assert jit.evidence["driver_can_jit"] == "the driver supports CUDA 12.4"
+    assert [f.title for f in jit.fixes] == ["Use a TensorFlow build that includes this GPU's architecture",
+                                            "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB"]
+    assert "NGC" in jit.fixes[0].steps[1]
+    (stuck,) = [f for f in report("drv003-ptx-too-new-for-driver").findings() if f.code == "DRV003"]
+    assert stuck.severity is Severity.ERROR
+    assert stuck.message.endswith("and the driver cannot JIT its CUDA 12.2 PTX (the driver supports CUDA 12.0): "
+                                  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION, no GPU kernels at all")
+
+
+def test_cupti_of_another_cuda_names_the_soname_the_copy_and_the_right_folder():
+    (finding,) = report("cupti003-cupti-of-another-cuda").findings()
+    assert finding.severity is Severity.ERROR  # a profiler is installed
+    assert finding.message == (
+        "TensorFlow (CUDA 12.2) loads libcupti.so, and the loader gives it /usr/local/cuda/extras/CUPTI/lib64/"
+        "libcupti.so (via LD_LIBRARY_PATH), the CUPTI of CUDA 11.8.89 (toolkit /usr/local/cuda -> "
+        "/usr/local/cuda-11.8): the Profiler will record no GPU activity")
+    assert finding.evidence["library"] == "libcupti.so.12"
+    assert finding.evidence["right_copy"] == "/usr/local/cuda-12.2/extras/CUPTI/lib64/libcupti.so.12"
+    assert [c.value for c in finding.fixes[0].changes] == ["/usr/local/cuda-12.2/extras/CUPTI/lib64"]
+    twin = load("healthy-cupti-of-the-builds-cuda")
+    assert check_facts(twin, select=["CUPTI"]).codes() == []
+    assert check_facts(twin, select=["CUPTI003"]).result("CUPTI003").status.value == "passed"

@@ -27,4 +27,13 @@ register(
     HealthyMachine("gpu-stack-static-nccl-two-gpus", ("CUDA",),
                    "two V100s, TensorFlow 2.13 (NCCL linked in) over a CUDA 11.8 toolkit, no libnccl.so.2",
                    facts=f"{SNAPSHOTS}/healthy-static-nccl-two-gpus.json"),
+    HealthyMachine("gpu-stack-cupti-of-the-builds-cuda", ("CUPTI", "CUDA"),
+                   "/usr/local/cuda -> 11.8 beside CUDA 12.2's toolkit, whose CUPTI folder is on LD_LIBRARY_PATH "
+                   "for tensorflow 2.15", facts=f"{SNAPSHOTS}/healthy-cupti-of-the-builds-cuda.json"),
+    HealthyMachine("gpu-stack-tf216-wheels-on-ld-library-path", ("CUDA", "CUPTI"),
+                   "tensorflow[and-cuda] 2.16.1 with every site-packages/nvidia/*/lib on LD_LIBRARY_PATH",
+                   facts=f"{SNAPSHOTS}/healthy-tf216-wheels-on-ld-library-path.json"),
+    HealthyMachine("gpu-stack-conda-activate-d", ("CUDA", "CUPTI", "XLA"),
+                   "conda cudatoolkit 11.8 with tensorflow 2.12, LD_LIBRARY_PATH from etc/conda/activate.d",
+                   facts=f"{SNAPSHOTS}/healthy-conda-activate-d.json"),
 )

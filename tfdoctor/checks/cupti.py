@@ -8,10 +8,10 @@ from typing import Any
 
 from tfdoctor.checks.cuda import prepend_fix
 from tfdoctor.derive.container import DEFAULT_CONTAINER_CAPS, container_kind, container_signs
-from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+from tfdoctor.derive.resolvable_libraries import LibraryCopy, LibraryView, prefer_copy
 from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.model import AdminFix, Finding, Severity
+from tfdoctor.model import AdminFix, EnvFix, Finding, Severity
 from tfdoctor.registry import check
 
 PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
@@ -181,3 +181,95 @@ def _container_fixes(kind: str | None) -> list[AdminFix]:
             "docker/podman run --cap-add SYS_ADMIN …; Kubernetes: securityContext.capabilities.add: "
             "[\"SYS_ADMIN\"]",))]
     return []
+
+
+def cupti_cuda(facts: Facts, copy: LibraryCopy) -> tuple[str | None, str]:
+    """The CUDA version a CUPTI copy belongs to, and how that is known: the toolkit whose folder holds it
+    (links followed: /usr/local/cuda -> cuda-11.8), the nvidia-cuda-cupti wheel's version, or a file
+    name that carries the CUDA version (dated names, libcupti.so.2023.2.2, say nothing)."""
+    kits = facts.peek("cuda_libs.toolkits")
+    for kit in kits if isinstance(kits, list) else []:
+        if not isinstance(kit, dict) or not isinstance(kit.get("path"), str):
+            continue
+        roots = [kit["path"], *([kit["target"]] if isinstance(kit.get("target"), str) else [])]
+        if any(copy.dir == r or copy.dir.startswith(r.rstrip("/") + "/") for r in roots) and kit.get("version"):
+            return str(kit["version"]), f"toolkit {kit['path']}" + (f" -> {kit['target']}" if kit.get("target") else "")
+    if copy.origin == "pip wheel" and copy.version:
+        return copy.version, "the nvidia-cuda-cupti wheel"
+    parts = version_tuple(copy.version)
+    if parts and parts[0] < 100:  # 11.8.87, not 2022.3.0
+        return copy.version, "its file name"
+    return None, "no toolkit, wheel or CUDA-numbered file name says"
+
+
+def same_generation(have: str, build_cuda: str) -> bool:
+    """CUPTI of the build's CUDA: the same major from CUDA 12 (libcupti.so.12), the same major.minor before
+    (libcupti.so.11.8 is CUDA 11.8's)."""
+    need = version_tuple(build_cuda)[:2]
+    width = 1 if need and need[0] >= 12 else 2
+    return version_tuple(have)[:width] == need[:width]
+
+
+@check("CUPTI003", "cupti-of-another-cuda", Severity.WARNING)
+def cupti_of_another_cuda(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds the CUPTI the loader gives TensorFlow (the CUDA-versioned name, else the unversioned
+    libcupti.so) and which CUDA it belongs to: the toolkit whose folder holds it (following
+    /usr/local/cuda to its target), the nvidia-cuda-cupti wheel's version, or its file name. It must be
+    the build's CUDA (the same major from CUDA 12, the same major.minor before).
+
+    Why is this bad?
+    An unversioned libcupti.so link, or /usr/local/cuda pointing at another toolkit, hands TensorFlow
+    the CUPTI of a different CUDA: it fails to initialise ("CUPTI could not be loaded or symbol could
+    not be found", CUPTI_ERROR_UNKNOWN) or records nothing, and the Profiler shows no GPU activity. An
+    error when a profiler plugin is installed, a warning otherwise.
+
+    Example:
+    TensorFlow 2.15 (CUDA 12.2) with LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64 and
+    /usr/local/cuda -> cuda-11.8: libcupti.so resolves to CUDA 11.8's CUPTI.
+
+    Fix:
+    Put the folder of a CUPTI of the build's CUDA first on LD_LIBRARY_PATH (a toolkit's
+    extras/CUPTI/lib64 or the nvidia-cuda-cupti wheel); when that toolkit has only the dated file,
+    create the versioned link (admin); when none is on disk, install the wheel the build pins.
+
+    Fix safety:
+    Safe: the prepended folder holds the CUPTI of the build's own CUDA. Links and installs are manual.
+    """
+    build = cuda_gpu_setup(facts)
+    if build is None or not build.cuda_version:
+        return
+    name = wanted_sonames(build).get("cupti")
+    if name is None:
+        return
+    view = LibraryView(facts, "cupti")
+    asked = name if view.resolved(name) else CUPTI_STEM
+    resolved = view.resolved(asked)
+    if not resolved:
+        return  # CUPTI001: nothing resolves
+    copy = view.copy_at(resolved["path"])
+    if copy is None:
+        return
+    have, how = cupti_cuda(facts, copy)
+    if have is None:
+        raise NotChecked(f"the CUDA version of {resolved['path']} is unknown ({how})")
+    if same_generation(have, build.cuda_version):
+        return
+    profiling = intends_to_profile(facts)
+    right = [c for c in view.on_disk(name) + view.on_disk(CUPTI_STEM)
+             if not c.broken and c.path != copy.path and (cuda := cupti_cuda(facts, c)[0])
+             and same_generation(cuda, build.cuda_version)]
+    evidence: dict[str, Any] = {"library": name, "asked_as": asked, "resolved": resolved["path"],
+                                "via": resolved.get("via"), "resolved_cuda": have, "identified_by": how,
+                                "tensorflow.cuda_version": build.cuda_version, "profiler_installed": profiling}
+    fixes: tuple[EnvFix | AdminFix, ...]
+    if right:
+        best = prefer_copy(right)
+        evidence["right_copy"] = best.path
+        fixes = (prepend_fix(best.dir, f"it holds the CUPTI of CUDA {cupti_cuda(facts, best)[0]}"),)
+    else:
+        fixes = (AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (build.install_hint("cupti"),)),)
+    yield Finding(
+        f"TensorFlow (CUDA {build.cuda_version}) loads {asked}, and the loader gives it {resolved['path']} "
+        f"(via {resolved.get('via')}), the CUPTI of CUDA {have} ({how}): the Profiler will record no GPU activity",
+        evidence=evidence, fixes=fixes, severity=Severity.ERROR if profiling else Severity.WARNING)

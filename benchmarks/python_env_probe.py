@@ -2,11 +2,14 @@
 
     python benchmarks/python_env_probe.py [--python PATH] [--runs 20]
 
-1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py, OpenMP library scan)
+1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py; the OpenMP scan is
+   the openmp probe's, measured by benchmarks/openmp_probe.py)
    against listing every distribution's metadata with importlib.metadata, the obvious alternative.
 2. The snapshot under another interpreter (`--python`), against that interpreter's bare start-up.
 3. The PKG and CPU checks over the inspected environment's facts, against importing
    `packaging.specifiers`, which TensorFlow's plain numeric ranges let the checks skip.
+4. Verifying this interpreter's TensorFlow against its RECORD (shared objects and __init__.py files,
+   part of 1), against reading the same RECORD line by line, the obvious way.
 Both processes of 2 and 3 are fresh interpreters, interleaved so machine load hits both alike.
 """
 
@@ -49,6 +52,44 @@ def all_metadata() -> None:
         dist.metadata.get_all("Requires-Dist")
 
 
+def record_line(runs: int) -> None:
+    """4.: TensorFlow's RECORD verified as the snapshot does it, against splitting it into lines."""
+    import glob
+
+    found = sorted(glob.glob(os.path.join(os.path.dirname(os.__file__), "site-packages", "tensorflow*-*.dist-info")))
+    found = [d for d in found if os.path.exists(os.path.join(d, "RECORD"))]
+    if not found:
+        print("4. no TensorFlow RECORD in this interpreter's site-packages: not measured")
+        return
+    dist_dir = found[0]
+    location = os.path.dirname(dist_dir)
+
+    def by_lines() -> None:
+        with open(os.path.join(dist_dir, "RECORD"), encoding="utf-8") as handle:
+            for line in handle.read().splitlines():
+                path = line.split(",", 1)[0]
+                if path.endswith("__init__.py") or ".so" in path:
+                    os.path.exists(os.path.join(location, path))
+
+    verify = median_ms(lambda: pyenv_snapshot.verify_record(dist_dir, location), runs, warm=True)
+    lines = median_ms(by_lines, runs, warm=True)
+    checked = pyenv_snapshot.verify_record(dist_dir, location)
+    print(f"4. RECORD of {os.path.basename(dist_dir)}: median {verify:.1f} ms ({checked['checked']} files checked, "
+          f"{checked['missing_count']} missing); baseline reading it line by line: {lines:.1f} ms "
+          f"({verify / lines:.2f}x)")
+    real = pyenv_snapshot.verify_record
+    with_record, without = [], []
+    for _ in range(runs):  # interleaved, so load hits both alike
+        with_record.append(median_ms(pyenv_snapshot.snapshot, 1, warm=False))
+        pyenv_snapshot.verify_record = lambda dist_dir, location: {"checked": 0, "missing_count": 0, "missing": []}
+        try:
+            without.append(median_ms(pyenv_snapshot.snapshot, 1, warm=False))
+        finally:
+            pyenv_snapshot.verify_record = real
+    print(f"   the whole snapshot with it: median {statistics.median(with_record):.1f} ms; without it (same run): "
+          f"{statistics.median(without):.1f} ms")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", default=sys.executable, help="the environment to inspect")
@@ -61,6 +102,8 @@ def main() -> int:
     count = len(pyenv_snapshot.snapshot()["distributions"])
     print(f"1. snapshot in-process: median {snap:.1f} ms ({count} distributions); baseline "
           f"importlib.metadata over all distributions: {meta:.1f} ms ({snap / meta:.2f}x)")
+
+    record_line(args.runs)
 
     source = Path(pyenv_snapshot.__file__).read_text()
     other, bare = interleaved([args.python, "-B", "-c", source], [args.python, "-c", "pass"], args.runs)

@@ -222,7 +222,8 @@ SITUATIONS = [
               setup=chain(pip_state("install", "--no-deps", "tf-keras==2.21.0"), env_state(TF_USE_LEGACY_KERAS="1")),
               teardown=uninstall_after("tf-keras"), extra="import tf_keras"),
     Situation("2.21 + transformers 4 + tf-keras --no-deps", NEW, True,
-              setup=pip_state("install", "transformers<5", "tf-keras==2.21.0", "--no-deps"),
+              setup=chain(pip_state("install", "transformers<5"),
+                          pip_state("install", "--no-deps", "tf-keras==2.21.0")),
               teardown=lambda venv, scratch: venv.pip("uninstall", "-y", "transformers", "tf-keras"),
               extra="from transformers import TFBertModel; TFBertModel.__name__"),
     Situation("2.21 without libclang (never imported)", NEW, True, setup=pip_state("uninstall", "-y", "libclang")),
@@ -295,6 +296,10 @@ def truth(venv: Venv, env: dict[str, str], extra: str) -> tuple[bool, str]:
         return True, "import + fit ok"
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
     last = next((line for line in reversed(lines) if "Error" in line or "error" in line), lines[-1] if lines else "")
+    if done.returncode < 0:  # killed by a signal: SIGILL is the "Illegal instruction" of a build the CPU cannot run
+        import signal
+
+        return False, f"exit {done.returncode}, {signal.Signals(-done.returncode).name}"
     return False, f"exit {done.returncode}: {last.strip()[:160]}"
 
 

@@ -105,9 +105,11 @@ class FakeSitePackages:
 
     def tensorflow(self, name: str = "tensorflow-cpu", version: str = "2.21.0", build_info: str = BUILD_INFO_CPU,
                    requires: tuple[str, ...] = TF_2_21_REQUIRES, requires_python: str = ">=3.10",
-                   tags: tuple[str, ...] = (TF_WHEEL_TAG,), installed_at: float | None = None) -> FakeSitePackages:
+                   tags: tuple[str, ...] = (TF_WHEEL_TAG,), installed_at: float | None = None,
+                   record: tuple[str, ...] = ()) -> FakeSitePackages:
         """A TensorFlow wheel's files, and a RECORD listing them as pip writes it (paths relative to
-        site-packages, the dist-info's own files included, the RECORD itself without hash)."""
+        site-packages, the dist-info's own files included, the RECORD itself without hash). `record`:
+        further files the build installs (an Intel build's bundled libiomp5), listed in the RECORD too."""
         info = f"{name.replace('-', '_')}-{version}.dist-info"
         self.file("tensorflow/__init__.py", "")
         self.file("tensorflow/python/__init__.py", "")
@@ -115,7 +117,7 @@ class FakeSitePackages:
         self.file("tensorflow/python/platform/build_info.py", build_info)
         for library in TF_SHARED_OBJECTS:
             self.file(library, "\x7fELF")
-        record = (*TF_FILES, *TF_SHARED_OBJECTS, f"{info}/METADATA", f"{info}/WHEEL", f"{info}/top_level.txt",
+        record = (*TF_FILES, *TF_SHARED_OBJECTS, *record, f"{info}/METADATA", f"{info}/WHEEL", f"{info}/top_level.txt",
                   f"{info}/INSTALLER", "../../../bin/toco_from_protos")
         self.dist(name, version, requires, requires_python, top_level=("tensorflow",), tags=tags,
                   installed_at=installed_at, record=record)

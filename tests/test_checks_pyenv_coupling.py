@@ -40,6 +40,7 @@ class Environment:
     root: Path
     env: dict[str, str] = field(default_factory=dict)
     cpu_flags: list[str] = field(default_factory=lambda: list(AVX2_FLAGS))
+    user_site: bool = False  # a venv made with --system-site-packages (or no venv): ~/.local is on the path
 
     @property
     def site(self) -> FakeSitePackages:
@@ -48,9 +49,19 @@ class Environment:
     def folder(self, name: str) -> FakeSitePackages:
         return FakeSitePackages(self.root / name)
 
+    @property
+    def user(self) -> FakeSitePackages:
+        return FakeSitePackages(self.root / "home/.local/lib/site-packages")
+
+    def user_site_enabled(self) -> bool:
+        return self.user_site and self.env.get("PYTHONNOUSERSITE", "") == ""
+
     def paths(self) -> list[str]:
-        """The import path the interpreter builds: PYTHONPATH, then site-packages, then .pth folders."""
+        """The import path the interpreter builds: PYTHONPATH, the user site (site.py adds it before the
+        site-packages when it is enabled), then site-packages, then .pth folders."""
         found = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if self.user_site_enabled():
+            found.append(str(self.user))
         found.append(str(self.site))
         for pth in sorted(self.site.path.glob("*.pth")):
             found += [line.strip() for line in pth.read_text().splitlines() if line.strip()]
@@ -58,7 +69,7 @@ class Environment:
 
     def facts(self) -> Facts:
         python = snapshot(paths=self.paths(), environ=self.env, prefix=str(self.root / "venv"),
-                          site_dirs=[str(self.site)], user_site=None)
+                          site_dirs=[str(self.site)], user_site=str(self.user) if self.user_site_enabled() else None)
         return facts_from({"python": python, "host": {"nvidia_driver": None},
                            "cpu": {"cpuinfo": {"flags": self.cpu_flags, "model_name": "Intel(R) Core(TM) i5-8500"}}},
                           env=self.env)
@@ -86,6 +97,12 @@ def numpy_2_in_pth_after_site(e: Environment) -> None:
     e.site.file("numpy/__init__.py")
     e.folder("shared").dist("numpy", "2.1.3", top_level=("numpy",)).file("numpy/__init__.py")
     e.site.file("shared-libs.pth", f"{e.folder('shared')}\n")
+
+
+def numpy_2_in_the_user_site(e: Environment) -> None:
+    old(e)
+    e.user_site = True
+    e.user.dist("numpy", "2.1.3", top_level=("numpy",)).file("numpy/__init__.py")  # pip install --user numpy
 
 
 def bare_numpy_on_pythonpath(e: Environment) -> None:
@@ -179,6 +196,8 @@ SITUATIONS = [
     Situation("2.15 + PYTHONPATH holding numpy 2.1.3", numpy_2_on_pythonpath,
               (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 + a bare numpy on PYTHONPATH", bare_numpy_on_pythonpath, (("PKG013", "warning"),)),
+    Situation("2.15 + numpy 2.1.3 in the user site", numpy_2_in_the_user_site,
+              (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 without ml_dtypes", remove("ml_dtypes"), (("PKG009", "error"),)),
     Situation("2.21 without wrapt", remove("wrapt"), (("PKG009", "error"),)),
     Situation("2.21 + transformers 4 without tf-keras", transformers_without_tf_keras, (("PKG014", "error"),)),
@@ -269,8 +288,8 @@ def test_numpy_2_under_a_numpy_1_build_names_the_symptom(tmp_path):
     (finding,) = report.findings()
     assert finding.message == (
         "numpy 2.1.3 is outside TensorFlow 2.15.1's range numpy<2.0.0,>=1.23.5: import tensorflow fails: "
-        "'A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x', then 'AttributeError: "
-        "_ARRAY_API not found'")
+        "'A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x', then 'ImportError: "
+        "numpy.core.umath failed to import' or 'AttributeError: _ARRAY_API not found'")
     assert finding.fixes == (AdminFix("Install numpy<2.0.0,>=1.23.5 next to TensorFlow 2.15.1", (
         f"{PIP} install 'numpy<2.0.0,>=1.23.5' 'tensorflow-cpu==2.15.1'",)),)
 
@@ -288,6 +307,16 @@ def test_shadowing_from_pythonpath_is_named_and_the_fix_addresses_it(tmp_path):
     pkg013 = next(f for f in report.findings() if f.code == "PKG013")
     assert pkg013.message == (f"numpy is imported from the PYTHONPATH entry {shared}, ahead of the numpy 1.26.4 "
                               f"installed in {environment.site}")
+
+
+def test_user_site_winning_over_the_venv_is_named_and_ignored_by_the_fix(tmp_path):
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.15 + numpy 2.1.3 in the user site"))
+    report = environment.check()
+    pkg013 = next(f for f in report.findings() if f.code == "PKG013")
+    assert pkg013.message == (f"numpy is imported from the user site-packages {environment.user}, ahead of the "
+                              f"numpy 1.26.4 installed in {environment.site}")
+    (change,) = pkg013.fixes[0].changes
+    assert (change.op, change.name, change.value) == (EnvOp.SET, "PYTHONNOUSERSITE", "1")
 
 
 def test_pythonpath_fix_keeps_the_other_entries(tmp_path):
@@ -326,6 +355,19 @@ def test_wheel_for_another_python(tmp_path):
                                f"(cp310-cp310-manylinux_2_17_x86_64); this interpreter is CPython {PYTHON}: its "
                                "compiled modules will not load") or PYTHON == "3.10"
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'numpy==2.2.6'",)
+
+
+def test_tensorflow_wheel_in_a_python_it_has_no_wheels_for_names_the_range(tmp_path):
+    """A venv of 3.11 whose python became 3.14 (upgraded in place): reinstalling cannot help, a new one can."""
+    environment = Environment(tmp_path)
+    new(environment)
+    facts = environment.facts()
+    facts.sections["python"]["version"] = "3.14.0"
+    report = check_facts(facts, select=["PKG012"])
+    finding = next(f for f in report.findings() if "tensorflow-cpu" in f.message)
+    assert finding.fixes == (AdminFix("Use a Python from 3.10 to 3.13 for TensorFlow 2.21.0", (
+        "python3.13 -m venv NEW_ENV   # TensorFlow 2.21.0 has wheels for CPython 3.10-3.13",
+        "NEW_ENV/bin/python -m pip install 'tensorflow-cpu==2.21.0'")),)
 
 
 @pytest.mark.parametrize(("tags", "python", "fits"), [

@@ -197,7 +197,7 @@ def test_lint_entry_points_match_the_builtin_fallback():
 
 def test_pre_commit_hook_definition():
     text = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
-    for line in ("- id: tfdoctor-lint", "entry: tfdoctor lint", "language: python", "types: [python]"):
+    for line in ("- id: tfdoctor-lint", "entry: tfdoctor lint", "language: python", "types_or: [python, jupyter]"):
         assert line in text
 
 

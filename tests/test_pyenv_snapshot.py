@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,55 +67,13 @@ def test_top_level_from_record_when_top_level_txt_is_missing(tmp_path):
     assert watched["tensorflow"]["installer"] == "pip"
 
 
-def _openmp_tree(tmp_path: Path) -> tuple[FakeSitePackages, Path, Path]:
-    site = FakeSitePackages(tmp_path / "venv/lib/python3.11/site-packages")
-    site.file("numpy.libs/libgomp-a34b3233.so.1.0.0").file("numpy.libs/libscipy_openblas64_-32a4b2a6.so")
-    site.file("torch/lib/libgomp-a34b3233.so.1").file("torch/lib/libtorch_cpu.so")
-    site.file("sklearn/.libs/libgomp-d22c30c5.so.1.0.0")
-    site.file("lightgbm/lib_lightgbm.so").file("lightgbm/libomp.dylib")
-    site.file("intel_stuff/lib/libiompstubs5.so").file("intel_stuff/lib/libomptarget.so")  # not runtimes
-    site.file("deep/sub/lib/libgomp.so.1")  # deeper than the scan goes
-    prefix = tmp_path / "venv"
-    (prefix / "lib").mkdir(parents=True, exist_ok=True)
-    (prefix / "lib/libiomp5.so").write_text("")
-    (prefix / "lib/libomp.so.5").write_text("")
-    os.symlink("libomp.so.5", prefix / "lib/libomp.so")  # one runtime, two names: listed once
-    ld_dir = tmp_path / "opt/intel/lib"
-    ld_dir.mkdir(parents=True)
-    (ld_dir / "libiomp5.so").write_text("")
-    return site, prefix, ld_dir
-
-
-def test_openmp_runtimes_in_library_folders(tmp_path):
-    site, prefix, ld_dir = _openmp_tree(tmp_path)
-    environ = {"LD_LIBRARY_PATH": f"{ld_dir}::{prefix}/lib"}  # the prefix's lib is listed once
-    runtimes = snapshot(paths=[str(site)], environ=environ, prefix=str(prefix))["openmp_runtimes"]
-    assert runtimes == [
-        {"runtime": "libiomp5", "path": f"{ld_dir}/libiomp5.so"},
-        {"runtime": "libiomp5", "path": f"{prefix}/lib/libiomp5.so"},
-        {"runtime": "libomp", "path": f"{prefix}/lib/libomp.so"},
-        {"runtime": "libomp", "path": f"{site}/lightgbm/libomp.dylib"},
-        {"runtime": "libgomp", "path": f"{site}/numpy.libs/libgomp-a34b3233.so.1.0.0"},
-        {"runtime": "libgomp", "path": f"{site}/sklearn/.libs/libgomp-d22c30c5.so.1.0.0"},
-        {"runtime": "libgomp", "path": f"{site}/torch/lib/libgomp-a34b3233.so.1"},
-    ]
-
-
-def test_no_openmp_runtime_and_unreadable_folders(tmp_path):
-    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
-    environ = {"LD_LIBRARY_PATH": f"{tmp_path}/missing:/proc/nonexistent"}
-    snap = snapshot(paths=[str(site), str(tmp_path / "absent"), "", "/x.zip"], environ=environ,
-                    prefix=str(tmp_path / "nope"))
-    assert snap["openmp_runtimes"] == []
-
-
 def test_snapshot_source_runs_standalone_with_isolated_path(tmp_path):
     """The source is run with `python -c` under other interpreters: it must import nothing of tfdoctor."""
     done = subprocess.run([sys.executable, "-B", "-I", "-c", SNAPSHOT_SOURCE], capture_output=True, timeout=60,
                           cwd=tmp_path, check=True)
     data = json.loads(done.stdout)
     assert data["executable"] == sys.executable
-    assert isinstance(data["openmp_runtimes"], list)
+    assert "openmp_runtimes" not in data  # the openmp probe's, read under --root too
 
 
 def _other_pythons() -> list[str]:
@@ -171,8 +128,9 @@ def test_collect_python_of_another_venv_sees_its_libraries(other_venv, tmp_path)
     python = json.loads(done.stdout)["sections"]["python"]
     assert python["executable"] == str(venv / "bin" / "python")
     assert python["prefix"] == str(venv)
-    assert python["openmp_runtimes"] == [
-        {"runtime": "libgomp", "path": f"{site}/numpy.libs/libgomp-a34b3233.so.1.0.0"}]
+    runtimes = json.loads(done.stdout)["sections"]["openmp"]["runtimes"]
+    assert [(r["runtime"], r["path"]) for r in runtimes] == [
+        ("libgomp", f"{site}/numpy.libs/libgomp-a34b3233.so.1.0.0")]
     assert python["watched"]["tensorflow-cpu"]["top_level"] == ["tensorflow"]
 
 
@@ -192,7 +150,8 @@ def test_current_directory_is_not_part_of_the_environment(tmp_path):
     python = json.loads(done.stdout)["sections"]["python"]
     assert str(tmp_path) not in python["path"]
     assert "tensorflow-gpu" not in python["distributions"]
-    assert [r for r in python["openmp_runtimes"] if str(tmp_path) in r["path"]] == []
+    runtimes = json.loads(done.stdout)["sections"]["openmp"]["runtimes"]
+    assert [r for r in runtimes if str(tmp_path) in r["path"]] == []
 
 
 def test_python_option_without_tensorflow_says_install_it_there(tmp_path):

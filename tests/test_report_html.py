@@ -112,6 +112,9 @@ def test_tune_section_shows_optuna_plots_and_the_winner_against_both_baselines(t
     assert re.search(r"winner\s+100\s+99 – 101 \(2 runs\)\s+—", text)
     assert re.search(r"current settings\s+81\s+80 – 82 \(2 runs\)\s+\+23\.5%", text)
     assert re.search(r"rules of thumb\s+94\s+93 – 95 \(2 runs\)\s+\+6\.4%", text)
+    # The tune's own verdict (its summary line): what each parameter did, largest effect first.
+    assert re.search(r"What mattered:\s+TF_NUM_INTRAOP_THREADS\s*;", text)
+    assert re.search(r"TF_NUM_INTRAOP_THREADS\s+31\.0%\s+6\s+yes\s+KMP_BLOCKTIME\s+1\.2%\s+1\s+no", text)
 
 
 def test_a_page_without_plots_carries_no_plotly_bundle(tmp_path, capsys):

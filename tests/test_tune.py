@@ -521,3 +521,23 @@ def test_resume_with_an_incomplete_header_is_a_usage_error(tmp_path, capsys, hea
         main(["tune", "--resume", str(results)])
     assert exit_.value.code == 2
     assert "the header line is incomplete" in capsys.readouterr().err
+
+
+def test_a_step_that_stood_out_once_is_measured_again_and_must_agree():
+    from tfdoctor.tune.screening import ambiguous_steps, effects
+    from tfdoctor.tune.space import choice_param
+
+    space = Space((choice_param("KMP_BLOCKTIME", ("0", "1", "200")),))
+    seed = {"KMP_BLOCKTIME": "1"}
+    first = [(seed, 100.0), (seed, 100.0), ({"KMP_BLOCKTIME": "0"}, 104.0), ({"KMP_BLOCKTIME": "200"}, 92.0)]
+    found = effects(space, seed, first)
+    assert found["KMP_BLOCKTIME"].matters is True  # -8 % in one run is past 7 %
+    # the largest change and the best-looking step, each once more, the seed first (to three runs)
+    assert ambiguous_steps(space, seed, found, first) == [seed, {"KMP_BLOCKTIME": "200"}, {"KMP_BLOCKTIME": "0"}]
+    agreeing = [*first, (seed, 100.0), ({"KMP_BLOCKTIME": "0"}, 106.0), ({"KMP_BLOCKTIME": "200"}, 99.0)]
+    kept = effects(space, seed, agreeing)["KMP_BLOCKTIME"]
+    assert (kept.best_value, kept.matters) == ("0", True)  # +5 % on average, each run above +3.5 %
+    assert ambiguous_steps(space, seed, effects(space, seed, agreeing), agreeing) == []
+    lucky = [*first, (seed, 100.0), ({"KMP_BLOCKTIME": "0"}, 101.0), ({"KMP_BLOCKTIME": "200"}, 99.0)]
+    assert effects(space, seed, lucky)["KMP_BLOCKTIME"].matters is False  # the second runs did not agree
+    assert effects(space, seed, lucky)["KMP_BLOCKTIME"].best_value == "1"

@@ -221,6 +221,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("network", "tfdoctor.facts.probes.network"),
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
+        ("openmp", "tfdoctor.facts.probes.openmp"),
     ],
     LINT_RULE_GROUP: [
         ("source-files", "tfdoctor.lint.rules.source_files"),

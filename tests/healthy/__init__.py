@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (registers the machines)
     machines_gpu,
     machines_gpu_stack,
     machines_pyenv,
+    machines_threads,
 )
 from .corpus import MACHINES, HealthyMachine, collect, examine, family, register
 

@@ -9,10 +9,6 @@ from .corpus import HealthyMachine, register
 from .parts import PythonEnv
 
 # The false alarms of issue 16 that other branches fix (see README.md: false_alarms).
-ITEM_1 = "issue 16 item 1: THR102 multiplies intra-op by inter-op for the Eigen pools, branch threads-openmp"
-ITEM_2 = "issue 16 item 2: THR101 under an affinity or cpuset limit the runtimes see, branch threads-openmp"
-THR101_OMP_UNUSED = ("issue 16 items 1-2: THR101 asks for OMP_NUM_THREADS under a quota although the stock build's "
-                     "pools (set here) do not use OpenMP, branch threads-openmp")
 
 HOME = "/home/ada"
 VENV = PythonEnv(f"{HOME}/venv")
@@ -51,8 +47,7 @@ POD_ENV = {**USER_ENV, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "HOSTNAME": "trai
 register(HealthyMachine(
     "kubernetes-cpu-pod-quota", ("THR", "CPU", "PKG", "DIST"),
     "a CPU pod with limits.cpu=4 (cgroup v2 cpu.max) on a 256-thread node, thread pools set to the quota",
-    _kubernetes_pod, env=POD_ENV, python=VENV,
-    false_alarms={"THR102": ITEM_1}))
+    _kubernetes_pod, env=POD_ENV, python=VENV))
 
 
 # -- Docker on a cgroup v1 host: --cpus=8, threads set as Intel's guide says ------------------------------

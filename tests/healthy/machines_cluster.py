@@ -10,7 +10,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import ITEM_1, ITEM_2, THR101_OMP_UNUSED, USER_ENV, VENV
+from .machines import USER_ENV, VENV
 
 # Two 24-core Cascade Lake sockets with hyperthreads: node 0 = 0-23,48-71, node 1 = 24-47,72-95. Four GPUs
 # behind the sockets' PCIe roots, two per socket, as in most 2U four-GPU servers.
@@ -49,7 +49,7 @@ register(HealthyMachine(
     "slurm-rank-bound-to-gpu-socket", ("NUMA", "THR", "DIST", "GPU"),
     "rank 3 of `srun --ntasks-per-node=4 --cpus-per-task=24 --cpu-bind=cores --gpus-per-node=4`, bound to 12 "
     "cores of GPU 3's socket, OMP_NUM_THREADS=12 as the sbatch script exports it", _slurm_rank,
-    env=SLURM_ENV, python=VENV, false_alarms={"THR101": ITEM_2}))
+    env=SLURM_ENV, python=VENV))
 
 
 # -- one process bound to its GPU's NUMA node with numactl ---------------------------------------------------
@@ -63,8 +63,7 @@ def _numactl_bound(root: FakeRoot) -> tuple[FakeGpu, ...]:
 register(HealthyMachine(
     "two-socket-gpu-host-bound-to-gpu-node", ("NUMA", "THR", "CUDA", "GPU"),
     "`CUDA_VISIBLE_DEVICES=2 numactl --cpunodebind=1 --membind=1 python train.py`: GPU 2 is on node 1",
-    _numactl_bound, env={**USER_ENV, "CUDA_VISIBLE_DEVICES": "2"}, python=VENV,
-    false_alarms={"THR101": ITEM_2}))
+    _numactl_bound, env={**USER_ENV, "CUDA_VISIBLE_DEVICES": "2"}, python=VENV))
 
 
 # -- MPI (Horovod on CPUs): two ranks per node, each bound to one socket, threads sized for it --------------
@@ -84,7 +83,7 @@ register(HealthyMachine(
     "mpi-cpu-rank-bound-to-socket", ("THR", "NUMA", "CPU", "MP"),
     "rank 3 of `mpirun -np 4 --map-by ppr:1:socket --bind-to socket` on 2×96-core Genoa nodes, threads "
     "sized for the socket as Intel's and AMD's tuning guides say (intra = cores, inter = 2)", _mpi_cpu_rank,
-    env=MPI_ENV, python=VENV, false_alarms={"THR102": ITEM_1}))
+    env=MPI_ENV, python=VENV))
 
 
 # -- a DGX-like node: 8 GPUs over NVLink, NCCL over InfiniBand, one rank per GPU ----------------------------
@@ -123,8 +122,7 @@ register(HealthyMachine(
     "dgx-a100-8gpu-nccl-rank", ("DIST", "NUMA", "THR", "GPU", "CUDA", "DRV", "MP", "XLA"),
     "rank 5 of 16 (two DGX A100 nodes) under Horovod/mpirun, one rank per GPU bound to 16 cores of its GPU's "
     "socket, NCCL over 8×HDR InfiniBand, iommu=pt, mixed_float16", _dgx,
-    env=DGX_ENV, python=VENV, nvml={"driver": "535.161.08", "cuda": 12020},
-    false_alarms={"THR101": THR101_OMP_UNUSED}))
+    env=DGX_ENV, python=VENV, nvml={"driver": "535.161.08", "cuda": 12020}))
 
 
 # -- a multi-worker job described by TF_CONFIG ------------------------------------------------------------
@@ -142,4 +140,4 @@ register(HealthyMachine(
     env={**USER_ENV, "TF_CONFIG": json.dumps(TF_CONFIG), "NCCL_SOCKET_IFNAME": "ens1f0",
          "CUDA_VISIBLE_DEVICES": "0,1", "TFDOCTOR_PARAMS": "25.6M", "TF_NUM_INTRAOP_THREADS": "24",
          "TF_NUM_INTEROP_THREADS": "2"},
-    python=VENV, false_alarms={"THR101": THR101_OMP_UNUSED}))
+    python=VENV))

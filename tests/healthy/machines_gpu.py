@@ -9,7 +9,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import HOME, ITEM_2, THR101_OMP_UNUSED, USER_ENV, VENV
+from .machines import HOME, USER_ENV, VENV
 from .parts import PythonEnv
 
 GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU")
@@ -93,14 +93,12 @@ register(
         "container-profiling-restricted-with-sys-admin", ("CUPTI", "DRV", "GPU", "NUMA", "THR"),
         "docker run --gpus device=4 --cap-add SYS_ADMIN --cpuset-cpus/--cpuset-mems of GPU 4's node, "
         "RmProfilingAdminOnly=1, the profiler plugin installed",
-        lambda root: _container(root, parts.CAP_DOCKER_SYS_ADMIN, 1), env=CONTAINER_ENV, python=CONTAINER_PYTHON,
-        false_alarms={"THR101": ITEM_2}),
+        lambda root: _container(root, parts.CAP_DOCKER_SYS_ADMIN, 1), env=CONTAINER_ENV, python=CONTAINER_PYTHON),
     HealthyMachine(
         "container-profiling-open-default-caps", ("CUPTI", "DRV", "GPU", "NUMA", "THR"),
         "docker run --gpus device=4 with Docker's default capabilities on a host whose driver is loaded with "
         "NVreg_RestrictProfilingToAdminUsers=0, the profiler plugin installed",
-        lambda root: _container(root, parts.CAP_DOCKER_DEFAULT, 0), env=CONTAINER_ENV, python=CONTAINER_PYTHON,
-        false_alarms={"THR101": ITEM_2}),
+        lambda root: _container(root, parts.CAP_DOCKER_DEFAULT, 0), env=CONTAINER_ENV, python=CONTAINER_PYTHON),
 )
 
 
@@ -423,4 +421,4 @@ register(HealthyMachine(
          "TF_NUM_INTEROP_THREADS": "2", "TF_GPU_THREAD_MODE": "gpu_private",
          "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
     python=parts.PythonEnv("/usr/local", base_prefix="/usr/local"),
-    nvml={"driver": "550.54.15", "cuda": 12040}, false_alarms={"THR101": THR101_OMP_UNUSED}))
+    nvml={"driver": "550.54.15", "cuda": 12040}))

@@ -1,8 +1,12 @@
 """PKG — packages: the TensorFlow distribution and what it was built and declared to run with.
 
 Everything is read from the installed files (METADATA's Requires-Dist and Requires-Python, WHEEL,
-build_info.py), never by importing TensorFlow. Every pip command suggested here pins the TensorFlow
-that is installed, so following it never changes the user's TensorFlow version.
+RECORD, build_info.py) and the import path's origins, never by importing TensorFlow. How bad a
+dependency outside TensorFlow's range is comes from the coupling table
+(tfdoctor/knowledge/python_compatibility.toml, via tfdoctor/derive/python_compatibility.py). Every pip
+command suggested here keeps the TensorFlow that is installed: it pins it, or uses --no-deps where a
+dependency would pull another TensorFlow distribution (tests/test_checks_pyenv_coupling.py applies
+each fix to a fake environment and runs the checks again).
 """
 
 from __future__ import annotations
@@ -752,7 +756,7 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
         if origin_fix is not None:
             fixes.append(origin_fix)
         elif dist is not None and name == dist.name and (wheels := compat.python_range_for(version)) is not None \
-                and not wheels[0] <= f"{python[0]}.{python[1]}" <= wheels[1]:
+                and not compat.python_in_range(python, wheels):
             fixes.append(AdminFix(f"Use a Python from {wheels[0]} to {wheels[1]} for TensorFlow {version}", (
                 f"python{wheels[1]} -m venv NEW_ENV   # TensorFlow {version} has wheels for CPython "
                 f"{wheels[0]}-{wheels[1]}", f"NEW_ENV/bin/python -m pip install '{name}=={version}'")))

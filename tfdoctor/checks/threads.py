@@ -3,7 +3,9 @@
 Recommendations follow Intel's published guide for TensorFlow on CPUs ("Maximize TensorFlow
 Performance on CPU: Considerations and Recommendations for Inference Workloads") and TensorFlow's own
 performance guide: intra-op = physical cores, OMP_NUM_THREADS = intra-op, inter-op = sockets,
-KMP_AFFINITY=granularity=fine,compact,1,0, KMP_BLOCKTIME=1.
+KMP_BLOCKTIME=1, and KMP_AFFINITY=granularity=fine,compact,1,0 for one process per node only (several
+processes with one binding pin the same cores: THR106). The OpenMP and affinity model is in
+docs/threads.md.
 """
 
 from __future__ import annotations
@@ -12,8 +14,15 @@ import re
 from collections.abc import Iterator
 
 from tfdoctor.derive.cpu_budget import CpuBudget, cpu_budget, recommended_threads
+from tfdoctor.derive.openmp_runtimes import (
+    RuntimeCopy,
+    openmp_copies,
+    scan_incomplete,
+    threading_model,
+)
+from tfdoctor.derive.process_layout import node_cpus, process_layout, processes_share_cpus
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env, unset_env
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -97,28 +106,47 @@ def thread_count_not_a_number(facts: Facts) -> Iterator[Finding]:
 
 
 def _optional_budget(facts: Facts) -> CpuBudget | None:
-    from tfdoctor.facts import NotChecked
-
     try:
         return cpu_budget(facts)
     except NotChecked:
         return None
 
 
+def _openmp_matters(facts: Facts) -> bool:
+    """Whether an OpenMP team can run in the job: the build is OpenMP-threaded (or no build was found to
+    say otherwise), or the environment holds an OpenMP runtime (numpy/MKL, scikit-learn, torch start
+    their own teams). A stock TensorFlow in an environment without one never reads OMP_NUM_THREADS.
+    Unknown runtimes count as present."""
+    model = threading_model(facts)
+    if model.per_op_teams or not model.known:
+        return True
+    try:
+        return bool(openmp_copies(facts))
+    except NotChecked:
+        return True
+
+
 @check("THR101", "thread-pools-unsized-in-cpu-limit", Severity.WARNING)
 def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds a job limited to fewer CPUs than the host has (cgroup quota, cpuset, affinity, Slurm or PBS
-    allocation) whose thread counts are left unset.
+    Finds a job limited to fewer CPUs than it may run on — a CFS quota (cgroup v2 cpu.max, v1
+    cpu.cfs_quota_us) or a Slurm/PBS allocation that no binding enforces — whose thread counts are
+    left unset. A limit by CPU affinity or a cpuset is not one: TensorFlow and OpenMP size their
+    pools from the affinity mask (sched_getaffinity), so they already fit it; where the only
+    difference is hyperthread siblings, a tip (info) says so.
 
     Why is this bad?
-    TensorFlow and OpenMP size their pools from the host's cores, not from the job's limit: a 2-CPU
-    container on a 64-core host starts 64 intra-op threads that fight over 2 CPUs. Under a cgroup
-    quota the threads are throttled every period; the slowdown is often several-fold.
+    A quota or an unenforced allocation is invisible to the runtimes: a `docker run --cpus=2`
+    container on a 64-core host starts 64 intra-op threads, and the quota throttles all of them every
+    period; the slowdown is often several-fold.
 
     Example:
-    `docker run --cpus=2` on a 64-core host, with OMP_NUM_THREADS, TF_NUM_INTRAOP_THREADS and
-    TF_NUM_INTEROP_THREADS unset.
+    `docker run --cpus=2` on a 64-core host (cpu.max "200000 100000"), with OMP_NUM_THREADS,
+    TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS unset. Not this: `taskset -c 0-3`, a cpuset
+    container (`--cpuset-cpus`), `srun --cpu-bind=cores`.
+
+    OMP_NUM_THREADS is asked for only where an OpenMP team can run: an OpenMP-threaded build, or an
+    OpenMP runtime in the environment (the openmp facts); a stock build alone never reads it.
 
     Fix:
     Set TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS to the physical cores of the budget and
@@ -131,33 +159,59 @@ def thread_pools_unsized_in_cpu_limit(facts: Facts) -> Iterator[Finding]:
     if not budget.constrained:
         return
     settings = thread_settings(facts)
-    unset = tuple(name for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-                  if name not in settings)
+    wanted = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+    if _openmp_matters(facts):
+        wanted += ("OMP_NUM_THREADS",)
+    unset = tuple(name for name in wanted if name not in settings)
     if not unset:
         return
-    yield Finding(
-        f"this job may use {budget.cpus} of the host's {budget.host_cpus} CPUs ({budget.source}) but "
-        f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set to a valid count: TensorFlow "
-        f"will size its pools for {budget.host_cpus}",
-        evidence={**budget.evidence(), "env.unset": list(unset)},
-        fixes=(_recommend_fix(budget, unset),),
-    )
+    visible = len(budget.allowed)  # what sched_getaffinity reports: the runtimes' own sizing
+    verb = "is" if len(unset) == 1 else "are"
+    evidence = {**budget.evidence(), "cpu.allowed_cpus": visible, "env.unset": list(unset)}
+    if budget.cpus < visible:
+        kind = "a CFS quota" if budget.source.startswith("cgroup quota") else "an allocation no binding enforces"
+        yield Finding(
+            f"this job may use {budget.cpus} of the {visible} CPUs it can run on ({budget.source}: {kind}) but "
+            f"{', '.join(unset)} {verb} not set to a valid count: TensorFlow and OpenMP size their pools from "
+            f"the {visible} CPUs, not from this limit",
+            evidence={**evidence, "limit_kind": "quota" if kind == "a CFS quota" else "allocation"},
+            fixes=(_recommend_fix(budget, unset),),
+        )
+        return
+    pools = tuple(n for n in unset if n != "TF_NUM_INTEROP_THREADS")
+    if budget.physical_cores < budget.cpus and pools:
+        yield Finding(
+            f"tip: the {visible} CPUs this job may run on ({budget.source}) are {budget.physical_cores} cores "
+            f"and their hyperthread siblings; TensorFlow and OpenMP already size their pools from them, and "
+            f"Intel's advice is one intra-op/OpenMP thread per physical core",
+            evidence={**evidence, "cpu.budget.physical_cores": budget.physical_cores, "limit_kind": "affinity"},
+            fixes=(_recommend_fix(budget, pools),),
+            severity=Severity.INFO,
+        )
 
 
 @check("THR102", "thread-pools-exceed-cpu-budget", Severity.WARNING)
 def thread_pools_exceed_cpu_budget(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Compares the thread counts that are set with the job's CPU budget: any one pool (intra-op,
-    OpenMP, MKL) larger than the budget, an inter-op pool larger than the budget, or intra-op ×
-    inter-op (ops running concurrently, each with a full intra-op pool) above the budget times the
-    sockets in it (the rule-of-thumb product, intra = cores and inter = sockets, always fits).
+    OpenMP, MKL, inter-op) larger than the budget and, for OpenMP-threaded builds only, intra-op ×
+    inter-op above the budget times the sockets in it. Which threading model applies is decided from
+    the build (knowledge table `tensorflow_threading`) and named in the finding:
+    - stock builds (tensorflow, tensorflow-cpu, …): oneDNN and Eigen kernels run on TensorFlow's one
+      intra-op pool, which every op started by an inter-op thread shares; about intra + inter threads
+      are runnable at once, so each pool within the budget fits (TensorFlow's own defaults, both pools
+      = the CPUs, included);
+    - OpenMP-threaded builds (intel-tensorflow, a build bundling libiomp5): every op started by an
+      inter-op thread runs its own OpenMP team, so up to intra × inter threads run at once (the
+      rule-of-thumb product, intra = cores and inter = sockets, always fits).
 
     Why is this bad?
     More runnable threads than CPUs means context switches, cache thrashing and, under a cgroup
     quota, throttling; OpenMP's spinning threads make it worse.
 
     Example:
-    TF_NUM_INTRAOP_THREADS=16 and OMP_NUM_THREADS=16 in a Slurm job with SLURM_CPUS_PER_TASK=4.
+    TF_NUM_INTRAOP_THREADS=16 and OMP_NUM_THREADS=16 in a Slurm job with SLURM_CPUS_PER_TASK=4; or,
+    with intel-tensorflow on 8 cores, intra-op 8 and inter-op 4 (32 threads at once).
 
     Fix:
     Set intra-op and OMP_NUM_THREADS to the budget's physical cores, inter-op to its sockets.
@@ -169,10 +223,11 @@ def thread_pools_exceed_cpu_budget(facts: Facts) -> Iterator[Finding]:
     settings = thread_settings(facts)
     if not settings:
         return
+    model = threading_model(facts)
     over = {k: v for k, v in settings.items() if v > budget.cpus}
     intra = max(settings.get("TF_NUM_INTRAOP_THREADS", 0), settings.get("OMP_NUM_THREADS", 0))
     inter = settings.get("TF_NUM_INTEROP_THREADS", 0)
-    product_over = intra and inter and intra * inter > budget.cpus * budget.sockets
+    product_over = (model.per_op_teams and intra and inter and intra * inter > budget.cpus * budget.sockets)
     if not over and not product_over:
         return
     names = set(over) | ({"TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"} if product_over else set())
@@ -183,10 +238,11 @@ def thread_pools_exceed_cpu_budget(facts: Facts) -> Iterator[Finding]:
     else:
         message = (f"intra-op × inter-op = {intra} × {inter} = {intra * inter} threads can be runnable at "
                    f"once, more than the {budget.cpus} CPU(s) × {budget.sockets} socket(s) of this job "
-                   f"({budget.source})")
+                   f"({budget.source}), because {model.why}")
     yield Finding(
         message,
-        evidence={**budget.evidence(), **{f"env.{k}": v for k, v in sorted(settings.items())}},
+        evidence={**budget.evidence(), **{f"env.{k}": v for k, v in sorted(settings.items())},
+                  "threading_model": model.kind, "threading_model.why": model.why},
         fixes=(_recommend_fix(budget, tuple(n for n in recommended_threads(budget) if n in names)),),
     )
 
@@ -344,8 +400,11 @@ def affinity_pins_all_threads_to_one_cpu(facts: Facts) -> Iterator[Finding]:
     OMP_PROC_BIND=master OMP_PLACES=cores.
 
     Fix:
-    Unset the pinning variable (or use Intel's recommended
-    KMP_AFFINITY=granularity=fine,compact,1,0, which spreads threads over cores).
+    Unset the pinning variable. With one process per node, Intel's
+    KMP_AFFINITY=granularity=fine,compact,1,0 spreads the threads over the cores instead; where several
+    processes share the node, no compact (or other) binding is recommended: each process would pin
+    its threads to the same cores (THR106). Bind each process to CPUs of its own first (srun
+    --cpu-bind=cores, `tfdoctor fix --write-launcher`), or leave the binding unset.
 
     Fix safety:
     Safe: affinity changes speed, never results.
@@ -376,83 +435,121 @@ def affinity_pins_all_threads_to_one_cpu(facts: Facts) -> Iterator[Finding]:
         if abstract in ("threads", "cores"):
             pinned.append(("OMP_PROC_BIND", facts.env("OMP_PROC_BIND") or "",
                            f"every thread on the primary thread's place, and places are {abstract}"))
+    layout = process_layout(facts)
     for name, value, why in pinned:
+        fixes: tuple[EnvFix | AdminFix, ...] = (EnvFix(f"Unset {name}", (unset_env(name),)),)
+        if layout.processes > 1:
+            fixes += (AdminFix(f"{layout.processes} processes share this node ({layout.source}): bind each to CPUs "
+                               "of its own before binding its threads, never the same binding in all",
+                               ("srun --cpu-bind=cores ...", "mpirun --bind-to core ...",
+                                "tfdoctor fix --write-launcher run.sh")),)
         yield Finding(
             f"{name}={value!r} binds all {threads or 'the'} threads to one CPU ({why})",
             evidence={f"env.{name}": value, "threads": threads},
-            fixes=(EnvFix(f"Unset {name}", (unset_env(name),)),),
+            fixes=fixes,
         )
 
 
-def _local_ranks(facts: Facts) -> tuple[int, str] | None:
-    for name in ("SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS"):
-        raw = facts.env(name)
-        if raw and raw.split("(")[0].strip().isdigit() and int(raw.split("(")[0]) > 1:
-            return int(raw.split("(")[0]), name
-    return None
+def _binding_variables(facts: Facts, processes: int, on_node: int) -> dict[str, str]:
+    """The OpenMP affinity settings in force that bind threads from the first CPU of the process's mask:
+    OMP_PROC_BIND=true|close|spread|master|primary, OMP_PLACES=threads|cores|sockets|…, KMP_AFFINITY
+    compact|scatter|balanced|explicit (unless none or disabled), GOMP_CPU_AFFINITY. An explicit CPU list
+    counts only when it spans more than one process's share of the node: per-rank lists (a launcher's)
+    may differ between the processes, a list wider than a share cannot."""
+    active: dict[str, str] = {}
+    bind = (facts.env("OMP_PROC_BIND") or "").strip()
+    bind_off = bind.lower().split(",", 1)[0].strip() == "false"
+    if bind.lower().split(",", 1)[0].strip() in ("true", "close", "spread", "master", "primary"):
+        active["OMP_PROC_BIND"] = bind
+    places = (facts.env("OMP_PLACES") or "").strip()
+    if places and not bind_off:
+        abstract, _count, cpus = _omp_places(places)
+        if abstract or (cpus and len(cpus) * processes > on_node):
+            active["OMP_PLACES"] = places
+    kmp = (facts.env("KMP_AFFINITY") or "").strip()
+    if kmp:
+        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]*\]", "", kmp).split(",")}
+        kind, proclist = _kmp_affinity(kmp)
+        wide = kind != "explicit" or bool(proclist and len(proclist) * processes > on_node)
+        if not tokens & {"none", "disabled"} and kind in ("compact", "scatter", "balanced", "explicit") and wide:
+            active["KMP_AFFINITY"] = kmp
+    gomp = (facts.env("GOMP_CPU_AFFINITY") or "").strip()
+    if gomp:
+        cpus = _cpus_of_list(gomp)
+        if cpus and len(cpus) * processes > on_node:
+            active["GOMP_CPU_AFFINITY"] = gomp
+    return active
+
+
+def _numa_node_count(facts: Facts) -> int:
+    nodes = facts.peek("numa.nodes")
+    return len(nodes) if isinstance(nodes, list) else 0
 
 
 @check("THR106", "affinity-overlaps-across-local-ranks", Severity.WARNING)
 def affinity_overlaps_across_local_ranks(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds several processes per node (Slurm, Open MPI or torchrun-style local ranks) that are not
-    bound by their launcher — each may run on every CPU of the host — while an OpenMP affinity
-    setting (KMP_AFFINITY, GOMP_CPU_AFFINITY, OMP_PROC_BIND, OMP_PLACES) is active.
+    Finds several processes of the job on this node whose CPU masks overlap — each may run on more
+    than its share of the node's CPUs, and no launcher binds each to CPUs of its own — while an
+    OpenMP affinity setting binds threads: OMP_PROC_BIND=true|close|spread|master|primary,
+    OMP_PLACES=threads|cores|sockets, KMP_AFFINITY=compact|scatter|balanced (without none or
+    disabled), or a GOMP_CPU_AFFINITY / explicit list wider than one process's share. The processes are
+    counted from the launcher: Slurm (SLURM_STEP_TASKS_PER_NODE, SLURM_NTASKS_PER_NODE,
+    SLURM_TASKS_PER_NODE), Open MPI, MPICH / Intel MPI, Cray PALS and PMI, Horovod, torchrun,
+    `tf.distribute` workers listed on this host in TF_CONFIG, and TFDOCTOR_PROCESSES_PER_NODE for
+    multiprocessing or data-loader workers no launcher announces.
 
     Why is this bad?
-    Each process computes its thread placement from its own CPU mask, which is the whole host for
-    every rank: all ranks pin their first thread to the same first core, their second to the
-    second, and so on. The ranks pile onto the same cores while others idle.
+    Each process computes its placement from its own CPU mask, the same for all of them: all pin their
+    first thread to the same first core, their second to the second, and so on. TensorFlow's pool
+    threads are created by the bound primary thread and inherit its binding, so the whole process
+    follows. The processes pile onto the same cores while the others idle.
 
     Example:
-    srun --ntasks-per-node=4 --cpu-bind=none python train.py with KMP_AFFINITY=compact.
+    srun --ntasks-per-node=4 --cpu-bind=none python train.py with OMP_PROC_BIND=close OMP_PLACES=cores;
+    two tf.distribute workers on one host (TF_CONFIG) with KMP_AFFINITY=granularity=fine,compact,1,0.
 
     Fix:
-    Unset the affinity variables and let the launcher bind each rank to its own CPUs
-    (srun --cpu-bind=cores, mpirun --bind-to core, or tfdoctor's launcher).
+    Unset the affinity variables (threads then float within each process's mask), or give each process
+    CPUs of its own and bind within them: srun --cpu-bind=cores, mpirun --bind-to core, or tfdoctor's
+    launcher (`tfdoctor fix --write-launcher run.sh`), which gives each local rank its NUMA node's CPUs
+    with OMP_PLACES for them.
 
     Fix safety:
     Safe: affinity changes speed, never results.
     """
-    ranks = _local_ranks(facts)
-    if ranks is None:
+    layout = process_layout(facts)
+    if layout.processes < 2:
         return
     budget = cpu_budget(facts)
-    if len(budget.allowed) < budget.host_cpus:
-        return  # the launcher already gave this rank its own CPUs
-    active = {}
-    for name in AFFINITY_VARIABLES:
-        value = facts.env(name)
-        if value is None or not value.strip():
-            continue
-        lowered = value.strip().lower()
-        if name == "OMP_PROC_BIND" and lowered == "false":
-            continue
-        if name == "KMP_AFFINITY" and _kmp_affinity(value)[0] in (None, "none", "disabled"):
-            continue
-        active[name] = value
+    on_node = len(node_cpus(facts) or budget.allowed)
+    if not processes_share_cpus(layout, len(budget.allowed), on_node):
+        return
+    active = _binding_variables(facts, layout.processes, on_node)
     if not active:
         return
+    share = max(1, on_node // layout.processes)
+    steps = [f"srun --ntasks-per-node={layout.processes} --cpus-per-task={share} --cpu-bind=cores python train.py",
+             f"mpirun --map-by ppr:{layout.processes}:node:PE={share} --bind-to core python train.py"]
+    nodes = _numa_node_count(facts)
+    if nodes > 1 and layout.processes <= nodes:
+        steps.append("tfdoctor fix --write-launcher run.sh; srun --cpu-bind=none ./run.sh python train.py "
+                     "(each local rank on its own NUMA node, with OMP_PLACES for its CPUs)")
+    first = budget.allowed[0] if budget.allowed else 0
     yield Finding(
-        f"{ranks[0]} processes per node ({ranks[1]}) each may run on all {budget.host_cpus} CPUs, and "
-        f"{', '.join(sorted(active))} pins each one's threads from the same first CPU: the ranks overlap",
-        evidence={f"env.{ranks[1]}": ranks[0], "cpu.allowed_cpus": len(budget.allowed),
+        f"{layout.processes} processes of this job on this node ({layout.source}) may each run on the same "
+        f"{len(budget.allowed)} CPUs, and {', '.join(f'{k}={v}' for k, v in sorted(active.items()))} binds each "
+        f"one's threads from the first of them (CPU {first}): the processes, and the TensorFlow pool threads "
+        f"that inherit the binding, pile onto the same cores",
+        evidence={**layout.evidence(), "cpu.allowed_cpus": len(budget.allowed), "cpus_on_node": on_node,
                   **{f"env.{k}": v for k, v in sorted(active.items())}},
         fixes=(
-            EnvFix("Unset the OpenMP affinity variables", tuple(unset_env(n) for n in sorted(active))),
-            AdminFix("Bind each rank to its own CPUs in the launcher",
-                     ("srun --cpu-bind=cores ...", "mpirun --bind-to core --map-by socket ...")),
+            EnvFix("Unset the OpenMP affinity variables: threads then float within each process's CPUs",
+                   tuple(unset_env(n) for n in sorted(active))),
+            AdminFix(f"Give each of the {layout.processes} processes CPUs of its own ({share} each), then bind "
+                     "within them", tuple(steps)),
         ),
     )
-
-
-def _intel_openmp_in_use(facts: Facts) -> bool | None:
-    if any(facts.env(n) for n in ("KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_SETTINGS")):
-        return True
-    runtimes = facts.peek("python.openmp_runtimes")
-    if not isinstance(runtimes, list):
-        return None
-    return any(isinstance(r, dict) and r.get("runtime") == "libiomp5" for r in runtimes)
 
 
 @check("THR107", "kmp-blocktime-spins-on-shared-node", Severity.WARNING)
@@ -481,10 +578,9 @@ def kmp_blocktime_spins_on_shared_node(facts: Facts) -> Iterator[Finding]:
         text = raw.strip().lower()
         if text.isdigit() and int(text) <= 10:
             return
-    intel = _intel_openmp_in_use(facts)
-    if intel is None:
-        facts.get("python.openmp_runtimes")  # raises NotChecked with the reason
-    if not intel:
+    # Intel's runtime is in use when a KMP_ variable configures it, else when the environment has it.
+    intel_configured = any(facts.env(n) for n in ("KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_SETTINGS"))
+    if not intel_configured and not any(copy.runtime == "libiomp5" for copy in openmp_copies(facts)):
         return
     budget = cpu_budget(facts)
     if not budget.constrained:
@@ -498,41 +594,97 @@ def kmp_blocktime_spins_on_shared_node(facts: Facts) -> Iterator[Finding]:
     )
 
 
+def _copies_by_runtime(copies: list[RuntimeCopy]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for copy in copies:
+        grouped.setdefault(copy.runtime, []).append(copy.describe())
+    return dict(sorted(grouped.items()))
+
+
+def _keep_one_steps(copies: list[RuntimeCopy]) -> tuple[str, ...]:
+    steps = [f"{c.runtime}: {c.describe()}" for c in copies]
+    owners = sorted({c.owner for c in copies if c.owner})
+    if owners:
+        steps.append(f"brought by: {', '.join(owners)} — keep the one your TensorFlow build needs; remove the "
+                     "package that brings another copy, or install builds of it that use the environment's runtime")
+    if any(c.owner and c.owner.endswith("(conda)") for c in copies):
+        steps.append("conda-forge selects one runtime for every package: conda install -c conda-forge "
+                     "'_openmp_mutex=*=*_llvm' (LLVM libomp) or '_openmp_mutex=*=*_gnu' (libgomp)")
+    if any(c.found_by == "LD_LIBRARY_PATH" for c in copies):
+        steps.append("remove from LD_LIBRARY_PATH the folder that adds a copy no package of the environment needs")
+    return tuple(steps)
+
+
 @check("THR108", "several-openmp-runtimes", Severity.WARNING)
 def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Lists the OpenMP runtimes (libiomp5, libgomp, libomp) found in the environment's library folders
-    (LD_LIBRARY_PATH, the environment's lib folder, the packages' bundled libraries) and reports more
-    than one.
+    Lists every OpenMP runtime a process of this environment can load — libiomp5 (Intel), libomp
+    (LLVM), libgomp (GNU), hash-suffixed copies such as libgomp-a34b3233.so.1 in a `*.libs` folder —
+    found on LD_LIBRARY_PATH, in the environment's lib folder, in every binary wheel's RECORD (any
+    depth) and by a bounded walk of folders no package records, and names the package that brought
+    each. It reports:
+    - two copies of the Intel/LLVM family (libiomp5 twice, or libiomp5 with libomp): warning;
+    - runtimes of two families (libgomp with libiomp5 or libomp): warning;
+    - several copies of libgomp only (wheels bundle renamed copies so that they coexist): info.
 
     Why is this bad?
-    Two OpenMP runtimes in one process each start their own thread pool, sized for every core:
-    twice the threads, fighting each other. Intel's runtime aborts with "OMP: Error #15: Initializing
-    libiomp5.so, but found libiomp5.so already initialized" when loaded twice, and the usual
-    workaround (KMP_DUPLICATE_LIB_OK=TRUE) can give wrong results.
+    Intel's and LLVM's runtimes register with each other at start-up: the second copy to initialise
+    aborts the process with "OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already
+    initialized" (or, libiomp5 with libomp, may deadlock or crash). Two runtimes of different
+    families each start their own thread pool sized for every CPU: twice the threads, fighting each
+    other. Copies of libgomp each start a pool of their own as well, when their packages run at once.
 
     Example:
-    An environment with intel-openmp (libiomp5) and a PyTorch or scikit-learn wheel bundling libgomp.
+    intel-openmp's libiomp5.so in the environment's lib folder and another libiomp5.so bundled deep in
+    a package; scikit-learn's libgomp-d22c30c5.so.1.0.0 beside intel-openmp's libiomp5.so.
 
     Fix:
-    Keep one runtime: remove the package that brings the other, or install builds that share one.
+    Keep one runtime: remove the package that brings the other copy, or install builds that share one
+    (conda-forge's _openmp_mutex selects one for every package). KMP_DUPLICATE_LIB_OK=TRUE only lets
+    the process start with two Intel/LLVM copies: Intel documents that it may crash or silently
+    produce incorrect results — a stopgap, never the fix.
 
     Fix safety:
-    Manual: which package can go is the user's decision.
+    Manual: which package can go is the user's decision. The KMP_DUPLICATE_LIB_OK stopgap is unsafe.
     """
-    runtimes = facts.get("python.openmp_runtimes")
-    if not isinstance(runtimes, list) or not all(
-            isinstance(e, dict) and isinstance(e.get("runtime"), str) and isinstance(e.get("path"), str)
-            for e in runtimes):
-        raise NotChecked(f"python.openmp_runtimes holds {str(runtimes)[:40]!r}, not a list of runtime records")
-    kinds: dict[str, list[str]] = {}
-    for entry in runtimes:
-        kinds.setdefault(entry["runtime"], []).append(entry["path"])
-    if len(kinds) < 2:
-        return
-    yield Finding(
-        f"{len(kinds)} OpenMP runtimes in this environment: {', '.join(sorted(kinds))}",
-        evidence={f"python.openmp_runtimes.{k}": v for k, v in sorted(kinds.items())},
-        fixes=(AdminFix("Keep one OpenMP runtime in the environment",
-                        tuple(f"{k}: {', '.join(v)}" for k, v in sorted(kinds.items()))),),
-    )
+    copies = openmp_copies(facts)
+    kmp = [c for c in copies if c.family == "kmp"]
+    gnu = [c for c in copies if c.family != "kmp"]
+    incomplete = scan_incomplete(facts)
+    base = {f"openmp.runtimes.{k}": v for k, v in _copies_by_runtime(copies).items()}
+    if incomplete:
+        base["openmp.incomplete"] = incomplete
+    duplicate_ok = facts.env("KMP_DUPLICATE_LIB_OK")
+    if len(kmp) >= 2:
+        masked = (duplicate_ok or "").strip().upper() in ("TRUE", "1", "YES", "ON")
+        names = " and ".join(sorted({c.runtime for c in kmp})) if len({c.runtime for c in kmp}) > 1 else \
+            f"{kmp[0].runtime} twice"
+        outcome = ("KMP_DUPLICATE_LIB_OK=TRUE lets the process start with both, at the risk of crashes or "
+                   "silently incorrect results" if masked else
+                   "the second to initialise aborts the process with \"OMP: Error #15: Initializing "
+                   f"{kmp[1].runtime}.so, but found {kmp[0].runtime}.so already initialized\"")
+        fixes: tuple[AdminFix | EnvFix, ...] = (AdminFix("Keep one Intel/LLVM OpenMP runtime", _keep_one_steps(kmp)),)
+        if not masked:
+            fixes += (EnvFix("Stopgap only, not the fix: KMP_DUPLICATE_LIB_OK=TRUE lets the process start; "
+                             "Intel warns it may crash or silently produce incorrect results",
+                             (set_env("KMP_DUPLICATE_LIB_OK", "TRUE"),), Applicability.UNSAFE),)
+        yield Finding(
+            f"{len(kmp)} copies of the Intel/LLVM OpenMP runtime ({names}) can load into one process: {outcome}",
+            evidence={**base, "env.KMP_DUPLICATE_LIB_OK": duplicate_ok},
+            fixes=fixes,
+        )
+    if kmp and gnu:
+        yield Finding(
+            f"OpenMP runtimes of two families in this environment ({', '.join(sorted({c.runtime for c in copies}))}): "
+            "each starts its own thread pool sized for every CPU, and the two fight over the cores",
+            evidence=base,
+            fixes=(AdminFix("Keep one OpenMP runtime in the environment", _keep_one_steps(copies)),),
+        )
+    elif len(gnu) >= 2 and not kmp:
+        yield Finding(
+            f"{len(gnu)} copies of libgomp ({', '.join(sorted({c.brought_by() for c in gnu}))}): wheels rename "
+            "their copies so that they coexist, but each package using its own starts a thread pool of its own",
+            evidence=base,
+            fixes=(AdminFix("If those packages run at once, keep one runtime", _keep_one_steps(gnu)),),
+            severity=Severity.INFO,
+        )

@@ -166,6 +166,11 @@ def python_range_for(tensorflow: str) -> tuple[str, str] | None:
     return None
 
 
+def python_in_range(python: tuple[int, int], wheels: tuple[str, str]) -> bool:
+    """Whether CPython (major, minor) is within a release's (oldest, newest) range of wheels."""
+    return _minor(wheels[0]) <= python <= _minor(wheels[1])
+
+
 def newest_release_for_python(python: str) -> tuple[str, str, str] | None:
     """The newest release with wheels for this CPython (major.minor), as (release, oldest, newest)."""
     have = _minor(python)

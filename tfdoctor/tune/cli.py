@@ -200,7 +200,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
 
     _out(render_summary(space, result, bool(maximize), str(log.path)))
     if plot_path:
-        _write_plot(header, result.records, axes, plot_path, force, str(log.path))
+        _write_plot(header, result.records, axes, plot_path, force, str(log.path), result.summary_json())
     if result.winner is None:
         _out("tfdoctor: no trial succeeded; the errors are in the results file\n", err=True)
         raise SystemExit(EXIT_FINDINGS)
@@ -269,9 +269,10 @@ def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str] | None:
 
 
 def _write_plot(header: dict[str, Any], records: Any, axes: tuple[str, str] | None, path: str, force: bool,
-                source: str) -> None:
+                source: str, summary: dict[str, Any] | None = None) -> None:
     """The tune section of `tfdoctor report` alone: optuna's history, importances and surface."""
     from tfdoctor.report.html.command import write_section_page
     from tfdoctor.report.html.tune_section import tune_section
 
-    write_section_page(path, force, lambda: tune_section(header, records, source, surface=axes), "tfdoctor tune")
+    write_section_page(path, force, lambda: tune_section(header, records, source, surface=axes, summary=summary),
+                       "tfdoctor tune")

@@ -161,3 +161,24 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
     if header is None:
         raise ResultsError(f"{path} is empty: not a tfdoctor tune results file")
     return header, records
+
+
+def load_summary(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The last summary line of a finished tune (its verdict: winner, what mattered, each effect), or
+    None for a tune that never finished. Read with the same bound as the trials."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        raw = read_input_file(Path(path), RESULTS_FILE_LIMIT, "results file")
+    except InputFileError as exc:
+        raise ResultsError(str(exc)) from None
+    for line in reversed(raw.split(b"\n")):
+        if b'"summary"' not in line:
+            continue
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and data.get("type") == "summary":
+            return data
+    return None

@@ -28,6 +28,7 @@ SCREEN_PHASE = "screen"
 MATTERS_EFFECT = 0.07
 AMBIGUOUS_EFFECT = 0.025
 REMEASURED_EFFECT = 0.045
+AGREE_EFFECT = 0.035  # ... and each of its runs must point the same way by this much
 CLEAR_EFFECT = 0.105  # a single run past this is not noise even when the seed's mean moves later
 
 
@@ -46,23 +47,27 @@ def probe_values(parameter: Parameter, seed_value: Any) -> list[Any]:
 
 def ambiguous_steps(space: Space, seed: Mapping[str, Any], found: Mapping[str, Effect],
                     measured: Iterable[tuple[Mapping[str, Any], float]]) -> list[dict[str, Any]]:
-    """Second runs for the steps whose change was between AMBIGUOUS_EFFECT and MATTERS_EFFECT — the
-    largest such step of each parameter not yet known to matter — and the seed first, to three runs."""
+    """Second runs for the steps whose change was between AMBIGUOUS_EFFECT and CLEAR_EFFECT: of each
+    parameter, the step that changed the result most (does it matter?) and the best-looking one (is it
+    the value to keep?); the seed first, to three runs."""
     measured = list(measured)
     out: list[dict[str, Any]] = []
     for name in found:
-        step = _largest_step(seed, name, measured)
-        if step is not None and step[2] < 2 and AMBIGUOUS_EFFECT < abs(step[1]) <= CLEAR_EFFECT:
-            out.append({**seed, name: step[0]})
+        for step in (_step(seed, name, measured, largest=True), _step(seed, name, measured, largest=False)):
+            if step is None or step[2] >= 2 or not AMBIGUOUS_EFFECT < abs(step[1]) <= CLEAR_EFFECT:
+                continue
+            if {**seed, name: step[0]} not in out:
+                out.append({**seed, name: step[0]})
     seed_runs = sum(1 for params, _ in measured if all(params.get(k) == v for k, v in seed.items()))
     if out and seed_runs < 3:
         out.insert(0, dict(seed))
     return out
 
 
-def _largest_step(seed: Mapping[str, Any], name: str,
-                  measured: list[tuple[Mapping[str, Any], float]]) -> tuple[Any, float, int] | None:
-    """(value, log change from the seed's mean, runs) of the parameter's step that changed the result most."""
+def _step(seed: Mapping[str, Any], name: str, measured: list[tuple[Mapping[str, Any], float]],
+          largest: bool) -> tuple[Any, float, int] | None:
+    """(value, log change from the seed's mean, runs) of the parameter's step that changed the result
+    most (largest) or improved it most."""
     base = [math.log(v) for params, v in measured if v > 0 and all(params.get(k) == seed[k] for k in seed)]
     by_value: dict[Any, list[float]] = {}
     for params, value in measured:
@@ -72,8 +77,9 @@ def _largest_step(seed: Mapping[str, Any], name: str,
     if not base or not by_value:
         return None
     mean = statistics.fmean(base)
-    value, logs = max(by_value.items(), key=lambda kv: abs(statistics.fmean(kv[1]) - mean))
-    return value, statistics.fmean(logs) - mean, len(logs)
+    change = {value: statistics.fmean(logs) - mean for value, logs in by_value.items()}
+    value = max(change, key=lambda v: abs(change[v]) if largest else change[v])
+    return value, change[value], len(by_value[value])
 
 
 def screening_plan(space: Space, seed: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -123,15 +129,21 @@ def effects(space: Space, seed: Mapping[str, Any], measured: Iterable[tuple[Mapp
             continue
         if not maximize:
             ratios = {value: 1.0 / ratio for value, ratio in ratios.items()}
-        def threshold(value: Any, runs: dict[Any, list[float]] = steps[parameter.name]) -> float:
-            # Measured twice (and the seed at least three times), a smaller change is past the noise.
-            twice = len(runs.get(value, ())) >= 2 and len(seed_values) >= 3
-            return REMEASURED_EFFECT if twice else MATTERS_EFFECT
+        def past_noise(value: Any, ratio: float, runs: dict[Any, list[float]] = steps[parameter.name]) -> bool:
+            change = math.log(ratio)
+            values = runs.get(value, [])
+            if len(values) < 2 or len(seed_values) < 3:
+                return abs(change) > MATTERS_EFFECT
+            # A step measured again because its first run stood out: the mean keeps half of that first
+            # run's luck, so every run must also point the same way by more than AGREE_EFFECT.
+            sign = 1.0 if maximize else -1.0
+            each = [sign * math.log(max(v, 1e-300) / base) for v in values]
+            return abs(change) > REMEASURED_EFFECT and all(e * change > 0 and abs(e) > AGREE_EFFECT for e in each)
 
         largest = max(abs(math.log(r)) for r in ratios.values())
-        matters = any(abs(math.log(r)) > threshold(value) for value, r in ratios.items())
+        matters = any(past_noise(value, r) for value, r in ratios.items())
         best_value, best_ratio = max(ratios.items(), key=lambda kv: kv[1])
-        if math.log(best_ratio) <= threshold(best_value):  # no step clearly better: the seed's value stays
+        if best_ratio <= 1.0 or not past_noise(best_value, best_ratio):  # the seed's value stays
             best_value, best_ratio = seed[parameter.name], 1.0
         result[parameter.name] = Effect(parameter.name, math.exp(largest) - 1, best_value, best_ratio - 1,
                                         len(ratios), matters)

@@ -268,76 +268,6 @@ def _detail(info, paths, tensorflow=False, key=""):
     return info
 
 
-# An OpenMP runtime's file, also as bundled by auditwheel/delocate with a hash ("libgomp-a34b3233.so.1").
-# Stubs (libiompstubs5) and offload libraries (libomptarget) are not runtimes.
-_OPENMP_LIBRARY = re.compile(
-    r"^(?P<runtime>libiomp5|libgomp|libomp)(?:md)?(?:-[0-9A-Za-z]+)?(?:\.so(?:\.[0-9]+)*|\.dylib|\.dll)$")
-# Folders inside a package where wheels keep bundled shared libraries.
-_PACKAGE_LIBRARY_DIRS = ("lib", ".libs", ".dylibs")
-
-
-def _library_entries(folder):
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []
-
-
-def _site_folders(paths):
-    """Path entries that hold installed packages: the standard library itself is skipped."""
-    stdlib = os.path.dirname(os.__file__)
-    for entry in paths:
-        if not entry or entry.endswith(".zip") or not os.path.isdir(entry):
-            continue
-        inside_stdlib = entry == stdlib or entry.startswith(stdlib + os.sep)
-        if inside_stdlib and "site-packages" not in entry and "dist-packages" not in entry:
-            continue
-        yield entry
-
-
-def openmp_runtimes(paths, environ, prefix):
-    """Every OpenMP runtime library in the folders a process of this environment loads from:
-    LD_LIBRARY_PATH, {prefix}/lib, and in each site folder the top of every package, its lib/,
-    .libs/, .dylibs/, and the `*.libs` folders auditwheel creates (numpy.libs, scikit_learn.libs).
-    One directory listing per folder, no deeper: this runs on every `tfdoctor check`."""
-    folders = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
-    folders.append(os.path.join(prefix, "lib"))
-    for site in _site_folders(paths):
-        folders.append(site)
-        try:
-            entries = sorted((e.name, e.is_dir()) for e in os.scandir(site))
-        except OSError:
-            continue
-        for name, is_dir in entries:
-            if not is_dir or name.endswith((".dist-info", ".egg-info", "__pycache__")):
-                continue
-            folder = os.path.join(site, name)
-            if name.endswith(".libs"):
-                folders.append(folder)
-            elif "." not in name:
-                folders.append(folder)
-                folders.extend(os.path.join(folder, sub) for sub in _PACKAGE_LIBRARY_DIRS)
-    found = []
-    seen_folders = set()
-    seen_files = set()
-    for folder in folders:
-        key = os.path.normpath(folder)
-        if key in seen_folders:
-            continue
-        seen_folders.add(key)
-        for name in _library_entries(folder):
-            match = _OPENMP_LIBRARY.match(name)
-            if not match:
-                continue
-            path = os.path.join(folder, name)
-            real = os.path.realpath(path)  # libgomp.so.1 -> libgomp.so.1.0.0 is one runtime, listed once
-            if real in seen_files:
-                continue
-            seen_files.add(real)
-            found.append({"runtime": match.group("runtime"), "path": path})
-    return found
-
-
 def marker_environment():
     """The values PEP 508 markers are evaluated against, for this interpreter (packaging's
     default_environment, rebuilt here because the snapshot may run where packaging is absent)."""
@@ -434,7 +364,7 @@ def path_origins(paths, environ, site_dirs=None, user_site=None):
 def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
-    LD_LIBRARY_PATH and PYTHONPATH, `prefix` (default sys.prefix) the environment's own lib folder,
+    PYTHONPATH, `prefix` (default sys.prefix) the environment's own lib folder,
     `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders."""
     explicit = paths is not None
     paths = environment_path() if paths is None else list(paths)
@@ -471,7 +401,6 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
             "package_dir": os.path.dirname(tf_package) if tf_package else None,
             "build_info": read_build_info(build_info_path) if build_info_path else None,
         },
-        "openmp_runtimes": openmp_runtimes(paths, environ, prefix),
     }
 
 

@@ -50,8 +50,10 @@ def conv_channels_first(module: SourceModule) -> Iterator[Hit]:
         input pipeline if the data is stored NCHW).
 
     Fix safety:
-        Unsafe: every layer and the input pipeline must agree on the layout, and weights saved in one
-        layout do not load into the other unchanged.
+        Manual (the edit is shown, `--fix --unsafe-fixes` does not apply it): on the same input tensor a
+        channels_last layer computes something else, so the model's outputs change until every layer
+        and the input pipeline agree on the layout; weights saved in one layout do not load into the
+        other unchanged.
     """
     for call, cls in layer_index(module).constructors:
         if cls not in CONV_LAYERS and cls not in POOLING_LAYERS:
@@ -60,14 +62,14 @@ def conv_channels_first(module: SourceModule) -> Iterator[Hit]:
         if arg is not None and constant(arg.value) == "channels_first":
             yield Hit(arg, f"{cls.rsplit('.', 1)[-1]} with data_format=\"channels_first\" (NCHW)",
                       evidence={"layer": cls}, fix=SourceFix('Use data_format="channels_last"',
-                      (replace_node(module, arg.value, '"channels_last"'),), Applicability.UNSAFE))
+                      (replace_node(module, arg.value, '"channels_last"'),), Applicability.MANUAL))
     for call in module.calls_named(*_SET_FORMAT):
         value = argument(call, "data_format", 0)
         if value is not None and constant(value) == "channels_first":
             yield Hit(call, "image data format set to channels_first for every layer",
                       evidence={"call": module.call_name(call)},
                       fix=SourceFix('Use "channels_last"', (replace_node(module, value, '"channels_last"'),),
-                                    Applicability.UNSAFE))
+                                    Applicability.MANUAL))
 
 
 def _conv_bn_pairs(module: SourceModule) -> Iterator[ast.Call]:

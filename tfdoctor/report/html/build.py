@@ -34,17 +34,18 @@ def _profile(documents: tuple[Mapping[str, Any], ...]) -> Section:
 
 def _tune(path: str) -> Section:
     from tfdoctor.report.html.tune_section import tune_section
-    from tfdoctor.tune.results import ResultsError, load_results
+    from tfdoctor.tune.results import ResultsError, load_results, load_summary
     from tfdoctor.tune.space import Space
 
     try:
         header, records = load_results(path)
+        summary = load_summary(path)
         Space.from_json(header["space"])
     except ResultsError as exc:
         raise ReportInputError(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ReportInputError(f"{path}: the header line is incomplete: not a tfdoctor tune results file") from None
-    return tune_section(header, records, path)
+    return tune_section(header, records, path, summary=summary)
 
 
 def _fleet(paths: tuple[str, ...]) -> Section:

@@ -8,7 +8,16 @@ from tfdoctor.fleet.compare import ABSENT, Comparison
 from tfdoctor.fleet.render import value_text
 from tfdoctor.report.html.page import Section, table, text, value
 
+MAX_CELL = 120  # characters of a value shown in its cell
 MAX_COLUMNS = 40  # a fleet that differs in more facts than this shows the first ones and says so
+
+
+def _cell(fact: str, held: str) -> str:
+    """A value in a cell; a long one (a whole flag or package list) cut short, the rest in its tooltip."""
+    full = value(fact, held)
+    if len(held) <= MAX_CELL:
+        return full
+    return f'<span title="{full}">{value(fact, held[:MAX_CELL])}…</span>'
 
 
 def fleet_section(comparison: Comparison) -> Section:
@@ -27,7 +36,7 @@ def fleet_section(comparison: Comparison) -> Section:
             cells = [f'<span class="node{" odd" if name in odd else ""}" title="{text(name)}">{shown_name}</span>']
             for difference in differences:
                 held = next((v for v, nodes in difference.holders if name in nodes), ABSENT)
-                shown = value(difference.fact, value_text(held))
+                shown = _cell(difference.fact, value_text(held))
                 cells.append(f'<span class="differs">{shown}</span>' if name in difference.odd_nodes else shown)
             rows.append(cells)
         # Many differing facts make a wide table: it scrolls inside its box instead of widening the page.

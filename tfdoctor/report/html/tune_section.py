@@ -16,11 +16,10 @@ from tfdoctor.report.html.plots import figure_div, require
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
 
-SEARCH_PHASES = ("current", "rule", "search")
-
 
 def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -> Any:
-    """An in-memory optuna study holding every successful seed and search trial of the results file."""
+    """An in-memory optuna study holding every successful trial of the results file but the confirmation
+    re-runs (seeds, screening steps and search trials: each a point the search chose)."""
     optuna = require("optuna")
     from tfdoctor.tune.search import _distributions  # the one mapping of a tune space to optuna's
 
@@ -28,7 +27,7 @@ def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -
     distributions = _distributions(space)
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     for record in records:
-        if record.phase not in SEARCH_PHASES or not record.ok or record.value is None:
+        if record.phase == "confirm" or not record.ok or record.value is None:
             continue
         params = {n: record.params[n] for n in distributions if n in record.params}
         if len(params) != len(distributions):
@@ -94,8 +93,32 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
     return table(("settings", "median", "spread", "winner's gain"), rows)
 
 
+def _effects(summary: Mapping[str, Any]) -> str:
+    """What each parameter did when moved alone from the rule-based seed (the tune's own screening)."""
+    effects = summary.get("effects")
+    if not isinstance(effects, Mapping) or not effects:
+        return ""
+    mattered = summary.get("mattered")
+    rows = []
+    for name, effect in sorted(effects.items(), key=lambda kv: -abs(_float(kv[1], "effect"))):
+        if not isinstance(effect, Mapping):
+            continue
+        matters = effect.get("matters")
+        rows.append((text(name), f'<span class="num">{_float(effect, "effect"):.1%}</span>',
+                     text(effect.get("best_value", "")), text("yes" if matters else "no")))
+    named = (f"<p>What mattered: <b>{text(', '.join(map(str, mattered)))}</b>; the env script sets only these.</p>"
+             if isinstance(mattered, list) and mattered else "")
+    return ("<h3>What each parameter did, moved alone from the rules of thumb</h3>" + named
+            + table(("parameter", "largest change one step made", "value kept", "mattered"), rows))
+
+
+def _float(mapping: Any, key: str) -> float:
+    value = mapping.get(key) if isinstance(mapping, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
 def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], source: str,
-                 surface: tuple[str, str] | None = None) -> Section:
+                 surface: tuple[str, str] | None = None, summary: Mapping[str, Any] | None = None) -> Section:
     space = Space.from_json(header["space"])
     maximize = bool(header.get("maximize", True))
     vis = require("optuna.visualization")
@@ -103,6 +126,8 @@ def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], sour
     ok = sum(1 for r in records if r.ok)
     parts = [f"<p>{text(source)}: {text(len(records))} trials recorded, {text(ok)} succeeded; "
              f"{'larger' if maximize else 'smaller'} is better.</p>", _comparison_table(records, maximize)]
+    if summary:
+        parts.append(_effects(summary))
     plots = 0
     if len(study.trials) >= 1:
         parts.append(figure_div(vis.plot_optimization_history(study), "plot-tune-history"))

@@ -1,0 +1,124 @@
+"""The OpenMP runtimes of the environment, and how the TensorFlow build threads its CPU kernels (pure).
+
+Read from the `openmp` facts (the openmp probe) and the knowledge tables `openmp_runtimes` (families,
+what two copies in one process do) and `tensorflow_threading` (which builds start an OpenMP team per
+op). Shared by THR102, THR107 and THR108.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.knowledge import table
+
+
+@dataclass(frozen=True)
+class RuntimeCopy:
+    runtime: str  # "libiomp5", "libomp", "libgomp"
+    path: str
+    owner: str | None  # the distribution that installed it (RECORD, conda-meta); None: none says so
+    owner_version: str | None
+    found_by: str  # "record", "walk", "LD_LIBRARY_PATH", "prefix lib"
+
+    @property
+    def family(self) -> str:
+        return runtime_row(self.runtime).get("family", self.runtime)
+
+    def brought_by(self) -> str:
+        if self.owner:
+            return f"{self.owner} {self.owner_version}" if self.owner_version else self.owner
+        if self.found_by == "LD_LIBRARY_PATH":
+            return "no installed package (a folder on LD_LIBRARY_PATH)"
+        return "no installed package records it"
+
+    def describe(self) -> str:
+        return f"{self.path} ({self.brought_by()})"
+
+
+def runtime_row(runtime: str) -> dict[str, object]:
+    for row in table("openmp_runtimes").rows:
+        if row["runtime"] == runtime:
+            return row
+    return {}
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def openmp_copies(facts: Facts) -> list[RuntimeCopy]:
+    """Every runtime copy found; raises NotChecked when the scan is unknown or not a list of records."""
+    runtimes = facts.get("openmp.runtimes")
+    if not isinstance(runtimes, list) or not all(
+            isinstance(r, dict) and _text(r.get("runtime")) and _text(r.get("path")) for r in runtimes):
+        raise NotChecked(f"openmp.runtimes holds {str(runtimes)[:40]!r}, not a list of runtime records")
+    return [RuntimeCopy(r["runtime"], r["path"], r.get("owner") if _text(r.get("owner")) else None,
+                        r.get("owner_version") if _text(r.get("owner_version")) else None,
+                        r.get("found_by") if _text(r.get("found_by")) else "unknown")
+            for r in runtimes]
+
+
+def scan_incomplete(facts: Facts) -> list[str]:
+    value = facts.peek("openmp.incomplete")
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+# -- how the TensorFlow build threads its kernels -------------------------------------------------
+
+EIGEN, OPENMP = "eigen", "openmp"
+
+
+@dataclass(frozen=True)
+class ThreadingModel:
+    kind: str  # EIGEN or OPENMP
+    why: str  # the build fact that decided it, for the finding's message
+    known: bool = True  # False: no TensorFlow build found, EIGEN assumed
+
+    @property
+    def per_op_teams(self) -> bool:
+        """Each op started by an inter-op thread runs its own team of intra-op (OpenMP) threads."""
+        return self.kind == OPENMP
+
+
+def _tensorflow_distributions(facts: Facts) -> list[tuple[str, str | None]]:
+    """(distribution, version) of the TensorFlow builds the facts name, most specific source first."""
+    found: list[tuple[str, str | None]] = []
+    located = facts.peek("cuda_libs.tensorflow")
+    if isinstance(located, dict) and _text(located.get("dist")):
+        found.append((str(located["dist"]).replace("_", "-").lower(), located.get("version")))
+    if facts.meta.get("root") in (None, "/"):  # under --root the python facts are tfdoctor's own interpreter
+        installed = facts.peek("python.distributions")
+        if isinstance(installed, dict):
+            known = {row["distribution"] for row in table("tensorflow_threading").rows}
+            for name, record in installed.items():
+                if name in known:
+                    found.append((name, record.get("version") if isinstance(record, dict) else None))
+    return found
+
+
+def threading_model(facts: Facts) -> ThreadingModel:
+    """OPENMP when the build starts an OpenMP team per op: an Intel-optimised distribution, or a build that
+    bundles libiomp5 in its own package; EIGEN (the stock builds) otherwise."""
+    models = {row["distribution"]: row["model"] for row in table("tensorflow_threading").rows}
+    try:
+        copies = openmp_copies(facts)
+    except NotChecked:
+        copies = []
+    for copy in copies:
+        owner = (copy.owner or "").lower()
+        if copy.family == "kmp" and (owner in models or "tensorflow" in owner or "/tensorflow/" in copy.path):
+            return ThreadingModel(OPENMP, f"the TensorFlow build bundles {copy.runtime} ({copy.path}): "
+                                          "each op runs its own OpenMP team")
+    for dist, version in _tensorflow_distributions(facts):
+        model = models.get(dist)
+        label = f"{dist} {version}" if version else dist
+        if model == OPENMP:
+            return ThreadingModel(OPENMP, f"{label} is an OpenMP-threaded build: each op runs its own OpenMP team")
+        if model == EIGEN:
+            return ThreadingModel(EIGEN, f"{label} is a stock build: ops share one Eigen intra-op pool")
+    return ThreadingModel(EIGEN, "no OpenMP-threaded TensorFlow build found: ops share one Eigen intra-op pool",
+                          known=False)
+
+
+__all__ = ["RuntimeCopy", "ThreadingModel", "openmp_copies", "runtime_row", "scan_incomplete", "threading_model"]

@@ -116,7 +116,7 @@ def test_tf_config_and_nccl_checks_on_a_fake_root(make_root):
                                     "task": {"type": "worker", "index": 0}}),
            "NCCL_SOCKET_IFNAME": "ib", "NCCL_IB_DISABLE": "1"}
     report = check_root(gpu_container(make_root), env=env, select=["DIST"])
-    assert report.codes() == ["DIST102", "DIST103"]
+    assert report.codes() == ["DIST102", "DIST103", "DIST109"]  # DIST109: the start-up note (info)
     env["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["gpu01:2222", "gpu07:2222"]},
                                    "task": {"type": "worker", "index": 0}})
     assert "DIST005" in check_root(gpu_container(make_root), env=env, select=["DIST"]).codes()
@@ -138,7 +138,7 @@ def test_recorded_multi_gpu_container_replays():
     assert failed == ["DIST001", "DIST101", "DIST105", "DIST106", "GPU103", "LAY102", "XLA101"]
     # Checks whose findings are all info say so in their status (report schema 2).
     informed = sorted(r["code"] for r in report["results"] if r["status"] == "info")
-    assert informed == ["DIST104", "DIST107", "GPU101", "GPU105"]
+    assert informed == ["DIST104", "DIST107", "GPU101", "GPU105", "XLA104"]
     by_code = {r["code"]: r for r in report["results"]}
     # The task index is malformed ("0") but the cluster is not: 2 hosts × 8 GPUs over 100 Gb/s EDR.
     evidence = by_code["DIST107"]["findings"][0]["evidence"]
@@ -154,7 +154,7 @@ def test_framework_checks_are_documented_and_registered():
     registry = load_registry()
     assert registry.errors == []
     ours = [c for c in registry.checks if c.code.startswith(("LAY", "MP", "XLA1", "GPU1", "DIST"))]
-    assert len(ours) == 36
+    assert len(ours) == 37
     for spec in ours:
         for section in DOC_SECTIONS:
             assert f"{section}:" in spec.doc or f"{section}\n" in spec.doc, (spec.code, section)

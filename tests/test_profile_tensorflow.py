@@ -76,6 +76,15 @@ def test_py_function_pipeline_is_input_bound_through_the_cli(fake_home, tmp_path
     assert tree(fake_home) == before
 
 
+def skip_if_busy(verdict: str, foreign_cpu: float | None) -> None:
+    """An undecided verdict while other processes held the CPUs is the right answer, not a failed claim:
+    the claim is tested where the machine lets it be measured (CI runs alone)."""
+    from tfdoctor.profile.compare import BUSY_MACHINE
+
+    if verdict == "undecided" and foreign_cpu is not None and foreign_cpu > BUSY_MACHINE:
+        pytest.skip(f"undecided while other processes used {foreign_cpu:.0%} of the CPUs")
+
+
 def test_onednn_off_is_reported_slower_through_the_cli(fake_home, tmp_path):
     baseline, candidate = tmp_path / "a.sh", tmp_path / "b.sh"
     baseline.write_text(": nothing changes\n")
@@ -85,6 +94,7 @@ def test_onednn_off_is_reported_slower_through_the_cli(fake_home, tmp_path):
          "--format", "json"], env=environment(fake_home), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    skip_if_busy(result["verdict"], result["foreign_cpu"])
     assert result["verdict"] == SLOWER, result
     assert result["seconds"] <= 60
 
@@ -94,6 +104,7 @@ def test_one_intra_op_thread_is_slower_than_two(fake_home):
     # one intra-op thread (measured 1.1-1.2x there), so the matmul loop is where intra-op threads show.
     result = compare(Arm("intra=2", environment(fake_home, TF_NUM_INTRAOP_THREADS="2")),
                      Arm("intra=1", environment(fake_home, TF_NUM_INTRAOP_THREADS="1")), "matmul", device="cpu")
+    skip_if_busy(result.verdict, result.foreign_cpu)
     assert result.verdict == SLOWER, result.describe()
     assert result.seconds <= 60
 

@@ -208,7 +208,8 @@ def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
 
 @cli.command()
 @click.option("-o", "--output", metavar="FILE",
-              help="Write the facts here instead of standard output; %h host name, %N node name, %j job id.")
+              help="Write the facts here instead of standard output (- is standard output); %h host name, %N node "
+                   "name, %j job id.")
 @click.option("--by-host", metavar="DIR", help="Write the facts to DIR/<node name>.json (DIR is created).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /.")
@@ -252,7 +253,8 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 
 @cli.command()
 @gather_options
-@click.option("--write", "write_path", metavar="FILE", help="Write the environment fixes as a script.")
+@click.option("--write", "write_path", metavar="FILE",
+              help="Write the environment fixes as a script (- for standard output).")
 @click.option("--print", "print_script", is_flag=True,
               help='Print the script, for eval "$(tfdoctor fix --print)".')
 @click.option("--write-python", metavar="FILE", help="Write in-process fixes as a Python file.")

@@ -19,6 +19,7 @@ from typing import Any
 from tfdoctor import __version__
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.machine import Machine
+from tfdoctor.facts.redact import excerpt
 from tfdoctor.model import CheckResult, Finding, Severity, Status
 from tfdoctor.registry import CheckSpec, ProbeSpec
 
@@ -52,9 +53,9 @@ def gather_facts(
     def run(spec: ProbeSpec) -> None:
         start = time.perf_counter()
         try:
-            value: Any = spec.func(machine)
+            value: Any = _short_reasons(spec.func(machine))
         except Exception as exc:  # a probe bug must cost one section, not the run
-            value = Unknown(f"probe {spec.section} failed: {type(exc).__name__}: {exc}")
+            value = Unknown(f"probe {spec.section} failed: {type(exc).__name__}: {excerpt(str(exc), REASON_CHARS)}")
         with lock:
             results[spec.section] = value
             timings[spec.section] = round(time.perf_counter() - start, 4)
@@ -89,6 +90,22 @@ def gather_facts(
         "probe_seconds": dict(sorted(timings.items())),
     }
     return Facts(dict(sorted(sections.items())), meta)
+
+
+REASON_CHARS = 300
+
+
+def _short_reasons(value: Any) -> Any:
+    """Every Unknown's reason as a short, single-line, redacted excerpt: a reason may quote what a probe
+    read (a malformed file's content, an interpreter's stderr), and a report must not carry more of it."""
+    if isinstance(value, Unknown):
+        reason = excerpt(value.reason, REASON_CHARS)
+        return value if reason == value.reason else Unknown(reason)
+    if isinstance(value, dict):
+        return {k: _short_reasons(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short_reasons(v) for v in value]
+    return value
 
 
 def _hostname() -> str:
@@ -138,10 +155,12 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
     try:
         raw = list(spec.func(facts) or ())
     except NotChecked as exc:
-        return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED, reason=exc.reason)
+        return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
+                           reason=excerpt(exc.reason, REASON_CHARS))
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        reason = f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
+        reason = (f"{type(exc).__name__}: {excerpt(str(exc), REASON_CHARS)} "
+                  f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
         return CheckResult(spec.code, spec.name, spec.severity, Status.CRASHED, reason=reason)
     findings = tuple(
         Finding(
@@ -159,9 +178,31 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
 
 
 def run_checks(
-    checks: Iterable[CheckSpec], facts: Facts, plugin_errors: Iterable[str] = ()
+    checks: Iterable[CheckSpec], facts: Facts, plugin_errors: Iterable[str] = (), deadline: float | None = None
 ) -> Report:
-    return Report([run_check(spec, facts) for spec in checks], facts, list(plugin_errors))
+    """Every check, in order. With a `deadline` (time.monotonic()) the checks run in a worker thread, and
+    any check not finished by then is reported not checked, like a probe that ran out of time: a check
+    stuck on a pathological fact must not hold the pre-job hook."""
+    checks = list(checks)
+    if deadline is None:
+        return Report([run_check(spec, facts) for spec in checks], facts, list(plugin_errors))
+    done: list[CheckResult] = []
+
+    def work() -> None:
+        for spec in checks:
+            result = run_check(spec, facts)
+            done.append(result)  # list.append is atomic: the waiting thread reads a consistent prefix
+
+    worker = threading.Thread(target=work, name="checks", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    results = list(done)
+    if worker.is_alive():
+        _abandoned.append(worker)  # it may hold the interpreter at exit: the CLI leaves with os._exit
+        results += [CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
+                                reason="did not finish within the --timeout budget")
+                    for spec in checks[len(results):]]
+    return Report(results, facts, list(plugin_errors))
 
 
 def should_fail(report: Report, fail_on: str) -> bool:

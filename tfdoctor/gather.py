@@ -70,7 +70,8 @@ def build_report(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(str(exc)) from None
     else:
         facts = gather_facts(registry.probes, machine(opts, config), deadline=deadline(opts, config))
-    return run_checks(checks, facts, registry.errors)
+    # The checks get the --timeout budget again, of their own: probes that used theirs must not leave none.
+    return run_checks(checks, facts, registry.errors, deadline=deadline(opts, config))
 
 
 def timeout_seconds(opts: GatherOptions, config: Any) -> float:

@@ -192,6 +192,7 @@ def _entry_points(group: str) -> list[tuple[str, str]]:
 _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
     CHECK_GROUP: [
         ("threads", "tfdoctor.checks.threads"),
+        ("cpu_lists", "tfdoctor.checks.cpu_lists"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
         ("cuda", "tfdoctor.checks.cuda"),

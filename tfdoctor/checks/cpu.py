@@ -1,4 +1,5 @@
-"""CPU — the processor against the TensorFlow build: instruction sets, oneDNN, frequency governors.
+"""CPU — the processor against the TensorFlow build: instruction sets, oneDNN, frequency governors; CPU1xx:
+settings whose cost only a run can tell (oneDNN on one thread).
 
 Sources: TensorFlow's install guide ("Starting with TensorFlow 1.6, binaries use AVX instructions
 which may not run on older CPUs", repeated by the maintainers in tensorflow/tensorflow#17411, #29788,
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Mapping
 
 from tfdoctor.derive.tensorflow_distribution import TensorflowDistribution, installed_tensorflow
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, unset_env
+from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
 # The first release whose x86-64 wheels are compiled with AVX.
@@ -170,4 +171,82 @@ def cpu_governor_not_performance(facts: Facts) -> Iterator[Finding]:
         evidence={"cpu.governors": dict(governors)},
         fixes=(AdminFix("Set the performance frequency governor (root)",
                         ("sudo cpupower frequency-set -g performance",)),),
+    )
+
+
+def _onednn_on(facts: Facts) -> tuple[TensorflowDistribution, str] | None:
+    """(the TensorFlow, why oneDNN is on) when its oneDNN kernels are on, else None."""
+    raw = facts.env("TF_ENABLE_ONEDNN_OPTS")
+    setting = raw.strip().lower() if raw is not None else None
+    if setting in ("0", "false"):
+        return None
+    dist = installed_tensorflow(facts)
+    if dist is None or not _is_x86(facts, dist):
+        return None
+    if setting in ("1", "true"):
+        return dist, f"TF_ENABLE_ONEDNN_OPTS={raw}"
+    since = ONEDNN_DEFAULT_SINCE.get(str(facts.peek("python.platform") or "linux"))
+    if since is None or dist.release[:2] < since:
+        return None
+    return dist, f"the default of {dist.name} {dist.version}"
+
+
+def _one_intra_op_thread(facts: Facts) -> tuple[str, object] | None:
+    """(fact, value) when TensorFlow runs ops on one intra-op thread: set so, or one CPU to run on (TensorFlow
+    sizes its pool from the affinity mask)."""
+    raw = facts.env("TF_NUM_INTRAOP_THREADS")
+    if raw is not None and raw.strip() == "1":
+        return "env.TF_NUM_INTRAOP_THREADS", raw
+    if raw is None or not raw.strip() or raw.strip() == "0":  # 0 or unset: TensorFlow picks
+        allowed = facts.peek("cpu.allowed_cpus")
+        if isinstance(allowed, list) and len(allowed) == 1:
+            return "cpu.allowed_cpus", allowed
+    return None
+
+
+@check("CPU101", "onednn-with-one-thread", Severity.INFO)
+def onednn_with_one_thread(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds oneDNN's CPU kernels on (the default of x86 TensorFlow since 2.9 on Linux, or
+    TF_ENABLE_ONEDNN_OPTS=1) while TensorFlow runs ops on one intra-op thread
+    (TF_NUM_INTRAOP_THREADS=1, or a process allowed on a single CPU).
+
+    Why is this bad?
+    It may not be. oneDNN pays per op for primitive creation and layout reorders, which its threads
+    normally hide; on one thread, and with small ops (small batches, narrow layers), that overhead can
+    cost more than the work and the generic Eigen kernels win. With large convolutions oneDNN still
+    wins clearly. Only a run of the job can tell which case it is.
+
+    Example:
+    A hyper-parameter sweep on a laptop running eight single-threaded trials
+    (TF_NUM_INTRAOP_THREADS=1 OMP_NUM_THREADS=1) of a small MLP.
+
+    Fix:
+    Measure: `tfdoctor profile --compare current.sh onednn-off.sh` (the second with
+    TF_ENABLE_ONEDNN_OPTS=0), or `tfdoctor fix --validate --unsafe-fixes`, which keeps the fix only if
+    it does not measurably slow the workload. If oneDNN is measured slower, set TF_ENABLE_ONEDNN_OPTS=0
+    (and ignore CPU002 for this job).
+
+    Fix safety:
+    Unsafe: oneDNN and Eigen order floating-point operations differently (results differ in the last
+    bits), and turning oneDNN off slows most workloads.
+    """
+    threads = _one_intra_op_thread(facts)
+    if threads is None:
+        return
+    onednn = _onednn_on(facts)
+    if onednn is None:
+        return
+    dist, why = onednn
+    fact, value = threads
+    where = "TF_NUM_INTRAOP_THREADS=1" if fact.startswith("env.") else "the process may run on one CPU only"
+    yield Finding(
+        f"oneDNN's CPU kernels are on ({why}) with one intra-op thread ({where}): with small ops its per-op "
+        "set-up can cost more than the work, with large ones it still wins. To tell: `tfdoctor profile "
+        "--compare` with and without TF_ENABLE_ONEDNN_OPTS=0, or `tfdoctor fix --validate --unsafe-fixes`. If "
+        "oneDNN is measured slower: set TF_ENABLE_ONEDNN_OPTS=0",
+        evidence={fact: value, "env.TF_ENABLE_ONEDNN_OPTS": facts.env("TF_ENABLE_ONEDNN_OPTS") or "unset",
+                  f"python.watched.{dist.name}.version": dist.version},
+        fixes=(EnvFix("If oneDNN is measured slower: turn it off", (set_env("TF_ENABLE_ONEDNN_OPTS", "0"),),
+                      Applicability.UNSAFE),),
     )

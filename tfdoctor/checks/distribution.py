@@ -544,3 +544,57 @@ def expected_allreduce_time(facts: Facts) -> Iterator[Finding]:
         evidence=evidence,
     )
 
+
+
+# The jobs whose tasks a multi-worker strategy waits for at start-up (an evaluator runs on its own).
+JOINING_JOBS = ("chief", "master", "worker", "ps")
+
+
+@check("DIST109", "multi-worker-start-waits-for-every-task", Severity.INFO)
+def multi_worker_start_waits_for_every_task(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds a valid TF_CONFIG whose cluster lists two or more tasks that must join (chief, worker, ps).
+
+    Why is this bad?
+    It is not, when every task starts together. But MultiWorkerMirroredStrategy (and
+    ParameterServerStrategy) wait at start-up until every task listed in the cluster has connected,
+    with no time limit by default: a task that starts late (queued separately, a slow node, a pod
+    still pulling its image) holds all the others, and one that never starts makes them wait for ever,
+    printing "CreateSession still waiting for response from worker" or nothing at all. tfdoctor sees
+    one task; only the run can tell whether the others come.
+
+    Example:
+    TF_CONFIG lists worker[0..3] on four nodes submitted as four separate batch jobs.
+
+    Fix:
+    To tell: the time from start to the first step on each task, and `tfdoctor explain --log` on a
+    waiting task's log. If it hurts: start every task in one allocation (one srun step, one Kubernetes
+    Job or TFJob with every replica), list only tasks that really run, and give collectives a timeout
+    (tf.distribute.experimental.CommunicationOptions(timeout_seconds=...)) so a lost task fails the job
+    instead of hanging it.
+
+    Fix safety:
+    Display only: the launch is outside tfdoctor's reach.
+    """
+    parsed = _tf_config(facts)
+    if parsed is None or parsed[1] is None or any(p.kind in ("malformed", "task") for p in parsed[2]):
+        return  # DIST001/DIST002 report an unusable TF_CONFIG
+    config = parsed[1]
+    tasks = {job: len(config.cluster.get(job, [])) for job in JOINING_JOBS if config.cluster.get(job)}
+    total = sum(tasks.values())
+    if total < 2:
+        return
+    listed = ", ".join(f"{count} {job}" for job, count in tasks.items())
+    yield Finding(
+        f"TF_CONFIG lists {total} tasks that must join ({listed}): the strategy waits at start-up until every one "
+        "has connected, with no time limit, so one late or missing task holds them all. To tell: the time to "
+        "the first step, and `tfdoctor explain --log` on a waiting task's log. If it hurts: start every task in "
+        "one allocation and give collectives a timeout",
+        evidence={"TF_CONFIG.cluster": {job: list(config.cluster[job]) for job in tasks},
+                  "TF_CONFIG.task": f"{config.task_type}[{config.task_index}]"},
+        fixes=(AdminFix("Start every task of the cluster together", (
+            "launch all tasks in one allocation (one srun step, one Kubernetes Job/TFJob with every replica)",
+            "list in TF_CONFIG only the tasks that really run",
+            "set a timeout: tf.distribute.experimental.CommunicationOptions(timeout_seconds=600)",
+        )),),
+    )

@@ -91,9 +91,9 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     need_row = driver_need(build.cuda_version, system)
     driver, driver_source = driver_version(facts)
     driver_cuda = facts.peek("nvml.cuda_driver_version")
-    need = version_tuple(build.cuda_version)[:2]
+    need = (*version_tuple(build.cuda_version), 0, 0)[:2]  # a one-component version ("12") is major.0
     if isinstance(driver_cuda, str) and version_tuple(driver_cuda):
-        have = version_tuple(driver_cuda)[:2]
+        have = (*version_tuple(driver_cuda), 0)[:2]
         if have >= need:
             return
         same_major, observed = have[0] == need[0], f"supports CUDA {driver_cuda}"

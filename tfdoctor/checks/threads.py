@@ -22,6 +22,7 @@ from tfdoctor.derive.openmp_runtimes import (
 )
 from tfdoctor.derive.process_layout import node_cpus, process_layout, processes_share_cpus
 from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts.parse import parse_affinity_list, parse_omp_places
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -336,45 +337,20 @@ def _kmp_affinity(value: str) -> tuple[str | None, list[int] | None]:
 
 
 def _cpus_of_list(text: str) -> list[int] | None:
-    """GOMP_CPU_AFFINITY / proclist syntax: "0 3 1-2 4-15:2" or "0,3,{4,5}"; None if unparsable."""
-    cpus: set[int] = set()
-    for token in re.split(r"[\s,{}]+", text.strip()):
-        if not token:
-            continue
-        found = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", token)
-        if not found:
-            return None
-        start = int(found.group(1))
-        end = int(found.group(2) or start)
-        step = int(found.group(3) or 1)
-        if end < start or step < 1:
-            return None
-        cpus.update(range(start, end + 1, step))
-    return sorted(cpus)
+    """GOMP_CPU_AFFINITY / proclist syntax: "0 3 1-2 4-15:2" or "0,3,{4,5}"; None if unparsable or naming
+    CPUs beyond any machine (bounded parser; THR120 reports those)."""
+    try:
+        return parse_affinity_list(text)
+    except ValueError:
+        return None
 
 
 def _omp_places(value: str) -> tuple[str | None, int | None, list[int] | None]:
-    """OMP_PLACES -> (abstract name, count, cpus of an explicit list). "{0}:4" expands to 4 places."""
-    text = value.strip().lower()
-    abstract = re.fullmatch(r"(threads|cores|sockets|ll_caches|numa_domains)\s*(?:\((\d+)\))?", text)
-    if abstract:
-        return abstract.group(1), int(abstract.group(2)) if abstract.group(2) else None, None
-    cpus: set[int] = set()
-    count = 0
-    for place in re.finditer(r"\{([^}]*)\}(?::(\d+)(?::(-?\d+))?)?", text):
-        inner = [int(x) for x in re.findall(r"\d+", place.group(1))]
-        if ":" in place.group(1):  # {start:len[:stride]}
-            parts = [int(x) for x in place.group(1).split(":")]
-            start, length, stride = [*parts, 1, 1][:3]
-            inner = [start + i * stride for i in range(length)]
-        repeat = int(place.group(2) or 1)
-        stride = int(place.group(3) or 1)  # the OpenMP default stride is 1
-        for i in range(repeat):
-            cpus.update(c + i * stride for c in inner)
-        count += repeat
-    if not count:
+    """OMP_PLACES -> (abstract name, count, cpus of an explicit list); bounded like _cpus_of_list."""
+    try:
+        return parse_omp_places(value)
+    except ValueError:
         return None, None, None
-    return None, count, sorted(cpus)
 
 
 def _thread_count(facts: Facts, budget: CpuBudget | None) -> int | None:

@@ -175,20 +175,25 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
 @check("XLA104", "auto-jit-with-dynamic-shapes", Severity.INFO)
 def auto_jit_with_dynamic_shapes(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds auto-clustering on for the whole process (--tf_xla_auto_jit=1, 2 or fusible) while the
-    micro-profile saw signs of dynamic shapes: XLA clusters compiled again after the first steps
-    (`profile.xla_recompilations`, with `profile.xla_compile_seconds` when measured).
+    Finds auto-clustering on for the whole process (--tf_xla_auto_jit=1, 2 or fusible, on a GPU
+    TensorFlow can use, or on the CPU with --tf_xla_cpu_global_jit). When the micro-profile measured
+    XLA clusters compiled again after the first steps (`profile.xla_recompilations`, with
+    `profile.xla_compile_seconds`), it says so; when nothing was measured, it says what the setting
+    risks and how to find out. A profile that saw no recompilation silences it.
 
     Why is this bad?
     XLA compiles one executable per input shape. Variable batch sizes, sequence lengths or a ragged
-    last batch recompile the clusters again and again; each compile costs seconds.
+    last batch recompile the clusters again and again; each compile costs seconds. With fixed shapes
+    auto-clustering often helps: only a run can tell which case a job is.
 
     Example:
     TF_XLA_FLAGS=--tf_xla_auto_jit=2 with a text model fed unpadded sequences.
 
     Fix:
-    Pad or bucket to a few fixed shapes (drop_remainder=True for the last batch), or compile only
-    chosen functions with jit_compile=True instead of auto-clustering everything.
+    Measure first: `tfdoctor profile` reports XLA clusters and recompilations, `tfdoctor fix --validate`
+    keeps the setting only if it does not measurably slow the workload. If shapes vary: pad or bucket to
+    a few fixed shapes (drop_remainder=True for the last batch), or compile only chosen functions with
+    jit_compile=True instead of auto-clustering everything.
 
     Fix safety:
     Unsafe: turning auto-clustering off changes which kernels run.
@@ -197,16 +202,34 @@ def auto_jit_with_dynamic_shapes(facts: Facts) -> Iterator[Finding]:
     flags = effective_tf_xla_flags(raw)
     if not auto_jit_globally_on(flags):
         return
+    cpu_global = "tf_xla_cpu_global_jit" in flags and parse_bool(flags["tf_xla_cpu_global_jit"])
+    if not cpu_global and not tensorflow_gpus(facts):
+        return  # nothing is clustered at all: XLA105 says so
+    level = flags["tf_xla_auto_jit"]
+    rest = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_auto_jit"]
+    changes = (set_env("TF_XLA_FLAGS", " ".join(rest)),) if rest else (unset_env("TF_XLA_FLAGS"),)
     recompilations = facts.peek("profile.xla_recompilations")
-    if not isinstance(recompilations, int) or isinstance(recompilations, bool) or recompilations <= 0:
+    measured = isinstance(recompilations, int) and not isinstance(recompilations, bool)
+    if not measured:
+        # Only a run can tell whether the shapes vary: say what the setting risks and how to find out.
+        yield Finding(
+            f"auto-clustering is on for the whole process (--tf_xla_auto_jit={level}): if the input shapes vary "
+            "(batch size, sequence length, a smaller last batch), every new shape compiles the clusters again, "
+            "seconds each. To tell: `tfdoctor profile` reports XLA recompilations, `tfdoctor fix --validate` "
+            "measures the job without it. If it hurts: pad or bucket the shapes, or use jit_compile=True on "
+            "chosen functions",
+            evidence={"env.TF_XLA_FLAGS": raw, "profile.xla_recompilations": "not measured"},
+            fixes=(EnvFix("If recompilations are measured: turn global auto-clustering off", changes,
+                          Applicability.UNSAFE),),
+        )
+        return
+    if recompilations <= 0:
         return
     seconds = facts.peek("profile.xla_compile_seconds")
     cost = (f", costing {seconds:.1f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
             else "")
-    rest = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_auto_jit"]
-    changes = (set_env("TF_XLA_FLAGS", " ".join(rest)),) if rest else (unset_env("TF_XLA_FLAGS"),)
     yield Finding(
-        f"auto-clustering is on for the whole process (--tf_xla_auto_jit={flags['tf_xla_auto_jit']}) and the "
+        f"auto-clustering is on for the whole process (--tf_xla_auto_jit={level}) and the "
         f"micro-profile saw {recompilations} recompilation(s){cost}: the input shapes vary",
         evidence={"env.TF_XLA_FLAGS": raw, "profile.xla_recompilations": recompilations,
                   **({"profile.xla_compile_seconds": seconds} if cost else {})},

@@ -3,10 +3,16 @@
 Every file a probe reads goes through `Machine.path`, which maps an absolute path under `root`; tests
 build a fake machine as a directory tree and pass it as `--root`. The environment is passed in, not
 read from `os.environ` by the probes, for the same reason.
+
+Under a root, `path` resolves every symbolic link itself, re-rooting absolute targets and stopping `..`
+at the root, so no link inside the tree leads out of it (a fake tree's `/etc/x -> /etc/shadow` reads the
+tree's /etc/shadow, never the host's). Reads are bounded (tfdoctor.facts.bounded): FIFOs and devices are
+not read, and a file larger than its limit is unknown, not loaded.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +22,9 @@ from typing import TypeVar
 from tfdoctor.facts import Unknown
 
 T = TypeVar("T")
+
+PROBE_FILE_LIMIT = 4 * 1024 * 1024  # /proc/cpuinfo of 512 CPUs is ~1 MB; nothing a probe reads needs more
+_MAX_LINKS = 40
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,7 @@ class Machine:
             raise ValueError(f"probe paths are absolute, got {text!r}")
         if self.is_live:
             return Path(text)
-        return self.root / text.lstrip("/")
+        return self.root / confined(os.fspath(self.root), text).lstrip("/")
 
     def unroot(self, path: str | os.PathLike[str]) -> str:
         """The machine path of a file found under root (fake trees report paths as the machine sees them)."""
@@ -50,11 +59,18 @@ class Machine:
             return text[len(root):]
         return text
 
-    def read_text(self, absolute: str) -> str | Unknown:
-        """A whole text file, or Unknown saying why not (missing, unreadable, not text)."""
-        target = self.path(absolute)
+    def read_text(self, absolute: str, limit: int = PROBE_FILE_LIMIT) -> str | Unknown:
+        """A whole text file, or Unknown saying why not (missing, unreadable, a FIFO or device, larger
+        than `limit`)."""
+        from tfdoctor.facts.bounded import SpecialFileError, read_probe_file
+
         try:
-            return target.read_text(encoding="utf-8", errors="surrogateescape")
+            read = read_probe_file(self.path(absolute), limit)
+            if read.truncated:
+                return Unknown(f"{absolute} is larger than {limit // 1024} KB: not read")
+            return read.data.decode("utf-8", errors="surrogateescape")
+        except SpecialFileError as exc:
+            return Unknown(f"{absolute} {exc.args[0]}: not read")
         except FileNotFoundError:
             return Unknown(f"{absolute} does not exist")
         except PermissionError:
@@ -88,3 +104,35 @@ class Machine:
             return Unknown(f"{absolute} does not exist")
         except OSError as exc:
             return Unknown(f"{absolute} could not be listed: {exc.strerror or exc}")
+
+
+def confined(root: str, path: str) -> str:
+    """`path` (absolute, as the machine sees it) with every link under `root` resolved inside `root`:
+    an absolute target is re-rooted, `..` stops at the root, a loop (more than 40 links) is OSError(ELOOP).
+    Returns the machine path; the caller joins it under root."""
+    root = root.rstrip("/")
+    parts = [p for p in path.split("/") if p and p != "."]
+    resolved: list[str] = []
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        host = root + "/" + "/".join([*resolved, part])
+        if os.path.islink(host):
+            hops += 1
+            if hops > _MAX_LINKS:  # never hand the OS a link to follow: it could lead out of the root
+                raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+            try:
+                target = os.readlink(host)
+            except OSError:
+                resolved.append(part)
+                continue
+            if target.startswith("/"):
+                resolved = []
+            parts = [p for p in target.split("/") if p and p != "."] + parts
+            continue
+        resolved.append(part)
+    return "/" + "/".join(resolved)

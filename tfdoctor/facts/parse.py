@@ -6,9 +6,38 @@ calls it turns that into an Unknown.
 
 from __future__ import annotations
 
+import re
 
-def parse_cpulist(text: str) -> list[int]:
-    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]. Empty text: no CPUs."""
+# The most CPUs any Linux build can address (CONFIG_NR_CPUS tops out at 8192; twice that for margin). A CPU
+# list naming a CPU beyond it, or beyond the machine's own count, is refused before anything is built.
+CPU_ID_LIMIT = 16384
+
+
+class CpusBeyondMachine(ValueError):
+    """A CPU list naming a CPU the machine does not have (at or above `limit`): a finding, not work."""
+
+    def __init__(self, highest: int, limit: int) -> None:
+        super().__init__(f"names CPU {highest}, beyond the {limit} CPU(s) this machine has")
+        self.highest = highest
+        self.limit = limit
+
+
+def _bounded_range(start: int, end: int, stride: int, limit: int) -> range:
+    """range(start, end + 1, stride), refused (CpusBeyondMachine) before it is built when it leaves [0, limit)."""
+    if start < 0:
+        raise ValueError(f"negative CPU number {start}")
+    if end >= limit:
+        highest = start + (end - start) // stride * stride
+        if highest >= limit:
+            raise CpusBeyondMachine(highest, limit)
+    return range(start, end + 1, stride)
+
+
+def parse_cpulist(text: str, limit: int = CPU_ID_LIMIT) -> list[int]:
+    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]. Empty text: no CPUs.
+
+    Bounded: a CPU number at or above `limit` (default CPU_ID_LIMIT) raises CpusBeyondMachine (a
+    ValueError) before any list is built, so "0-4000000000" costs nothing."""
     cpus: set[int] = set()
     text = text.strip()
     if not text:
@@ -25,11 +54,80 @@ def parse_cpulist(text: str) -> list[int]:
                 stride = int(step)
             start, end = int(low), int(high)
             if end < start or stride < 1:
-                raise ValueError(f"bad cpulist range {part!r}")
-            cpus.update(range(start, end + 1, stride))
+                raise ValueError(f"bad cpulist range {part[:40]!r}")
+            cpus.update(_bounded_range(start, end, stride, limit))
         else:
-            cpus.add(int(part))
+            cpus.update(_bounded_range(int(part), int(part), 1, limit))
     return sorted(cpus)
+
+
+def parse_affinity_list(text: str, limit: int = CPU_ID_LIMIT) -> list[int] | None:
+    """GOMP_CPU_AFFINITY / KMP proclist syntax: "0 3 1-2 4-15:2" or "0,3,{4,5}"; None if unparsable.
+
+    Bounded like parse_cpulist: CpusBeyondMachine for a CPU at or above `limit`."""
+    cpus: set[int] = set()
+    for token in re.split(r"[\s,{}]+", text.strip()):
+        if not token:
+            continue
+        found = re.fullmatch(r"(\d{1,30})(?:-(\d{1,30})(?::(\d{1,30}))?)?", token)
+        if not found:
+            return None
+        start = int(found.group(1))
+        end = int(found.group(2) or start)
+        step = int(found.group(3) or 1)
+        if end < start or step < 1:
+            return None
+        cpus.update(_bounded_range(start, end, step, limit))
+    return sorted(cpus)
+
+
+def parse_omp_places(value: str, limit: int = CPU_ID_LIMIT) -> tuple[str | None, int | None, list[int] | None]:
+    """OMP_PLACES -> (abstract name, count, cpus of an explicit list). "{0}:4" expands to 4 places.
+
+    Bounded: interval and repeat notations ("{0:4000000000}", "{0}:4000000000:1") are checked against
+    `limit` arithmetically before a CPU is listed (CpusBeyondMachine); a repeat with stride 0 names its
+    CPUs once, whatever the count. None, None, None when the value is not understood."""
+    text = value.strip().lower()
+    abstract = re.fullmatch(r"(threads|cores|sockets|ll_caches|numa_domains)\s*(?:\((\d{1,30})\))?", text)
+    if abstract:
+        return abstract.group(1), int(abstract.group(2)) if abstract.group(2) else None, None
+    cpus: set[int] = set()
+    count = 0
+    for place in re.finditer(r"\{([^}]*)\}(?::(\d{1,30})(?::(-?\d{1,30}))?)?", text):
+        if ":" in place.group(1):  # {start:len[:stride]}
+            try:
+                parts = [int(x) for x in place.group(1).split(":")]
+            except ValueError:
+                return None, None, None
+            start, length, stride = [*parts, 1, 1][:3]
+            inner = _progression(start, length, stride, limit)
+        else:
+            inner = [int(x) for x in re.findall(r"\d{1,30}", place.group(1))]
+            for cpu in inner:
+                _bounded_range(cpu, cpu, 1, limit)
+        repeat = int(place.group(2) or 1)
+        stride = int(place.group(3) or 1)  # the OpenMP default stride is 1
+        for cpu in inner:
+            cpus.update(_progression(cpu, repeat, stride, limit))
+        count += repeat
+    if not count:
+        return None, None, None
+    return None, count, sorted(cpus)
+
+
+def _progression(start: int, length: int, stride: int, limit: int) -> list[int]:
+    """start, start + stride, … (length terms) within [0, limit), or CpusBeyondMachine / ValueError."""
+    if length < 1:
+        return []
+    if stride == 0:
+        return list(_bounded_range(start, start, 1, limit))
+    last = start + (length - 1) * stride
+    low, high = min(start, last), max(start, last)
+    if low < 0:
+        raise ValueError(f"negative CPU number {low}")
+    if high >= limit:
+        raise CpusBeyondMachine(high, limit)
+    return list(range(start, last + (1 if stride > 0 else -1), stride))
 
 
 def format_cpulist(cpus: list[int] | set[int]) -> str:

@@ -90,6 +90,13 @@ def _parse_old(data: bytes) -> tuple[list[CacheEntry], int]:
 
 def parse_ld_so_cache(data: bytes) -> tuple[str, list[CacheEntry]]:
     """("new" | "old" | "compat", entries in the loader's order). ValueError on anything else."""
+    try:
+        return _parse_any(data)
+    except struct.error as exc:  # a header or entry cut short: a truncated or hostile file
+        raise ValueError(f"truncated ld.so.cache: {exc}") from None
+
+
+def _parse_any(data: bytes) -> tuple[str, list[CacheEntry]]:
     if data.startswith(NEW_MAGIC):
         return "new", _parse_new(data, 0)
     if data.startswith(OLD_MAGIC):

@@ -14,6 +14,7 @@ import posixpath
 from tfdoctor.facts.machine import Machine
 
 _MAX_LINKS = 40
+READ_LIMIT = 16 * 1024 * 1024  # ld.so.cache of a large image is ~1 MB
 
 
 class RootedFs:
@@ -79,24 +80,28 @@ class RootedFs:
         return self.is_link(path) and not self.exists(path)
 
     def listdir(self, path: str) -> list[str]:
+        if self.realpath(path) is None:  # a loop: the unresolved path could lead out of the root
+            return []
         try:
             return sorted(os.listdir(self.host_path(path)))
         except OSError:
             return []
 
-    def read_text(self, path: str) -> str | None:
-        try:
-            with open(self.host_path(path), encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
-            return None
+    def read_text(self, path: str, limit: int = READ_LIMIT) -> str | None:
+        data = self.read_bytes(path, limit)
+        return None if data is None else data.decode("utf-8", errors="replace")
 
-    def read_bytes(self, path: str) -> bytes | None:
+    def read_bytes(self, path: str, limit: int = READ_LIMIT) -> bytes | None:
+        """The file's bytes; None when missing, a loop, a FIFO or device, or larger than `limit`."""
+        from tfdoctor.facts.bounded import read_probe_file
+
+        if self.realpath(path) is None:
+            return None
         try:
-            with open(self.host_path(path), "rb") as handle:
-                return handle.read()
+            read = read_probe_file(self.host_path(path), limit)
         except OSError:
             return None
+        return None if read.truncated else read.data
 
     def is_executable(self, path: str) -> bool:
         return self.is_file(path) and os.access(self.host_path(path), os.X_OK)

@@ -1,10 +1,16 @@
-"""Writing files the user asked for: atomically, and never over an existing file without --force."""
+"""Writing files the user asked for: atomically, and never over an existing file without --force.
+
+The name `-` means standard output, everywhere a file is written (`collect -o -`, `fix --write -`,
+`tune --write -`, …), as the convention goes; no file named `-` is ever created."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
+
+STDOUT = "-"
 
 
 class WriteError(Exception):
@@ -13,7 +19,11 @@ class WriteError(Exception):
 
 def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mode: int = 0o644) -> None:
     """Write to a temporary file beside the target, then link (no --force: fails if the target
-    appeared meanwhile) or replace (--force). A reader never sees half a script."""
+    appeared meanwhile) or replace (--force). A reader never sees half a script. `-`: standard output."""
+    if os.fspath(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():

@@ -24,16 +24,20 @@ class EnvFileError(Exception):
 
 def _shell_environment(environ: Mapping[str, str], script: str, cwd: str, arg: str,
                        timeout: float) -> dict[str, str]:
+    from tfdoctor.facts.bounded import run_bounded
+    from tfdoctor.facts.redact import excerpt
+
     try:
-        done = subprocess.run(["sh", "-c", script, "sh", arg], env=dict(environ), cwd=cwd,
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        # An environment is at most a few MB (the kernel's ARG_MAX bounds what a child can receive).
+        done = run_bounded(["sh", "-c", script, "sh", arg], timeout=timeout, limit=8 * 1024 * 1024, env=environ,
+                           cwd=cwd)
     except subprocess.TimeoutExpired:
         raise EnvFileError(f"sourcing {arg} did not finish within {timeout:g} s") from None
     except OSError as exc:
         raise EnvFileError(f"cannot run sh: {exc.strerror or exc}") from None
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = f": {message[-1]}" if message else ""
+        detail = f": {excerpt(message[-1])}" if message else ""
         raise EnvFileError(f"sourcing {arg} failed (exit {done.returncode}){detail}")
     result = {}
     for entry in done.stdout.split(b"\0"):

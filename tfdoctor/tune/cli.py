@@ -78,9 +78,12 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Stop searching in time to confirm the leaders within this many seconds in all.")
 @click.option("--space", "space_file", metavar="FILE",
               help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
-@click.option("--write", "write_path", metavar="FILE", help="Write the winner as an env script (like `fix --write`).")
+@click.option("--write", "write_path", metavar="FILE",
+              help="Write the winner as an env script (like `fix --write`; - for standard output).")
 @click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
-@click.option("--resume", metavar="FILE", help="Continue the tune recorded in this results file.")
+@click.option("--resume", metavar="FILE",
+              help="Continue the tune recorded in this results file. It RUNS THE COMMAND RECORDED IN THE FILE: only "
+                   "a file you own is accepted (docs/security.md).")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
 @click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")
@@ -111,6 +114,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     tfdoctor tune --time 180 --write env.sh
     tfdoctor tune --budget 30 --metric 'images/sec: ([0-9.]+)' -- python train.py --steps 200
     tfdoctor tune --resume tfdoctor-tune-20260101-120000.jsonl
+
+    --resume runs the command recorded in the results file, so it refuses a file another user owns; a
+    space, resume or results file naming a parameter that is not an environment variable name is refused.
     """
     from tfdoctor.tune.results import ResultsError, ResultsLog, check_owner, load_results
     from tfdoctor.tune.search import Tuner, TuneSettings

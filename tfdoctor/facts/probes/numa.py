@@ -100,16 +100,18 @@ def _membind(machine: Machine, numactl: str | None, nodes: object) -> dict[str, 
     limit = min(1.0, machine.timeout / 2)
     import subprocess  # here, not at the top: only multi-node hosts pay for it
 
+    from tfdoctor.facts.bounded import run_bounded
+
     try:
-        done = subprocess.run([numactl, f"--membind={node}", "true"], capture_output=True, text=True,
-                              timeout=limit, env=dict(machine.environ))
+        done = run_bounded([numactl, f"--membind={node}", "true"], timeout=limit, limit=64 * 1024,
+                           env=machine.environ)
     except subprocess.TimeoutExpired:
         return Unknown(f"numactl --membind={node} true did not finish in {limit:g} s")
     except OSError as exc:
         return Unknown(f"numactl could not run: {exc.strerror or exc}")
     if done.returncode == 0:
         return {"permitted": True}
-    message = (done.stderr or done.stdout).strip().splitlines()
+    message = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
     return {"permitted": False, "error": message[0] if message else f"exit status {done.returncode}"}
 
 

@@ -62,9 +62,27 @@ def _parse_metadata(text):
     return {"name": name, "version": version, "requires_dist": requires, "requires_python": requires_python}
 
 
+READ_LIMIT = 8 * 1024 * 1024  # a RECORD of the largest wheels is ~1 MB
+
+
 def _read(path):
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    """A regular file's text, at most READ_LIMIT bytes (OSError otherwise): opened non-blocking so a FIFO
+    planted in site-packages cannot hold the snapshot, and a device is never read. This file runs alone
+    under other interpreters (--python), so it cannot use tfdoctor.facts.bounded."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(READ_LIMIT + 1)
+    finally:
+        os.close(fd)
+    if len(data) > READ_LIMIT:
+        raise OSError(f"{path} is larger than {READ_LIMIT} bytes")
+    return data.decode("utf-8", errors="replace")
 
 
 def _literal_value(node):

@@ -11,6 +11,9 @@ from tfdoctor.facts.probes import pyenv_snapshot
 from tfdoctor.registry import probe
 
 SNAPSHOT_SOURCE = Path(pyenv_snapshot.__file__)
+# The snapshot of an environment with thousands of packages is a few MB of JSON; an interpreter that
+# prints more is flooding, and is stopped there.
+SNAPSHOT_OUTPUT_LIMIT = 32 * 1024 * 1024
 
 
 def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, object] | Unknown:
@@ -19,16 +22,13 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
     those the job would see."""
     import subprocess
 
+    from tfdoctor.facts.bounded import run_bounded
+    from tfdoctor.facts.redact import excerpt
+
     try:
         source = SNAPSHOT_SOURCE.read_text(encoding="utf-8")
-        done = subprocess.run(
-            [python, "-B", "-c", source],
-            capture_output=True,
-            timeout=machine.timeout,
-            env=dict(machine.environ),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = run_bounded([python, "-B", "-c", source], timeout=machine.timeout, limit=SNAPSHOT_OUTPUT_LIMIT,
+                           env=machine.environ)
     except FileNotFoundError:
         return Unknown(f"interpreter {python} does not exist")
     except PermissionError:
@@ -37,9 +37,11 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
         return Unknown(f"interpreter {python} did not answer within {machine.timeout:g} s")
     except OSError as exc:
         return Unknown(f"interpreter {python} could not run: {exc.strerror or exc}")
+    if done.flooded:
+        return Unknown(f"interpreter {python} printed more than {SNAPSHOT_OUTPUT_LIMIT // (1024 * 1024)} MB: stopped")
     if done.returncode != 0:
-        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        return Unknown(f"interpreter {python} failed the snapshot (exit {done.returncode}): {last}")
+        last = (done.stderr[-4096:].decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+        return Unknown(f"interpreter {python} failed the snapshot (exit {done.returncode}): {excerpt(last)}")
     try:
         return from_jsonable(json.loads(done.stdout))
     except ValueError:

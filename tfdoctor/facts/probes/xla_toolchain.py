@@ -79,9 +79,10 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
     if conda:
         return conda
     if machine.is_live and run:
+        from tfdoctor.facts.bounded import run_bounded
+
         try:
-            done = subprocess.run([ptxas, "--version"], capture_output=True, timeout=min(machine.timeout, 2.0),
-                                  stdin=subprocess.DEVNULL, check=False)
+            done = run_bounded([ptxas, "--version"], timeout=min(machine.timeout, 2.0), limit=64 * 1024)
             return parse_ptxas_version(done.stdout.decode(errors="replace")) or Unknown(
                 f"{ptxas} --version printed no release")
         except (OSError, subprocess.TimeoutExpired) as exc:

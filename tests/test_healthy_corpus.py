@@ -5,32 +5,43 @@ machine, the code and the message. Info findings are allowed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
-from healthy import MACHINES, HealthyMachine, collect, examine, family
+from healthy import MACHINES, HealthyMachine, check_recorded, collect, family
 from healthy.corpus import register
-from test_cli import run_cli
 
+from tfdoctor.cli import main
 from tfdoctor.engine import Report
 from tfdoctor.model import Severity, Status
 from tfdoctor.registry import load_registry
 
 
+@dataclass
+class Examined:
+    recorded: Path  # the facts file, as `tfdoctor collect -o` writes it
+    report: Report  # every check over it
+
+
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
-    """Each machine examined once for the tests of this module."""
-    return {}
+def examined(tmp_path_factory: pytest.TempPathFactory) -> Callable[[HealthyMachine], Examined]:
+    """Each machine collected and checked once for all the tests of this module."""
+    done: dict[str, Examined] = {}
 
+    def get(machine: HealthyMachine) -> Examined:
+        if machine.name not in done:
+            recorded = collect(machine, tmp_path_factory.mktemp(machine.name))
+            done[machine.name] = Examined(recorded, check_recorded(recorded))
+        return done[machine.name]
 
-def _report(machine: HealthyMachine, reports: dict[str, Report], tmp_path_factory: pytest.TempPathFactory) -> Report:
-    if machine.name not in reports:
-        reports[machine.name] = examine(machine, tmp_path_factory.mktemp(machine.name))
-    return reports[machine.name]
+    return get
 
 
 @pytest.mark.parametrize("machine", [pytest.param(m, id=m.name) for m in MACHINES])
-def test_healthy_machine_raises_no_warning(machine: HealthyMachine, reports, tmp_path_factory) -> None:
-    report = _report(machine, reports, tmp_path_factory)
+def test_healthy_machine_raises_no_warning(machine: HealthyMachine, examined) -> None:
+    report = examined(machine).report
     loud = [f for f in report.findings() if f.severity is not None and f.severity >= Severity.WARNING]
     unexpected = [f"{machine.name}: {f.code} {f.severity.label}: {f.message}"
                   for f in loud if f.code not in machine.false_alarms]
@@ -45,26 +56,26 @@ def test_healthy_machine_raises_no_warning(machine: HealthyMachine, reports, tmp
 
 
 @pytest.mark.parametrize("machine", [pytest.param(m, id=m.name) for m in MACHINES])
-def test_healthy_machine_passes_the_pre_job_hook(machine: HealthyMachine, tmp_path) -> None:
+def test_healthy_machine_passes_the_pre_job_hook(machine: HealthyMachine, examined, capsys) -> None:
     """What a batch script sees: `tfdoctor check --facts F --format json --fail-on warning` exits 0, and
     no record of the JSON report says more than info (a record is as severe as its worst finding)."""
-    collect(machine, tmp_path)
-    done = run_cli(["check", "--facts", str(tmp_path / f"{machine.name}.facts.json"), "--format", "json",
-                    "--fail-on", "warning"], cwd=tmp_path)
-    records = json.loads(done.stdout)["results"]
+    with pytest.raises(SystemExit) as leaving:
+        main(["check", "--facts", str(examined(machine).recorded), "--format", "json", "--fail-on", "warning"])
+    done = capsys.readouterr()
+    records = json.loads(done.out)["results"]
     loud = {r["code"]: r["status"] for r in records if r["status"] not in ("passed", "not-checked", "info")}
     assert set(loud) == set(machine.false_alarms), f"{machine.name}: records louder than info: {loud}"
     assert [r["code"] for r in records if r["status"] == "info" and r["severity"] != "info"] == []
-    assert done.returncode == (1 if machine.false_alarms else 0), done.stderr
+    assert leaving.value.code == (1 if machine.false_alarms else 0), done.err
     if machine.false_alarms:
         pytest.xfail("; ".join(f"{code}: {why}" for code, why in sorted(machine.false_alarms.items())))
 
 
 @pytest.mark.parametrize("machine", [pytest.param(m, id=m.name) for m in MACHINES])
-def test_healthy_machine_is_examined_by_its_families(machine: HealthyMachine, reports, tmp_path_factory) -> None:
+def test_healthy_machine_is_examined_by_its_families(machine: HealthyMachine, examined) -> None:
     """A twin proves nothing if its family's checks all say "not checked": at least one check of each
     family it is the twin of must have run on it."""
-    report = _report(machine, reports, tmp_path_factory)
+    report = examined(machine).report
     ran = {family(r.code) for r in report.results if r.status in (Status.PASSED, Status.FAILED)}
     unexamined = sorted(set(machine.twin_of) - ran)
     assert not unexamined, f"{machine.name}: no check of {unexamined} ran: " + "; ".join(

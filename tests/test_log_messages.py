@@ -78,3 +78,17 @@ def test_a_malformed_row_is_a_knowledge_error(monkeypatch):
     finally:
         monkeypatch.undo()
         known_messages.cache_clear()
+
+
+@pytest.mark.parametrize(("pattern", "prefix"), [
+    (r"Could not load dynamic library '(?!libcupti)[^']+'", "Could not load dynamic library '"),
+    (r"Unknown flags? in XLA_FLAGS:", "Unknown flag"),  # the optional s is not part of every match
+    (r"numpy\.core\.(_multiarray_umath|multiarray) failed", "numpy.core."),
+    (r"ab+c", "ab"),
+    (r"a*b", ""),
+    (r"\d+ threads", ""),
+])
+def test_literal_prefix_is_what_every_match_starts_with(pattern, prefix):
+    from tfdoctor.logs.messages import literal_prefix
+
+    assert literal_prefix(pattern) == prefix

@@ -66,8 +66,8 @@ def family(code: str) -> str:
     return match.group(0) if match else code
 
 
-def collect(machine: HealthyMachine, tmp: Path) -> Facts:
-    """The facts of a machine, through a facts file as `collect` writes it and `check --facts` reads it."""
+def collect(machine: HealthyMachine, tmp: Path) -> Path:
+    """The machine's facts written as `tfdoctor collect -o` writes them; returns the file."""
     if machine.facts is not None:
         facts = Facts.load(REPO / machine.facts)
     else:
@@ -77,13 +77,17 @@ def collect(machine: HealthyMachine, tmp: Path) -> Facts:
         facts = Facts({**facts.sections, **from_jsonable(dict(machine.sections))}, facts.meta)
     recorded = tmp / f"{machine.name}.facts.json"
     recorded.write_text(facts.dumps() + "\n")
-    return Facts.load(recorded)
+    return recorded
+
+
+def check_recorded(recorded: Path) -> Report:
+    """Every registered check (no --select, no --ignore) over a facts file, as `check --facts` runs them."""
+    registry = load_registry()
+    return run_checks(select_checks(registry.checks, (), ()), Facts.load(recorded), registry.errors)
 
 
 def examine(machine: HealthyMachine, tmp: Path) -> Report:
-    """Every registered check over the machine's facts (no --select, no --ignore)."""
-    registry = load_registry()
-    return run_checks(select_checks(registry.checks, (), ()), collect(machine, tmp), registry.errors)
+    return check_recorded(collect(machine, tmp))
 
 
 def _probe(machine: HealthyMachine, root: FakeRoot) -> Facts:

@@ -541,3 +541,19 @@ def test_a_step_that_stood_out_once_is_measured_again_and_must_agree():
     lucky = [*first, (seed, 100.0), ({"KMP_BLOCKTIME": "0"}, 101.0), ({"KMP_BLOCKTIME": "200"}, 99.0)]
     assert effects(space, seed, lucky)["KMP_BLOCKTIME"].matters is False  # the second runs did not agree
     assert effects(space, seed, lucky)["KMP_BLOCKTIME"].best_value == "1"
+
+
+def test_a_trial_that_floods_its_output_costs_only_the_tail(tmp_path):
+    """A training command may log gigabytes: the metric is read from the end, memory stays bounded."""
+    from tfdoctor.tune.objective import OUTPUT_TAIL, CommandObjective
+
+    flood = ("import sys\nline = 'x' * 1023 + '\\n'\n"
+             "for _ in range(12 * 1024): sys.stdout.write(line)\n"  # 12 MiB, three times the tail
+             "print('images/sec: 42.5')\n")
+    objective = CommandObjective((sys.executable, "-c", flood), r"images/sec: ([0-9.]+)", 60.0)
+    measured = objective.measure({})
+    assert measured.status == "ok" and measured.value == 42.5
+    assert OUTPUT_TAIL < 12 * 1024 * 1024
+    failing = CommandObjective((sys.executable, "-c", flood + "sys.exit('boom at the end')"),
+                               r"images/sec: ([0-9.]+)", 60.0)
+    assert failing.measure({}).error.endswith("boom at the end")

@@ -23,6 +23,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 MB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -124,6 +125,15 @@ def read_probe_file(host_path: str | os.PathLike[str], limit: int, deadline: flo
     finally:
         os.close(fd)
     return ProbeRead(data, more)
+
+
+def read_tail(handle: IO[bytes], limit: int) -> bytes:
+    """The last `limit` bytes of an open regular file (a command's captured output): a log of any length
+    costs `limit` bytes of memory, and the end of it is where a result or an error is."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    handle.seek(max(0, size - limit))
+    return handle.read(limit)
 
 
 class SpecialFileError(OSError):

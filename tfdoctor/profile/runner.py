@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfdoctor.facts.bounded import read_tail
+
 WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
 WORKLOAD_SCRIPT = Path(__file__).with_name("workload_main.py")
 
@@ -273,7 +275,8 @@ def run_workload(
 
 def _tail(path: Path, limit: int = 4000) -> str:
     try:
-        data = path.read_bytes()[-limit:]
+        with open(path, "rb") as handle:
+            data = read_tail(handle, limit)  # never the whole of a long stderr
     except OSError:
         return ""
     return data.decode("utf-8", errors="replace")

@@ -13,13 +13,17 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import IO, Protocol
+
+from tfdoctor.facts.bounded import read_tail
 
 # What the built-in micro-benchmark prints; also the default --metric for it.
 BUILTIN_METRIC = r"tfdoctor-tune throughput: ([0-9.eE+-]+)"
+OUTPUT_TAIL = 4 * 1024 * 1024  # bytes of a trial's stdout and of its stderr read back (the end of each)
 
 
 @dataclass(frozen=True)
@@ -71,28 +75,42 @@ class CommandObjective:
         return {"command": list(self.argv), "metric": self.metric, "timeout": self.timeout}
 
     def measure(self, env_changes: Mapping[str, str | None], launcher: Sequence[str] = ()) -> Measurement:
+        # A training run may log gigabytes: its output goes to disk and only its tail is read (the metric is
+        # the last match, an error the last lines), so a trial costs OUTPUT_TAIL bytes of memory at most.
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+            status = self._run(env_changes, launcher, out_file, err_file)
+            if isinstance(status, Measurement):
+                return status
+            returncode, seconds = status
+            out = read_tail(out_file, OUTPUT_TAIL).decode("utf-8", errors="replace")
+            err = read_tail(err_file, OUTPUT_TAIL).decode("utf-8", errors="replace")
+        return self._result(returncode, seconds, out, err)
+
+    def _run(self, env_changes: Mapping[str, str | None], launcher: Sequence[str], out_file: IO[bytes],
+             err_file: IO[bytes]) -> Measurement | tuple[int, float]:
         env = trial_environment(self.base_env if self.base_env is not None else os.environ, env_changes)
         start = time.monotonic()
         try:
             # A session of its own, so a timeout kills the command's children too.
-            process = subprocess.Popen([*launcher, *self.argv], env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, errors="replace",
-                                       start_new_session=True)
+            process = subprocess.Popen([*launcher, *self.argv], env=env, stdin=subprocess.DEVNULL, stdout=out_file,
+                                       stderr=err_file, start_new_session=True)
         except OSError as exc:
             return Measurement("failed", None, 0.0, f"cannot run {self.argv[0]}: {exc.strerror or exc}")
         try:
-            out, err = process.communicate(timeout=self.timeout)
+            process.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            out, err = process.communicate()
+            process.wait()
             return Measurement("timeout", None, time.monotonic() - start, f"no result within {self.timeout:g} s")
         except BaseException:
             # Ctrl-C reaches tfdoctor, not the trial (it has a session of its own): take it down too.
             _kill_group(process)
             raise
-        seconds = time.monotonic() - start
-        if process.returncode != 0:
-            return Measurement("failed", None, seconds, f"exit {process.returncode}: {_tail(err or out)}")
+        return process.returncode, time.monotonic() - start
+
+    def _result(self, returncode: int, seconds: float, out: str, err: str) -> Measurement:
+        if returncode != 0:
+            return Measurement("failed", None, seconds, f"exit {returncode}: {_tail(err or out)}")
         matches = self._pattern.findall(out) or self._pattern.findall(err)
         if not matches:
             return Measurement("failed", None, seconds, f"no line matched --metric {self.metric!r}")
@@ -105,7 +123,7 @@ class CommandObjective:
         return Measurement("ok", value, seconds)
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

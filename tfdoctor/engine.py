@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +157,8 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
         return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
                            reason=excerpt(exc.reason, REASON_CHARS))
     except Exception as exc:
+        import traceback  # only for a crashed check: off the healthy hook's path
+
         where = traceback.extract_tb(exc.__traceback__)[-1]
         reason = (f"{type(exc).__name__}: {excerpt(str(exc), REASON_CHARS)} "
                   f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")

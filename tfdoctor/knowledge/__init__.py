@@ -23,12 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The tables sit beside this module; tomllib is imported on first use, so a check path that never
-# consults a table (a host without an NVIDIA GPU) does not pay for the TOML parser.
-_HERE = Path(__file__).resolve().parent
-
 
 def _tomllib() -> Any:
+    """tomllib, imported on first use: a check path that never consults a table (a host without an
+    NVIDIA GPU) does not pay for the TOML parser."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -36,6 +34,11 @@ def _tomllib() -> Any:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     return tomllib
+
+
+# The tables are package data installed beside this module (never zipped): a plain path, not
+# importlib.resources, which costs the pre-job hook ~10 ms of imports (zipfile, typing, ...).
+HERE = Path(__file__).resolve().parent
 
 
 class KnowledgeError(Exception):
@@ -58,7 +61,11 @@ class Table:
 
 @functools.cache
 def available() -> list[str]:
-    return sorted(entry.name.removesuffix(".toml") for entry in _HERE.iterdir() if entry.name.endswith(".toml"))
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in HERE.iterdir()
+        if entry.name.endswith(".toml")
+    )
 
 
 @functools.cache
@@ -66,7 +73,7 @@ def table(name: str) -> Table:
     """Load the packaged table `name` (cached: tables are read once per process)."""
     tomllib = _tomllib()
     try:
-        document = tomllib.loads((_HERE / f"{name}.toml").read_text(encoding="utf-8"))
+        document = tomllib.loads((HERE / f"{name}.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
     meta = document.get("meta")

@@ -33,6 +33,12 @@ PINS_215 = {
     "nvidia-cufft-cu12": "11.0.8.103", "nvidia-curand-cu12": "10.3.3.141", "nvidia-cusolver-cu12": "11.5.2.141",
     "nvidia-cusparse-cu12": "12.1.2.141", "nvidia-nccl-cu12": "2.16.5", "nvidia-nvjitlink-cu12": "12.2.140",
 }
+PINS_216 = {  # tensorflow 2.16.1's and-cuda extra
+    "nvidia-cublas-cu12": "12.3.4.1", "nvidia-cuda-cupti-cu12": "12.3.101", "nvidia-cuda-nvcc-cu12": "12.3.107",
+    "nvidia-cuda-nvrtc-cu12": "12.3.107", "nvidia-cuda-runtime-cu12": "12.3.101", "nvidia-cudnn-cu12": "8.9.7.29",
+    "nvidia-cufft-cu12": "11.0.12.1", "nvidia-curand-cu12": "10.3.4.107", "nvidia-cusolver-cu12": "11.5.4.101",
+    "nvidia-cusparse-cu12": "12.2.0.103", "nvidia-nccl-cu12": "2.19.3", "nvidia-nvjitlink-cu12": "12.3.101",
+}
 # wheel folder under site-packages/nvidia -> (dist, files: name -> version-carrying real name or None)
 WHEEL_FILES = {
     "cublas": ("nvidia-cublas-cu12", ["libcublas.so.12", "libcublasLt.so.12"]),
@@ -98,7 +104,7 @@ def wheels(root: FakeRoot, versions: dict[str, str] = PINS_215, only: tuple[str,
 
 
 def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", libdevice: bool = True,
-            cudnn: str | None = None) -> str:
+            cudnn: str | None = None, nccl: bool = True) -> str:
     """/usr/local/cuda-<version> with lib64, extras/CUPTI/lib64 and nvvm; returns its path.
     cupti: "versioned" (libcupti.so.<soname> -> dated file), "dated" (the dated file only), "none"."""
     base = f"/usr/local/cuda-{version}"
@@ -119,16 +125,19 @@ def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", lib
     if libdevice:
         root.write(f"{base}/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
     root.write(f"{base}/bin/ptxas", "#!/bin/sh\n", mode=0o755)
-    # NCCL comes from the distribution's libnccl2 package, in the default folder.
-    lib(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "libnccl.so.2")
-    link(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "libnccl.so.2.18.3")
+    if nccl:  # NCCL comes from the distribution's libnccl2 package, in the default folder.
+        lib(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "libnccl.so.2")
+        link(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "libnccl.so.2.18.3")
     patch = {"12.2": "12.2.140", "12.4": "12.4.131", "11.8": "11.8.89"}[version]
     root.write(f"{base}/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": patch},
                                                    "cuda_nvcc": {"version": patch}}))
     return base
 
 
-def driver(root: FakeRoot, version: str = "550.54.15", gpus: int = 1, profiling_admin_only: int = 0) -> None:
+def driver(root: FakeRoot, version: str = "550.54.15", gpus: int = 1, profiling_admin_only: int = 0,
+           proc_gpus: bool = True) -> None:
+    """A loaded nvidia module. proc_gpus=False: no /proc/driver/nvidia/gpus (the GPUs show only on the
+    PCI bus, as in a container that mounts the driver's version file but not the per-GPU folders)."""
     root.write("/proc/driver/nvidia/version",
                f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Feb 22 01:44:30 UTC 2024\n"
                "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
@@ -137,6 +146,8 @@ def driver(root: FakeRoot, version: str = "550.54.15", gpus: int = 1, profiling_
     for i in range(gpus):
         root.write(f"/dev/nvidia{i}", "")
         bus = f"0000:{0x3b + i:02x}:00.0"
+        if not proc_gpus:
+            continue
         root.write(f"/proc/driver/nvidia/gpus/{bus}/information",
                    f"Model: \t\t NVIDIA A100-SXM4-40GB\nDevice Minor: \t {i}\nBus Location: \t {bus}\n"
                    f"GPU UUID: \t GPU-0000000{i}-5a1d-4b2e-9f3a-0d6c7b8e9f10\n")
@@ -149,14 +160,35 @@ def pci(root: FakeRoot, gpus: int = 1) -> None:
     for i in range(gpus):
         base = f"/sys/bus/pci/devices/0000:{0x3b + i:02x}:00.0"
         root.write(f"{base}/vendor", "0x10de\n").write(f"{base}/class", "0x030200\n")
-        root.write(f"{base}/device", "0x20b0\n")
+        root.write(f"{base}/device", "0x20b0\n").write(f"{base}/numa_node", f"{i % 2}\n")
     root.write("/sys/bus/pci/devices/0000:00:1f.2/vendor", "0x8086\n")
     root.write("/sys/bus/pci/devices/0000:00:1f.2/class", "0x010601\n")
 
 
-def process(root: FakeRoot, uid: int = 1000, cap_eff: str = "0000000000000000") -> None:
+# Real effective capability masks (CapEff of /proc/self/status).
+CAPS_DOCKER_DEFAULT = "00000000a80425fb"  # docker/podman/containerd default set: no CAP_SYS_ADMIN (bit 21)
+CAPS_DOCKER_SYS_ADMIN = "00000000a82425fb"  # the default set plus --cap-add SYS_ADMIN
+CAPS_PRIVILEGED = "000001ffffffffff"  # --privileged (kernel ≥ 5.9: 41 capabilities); host root alike
+CAPS_PRIVILEGED_OLD_KERNEL = "0000003fffffffff"  # --privileged before CAP_PERFMON/BPF/CHECKPOINT_RESTORE
+
+
+def process(root: FakeRoot, uid: int = 1000, cap_eff: str = "0000000000000000", cgroup: str | None = None) -> None:
     root.write("/proc/self/status", f"Name:\tpython\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{cap_eff}\n"
                                     "Cpus_allowed_list:\t0-7\nMems_allowed_list:\t0\n")
+    if cgroup is not None:
+        root.write("/proc/self/cgroup", cgroup)
+
+
+def wsl2(root: FakeRoot) -> None:
+    """WSL2: /dev/dxg and the Windows driver's user-space libraries in /usr/lib/wsl/lib (on the loader's
+    path through /etc/ld.so.conf.d/ld.wsl.conf); no /proc/driver/nvidia, no NVIDIA device on the PCI bus."""
+    root.write("/dev/dxg", "")
+    lib(root, "/usr/lib/wsl/lib/libcuda.so.1.1", "libcuda.so.1")
+    link(root, "/usr/lib/wsl/lib/libcuda.so.1", "libcuda.so.1.1")
+    lib(root, "/usr/lib/wsl/lib/libnvidia-ml.so.1", "libnvidia-ml.so.1")
+    root.write("/proc/version", "Linux version 5.15.133.1-microsoft-standard-WSL2 (root@1c602f52c2e4) "
+                                "(gcc (GCC) 11.2.0) #1 SMP Thu Oct 5 21:02:42 UTC 2023\n")
+    ld_cache(root, ["/usr/lib/wsl/lib"])
 
 
 def ld_cache(root: FakeRoot, dirs: list[str]) -> bool:
@@ -331,6 +363,144 @@ def _profiling_restricted(root: FakeRoot) -> None:
     wheels(root)
 
 
+def _root_in_docker(root: FakeRoot) -> None:
+    """`docker run --gpus all` as root: CapEff is Docker's default set, cgroup v2 namespaced ("0::/")."""
+    driver(root, profiling_admin_only=1)
+    process(root, uid=0, cap_eff=CAPS_DOCKER_DEFAULT, cgroup="0::/\n")
+    root.write("/.dockerenv", "")
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+def _root_in_kubernetes(root: FakeRoot) -> None:
+    """A Kubernetes pod on cgroup v1 (containerd): no marker file, the pod's cgroup path and the service env."""
+    driver(root, profiling_admin_only=1)
+    process(root, uid=0, cap_eff=CAPS_DOCKER_DEFAULT, cgroup=(
+        "12:cpuset:/kubepods/burstable/pod7f9c2a31-4b0e-4c6a-9d7e-2f1b8c3d4e5f/"
+        "3c1e0f6a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e\n"
+        "11:memory:/kubepods/burstable/pod7f9c2a31-4b0e-4c6a-9d7e-2f1b8c3d4e5f/"
+        "3c1e0f6a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e\n"))
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+def _container_with(cap_eff: str) -> Callable[[FakeRoot], None]:
+    def build(root: FakeRoot) -> None:
+        driver(root, profiling_admin_only=1)
+        process(root, uid=0, cap_eff=cap_eff, cgroup="0::/\n")
+        root.write("/.dockerenv", "")
+        tensorflow(root, pins=PINS_215)
+        wheels(root)
+    return build
+
+
+def _driver_without_nvml(version: str) -> Callable[[FakeRoot], None]:
+    """The driver's version file and the GPU on the PCI bus, but no NVML (and no /proc/driver/nvidia/gpus)."""
+    def build(root: FakeRoot) -> None:
+        driver(root, version=version, proc_gpus=False)
+        process(root)
+        tensorflow(root, pins=PINS_215)
+        wheels(root)
+    return build
+
+
+def _wsl2_machine(root: FakeRoot) -> None:
+    wsl2(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    wheels(root)
+
+
+def _old_cudnn_minor(root: FakeRoot) -> None:
+    """TensorFlow 2.13 (built with cuDNN 8.6; build_info says only "8") over the distribution's cuDNN 8.5."""
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.13.0", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"])
+    base = toolkit(root, "11.8", cudnn="8.5.0")
+    link(root, "/usr/local/cuda", base)
+    ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+
+
+def _pip_without_nccl(gpus: int) -> Callable[[FakeRoot], None]:
+    def build(root: FakeRoot) -> None:
+        driver(root, gpus=gpus)
+        process(root)
+        tensorflow(root, pins=PINS_215)
+        wheels(root, only=tuple(f for f in WHEEL_FILES if f != "nccl"))
+    return build
+
+
+def _static_nccl_two_gpus(root: FakeRoot) -> None:
+    """TensorFlow 2.13 links NCCL in: no libnccl.so.2 anywhere, two GPUs, nothing missing."""
+    driver(root, gpus=2)
+    process(root)
+    tensorflow(root, version="2.13.0", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"])
+    base = toolkit(root, "11.8", cudnn="8.6.0", nccl=False)
+    link(root, "/usr/local/cuda", base)
+    ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+
+
+def _tf216_pip(root: FakeRoot) -> None:
+    """pip install 'tensorflow[and-cuda]==2.16.1': the wheels are there, TensorFlow's RUNPATH misses them."""
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.16.1", cuda="12.3", pins=PINS_216)
+    wheels(root, PINS_216)
+
+
+WHEEL_LIB_PATH_216 = ":".join(f"{SITE}/nvidia/{folder}/lib" for folder in WHEEL_FILES if folder != "cuda_nvcc")
+CONDA_ENV = f"{HOME}/miniconda3/envs/tf"
+CONDA_SITE = f"{CONDA_ENV}/lib/python3.10/site-packages"
+
+
+def _conda_without_activate_d(root: FakeRoot) -> None:
+    """conda install -c conda-forge cudatoolkit=11.8.0 and pip install tensorflow==2.12.1, but not the
+    install guide's etc/conda/activate.d/env_vars.sh: the libraries sit in $CONDA_PREFIX/lib, unseen."""
+    driver(root)
+    process(root)
+    tensorflow(root, version="2.12.1", cuda="11.8", cudnn="8", caps=SYSTEM_118["caps"], site=CONDA_SITE)
+    for soname, real in TOOLKIT_LIBS["11.8"].items():
+        lib(root, f"{CONDA_ENV}/lib/{real}", soname)
+        link(root, f"{CONDA_ENV}/lib/{soname}", real)
+    lib(root, f"{CONDA_ENV}/lib/libcudnn.so.8.6.0", "libcudnn.so.8")
+    link(root, f"{CONDA_ENV}/lib/libcudnn.so.8", "libcudnn.so.8.6.0")
+    lib(root, f"{CONDA_ENV}/lib/libcupti.so.2022.3.0", "libcupti.so.11.8")
+    link(root, f"{CONDA_ENV}/lib/libcupti.so.11.8", "libcupti.so.2022.3.0")
+    # conda install -c nvidia cuda-nvcc=11.8.89, libdevice copied where XLA_FLAGS points (the guide's steps)
+    root.write(f"{CONDA_ENV}/lib/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+    root.write(f"{CONDA_ENV}/bin/ptxas", "#!/bin/sh\n", mode=0o755)
+
+
+def _conda_with_activate_d(root: FakeRoot) -> None:
+    _conda_without_activate_d(root)
+    root.write(f"{CONDA_ENV}/etc/conda/activate.d/env_vars.sh",
+               "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$CONDA_PREFIX/lib/\n")
+
+
+CONDA_ENVIRONMENT = {"CONDA_PREFIX": CONDA_ENV, "CONDA_DEFAULT_ENV": "tf", "VIRTUAL_ENV": "",
+                     "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin",
+                     "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA_ENV}/lib/"}
+CONDA_PYTHON = {"tf_version": "2.12.1", "cuda": "11.8", "caps": SYSTEM_118["caps"]}
+def _cupti_of_another_cuda(root: FakeRoot) -> None:
+    """tensorflow[and-cuda] 2.15 without the CUPTI wheel, /usr/local/cuda -> cuda-11.8 whose extras/CUPTI
+    has the toolkit's unversioned libcupti.so link; CUDA 12.2's toolkit is on disk too."""
+    driver(root)
+    process(root)
+    tensorflow(root, pins=PINS_215)
+    wheels(root, only=tuple(f for f in WHEEL_FILES if f != "cuda_cupti"))
+    old = toolkit(root, "11.8")
+    link(root, f"{old}/extras/CUPTI/lib64/libcupti.so", "libcupti.so.11.8")
+    link(root, "/usr/local/cuda", old)
+    toolkit(root, "12.2")
+
+
+XLA_122 = {"XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.2"}
+CUPTI_ENV_OLD = {"LD_LIBRARY_PATH": "/usr/local/cuda/extras/CUPTI/lib64", **XLA_122}
+CUPTI_ENV_RIGHT = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/extras/CUPTI/lib64", **XLA_122}
+PIP_NO_CUPTI = {"pins": PINS_215, "installed": {k: v for k, v in PINS_215.items() if "cupti" not in k}}
+TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")]
+RTX_4090_WSL = [FakeGpu(name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), memory_total_mib=24564, ecc=None,
+                        remapped=None, mig=None, persistence=None, pci_bus_id="00000000:01:00.0")]
 LIB_PATH_122 = "/usr/local/cuda-12.2/lib64"
 TOOLKIT_122_ENV = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/lib64:/usr/local/cuda-12.2/extras/CUPTI/lib64"}
 
@@ -388,6 +558,40 @@ SCENARIOS: list[Scenario] = [
              expect=("GPU006",)),
     Scenario("gpu007-memory-held-by-other-process", _pip_machine, python=PIP,
              gpus=[FakeGpu(memory_used_mib=31000, processes=[(4242, 30990)], utilization=0)], expect=("GPU007",)),
+    Scenario("cupti002-root-in-docker", _root_in_docker, python={**PIP, "profiler": True}, expect=("CUPTI002",)),
+    Scenario("cupti002-root-in-kubernetes", _root_in_kubernetes, python={**PIP, "profiler": True},
+             env={"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, expect=("CUPTI002",)),
+    Scenario("healthy-container-with-sys-admin", _container_with(CAPS_DOCKER_SYS_ADMIN),
+             python={**PIP, "profiler": True}),
+    Scenario("healthy-privileged-container", _container_with(CAPS_PRIVILEGED_OLD_KERNEL),
+             python={**PIP, "profiler": True}),
+    Scenario("drv002-driver-too-old-without-nvml", _driver_without_nvml("470.82.01"), python=PIP, no_nvml=True,
+             gpus=[], expect=("DRV002",)),
+    Scenario("healthy-driver-without-nvml", _driver_without_nvml("550.54.15"), python=PIP, no_nvml=True, gpus=[]),
+    Scenario("healthy-wsl2", _wsl2_machine, python=PIP, gpus=RTX_4090_WSL, nvml={"driver": "546.33", "cuda": 12030}),
+    Scenario("drv002-wsl2-windows-driver-too-old", _wsl2_machine, python=PIP, gpus=RTX_4090_WSL,
+             nvml={"driver": "531.41", "cuda": 12010}, expect=("DRV002",)),
+    Scenario("cuda002-cudnn-minor-older-than-release", _old_cudnn_minor, python=SYSTEM_118, gpus=V100,
+             expect=("CUDA002",)),
+    Scenario("cuda001-nccl-missing-two-gpus", _pip_without_nccl(2), python=PIP, gpus=TWO_A100, expect=("CUDA001",)),
+    Scenario("healthy-one-gpu-without-nccl", _pip_without_nccl(1), python=PIP),
+    Scenario("healthy-static-nccl-two-gpus", _static_nccl_two_gpus, python=SYSTEM_118, gpus=[
+        replace(g, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0)) for g in TWO_A100]),
+    Scenario("cuda001-tf216-wheels-off-runpath", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
+             "pins": PINS_216, "installed": PINS_216}, expect=("CUDA001", "CUPTI001")),
+    Scenario("healthy-tf216-wheels-on-ld-library-path", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
+             "pins": PINS_216, "installed": PINS_216}, env={"LD_LIBRARY_PATH": WHEEL_LIB_PATH_216}),
+    Scenario("cuda001-conda-lib-not-on-loader-path", _conda_without_activate_d, python=CONDA_PYTHON,
+             env=CONDA_ENVIRONMENT, gpus=V100, expect=("CUDA001", "CUPTI001")),
+    Scenario("healthy-conda-activate-d", _conda_with_activate_d, python=CONDA_PYTHON, gpus=V100,
+             env={**CONDA_ENVIRONMENT, "LD_LIBRARY_PATH": f":{CONDA_ENV}/lib/"}),
+    Scenario("drv003-ptx-too-new-for-driver", _pip_machine, python=PIP, nvml={"driver": "525.85.12", "cuda": 12000},
+             gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559,
+                           pcie=(5, 5, 16, 16))], expect=("CUDA007", "DRV002", "DRV003")),
+    Scenario("cupti003-cupti-of-another-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
+             env=CUPTI_ENV_OLD, expect=("CUPTI003",)),
+    Scenario("healthy-cupti-of-the-builds-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
+             env=CUPTI_ENV_RIGHT),
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
              env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
              expect=("XLA001",)),

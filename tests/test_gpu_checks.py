@@ -11,7 +11,7 @@ import gpu_scenarios as g
 import pytest
 from conftest import check_facts, env_fixes
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, Unknown
 from tfdoctor.model import AdminFix, Severity
 
 FAMILIES = g.GPU_FAMILIES
@@ -32,7 +32,7 @@ def test_each_fixture_reports_exactly_its_codes(scenario):
     assert not result.crashed()
 
 
-@pytest.mark.parametrize("name", ["healthy-cuda12-pip", "healthy-system-toolkit", "healthy-cpu-laptop"])
+@pytest.mark.parametrize("name", [s.name for s in g.SCENARIOS if s.name.startswith("healthy-")])
 def test_healthy_machines_have_no_error_or_warning(name):
     result = report(name)
     assert [f for f in result.findings() if f.severity >= Severity.WARNING] == []
@@ -72,14 +72,38 @@ def test_libraries_on_disk_but_off_the_loader_path_get_one_prepend_per_folder():
 
 
 def test_libraries_nowhere_get_the_pinned_install():
-    errors, nccl = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
+    (errors,) = [f for f in report("cuda001-library-not-installed").findings() if f.code == "CUDA001"]
     assert errors.severity is Severity.ERROR
     assert errors.evidence["libraries"] == ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12",
                                             "libcudnn.so.8", "libcufft.so.11", "libcusolver.so.11",
                                             "libcusparse.so.12"]
     assert errors.fixes[0].steps == ("pip install 'tensorflow[and-cuda]==2.15.0'   # every pinned nvidia-* wheel",)
-    assert nccl.severity is Severity.WARNING  # only multi-GPU work needs it
+    # NCCL is missing too, but this job has one GPU and one worker: collectives never run.
+
+
+def test_missing_nccl_is_judged_against_the_jobs_layout():
+    (nccl,) = report("cuda001-nccl-missing-two-gpus").findings()
+    assert nccl.severity is Severity.WARNING
+    assert nccl.message.startswith("libnccl.so.2 is not installed anywhere tfdoctor looked: multi-GPU collectives")
+    assert nccl.evidence["visible_gpus"] == 2 and nccl.evidence["nccl_linkage"] == "dynamic"
+    assert nccl.evidence["knowledge"]["row"]["tensorflow"] == "2.15"
     assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.2", ("pip install 'nvidia-nccl-cu12==2.16.5'",)),)
+    # One GPU, but several workers: collectives cross the workers.
+    facts = load("healthy-one-gpu-without-nccl")
+    assert check_facts(facts, select=["CUDA001"]).codes() == []
+    facts.sections["env"]["variables"]["TF_CONFIG"] = (
+        '{"cluster": {"worker": ["node1:2222", "node2:2222"]}, "task": {"type": "worker", "index": 0}}')
+    (multi,) = check_facts(facts, select=["CUDA001"]).findings()
+    assert multi.evidence["env.TF_CONFIG"] == "2 chief/worker tasks"
+    facts.sections["env"]["variables"]["TF_CONFIG"] = ""
+    facts.sections["env"]["variables"]["SLURM_NTASKS"] = "4"
+    assert check_facts(facts, select=["CUDA001"]).findings()[0].evidence["env.SLURM_NTASKS"] == "4"
+
+
+def test_a_build_that_links_nccl_in_never_asks_for_it():
+    facts = load("healthy-static-nccl-two-gpus")
+    assert facts.peek("cuda_libs.libraries.nccl.files") == []
+    assert check_facts(facts, select=["CUDA001"]).codes() == []
 
 
 def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
@@ -127,18 +151,49 @@ def test_cupti_fixes():
                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.11.8")
 
 
-def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_a_warning_without():
+def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_info_without():
     facts = load("cupti002-profiling-admin-only")
     finding = check_facts(facts, select=["CUPTI002"]).findings()[0]
     assert finding.severity is Severity.ERROR
-    assert [f.title for f in finding.fixes] == ["Start the container with SYS_ADMIN",
+    assert [f.title for f in finding.fixes] == ["Start the docker container with SYS_ADMIN",
                                                 "Allow profiling for all users on the host"]
     assert "options nvidia NVreg_RestrictProfilingToAdminUsers=0" in finding.fixes[1].steps[0]
     del facts.sections["python"]["watched"]["tensorboard-plugin-profile"]
     quiet = check_facts(facts, select=["CUPTI002"]).findings()[0]
-    assert quiet.severity is Severity.WARNING and quiet.message.endswith("this matters only if you profile")
-    facts.sections["privileges"]["euid"] = 0
+    assert quiet.severity is Severity.INFO and quiet.message.endswith("this matters only if you profile")
+
+
+def test_root_in_a_default_container_has_no_sys_admin():
+    docker = report("cupti002-root-in-docker").findings()[0]
+    assert docker.message.startswith(
+        "GPU profiling is restricted to administrators (RmProfilingAdminOnly: 1) and this process (uid 0 in a docker "
+        "container, CapEff 00000000a80425fb (the default set of a container)) has no CAP_SYS_ADMIN")
+    assert docker.fixes[0] == AdminFix("Start the docker container with SYS_ADMIN", (
+        "docker run --cap-add SYS_ADMIN …   # or --privileged",))
+    assert docker.evidence["privileges.container"] == ["/.dockerenv"]
+    kubernetes = report("cupti002-root-in-kubernetes").findings()[0]
+    assert kubernetes.evidence["container_kind"] == "kubernetes"
+    assert kubernetes.evidence["privileges.container"] == ["KUBERNETES_SERVICE_HOST", "/proc/self/cgroup:kubepods"]
+    assert kubernetes.fixes[0].steps == (
+        'securityContext:\n  capabilities:\n    add: ["SYS_ADMIN"]   # in the container\'s spec (or privileged: true)',)
+    assert kubernetes.fixes[1].title == "Allow profiling for all users on the host"
+
+
+def test_capabilities_decide_not_the_uid():
+    facts = load("cupti002-root-in-docker")
+    facts.sections["privileges"].update(cap_eff="00000000a82425fb", cap_sys_admin=True)
     assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    # A user with CAP_PERFMON on a driver from R565 may profile; on R550 it may not.
+    facts.sections["privileges"].update(euid=1000, cap_eff="0000004000000000", cap_sys_admin=False, cap_perfmon=True)
+    assert check_facts(facts, select=["CUPTI002"]).codes() == ["CUPTI002"]
+    facts.sections["nvml"]["driver_version"] = "565.57.01"
+    assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    # Capabilities unreadable: uid 0 on a host is enough, uid 0 in a container is not known to be.
+    facts.sections["privileges"].update(euid=0, cap_sys_admin=Unknown("no CapEff line"), container=[])
+    facts.sections["host"]["container"] = {"detected": False, "signs": []}
+    assert check_facts(facts, select=["CUPTI002"]).codes() == []
+    facts.sections["privileges"]["container"] = ["/.dockerenv"]
+    assert check_facts(facts, select=["CUPTI002"]).result("CUPTI002").status.value == "not-checked"
 
 
 def test_driver_findings():
@@ -200,3 +255,66 @@ def test_gpus_known_only_from_proc_leave_health_and_architecture_not_checked():
     assert {r.status.value for r in result.results} == {"not-checked"}
     assert result.result("GPU001").reason == (
         "GPU health needs NVML (nvmlInit failed: Driver/library version mismatch)")
+
+
+def test_a_release_whose_runpath_misses_the_wheels_gets_every_wheel_folder_prepended():
+    findings = [f for f in report("cuda001-tf216-wheels-off-runpath").findings() if f.code == "CUDA001"]
+    folders = [f.evidence["folder"] for f in findings]
+    assert folders == [f"{g.SITE}/nvidia/{d}/lib" for d in
+                       ("cuda_runtime", "cublas", "cudnn", "cufft", "cusolver", "cusparse", "nccl")]
+    assert all(f.severity is Severity.ERROR or f.evidence["libraries"] == ["libnccl.so.2"] for f in findings)
+    assert findings[0].evidence["runpath"] == (
+        "TensorFlow 2.16.1's RUNPATH does not reach site-packages/nvidia/*/lib (tensorflow_builds row 2.16): "
+        "each wheel folder must be on LD_LIBRARY_PATH")
+    assert [c.value for f in findings for c in f.fixes[0].changes] == folders
+    twin = load("healthy-tf216-wheels-on-ld-library-path")
+    assert twin.sections["cuda_libs"]["runpath"] == []
+    assert twin.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "LD_LIBRARY_PATH"
+    # 2.15 does reach them: the same wheels resolve through the RUNPATH.
+    healthy = load("healthy-cuda12-pip")
+    assert healthy.sections["cuda_libs"]["tensorflow"]["runpath_rule"] == "tensorflow_builds row 2.15"
+    assert healthy.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "RUNPATH"
+
+
+def test_conda_lib_is_a_place_cuda_libraries_live():
+    (libs,) = [f for f in report("cuda001-conda-lib-not-on-loader-path").findings() if f.code == "CUDA001"]
+    assert libs.evidence["folder"] == f"{g.CONDA_ENV}/lib"
+    assert libs.message.startswith("libcudart.so.11.0, libcublas.so.11, libcublasLt.so.11, libcudnn.so.8, "
+                                   "libcufft.so.10, libcusolver.so.11 and libcusparse.so.11 are not resolvable")
+    assert [c.value for c in libs.fixes[0].changes] == [f"{g.CONDA_ENV}/lib"]
+    assert libs.fixes[1].steps[1] == ("echo 'export LD_LIBRARY_PATH=$CONDA_PREFIX/lib/:$LD_LIBRARY_PATH' >> "
+                                      "$CONDA_PREFIX/etc/conda/activate.d/env_vars.sh")
+    twin = load("healthy-conda-activate-d")
+    assert twin.sections["cuda_libs"]["conda"]["activate_d"] == [
+        {"path": f"{g.CONDA_ENV}/etc/conda/activate.d/env_vars.sh", "sets_ld_library_path": True}]
+    resolved = twin.sections["cuda_libs"]["libraries"]["cudart"]["resolved"]["libcudart.so.11.0"]
+    assert resolved == {"path": f"{g.CONDA_ENV}/lib/libcudart.so.11.0", "via": "LD_LIBRARY_PATH"}
+
+
+def test_a_gpu_newer_than_every_binary_says_whether_the_driver_can_jit():
+    jit = next(f for f in report("cuda007-jit-cache-default").findings() if f.code == "DRV003")
+    assert jit.severity is Severity.WARNING
+    assert "(sm_50, sm_60, sm_70, sm_80, compute_90)" in jit.message
+    assert jit.evidence["driver_can_jit"] == "the driver supports CUDA 12.4"
+    assert [f.title for f in jit.fixes] == ["Use a TensorFlow build that includes this GPU's architecture",
+                                            "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB"]
+    assert "NGC" in jit.fixes[0].steps[1]
+    (stuck,) = [f for f in report("drv003-ptx-too-new-for-driver").findings() if f.code == "DRV003"]
+    assert stuck.severity is Severity.ERROR
+    assert stuck.message.endswith("and the driver cannot JIT its CUDA 12.2 PTX (the driver supports CUDA 12.0): "
+                                  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION, no GPU kernels at all")
+
+
+def test_cupti_of_another_cuda_names_the_soname_the_copy_and_the_right_folder():
+    (finding,) = report("cupti003-cupti-of-another-cuda").findings()
+    assert finding.severity is Severity.ERROR  # a profiler is installed
+    assert finding.message == (
+        "TensorFlow (CUDA 12.2) loads libcupti.so, and the loader gives it /usr/local/cuda/extras/CUPTI/lib64/"
+        "libcupti.so (via LD_LIBRARY_PATH), the CUPTI of CUDA 11.8.89 (toolkit /usr/local/cuda -> "
+        "/usr/local/cuda-11.8): the Profiler will record no GPU activity")
+    assert finding.evidence["library"] == "libcupti.so.12"
+    assert finding.evidence["right_copy"] == "/usr/local/cuda-12.2/extras/CUPTI/lib64/libcupti.so.12"
+    assert [c.value for c in finding.fixes[0].changes] == ["/usr/local/cuda-12.2/extras/CUPTI/lib64"]
+    twin = load("healthy-cupti-of-the-builds-cuda")
+    assert check_facts(twin, select=["CUPTI"]).codes() == []
+    assert check_facts(twin, select=["CUPTI003"]).result("CUPTI003").status.value == "passed"

@@ -19,6 +19,11 @@ CASES = {
     "cuda001-library-not-on-loader-path": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
                                            "cupti"),
     "cupti001-cupti-not-on-loader-path": ("cupti",),
+    # TensorFlow 2.16's RUNPATH misses the wheels: env.sh must put every wheel folder on LD_LIBRARY_PATH.
+    "cuda001-tf216-wheels-off-runpath": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
+                                         "cupti", "nccl"),
+    "cuda001-conda-lib-not-on-loader-path": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
+                                             "cupti"),
 }
 
 

@@ -201,3 +201,20 @@ def test_python_option_points_at_that_environments_wheels(make_root):
     facts = probe_cuda_libs(root.machine({"PATH": "/usr/bin"}, python="/opt/env/bin/python"))
     assert facts["tensorflow"]["site_packages"] == "/opt/env/lib/python3.11/site-packages"
     assert "/opt/env/lib/python3.11/site-packages/nvidia/cudnn/lib" in facts["runpath"]
+
+
+def test_ptxas_version_from_conda_package_metadata_or_unknown(make_root):
+    from tfdoctor.facts import Unknown
+    from tfdoctor.facts.probes.xla_toolchain import probe_xla_toolchain
+
+    prefix = "/home/ada/miniconda3/envs/tf"
+    root = make_root()
+    g.driver(root)
+    root.write(f"{prefix}/bin/ptxas", "\x7fELF", mode=0o755)
+    root.write(f"{prefix}/conda-meta/cuda-nvcc-11.8.89-0.json", '{"name": "cuda-nvcc", "version": "11.8.89"}')
+    root.write("/opt/other/bin/ptxas", "\x7fELF", mode=0o755)
+    env = {"PATH": f"{prefix}/bin:/opt/other/bin:/usr/bin", "CONDA_PREFIX": prefix}
+    facts = probe_xla_toolchain(root.machine(env))
+    conda, other = facts["path_ptxas"]
+    assert conda == {"path": f"{prefix}/bin/ptxas", "version": "11.8.89"}
+    assert isinstance(other["version"], Unknown) and "not run under --root" in other["version"].reason

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (each module registers its machines)
     machines,
     machines_cluster,
     machines_gpu,
+    machines_gpu_stack,
     machines_only_a_run_can_tell,
     machines_pyenv,
     machines_threads,

@@ -9,9 +9,6 @@ from .corpus import HealthyMachine, register
 from .parts import PythonEnv
 
 # The false alarms of issue 16 that other branches fix (see README.md: false_alarms).
-ITEM_3 = "issue 16 item 3: NCCL missing on a one-GPU host, branch gpu-stack"
-CUPTI002_DEFAULT = ("issue 16: CUPTI002 warns on the driver's default RmProfilingAdminOnly=1 where no profiler is "
-                    "installed (training unaffected); cupti.py is gpu-stack's")
 
 HOME = "/home/ada"
 VENV = PythonEnv(f"{HOME}/venv")

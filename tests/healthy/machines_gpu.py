@@ -9,7 +9,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import CUPTI002_DEFAULT, HOME, ITEM_3, USER_ENV, VENV
+from .machines import HOME, USER_ENV, VENV
 from .parts import PythonEnv
 
 GPU_FAMILIES = ("CUDA", "CUPTI", "DRV", "XLA", "GPU")
@@ -43,7 +43,7 @@ def _second_toolkit(root: FakeRoot) -> tuple[FakeGpu, ...]:
 register(HealthyMachine(
     "gpu-workstation-pip-cuda-second-toolkit", (*GPU_FAMILIES, "PKG", "MP", "LAY"),
     "an RTX 4090, tensorflow[and-cuda] 2.15 in a venv, an unused CUDA 12.4 toolkit as /usr/local/cuda in "
-    "ld.so.cache", _second_toolkit, env=USER_ENV, python=VENV, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+    "ld.so.cache", _second_toolkit, env=USER_ENV, python=VENV))
 
 
 # -- the system's CUDA toolkit and cuDNN, from NVIDIA's .deb packages -------------------------------------
@@ -64,8 +64,7 @@ register(HealthyMachine(
     "gpu-server-system-cuda-toolkit", (*GPU_FAMILIES, "PKG"),
     "a T4 inference server, tensorflow 2.15 without [and-cuda], CUDA 12.2 and cuDNN 8.9 from NVIDIA's "
     ".deb packages in ld.so.cache, NCCL from libnccl2", _system_toolkit,
-    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV,
-    false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV))
 
 
 # -- containers: profiling restricted (the driver's default) with SYS_ADMIN, or not restricted --------------
@@ -121,7 +120,7 @@ def _mig(root: FakeRoot) -> tuple[FakeGpu, ...]:
 register(HealthyMachine(
     "gpu-mig-instance", ("GPU", "CUDA", "DRV"),
     "an A100 in MIG mode with two 3g.40gb instances; the job is given one by its MIG UUID", _mig,
-    env={**USER_ENV, "CUDA_VISIBLE_DEVICES": MIG_UUID}, python=VENV, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+    env={**USER_ENV, "CUDA_VISIBLE_DEVICES": MIG_UUID}, python=VENV))
 
 
 # -- WSL2: the Windows driver seen through /usr/lib/wsl and /dev/dxg -----------------------------------------
@@ -239,7 +238,7 @@ register(HealthyMachine(
          "PATH": f"{CONDA.prefix}/bin:{HOME}/miniconda3/condabin:/usr/local/bin:/usr/bin:/bin",
          "LD_LIBRARY_PATH": f":{CONDA.prefix}/lib/:{CONDA.site}/nvidia/cudnn/lib",
          "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA.prefix}/lib/"},
-    python=CONDA, false_alarms={"CUPTI002": CUPTI002_DEFAULT, "CUDA001": ITEM_3}))
+    python=CONDA))
 
 
 # -- a GPU shared with another user's job, TensorFlow growing its memory as it needs --------------------------
@@ -327,7 +326,7 @@ register(HealthyMachine(
     "cloud-vm-one-gpu-no-numa", ("NUMA", "GPU", "CUDA", "DRV", "THR"),
     "an AWS g5.xlarge (A10G, 4 vCPUs, one NUMA node; the GPU's numa_node is -1), tensorflow[and-cuda] 2.15",
     _cloud_vm, env={**USER_ENV, "HOME": "/home/ubuntu", "USER": "ubuntu"}, python=VENV,
-    nvml={"driver": "535.183.01", "cuda": 12020}, false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+    nvml={"driver": "535.183.01", "cuda": 12020}))
 
 
 # -- two GeForce RTX 4090 in one workstation: no P2P in hardware, NCCL told so -------------------------------

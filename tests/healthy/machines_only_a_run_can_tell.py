@@ -10,7 +10,7 @@ from tfdoctor.testing import FakeRoot
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import CUPTI002_DEFAULT, USER_ENV, VENV, _laptop
+from .machines import USER_ENV, VENV, _laptop
 from .machines_gpu import _second_toolkit
 
 # A laptop running a hyper-parameter sweep: eight single-threaded trials side by side, each pinned to one
@@ -39,5 +39,4 @@ register(HealthyMachine(
 register(HealthyMachine(
     "gpu-workstation-auto-jit", ("XLA",),
     "the RTX 4090 workstation with TF_XLA_FLAGS=--tf_xla_auto_jit=2 for a fixed-shape image model",
-    _second_toolkit, env={**USER_ENV, "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}, python=VENV,
-    false_alarms={"CUPTI002": CUPTI002_DEFAULT}))
+    _second_toolkit, env={**USER_ENV, "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}, python=VENV))

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.derive.cuda_releases import cudnn_built_with
+from tfdoctor.derive.cuda_releases import cudnn_built_with, tensorflow_release
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
+from tfdoctor.derive.job_layout import collective_layout
 from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts
@@ -68,7 +69,12 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Resolves each library a CUDA build of TensorFlow dlopens (libcuda, cudart, cuBLAS, cuBLASLt, cuDNN,
     cuFFT, cuSOLVER, cuSPARSE, NCCL) the way the dynamic loader will: LD_LIBRARY_PATH, TensorFlow's
-    RUNPATH (the pip nvidia-* wheels, TensorFlow ≥ 2.14), /etc/ld.so.cache, the default folders.
+    RUNPATH (the pip nvidia-* wheels, only in the releases whose RUNPATH really reaches them),
+    /etc/ld.so.cache, the default folders. The names come from the build's CUDA generation
+    (tfdoctor/knowledge/cuda_sonames.toml); what a release links and finds from
+    tfdoctor/knowledge/tensorflow_builds.toml. A missing libnccl.so.2 is a warning only when the
+    build dlopens NCCL and the job has several visible GPUs or workers (TF_CONFIG, WORLD_SIZE,
+    SLURM_NTASKS, …): one GPU and one worker never call it, and releases before 2.14 link it in.
 
     Why is this bad?
     TensorFlow logs "Could not load dynamic library 'libcudnn.so.8'" once, skips every GPU and runs
@@ -109,27 +115,71 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             off_path.setdefault(best.dir, []).append((name, [c.path for c in copies]))
         else:
             missing.append((key, name))
+    conda = facts.peek("cuda_libs.conda")
+    conda_lib = conda.get("lib") if isinstance(conda, dict) else None
+    runpath_note = _runpath_note(facts)
     for folder, found in off_path.items():
         names = [name for name, _ in found]
+        fixes: tuple[EnvFix | AdminFix, ...] = (prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),)
+        if folder == conda_lib:
+            # The conda way: the environment sets it on activation (TensorFlow 2.12's install guide).
+            fixes += (AdminFix("Or set it whenever the conda environment is activated", (
+                "mkdir -p $CONDA_PREFIX/etc/conda/activate.d",
+                "echo 'export LD_LIBRARY_PATH=$CONDA_PREFIX/lib/:$LD_LIBRARY_PATH' >> "
+                "$CONDA_PREFIX/etc/conda/activate.d/env_vars.sh")),)
+        evidence: dict[str, Any] = {"libraries": names, "folder": folder, "found_at": dict(found),
+                                    "cuda_libs.ld_library_path": lib_path}
+        if runpath_note and "/site-packages/nvidia/" in folder:
+            evidence["runpath"] = runpath_note
         yield Finding(
             f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
             f"in {folder}: TensorFlow will not use the GPU",
-            evidence={"libraries": names, "folder": folder, "found_at": dict(found),
-                      "cuda_libs.ld_library_path": lib_path},
-            fixes=(prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),))
-    for severity, group in ((None, [m for m in missing if m[0] != "nccl"]),
-                            (Severity.WARNING, [m for m in missing if m[0] == "nccl"])):
+            evidence=evidence, fixes=fixes)
+    nccl_missing = [m for m in missing if m[0] == "nccl"]
+    nccl_evidence: dict[str, Any] = {}
+    if nccl_missing:
+        nccl_evidence = _nccl_matters(build, facts)
+        if not nccl_evidence.pop("matters"):
+            nccl_missing = []  # one GPU and one worker, or NCCL linked in: nothing will dlopen it
+    for severity, group in ((None, [m for m in missing if m[0] != "nccl"]), (Severity.WARNING, nccl_missing)):
         if not group:
             continue
         names = [name for _, name in group]
         evidence: dict[str, Any] = {"libraries": names, "cuda_libs.ld_library_path": lib_path}
         if broken:
             evidence["broken_links"] = broken
+        if severity:
+            evidence.update(nccl_evidence)
         yield Finding(
             f"{_listing(names)} not installed anywhere tfdoctor looked: "
             + ("multi-GPU collectives will fail" if severity else "TensorFlow will not use the GPU")
             + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
             evidence=evidence, fixes=(_install_fix(build, [k for k, _ in group], names),), severity=severity)
+
+
+def _runpath_note(facts: Facts) -> str | None:
+    """Why the wheels next to TensorFlow are not on its RUNPATH, when that is the reason."""
+    tensorflow = facts.peek("cuda_libs.tensorflow")
+    if not isinstance(tensorflow, dict) or tensorflow.get("runpath_finds_wheels") is not False:
+        return None
+    return (f"TensorFlow {tensorflow.get('version')}'s RUNPATH does not reach site-packages/nvidia/*/lib "
+            f"({tensorflow.get('runpath_rule')}): each wheel folder must be on LD_LIBRARY_PATH")
+
+
+def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:
+    """Whether a missing libnccl.so.2 can hurt this job: the build dlopens it (tensorflow_builds says
+    "dynamic"; a release the table does not know is assumed to) and the job has several GPUs or workers."""
+    release = tensorflow_release(build.version)
+    linkage = release.values.get("nccl") if release else None
+    evidence: dict[str, Any] = {"matters": False, "nccl_linkage": linkage or "unknown (assumed dynamic)"}
+    if release is not None:
+        evidence["knowledge"] = release.evidence()
+    if linkage == "static":
+        return evidence
+    layout = collective_layout(facts)
+    evidence.update(layout.evidence)
+    evidence["matters"] = layout.uses_collectives is True
+    return evidence
 
 
 def _listing(names: list[str], verb: bool = True) -> str:

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from tfdoctor.checks.cuda import arch_support
 from tfdoctor.derive.cuda_releases import driver_at_least, driver_cuda_ceiling, driver_need
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
-from tfdoctor.derive.tf_build import cuda_gpu_setup, tensorflow_build, version_tuple
+from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.model import AdminFix, Finding, Severity
+from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
 
@@ -124,7 +124,9 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     evidence = {"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver, "driver_source": driver_source,
                 "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter}
     if need_row is not None:
-        evidence["knowledge"] = need_row.evidence()
+        evidence.update(minimum_driver=need_row.toolkit_driver, compat_floor=need_row.compat_floor, system=system)
+        if need_row.row is not None:
+            evidence["knowledge"] = need_row.row.evidence()
     yield Finding(
         f"the driver ({driver or 'version unknown'}, {observed}) is older than the CUDA {build.cuda_version} "
         "TensorFlow "
@@ -133,6 +135,22 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
         evidence=evidence,
         fixes=(AdminFix("Upgrade the NVIDIA driver", tuple(steps)),),
         severity=Severity.WARNING if same_major else Severity.ERROR)
+
+
+def _driver_can_jit(facts: Facts, build: TfBuild) -> tuple[bool | None, str]:
+    """Whether the driver can compile PTX of the build's CUDA: it must support that CUDA version
+    itself (minor-version compatibility covers precompiled kernels, not newer PTX)."""
+    need = version_tuple(build.cuda_version)[:2]
+    driver_cuda = facts.peek("nvml.cuda_driver_version")
+    if isinstance(driver_cuda, str) and version_tuple(driver_cuda):
+        ok = version_tuple(driver_cuda)[:2] >= need
+        return ok, f"the driver supports CUDA {driver_cuda}"
+    driver, source = driver_version(facts)
+    need_row = driver_need(build.cuda_version, "Windows" if wsl2(facts) else "Linux")
+    if driver is None or need_row is None or need_row.toolkit_driver is None:
+        return None, "driver's CUDA version unknown"
+    ok = driver_at_least(driver, need_row.toolkit_driver)
+    return ok, f"driver {driver} from {source}; CUDA {need_row.cuda} needs ≥ {need_row.toolkit_driver}"
 
 
 def _known_gpus(facts: Facts) -> list:
@@ -149,17 +167,21 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
     (build_info's cuda_compute_capabilities: sm_XY binaries, compute_XY PTX).
 
     Why is this bad?
-    A binary for sm_XY runs on X.Y and later minors of the same major. A GPU with no matching binary
-    needs the PTX JIT-compiled by the driver at every start without a warm cache (minutes); a GPU
-    older than every entry has no kernels at all ("no kernel image is available for execution").
+    A binary for sm_XY runs on X.Y and later minors of the same major. A GPU newer than every binary
+    leaves only PTX JIT: the driver compiles TensorFlow's PTX at every start without a warm cache
+    (minutes) — and cannot at all when the driver is older than the CUDA that produced the PTX
+    (CUDA_ERROR_UNSUPPORTED_PTX_VERSION; the driver is judged as in DRV002, with
+    tfdoctor/knowledge/cuda_drivers.toml when NVML does not say). A GPU older than every entry has
+    no kernels at all ("no kernel image is available for execution").
 
     Example:
     A compute capability 12.0 GPU with a wheel built for sm_60 … sm_80 and compute_90 (JIT), or a
     3.5 GPU with a wheel whose oldest entry is sm_50 (no kernels).
 
     Fix:
-    Use a TensorFlow release built for the GPU (or build from source with
-    TF_CUDA_COMPUTE_CAPABILITIES); meanwhile keep the JIT cache large (see CUDA007).
+    Use a TensorFlow release or container built for the GPU (or build from source with
+    TF_CUDA_COMPUTE_CAPABILITIES); meanwhile keep the JIT cache large (CUDA_CACHE_MAXSIZE, see
+    CUDA007), and for PTX too new for the driver, upgrade the driver.
 
     Fix safety:
     Manual: changes the installed TensorFlow.
@@ -174,17 +196,33 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
         support = arch_support(gpu.compute_capability, build.compute_capabilities)
         if support == "sass":
             continue
+        arch = f"sm_{gpu.cc_text.replace('.', '')}"
         evidence = {"gpu": gpu.index, "gpu.name": gpu.name, "gpu.compute_capability": gpu.cc_text,
                     "tensorflow.cuda_compute_capabilities": list(build.compute_capabilities)}
         fix = AdminFix("Use a TensorFlow build that includes this GPU's architecture", (
-            "pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for "
-            f"sm_{gpu.cc_text.replace('.', '')}",
+            f"pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for {arch}",
+            f"or a container image whose TensorFlow is built for {arch} (e.g. NVIDIA's NGC TensorFlow image)",
             "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU"))
+        architectures = ", ".join(build.compute_capabilities)
         if support == "ptx":
+            ptx_ok, why = _driver_can_jit(facts, build)
+            evidence["driver_can_jit"] = why
+            if ptx_ok is False:
+                yield Finding(
+                    f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) has no binary kernels in this "
+                    f"TensorFlow build ({architectures}), and the driver cannot JIT its CUDA {build.cuda_version} "
+                    f"PTX ({why}): CUDA_ERROR_UNSUPPORTED_PTX_VERSION, no GPU kernels at all",
+                    evidence=evidence, fixes=(fix, AdminFix("Or upgrade the NVIDIA driver", (
+                        f"Install a driver for CUDA {build.cuda_version} or newer (see DRV002)",))),
+                    severity=Severity.ERROR)
+                continue
             yield Finding(
                 f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) has no binary kernels in this "
-                f"TensorFlow build: the driver JIT-compiles its PTX at start-up (minutes without a warm cache)",
-                evidence=evidence, fixes=(fix,))
+                f"TensorFlow build ({architectures}): the driver JIT-compiles its PTX at start-up (minutes "
+                "without a warm cache)",
+                evidence=evidence, fixes=(fix, EnvFix(
+                    "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB",
+                    (set_env("CUDA_CACHE_MAXSIZE", str(4 * (1 << 30))),))))
         else:
             yield Finding(
                 f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) is older than every architecture "

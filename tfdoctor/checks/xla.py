@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple
+from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, version_tuple
 from tfdoctor.derive.xla_flags import DATA_DIR_FLAG
-from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
 
@@ -46,9 +46,7 @@ def data_dir_fix(facts: Facts, folder: str, why: str) -> EnvFix:
 
 
 def _nvcc_install(build: TfBuild) -> AdminFix:
-    pin = build.pin_for("nvcc")
-    command = (f"pip install '{pin[0]}=={pin[1]}'" if pin else
-               f"pip install 'nvidia-cuda-nvcc-cu{build.cuda_major}~={major_minor(build.cuda_version)}'")
+    command = build.install_hint("nvcc")  # names only a wheel (or extra) that exists for this CUDA
     return AdminFix("Install libdevice and ptxas (the nvidia-cuda-nvcc wheel)", (
         command, "or install the CUDA toolkit's nvcc package and set XLA_FLAGS=--xla_gpu_cuda_data_dir=<its root>"))
 
@@ -125,6 +123,8 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     if first and not (isinstance(first, dict) and isinstance(first.get("path"), str)):
         raise NotChecked(f"xla_toolchain.ptxas holds {str(first)[:40]!r}, not a ptxas record")
     need = version_tuple(build.cuda_version)[:2]
+    if first and isinstance(first.get("version"), Unknown):
+        raise NotChecked(f"version of {first['path']} unknown: {first['version'].reason}")
     if not first or not version_tuple(first.get("version")) or version_tuple(first["version"])[:2] >= need:
         return
     roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]

@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import datetime
 import functools
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+
+def _tomllib() -> Any:
+    """tomllib, imported on first use: a check path that never consults a table (a host without an
+    NVIDIA GPU) does not pay for the TOML parser."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 
 # The tables are package data installed beside this module (never zipped): a plain path, not
@@ -53,6 +59,7 @@ class Table:
         return f"{self.title} (taken {self.taken.isoformat()}; {', '.join(self.sources)})"
 
 
+@functools.cache
 def available() -> list[str]:
     return sorted(
         entry.name.removesuffix(".toml")
@@ -64,9 +71,9 @@ def available() -> list[str]:
 @functools.cache
 def table(name: str) -> Table:
     """Load the packaged table `name` (cached: tables are read once per process)."""
-    resource = HERE / f"{name}.toml"
+    tomllib = _tomllib()
     try:
-        document = tomllib.loads(resource.read_text(encoding="utf-8"))
+        document = tomllib.loads((HERE / f"{name}.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
     meta = document.get("meta")

@@ -44,7 +44,7 @@ class FakeGpu:
     memory_total_mib: int = 40960
     memory_used_mib: int = 3
     processes: list[tuple[int, int]] = field(default_factory=list)  # (pid, MiB)
-    persistence: bool = True
+    persistence: bool | None = True  # None: not supported (Windows, WSL2)
     ecc: tuple[bool, int, int] | None = (True, 0, 0)  # enabled, uncorrected volatile, aggregate; None: unsupported
     retired: tuple[int, int, bool] = (0, 0, False)  # single-bit, double-bit, pending
     remapped: tuple[int, int, bool, bool] | None = (0, 0, False, False)  # None: pre-Ampere
@@ -125,6 +125,8 @@ class FakeNvml:
         return [SimpleNamespace(pid=pid, usedGpuMemory=mib * MIB) for pid, mib in gpu.processes]
 
     def _nvmlDeviceGetPersistenceMode(self, gpu: FakeGpu) -> int:
+        if gpu.persistence is None:  # Windows and WSL2 drivers have no persistence mode
+            raise NVMLError_NotSupported()
         return int(gpu.persistence)
 
     def _nvmlDeviceGetEccMode(self, gpu: FakeGpu) -> list[int]:

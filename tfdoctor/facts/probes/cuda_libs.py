@@ -265,6 +265,37 @@ def toolkit_version(fs: RootedFs, root: str) -> str | None:
     return match.group(1) if match else None
 
 
+def runpath_finds_wheels(version: str | None) -> tuple[bool, str]:
+    """Whether this TensorFlow's RUNPATH reaches site-packages/nvidia/*/lib, and by which rule: the
+    release's row of tfdoctor/knowledge/tensorflow_builds.toml (2.16 and 2.17 carry a RUNPATH that does
+    not), else any release from 2.14 (an unreleased or unknown version is given the benefit)."""
+    from tfdoctor import knowledge
+
+    wanted = version_tuple(version)[:2]
+    for row in knowledge.table("tensorflow_builds").rows:
+        if version_tuple(row["tensorflow"])[:2] == wanted:
+            return bool(row["runpath_finds_wheels"]), f"tensorflow_builds row {row['tensorflow']}"
+    if not wanted:
+        return True, "version unknown: assumed to carry the RUNPATH"
+    return wanted >= RUNPATH_SINCE, f"not in tensorflow_builds: from {'.'.join(map(str, RUNPATH_SINCE))} on"
+
+
+def conda_environment(machine: Machine, fs: RootedFs) -> dict[str, Any] | None:
+    """The active conda environment ($CONDA_PREFIX): its lib/ (where conda's cudatoolkit and cudnn put
+    the libraries; a conda Python's RUNPATH does not reach a dlopen from TensorFlow) and the
+    etc/conda/activate.d scripts that set LD_LIBRARY_PATH for it (TensorFlow 2.12's install guide)."""
+    prefix = machine.environ.get("CONDA_PREFIX")
+    if not prefix or not prefix.startswith("/"):
+        return None
+    prefix = prefix.rstrip("/") or "/"
+    folder = posixpath.join(prefix, "etc", "conda", "activate.d")
+    scripts = []
+    for name in sorted(fs.listdir(folder)):
+        text = fs.read_text(posixpath.join(folder, name)) or ""
+        scripts.append({"path": posixpath.join(folder, name), "sets_ld_library_path": "LD_LIBRARY_PATH" in text})
+    return {"prefix": prefix, "lib": posixpath.join(prefix, "lib"), "activate_d": scripts}
+
+
 def _read_ld_cache(machine: Machine, fs: RootedFs, arch: str) -> dict[str, Any] | Unknown:
     from tfdoctor.facts.parse_ldcache import entries_for_machine, parse_ld_so_cache
 
@@ -311,11 +342,12 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
                 "tensorflow": tensorflow, "libraries": Unknown(NO_NVIDIA)}
     runpath: list[str] = []
     wheel_dirs: list[dict[str, str | None]] = []
+    if tensorflow:
+        tensorflow["runpath_finds_wheels"], tensorflow["runpath_rule"] = runpath_finds_wheels(tensorflow["version"])
     for folder in packages:
         dirs = wheel_lib_dirs(fs, folder)
         wheel_dirs += dirs
-        if tensorflow and folder == tensorflow["site_packages"] and (
-                not version_tuple(tensorflow["version"]) or version_tuple(tensorflow["version"]) >= RUNPATH_SINCE):
+        if tensorflow and folder == tensorflow["site_packages"] and tensorflow["runpath_finds_wheels"]:
             runpath += [str(d["dir"]) for d in dirs]
     ld_cache = _read_ld_cache(machine, fs, arch)
     cache_pairs = [] if isinstance(ld_cache, Unknown) else [(e["soname"], e["path"]) for e in ld_cache["entries"]]
@@ -327,6 +359,9 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     scan += [(posixpath.dirname(p), "ld.so.cache") for _, p in cache_pairs]
     scan += [(d, "default folder") for d in defaults]
     scan += [(posixpath.join(k["path"], sub), f"toolkit {k['path']}") for k in kits for sub in TOOLKIT_LIB_SUBDIRS]
+    conda = conda_environment(machine, fs)
+    if conda is not None:
+        scan += [(str(conda["lib"]), "conda env")]
     scan += [(d, "well-known") for d in ("/usr/local/nvidia/lib64", "/usr/lib/wsl/lib")]
     wheel_version = {str(d["dir"]): d["version"] for d in wheel_dirs}
 
@@ -371,5 +406,6 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
         "wheel_dirs": wheel_dirs,
         "toolkits": kits,
         "tensorflow": tensorflow,
+        "conda": conda,
         "libraries": libraries,
     }

@@ -291,8 +291,7 @@ def fallback_inventory(machine: Machine, reason: str) -> dict[str, Any]:
             "compute_capability": Unknown(f"NVML unavailable: {reason}"), "numa_node": device["numa_node"],
         } for position, device in enumerate(pci)]
     else:
-        facts["devices"] = Unknown(f"GPUs unknown: {reason}; none listed in /proc/driver/nvidia/gpus or on the "
-                                   "PCI bus")
+        facts["devices"] = Unknown(f"{reason}; no GPU listed in /proc/driver/nvidia/gpus or on the PCI bus")
     return facts
 
 
@@ -310,16 +309,14 @@ def _full_bus_id(text: str) -> str:
 @probe("nvml", timeout=5.0)
 def probe_nvml(machine: Machine) -> dict[str, Any] | Unknown:
     driver = nvidia_driver_present(machine)
-    if NVML_OVERRIDE is not None:
-        return _run_with_timeout(NVML_OVERRIDE, nvml_timeout(machine))
-    if not driver:
+    if NVML_OVERRIDE is None and not driver:
         return Unknown("no NVIDIA driver (no /proc/driver/nvidia/version, no /dev/nvidia*, no WSL2 /dev/dxg)")
-    if not machine.is_live:
+    if NVML_OVERRIDE is None and not machine.is_live:
         return fallback_inventory(machine, "NVML is not queried under --root (it would describe this host, "
                                            "not the tree)")
-    result = _run_with_timeout(_load_nvml, nvml_timeout(machine))
-    if isinstance(result, Unknown):
-        return fallback_inventory(machine, result.reason)
+    result = _run_with_timeout(NVML_OVERRIDE or _load_nvml, nvml_timeout(machine))
+    if isinstance(result, Unknown) and driver:
+        return fallback_inventory(machine, result.reason)  # the driver is there: GPUs unknown, not none
     return result
 
 

@@ -50,14 +50,21 @@ def modprobe_settings(machine: Machine) -> list[dict[str, str]]:
     return found
 
 
+CGROUP_WORDS = ("kubepods", "docker", "libpod", "containerd")  # most specific first: kubepods paths name docker too
+
+
 def container_signs(machine: Machine) -> list[str]:
+    """Signs this process runs in a container: the engine's marker files, Kubernetes' environment, and
+    the engine's name in a cgroup path ("/proc/self/cgroup:kubepods"). With cgroup v2 namespaces the
+    path is "0::/" and only the marker files and the environment remain."""
     signs = [p for p in ("/.dockerenv", "/run/.containerenv") if machine.exists(p)]
     if machine.environ.get("KUBERNETES_SERVICE_HOST"):
         signs.append("KUBERNETES_SERVICE_HOST")
     for path in ("/proc/self/cgroup", "/proc/1/cgroup"):
         text = machine.read_text(path)
-        if isinstance(text, str) and any(w in text for w in ("docker", "kubepods", "containerd", "libpod")):
-            signs.append(path)
+        word = next((w for w in CGROUP_WORDS if isinstance(text, str) and w in text), None)
+        if word:
+            signs.append(f"{path}:{word}")
             break
     return signs
 

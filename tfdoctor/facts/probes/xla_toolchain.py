@@ -75,14 +75,30 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
         version = toolkit_version(fs, root)
         if version:
             return version
+    conda = _conda_nvcc_version(fs, ptxas)
+    if conda:
+        return conda
     if machine.is_live and run:
         from tfdoctor.facts.bounded import run_bounded
 
         try:
             done = run_bounded([ptxas, "--version"], timeout=min(machine.timeout, 2.0), limit=64 * 1024)
-            return parse_ptxas_version(done.stdout.decode(errors="replace"))
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+            return parse_ptxas_version(done.stdout.decode(errors="replace")) or Unknown(
+                f"{ptxas} --version printed no release")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Unknown(f"{ptxas} --version failed: {type(exc).__name__}")
+    return Unknown("no wheel, version.json/version.txt or conda-meta record names its version"
+                   + ("" if machine.is_live else ", and it is not run under --root"))
+
+
+def _conda_nvcc_version(fs: RootedFs, ptxas: str) -> str | None:
+    """A conda environment's ptxas (<prefix>/bin/ptxas) is versioned by its package record,
+    <prefix>/conda-meta/cuda-nvcc-<version>-<build>.json."""
+    prefix = posixpath.dirname(posixpath.dirname(ptxas))
+    for entry in fs.listdir(posixpath.join(prefix, "conda-meta")):
+        match = re.match(r"^cuda-nvcc-([0-9][0-9.]*)-[^-]+\.json$", entry)
+        if match:
+            return match.group(1)
     return None
 
 

@@ -218,3 +218,20 @@ def test_ptxas_version_from_conda_package_metadata_or_unknown(make_root):
     conda, other = facts["path_ptxas"]
     assert conda == {"path": f"{prefix}/bin/ptxas", "version": "11.8.89"}
     assert isinstance(other["version"], Unknown) and "not run under --root" in other["version"].reason
+
+
+
+def test_a_fifo_in_place_of_build_info_is_unknown_not_waited_on(tmp_path):
+    """build_info.py is read by the CUDA-library probe: a FIFO there (a hostile or broken tree) is an
+    unknown with its reason, at once; the fallback parser used to open() it and block forever."""
+    import os
+    import time
+
+    from tfdoctor.facts.probes.cuda_libs import read_tf_build_info
+
+    fifo = tmp_path / "build_info.py"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    found = read_tf_build_info(str(fifo))
+    assert time.monotonic() - started < 5
+    assert set(found) == {"$unknown"} and found["$unknown"].endswith("is not a regular file")

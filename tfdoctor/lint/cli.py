@@ -108,8 +108,17 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool)
         count = sum(len(plan.fixed) for plan in plans)
         _emit(f"tfdoctor lint: {count} fix(es) in {len(plans)} file(s) would be applied\n", err=True)
         return bool(plans)
+    from tfdoctor.facts.bounded import InputFileError
+
+    written = []
     for plan in plans:
-        write_fix(plan)
+        try:
+            write_fix(plan)
+        except (OSError, InputFileError) as exc:  # changed, removed or unwritable since it was linted
+            _emit(f"tfdoctor lint: {display_path(plan.path)}: not fixed: {exc}\n", err=True)
+            continue
+        written.append(plan)
+    plans = written
     count = sum(len(plan.fixed) for plan in plans)
     _emit(f"tfdoctor lint: fixed {count} finding(s) in {len(plans)} file(s)\n", err=True)
     return lint_paths(files, rules, plugin_errors) if plans else report

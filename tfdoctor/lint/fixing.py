@@ -74,7 +74,7 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
     for display in files:
         path = paths.get(display, Path(display))
         try:
-            before = decode_source(path.read_bytes())
+            before = decode_source(_read_source(path))
         except Exception as exc:  # unreadable now: the file changed under us
             problems.append(f"{display}: not fixed: {exc}")
             continue
@@ -121,9 +121,17 @@ def write_fix(plan: FileFix) -> None:
     import io
     import tokenize
 
-    data = plan.path.read_bytes()
+    data = _read_source(plan.path)
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     out = plan.after.encode("utf-8" if encoding == "utf-8-sig" else encoding)
     if data.startswith(b"\xef\xbb\xbf") and not out.startswith(b"\xef\xbb\xbf"):
         out = b"\xef\xbb\xbf" + out
     plan.path.write_bytes(out)
+
+
+def _read_source(path: Path) -> bytes:
+    """A file about to be fixed, read with the bound linting used (it may have changed since)."""
+    from tfdoctor.facts.bounded import read_input_file
+    from tfdoctor.lint.source import SOURCE_LIMIT
+
+    return read_input_file(path, SOURCE_LIMIT, "source file", timeout=10.0)

@@ -244,7 +244,7 @@ def run_workload(
         steal = steal_share(ticks_before, read_cpu_ticks())
         tail = _tail(stderr_path)
         try:
-            data = json.loads((scratch / "result.json").read_text(encoding="utf-8"))
+            data = _read_result(scratch)
         except (OSError, ValueError):
             data = None
     if timed_out:
@@ -271,6 +271,19 @@ def run_workload(
         stderr_tail=tail,
         extra={k: data[k] for k in ("profiler_stop_seconds", "intra_op_threads", "total_seconds") if k in data},
     )
+
+
+def _read_result(scratch: Path) -> Any:
+    """The workload's result.json (kilobytes): bounded like every read; OSError or ValueError otherwise."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        return json.loads(read_input_file(scratch / "result.json", RESULT_LIMIT, "workload result").decode("utf-8"))
+    except InputFileError as exc:
+        raise OSError(str(exc)) from None
+
+
+RESULT_LIMIT = 16 * 1024 * 1024
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
@@ -347,7 +360,7 @@ class WorkloadSession:
     def _failure(self) -> str:
         scratch = Path(self._scratch.name)
         try:
-            data = json.loads((scratch / "result.json").read_text(encoding="utf-8"))
+            data = _read_result(scratch)
             if data.get("error"):
                 return str(data["error"])
         except (OSError, ValueError):

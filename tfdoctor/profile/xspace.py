@@ -73,16 +73,23 @@ def find_xspace_files(logdir: str | Path) -> list[Path]:
     return sorted(runs[-1].glob("*.xplane.pb"))
 
 
+# A short profile of a real GPU job is tens of MB; past this, parsing would cost more memory than the
+# profile is worth to a summary.
+XSPACE_LIMIT = 512 * 1024 * 1024
+
+
 def load_xspace(path: str | Path) -> Any:
     """A parsed XSpace message; raises ValueError with a readable reason."""
     module = xplane_module()
     if isinstance(module, Unknown):
         raise ValueError(module.reason)
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
     space = module.XSpace()
     try:
-        space.ParseFromString(Path(path).read_bytes())
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        space.ParseFromString(read_input_file(path, XSPACE_LIMIT, "profile", timeout=60.0))
+    except InputFileError as exc:
+        raise ValueError(str(exc)) from None
     except Exception as exc:  # google.protobuf.message.DecodeError
         raise ValueError(f"{path} is not an XSpace: {exc}") from None
     return space

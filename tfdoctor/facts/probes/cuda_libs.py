@@ -42,6 +42,8 @@ _VERSION_TAIL = re.compile(r"\.so((?:\.[0-9]+)+)$")
 _DIST_INFO = re.compile(r"^(?P<name>.+?)-(?P<version>[0-9][^-]*)\.dist-info$")
 
 
+BUILD_INFO_LIMIT = 1024 * 1024  # a real build_info.py is a few kilobytes
+
 def matches_stem(filename: str, stem: str) -> bool:
     return filename == stem or filename.startswith(stem + ".")
 
@@ -186,9 +188,13 @@ def read_tf_build_info(path: str) -> dict[str, Any]:
     info = pyenv_snapshot.read_build_info(path)
     if info and "is_cuda_build" in info:
         return info
+    from tfdoctor.facts.bounded import read_probe_file
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            tree = ast.parse(handle.read())
+        read = read_probe_file(path, BUILD_INFO_LIMIT)  # a FIFO or device is refused, never read
+        if read.truncated:
+            return info
+        tree = ast.parse(read.data.decode("utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return info
     for node in tree.body:

@@ -138,6 +138,79 @@ def test_probe_timeout_and_probe_crash_become_unknown_sections():
     assert facts.sections["fine"] == {"value": 1}
 
 
+def _probes(**funcs):
+    """A registry's probes made of plain functions, section = keyword (sorted, as load_registry orders)."""
+    plugin = types.ModuleType("probes")
+    for section, func in funcs.items():
+        def run(machine, func=func):  # a function of its own per section: the mark lives on it
+            return func(machine)
+
+        setattr(plugin, section, probe(section)(run))
+    return load_registry(check_modules=[], probe_modules=[plugin]).probes
+
+
+def test_quick_probes_share_one_lane():
+    """Quick probes run one after another on one thread: seventeen threads passing the GIL around at
+    every read cost the hook more than the probes themselves."""
+    threads = []
+
+    def quick(machine):
+        threads.append(threading.get_ident())
+        return {}
+
+    facts = gather_facts(_probes(a=quick, b=quick, c=quick, d=quick, e=quick), Machine(environ={}, timeout=5))
+    assert set(facts.sections) == {"a", "b", "c", "d", "e"}
+    assert len(threads) == 5 and len(set(threads)) == 1
+
+
+def test_a_probe_that_waits_hands_the_queue_to_a_new_lane():
+    """Probes waiting on something (a subprocess, NVML, a slow file system) overlap: four waits of 0.3 s
+    take well under the 1.2 s they would one after another."""
+    def waits(machine):
+        time.sleep(0.3)
+        return {"waited": True}
+
+    start = time.monotonic()
+    facts = gather_facts(_probes(a=waits, b=waits, c=waits, d=waits), Machine(environ={}, timeout=5))
+    elapsed = time.monotonic() - start
+    assert all(section == {"waited": True} for section in facts.sections.values())
+    assert elapsed < 0.8
+
+
+def test_a_hung_first_probe_costs_its_own_section_only():
+    """A probe hung for good (a stale NFS mount under site-packages) is first in the queue: the others
+    still run, it is abandoned at the machine's timeout, and abandoned_probes() names it."""
+    from tfdoctor import engine
+
+    release = threading.Event()
+
+    def hangs(machine):
+        release.wait(30)
+        return {"late": True}
+
+    def fine(machine):
+        return {"value": 1}
+
+    mark = engine.abandoned_mark()
+    start = time.monotonic()
+    try:
+        facts = gather_facts(_probes(a_hangs=hangs, b=fine, c=fine), Machine(environ={}, timeout=0.5))
+        elapsed = time.monotonic() - start
+        assert engine.abandoned_probes(since=mark) == ["a_hangs"]
+    finally:
+        release.set()
+    assert facts.sections == {"a_hangs": Unknown("probe a_hangs timed out after 0.5 s"),
+                              "b": {"value": 1}, "c": {"value": 1}}
+    assert 0.5 <= elapsed < 1.5
+    assert "a_hangs" not in facts.meta["probe_seconds"]
+
+
+def test_an_overall_deadline_already_past_leaves_every_section_unknown():
+    facts = gather_facts(_probes(a=lambda m: {}, b=lambda m: {}), Machine(environ={}, timeout=5),
+                         deadline=time.monotonic() - 1)
+    assert facts.sections == {"a": Unknown("probe a timed out after 5 s"), "b": Unknown("probe b timed out after 5 s")}
+
+
 def test_facts_get_raises_not_checked_with_the_path():
     facts = Facts({"cpu": {"flags": Unknown("no cpuinfo"), "online": [0]}, "gpu": Unknown("NVML missing")})
     assert facts.get("cpu.online") == [0]

@@ -106,3 +106,41 @@ def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):
     assert graph == {"tfdoctor.a": {"tfdoctor.b"}, "tfdoctor.b": {"tfdoctor.a"}}
     assert find_cycle(graph) == ["tfdoctor.a", "tfdoctor.b", "tfdoctor.a"]
     assert find_cycle({"tfdoctor.a": {"tfdoctor.b"}, "tfdoctor.b": set()}) is None
+
+
+# Derivations that only a GPU (or several NUMA nodes) can make useful: each check imports them past its
+# own gate, so the pre-job hook on a CPU-only host never pays for them (about 25 ms of the hook's time).
+GPU_ONLY_DERIVATIONS = ("tfdoctor.derive.numa_placement", "tfdoctor.derive.resolvable_libraries",
+                        "tfdoctor.derive.cuda_releases", "tfdoctor.derive.job_layout",
+                        "tfdoctor.derive.tf_config", "tfdoctor.derive.allreduce")
+
+_IMPORTED_BY_CHECK = (
+    "import sys\n"
+    "from tfdoctor.cli import main\n"
+    "try:\n    main(['check', '--facts', sys.argv[1], '--format', 'json'])\n"
+    "except SystemExit:\n    pass\n"
+    "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith('tfdoctor.derive.'))))\n"
+)
+
+
+def _derivations_imported(snapshot: Path, tmp_path: Path) -> set[str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _IMPORTED_BY_CHECK, str(snapshot)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.startswith("{"), done.stderr
+    return set(done.stderr.split())
+
+
+def test_check_on_a_cpu_only_host_imports_no_gpu_derivation(tmp_path):
+    from conftest import REPO
+
+    snapshots = REPO / "tests" / "snapshots"
+    cpu_only = _derivations_imported(snapshots / "cpu-only-vm-tensorflow-2.21.json", tmp_path)
+    assert cpu_only and not cpu_only & set(GPU_ONLY_DERIVATIONS)
+    # The same run over a GPU host's facts does import them: the gates open where they should.
+    numa = _derivations_imported(snapshots / "numa" / "slurm-rank1-off-gpu-node.json", tmp_path)
+    assert "tfdoctor.derive.numa_placement" in numa
+    cuda = _derivations_imported(snapshots / "gpu" / "cuda002-cudnn-older-than-build.json", tmp_path)
+    assert {"tfdoctor.derive.resolvable_libraries", "tfdoctor.derive.cuda_releases"} <= cuda

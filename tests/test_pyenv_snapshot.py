@@ -39,6 +39,19 @@ def test_tensorflow_wheel_facts(tmp_path):
     assert snap["marker_environment"]["sys_platform"] == sys.platform
 
 
+def test_marker_environment_is_packagings_and_the_platform_modules_without_importing_it():
+    """The snapshot rebuilds PEP 508's environment from os.uname() and sys (importing `platform` costs
+    the hook a few ms): the values must be exactly those packaging and `platform` give."""
+    import platform
+
+    from packaging.markers import default_environment
+
+    snap = snapshot(paths=[])
+    assert snap["marker_environment"] == default_environment()
+    assert (snap["version"], snap["implementation"], snap["machine"]) == (
+        platform.python_version(), platform.python_implementation(), platform.machine())
+
+
 def test_build_info_of_a_cuda_wheel_and_of_old_wheels(tmp_path):
     cuda = tmp_path / "cuda_build_info.py"
     cuda.write_text(BUILD_INFO_CUDA)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfdoctor.derive.cuda_releases import cudnn_built_with, tensorflow_release
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
-from tfdoctor.derive.job_layout import collective_layout
-from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
+
+# The library and release derivations are imported past each check's `cuda_gpu_setup` gate: a CPU-only
+# TensorFlow (most pre-job hook hosts) never pays for them.
 
 # The libraries every GPU step needs (CUPTI has its own family; NCCL only matters for several GPUs).
 CORE_LIBRARIES = ("cuda", "cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse", "nccl")
@@ -55,6 +55,8 @@ def required_version(build: TfBuild, key: str) -> tuple[tuple[int, ...], str]:
     if pin:
         return version_tuple(pin[1])[:2], f"tensorflow[and-cuda] pins {pin[0]}=={pin[1]}"
     if key == "cudnn":
+        from tfdoctor.derive.cuda_releases import cudnn_built_with
+
         known = cudnn_built_with(build.version, build.cudnn_version)
         if known and len(version_tuple(build.cudnn_version)) < 2:
             # build_info gives only the major: the release's tested configuration gives the minor.
@@ -94,6 +96,8 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+
     wanted = wanted_sonames(build)
     driver_present = driver_loaded(facts)
     off_path: dict[str, list[tuple[str, list[str]]]] = {}  # folder -> [(library, copies found)]
@@ -169,6 +173,9 @@ def _runpath_note(facts: Facts) -> str | None:
 def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:
     """Whether a missing libnccl.so.2 can hurt this job: the build dlopens it (tensorflow_builds says
     "dynamic"; a release the table does not know is assumed to) and the job has several GPUs or workers."""
+    from tfdoctor.derive.cuda_releases import tensorflow_release
+    from tfdoctor.derive.job_layout import collective_layout
+
     release = tensorflow_release(build.version)
     linkage = release.values.get("nccl") if release else None
     evidence: dict[str, Any] = {"matters": False, "nccl_linkage": linkage or "unknown (assumed dynamic)"}
@@ -212,6 +219,8 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
+
     wanted = wanted_sonames(build)
     for key in VERSIONED:
         name = wanted.get(key)
@@ -265,6 +274,8 @@ def cuda_library_shadowed(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
+    from tfdoctor.derive.resolvable_libraries import LibraryView, satisfies
+
     wanted = wanted_sonames(build)
     for key in ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse", "nccl"):
         name, pin = wanted.get(key), build.pin_for(key)

@@ -4,16 +4,20 @@ Profiler guide. Neither stops training, so both are warnings unless a profiler p
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfdoctor.checks.cuda import prepend_fix
 from tfdoctor.derive.container import DEFAULT_CONTAINER_CAPS, container_kind, container_signs
-from tfdoctor.derive.resolvable_libraries import LibraryCopy, LibraryView, prefer_copy
 from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity
 from tfdoctor.registry import check
 
+if TYPE_CHECKING:
+    from tfdoctor.derive.resolvable_libraries import LibraryCopy
+
+# The loader model (tfdoctor.derive.resolvable_libraries) is imported past each check's `cuda_gpu_setup`
+# gate: a CPU-only TensorFlow never pays for it.
 PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
 CUPTI_STEM = "libcupti.so"
 PERFMON_DRIVER = (565,)  # from R565 CAP_PERFMON opens the counters too
@@ -54,6 +58,8 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
     name = wanted_sonames(build).get("cupti")
     if name is None:
         return
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+
     view = LibraryView(facts, "cupti")
     if view.resolved(name) or view.resolved(CUPTI_STEM):
         return
@@ -242,6 +248,8 @@ def cupti_of_another_cuda(facts: Facts) -> Iterator[Finding]:
     name = wanted_sonames(build).get("cupti")
     if name is None:
         return
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+
     view = LibraryView(facts, "cupti")
     asked = name if view.resolved(name) else CUPTI_STEM
     resolved = view.resolved(asked)

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.checks.cuda import arch_support
-from tfdoctor.derive.cuda_releases import driver_at_least, driver_cuda_ceiling, driver_need
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
+
+# The release tables (tfdoctor.derive.cuda_releases) are read past each check's `cuda_gpu_setup` gate: a
+# CPU-only TensorFlow never loads them.
 
 
 @check("DRV001", "nvidia-driver-not-loaded", Severity.ERROR)
@@ -87,6 +89,8 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None or not build.cuda_version:
         return
+    from tfdoctor.derive.cuda_releases import driver_at_least, driver_cuda_ceiling, driver_need
+
     system = "Windows" if facts.peek("host.system") == "Windows" or wsl2(facts) else "Linux"
     need_row = driver_need(build.cuda_version, system)
     driver, driver_source = driver_version(facts)
@@ -145,6 +149,8 @@ def _driver_can_jit(facts: Facts, build: TfBuild) -> tuple[bool | None, str]:
     if isinstance(driver_cuda, str) and version_tuple(driver_cuda):
         ok = version_tuple(driver_cuda)[:2] >= need
         return ok, f"the driver supports CUDA {driver_cuda}"
+    from tfdoctor.derive.cuda_releases import driver_at_least, driver_need
+
     driver, source = driver_version(facts)
     need_row = driver_need(build.cuda_version, "Windows" if wsl2(facts) else "Linux")
     if driver is None or need_row is None or need_row.toolkit_driver is None:

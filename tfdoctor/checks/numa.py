@@ -9,76 +9,42 @@ recipes of NVIDIA's and Intel's published benchmarks bind each process with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tfdoctor.checks.threads import thread_settings
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
-from tfdoctor.derive.numa_placement import (
-    GpuPlacement,
-    NumaNode,
-    RankLayout,
-    bind_command,
-    gpu_placements,
-    launch_plan,
-    node_slot,
-    nodes_of,
-    numa_nodes,
-    process_gpus,
-    rank_layout,
-)
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.facts.parse import format_cpulist
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
+if TYPE_CHECKING:
+    from tfdoctor.derive.numa_placement import Placement
 
-@dataclass(frozen=True)
-class Placement:
-    """Everything the NUMA checks compare, read once."""
+# The placement derivations (tfdoctor.derive.numa_placement) are imported by each check only once it
+# knows there is something to place: the most common hook host, one node or no GPU, never pays for them.
 
-    nodes: list[NumaNode]
-    layout: RankLayout
-    gpus: list[GpuPlacement]  # this process's GPUs
-    allowed: list[int]
-    process_nodes: list[int]  # nodes whose CPUs the process may run on
 
-    @property
-    def gpu_nodes(self) -> list[int]:
-        return sorted({p.node for p in self.gpus if p.node is not None})
-
-    def node(self, number: int) -> NumaNode:
-        return next(n for n in self.nodes if n.node == number)
-
-    def evidence(self) -> dict[str, object]:
-        data: dict[str, object] = {
-            "numa.gpu_nodes": {str(p.gpu.index): p.node for p in self.gpus},
-            "cpu.allowed_cpus": format_cpulist(self.allowed),
-            "numa.process_nodes": self.process_nodes,
-        }
-        for number in sorted(set(self.gpu_nodes) | set(self.process_nodes)):
-            data[f"numa.node{number}.cpus"] = format_cpulist(list(self.node(number).cpus))
-        return {**data, **self.layout.evidence()}
+def _single_node(facts: Facts) -> bool:
+    """Fewer than two NUMA nodes recorded: no placement can be wrong."""
+    nodes = facts.peek("numa.nodes")
+    return isinstance(nodes, list) and len(nodes) < 2
 
 
 def _placement(facts: Facts) -> Placement | None:
     """None when there is nothing to place: one node, or no GPU for this process."""
-    layout = rank_layout(facts)
-    gpus = process_gpus(visible_gpus(facts), layout)
-    if not gpus:
+    if not visible_gpus(facts):
         return None  # checked first: a host without GPUs needs no NUMA facts to pass
-    nodes = numa_nodes(facts)
-    if len(nodes) < 2:
-        return None
-    allowed = facts.get("cpu.allowed_cpus")
-    if not cpu_ids(allowed):
-        raise NotChecked(f"cpu.allowed_cpus is {str(allowed)[:40]!r}, not a list of CPU numbers")
-    return Placement(nodes, layout, gpu_placements(facts, gpus, nodes), allowed, nodes_of(allowed, nodes))
+    from tfdoctor.derive.numa_placement import process_placement
+
+    return process_placement(facts)
 
 
 def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | AdminFix, ...]:
     """Thread sizes for the target node (this rank's share of it, as the launcher would give) and the
     ways to bind: the launcher, or the binding command by hand."""
+    from tfdoctor.derive.numa_placement import bind_command, launch_plan, node_slot
+
     plan = launch_plan(facts)
     slot = plan.slot_for(place.layout.local_rank) if place.layout.several_ranks else None
     if slot is None or slot.node != target:
@@ -249,6 +215,8 @@ def gpu_numa_node_unknown(facts: Facts) -> Iterator[Finding]:
     gpus = all_gpus(facts)
     if not gpus:
         return
+    from tfdoctor.derive.numa_placement import gpu_placements, numa_nodes
+
     nodes = numa_nodes(facts)
     unknown = [p for p in gpu_placements(facts, gpus, nodes) if p.reported_node == -1]
     if not unknown:
@@ -296,6 +264,10 @@ def thread_pools_exceed_node_share(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Safe: thread counts change speed, never results.
     """
+    if _single_node(facts):
+        return
+    from tfdoctor.derive.numa_placement import launch_plan, numa_nodes, rank_layout
+
     layout = rank_layout(facts)
     if not layout.several_ranks or layout.local_size is None or layout.local_size < 2:
         return

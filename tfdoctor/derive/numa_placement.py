@@ -171,6 +171,50 @@ def process_gpus(visible: list[Gpu], layout: RankLayout) -> list[Gpu]:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Everything the NUMA checks compare about this process, read once."""
+
+    nodes: list[NumaNode]
+    layout: RankLayout
+    gpus: list[GpuPlacement]  # this process's GPUs
+    allowed: list[int]
+    process_nodes: list[int]  # nodes whose CPUs the process may run on
+
+    @property
+    def gpu_nodes(self) -> list[int]:
+        return sorted({p.node for p in self.gpus if p.node is not None})
+
+    def node(self, number: int) -> NumaNode:
+        return next(n for n in self.nodes if n.node == number)
+
+    def evidence(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "numa.gpu_nodes": {str(p.gpu.index): p.node for p in self.gpus},
+            "cpu.allowed_cpus": format_cpulist(self.allowed),
+            "numa.process_nodes": self.process_nodes,
+        }
+        for number in sorted(set(self.gpu_nodes) | set(self.process_nodes)):
+            data[f"numa.node{number}.cpus"] = format_cpulist(list(self.node(number).cpus))
+        return {**data, **self.layout.evidence()}
+
+
+def process_placement(facts: Facts) -> Placement | None:
+    """This process's GPUs and CPUs against the host's nodes; None when there is nothing to place (one
+    node, or no GPU for this process)."""
+    layout = rank_layout(facts)
+    gpus = process_gpus(visible_gpus(facts), layout)
+    if not gpus:
+        return None
+    nodes = numa_nodes(facts)
+    if len(nodes) < 2:
+        return None
+    allowed = facts.get("cpu.allowed_cpus")
+    if not cpu_ids(allowed):
+        raise NotChecked(f"cpu.allowed_cpus is {str(allowed)[:40]!r}, not a list of CPU numbers")
+    return Placement(nodes, layout, gpu_placements(facts, gpus, nodes), allowed, nodes_of(allowed, nodes))
+
+
+@dataclass(frozen=True)
 class Slot:
     """Where one process goes: a node (None: no binding), its CPUs, the thread sizes for it."""
 

@@ -11,6 +11,7 @@ Facts section "cuda_libs" (documented in docs/facts-gpu.md).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import sys
@@ -108,9 +109,7 @@ def resolve_library(name: str, ld_library_path: Iterable[str], runpath: Iterable
 
 def _architecture(machine: Machine) -> str:
     if machine.is_live:
-        import platform
-
-        return platform.machine()
+        return os.uname().machine
     text = machine.read_text("/proc/sys/kernel/arch")
     return text.strip() if isinstance(text, str) and text.strip() else "x86_64"
 

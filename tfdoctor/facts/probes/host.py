@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import platform
+import os
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
@@ -46,7 +46,8 @@ def _wsl2(machine: Machine) -> dict[str, object]:
 def probe_host(machine: Machine) -> dict[str, object]:
     driver = machine.read_text("/proc/driver/nvidia/version")
     if machine.is_live:
-        system, arch, kernel = platform.system(), platform.machine(), platform.release()
+        uname = os.uname()  # not the platform module: its import costs the hook a few ms
+        system, arch, kernel = uname.sysname, uname.machine, uname.release
     else:
         # A fake root describes a Linux machine; its architecture is whatever cpuinfo says.
         system, arch, kernel = "Linux", Unknown("fake root: architecture not recorded"), ""

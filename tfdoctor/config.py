@@ -28,6 +28,8 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Config:
+    """The [tool.tfdoctor] settings in force: the file's values, or the defaults when there is none."""
+
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     fail_on: str = "error"

@@ -167,6 +167,8 @@ def _hostname() -> str:
 
 @dataclass
 class Report:
+    """What one run found: every check's result, the facts they read and the plugins that failed to load."""
+
     results: list[CheckResult]
     facts: Facts
     plugin_errors: list[str] = field(default_factory=list)

@@ -21,6 +21,8 @@ DEFAULT_TIMEOUT = 5.0
 
 @dataclass(frozen=True)
 class GatherOptions:
+    """The options every command that looks at a machine shares (--facts, --root, --python, --timeout, …)."""
+
     facts_file: str | None
     root: str | None
     python: str | None

@@ -52,6 +52,8 @@ class EnvOp(str, enum.Enum):
 
 @dataclass(frozen=True)
 class EnvChange:
+    """One change to an environment variable: set it, unset it, or prepend an entry to a path list."""
+
     op: EnvOp
     name: str
     value: str | None = None  # None only for UNSET
@@ -168,6 +170,8 @@ class Status(str, enum.Enum):
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One check's outcome: passed, failed with findings, not checked or crashed (with the reason)."""
+
     code: str
     name: str
     severity: Severity

@@ -34,6 +34,8 @@ _PROBE_ATTR = "__tfdoctor_probe__"
 
 @dataclass(frozen=True)
 class CheckSpec:
+    """A registered check: its code, name and severity, its function and where it came from."""
+
     code: str
     name: str
     severity: Severity
@@ -51,6 +53,8 @@ class CheckSpec:
 
 @dataclass(frozen=True)
 class ProbeSpec:
+    """A registered probe: the facts section it fills, its function, its own time limit."""
+
     section: str
     func: ProbeFunc
     # Seconds this probe may take before it is abandoned and its section reported unknown.
@@ -245,6 +249,8 @@ def _load(value: str) -> object:
 
 @dataclass
 class Registry:
+    """The checks and probes found, and the plugins that failed to load."""
+
     checks: list[CheckSpec]
     probes: list[ProbeSpec]
     errors: list[str]  # plugins that failed to load: reported, never fatal

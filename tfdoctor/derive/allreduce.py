@@ -35,6 +35,8 @@ def parse_param_count(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class Link:
+    """The slowest link an all-reduce crosses, its bandwidth, and whether that figure is assumed."""
+
     gbytes_per_s: float
     description: str
     assumed: bool = False

@@ -17,6 +17,8 @@ from tfdoctor.facts import Facts, NotChecked
 
 @dataclass(frozen=True)
 class CpuBudget:
+    """How many CPUs the job may really keep busy, the limit that decided it, and the host's counts."""
+
     cpus: int  # whole CPUs (logical) the job may keep busy
     source: str  # which limit decided, e.g. "cgroup quota 200000/100000"
     host_cpus: int  # online logical CPUs of the host

@@ -31,6 +31,8 @@ from tfdoctor.facts import Facts, NotChecked, Unknown
 
 @dataclass(frozen=True)
 class Gpu:
+    """One NVIDIA GPU as NVML (or the PCI bus, without NVML) lists it."""
+
     index: int
     name: str
     compute_capability: tuple[int, int] | None

@@ -16,6 +16,8 @@ WORLD_SIZE_VARIABLES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM
 
 @dataclass(frozen=True)
 class CollectiveLayout:
+    """Whether the job will call collectives: the GPUs this process sees and the workers of the job."""
+
     gpus: int | None  # GPUs this process sees; None: unknown (NVML could not list them)
     workers: int  # processes of the job (1 without a multi-worker configuration)
     evidence: dict[str, Any] = field(default_factory=dict)

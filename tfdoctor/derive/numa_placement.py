@@ -30,6 +30,8 @@ SLURM_LAYOUT_VARIABLES = ("SLURM_CPU_BIND", "SLURM_GPUS_ON_NODE", "SLURM_STEP_GP
 
 @dataclass(frozen=True)
 class NumaNode:
+    """A NUMA node that has CPUs: its number, its CPUs and its memory."""
+
     node: int
     cpus: tuple[int, ...]
     mem_total_kib: int | None
@@ -37,6 +39,8 @@ class NumaNode:
 
 @dataclass(frozen=True)
 class GpuPlacement:
+    """A GPU and the NUMA node a process using it should be bound to, with how that node is known."""
+
     gpu: Gpu
     bus_id: str
     node: int | None  # the node binding should use; None: unknown
@@ -50,6 +54,8 @@ class GpuPlacement:
 
 @dataclass(frozen=True)
 class RankLayout:
+    """This process's local rank and the local rank count, with the variables that said so."""
+
     local_rank: int | None
     rank_variable: str | None
     local_size: int | None
@@ -231,6 +237,8 @@ class Slot:
 
 @dataclass(frozen=True)
 class LaunchPlan:
+    """How the launcher binds each local rank: its slots, in rank order, and the binding methods to try."""
+
     single: Slot  # a process started without a local-rank variable
     ranks: tuple[Slot, ...]  # local rank r goes to ranks[r % len(ranks)]
     methods: tuple[str, ...]  # "numactl", "taskset", then always "omp"

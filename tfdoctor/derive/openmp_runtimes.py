@@ -15,6 +15,8 @@ from tfdoctor.knowledge import table
 
 @dataclass(frozen=True)
 class RuntimeCopy:
+    """One OpenMP runtime file the process can load, and the distribution that brought it."""
+
     runtime: str  # "libiomp5", "libomp", "libgomp"
     path: str
     owner: str | None  # the distribution that installed it (RECORD, conda-meta); None: none says so
@@ -71,6 +73,8 @@ EIGEN, OPENMP = "eigen", "openmp"
 
 @dataclass(frozen=True)
 class ThreadingModel:
+    """Whether TensorFlow's CPU kernels run on Eigen's pool or on OpenMP threads, and why."""
+
     kind: str  # EIGEN or OPENMP
     why: str  # the build fact that decided it, for the finding's message
     known: bool = True  # False: no TensorFlow build found, EIGEN assumed

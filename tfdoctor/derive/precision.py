@@ -35,6 +35,8 @@ CPU_BF16_SPEEDUP = 2.0
 
 @dataclass(frozen=True)
 class Policy:
+    """The Keras mixed-precision policy the job declares, and the fact it was read from."""
+
     name: str
     source: str  # the fact it came from, e.g. "env.TFDOCTOR_MIXED_PRECISION"
 

@@ -42,6 +42,8 @@ SLURM_PER_TASK_BINDING = re.compile(r"(^|,)(cores|threads|sockets|ldoms|rank|ran
 
 @dataclass(frozen=True)
 class ProcessLayout:
+    """How many processes of this job share the node, what says so, and whether the launcher binds them."""
+
     processes: int  # processes of this job on this node
     source: str  # the variable (or TF_CONFIG) that said so
     in_step: bool  # this process is one of them (a local rank), not a batch script about to launch them

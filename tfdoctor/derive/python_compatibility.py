@@ -128,6 +128,9 @@ def bound_coupling(package: str, installed: str | None, tensorflow: str, bound: 
 
 @dataclass(frozen=True)
 class TfKerasNeed:
+    """A package that needs tf-keras with Keras 3 installed: the versions concerned, the symptom, its
+    sources."""
+
     package: str
     versions: str
     severity: str

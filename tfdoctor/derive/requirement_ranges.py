@@ -23,6 +23,8 @@ _EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"][^'"]*['"]""")
 
 @dataclass(frozen=True)
 class Requirement:
+    """One Requires-Dist line: the canonical name, its version specifier and its marker."""
+
     name: str  # canonical: lower case, runs of -_. as one "-"
     specifier: str  # "" when any version will do
     marker: str | None

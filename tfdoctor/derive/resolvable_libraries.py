@@ -13,6 +13,8 @@ from tfdoctor.facts import Facts, NotChecked, Unknown
 
 @dataclass(frozen=True)
 class LibraryCopy:
+    """One copy of a CUDA library on disk: where, which version, who installed it, and whether it is broken."""
+
     path: str
     dir: str
     version: str | None

@@ -22,6 +22,8 @@ IMPORT_PACKAGE = "tensorflow"
 
 @dataclass(frozen=True)
 class TensorflowDistribution:
+    """One installed TensorFlow distribution (tensorflow, tensorflow-cpu, …) as its metadata describes it."""
+
     name: str  # normalized: "tensorflow-cpu"
     version: str
     location: str = ""

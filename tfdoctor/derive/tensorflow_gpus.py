@@ -23,6 +23,8 @@ from tfdoctor.facts import Facts, NotChecked
 
 @dataclass(frozen=True)
 class TensorflowGpus:
+    """The GPUs this TensorFlow will place ops on, against the GPUs the process can see."""
+
     gpus: tuple[Gpu, ...]  # the GPUs TensorFlow will place ops on
     visible: tuple[Gpu, ...]  # the GPUs the process can see (after CUDA_VISIBLE_DEVICES)
     why_not: str = ""  # why TensorFlow uses none of the visible GPUs ("" when it uses them, or sees none)

@@ -27,6 +27,8 @@ WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasL
 
 @dataclass(frozen=True)
 class TfBuild:
+    """What the installed TensorFlow was built with: CUDA, cuDNN, GPU architectures and its wheel pins."""
+
     version: str | None
     dist: str | None
     is_cuda_build: bool

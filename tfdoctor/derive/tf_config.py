@@ -18,6 +18,8 @@ KNOWN_JOBS = ("chief", "worker", "ps", "evaluator", "master")
 
 @dataclass(frozen=True)
 class Problem:
+    """One thing wrong with TF_CONFIG, of one kind, with its message and evidence."""
+
     kind: str  # "malformed", "task", "duplicate", "shape"
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -25,6 +27,8 @@ class Problem:
 
 @dataclass(frozen=True)
 class TfConfig:
+    """A parsed TF_CONFIG: the cluster's jobs and this task's type and index."""
+
     cluster: dict[str, list[str]]
     task_type: str | None
     task_index: int | None

@@ -61,6 +61,8 @@ XLA_COMMON = frozenset({
 
 @dataclass(frozen=True)
 class Flag:
+    """One token of XLA_FLAGS or TF_XLA_FLAGS, split into its name and value."""
+
     token: str  # as written
     name: str  # without the leading dashes; "" when the token does not start with "--"
     value: str | None  # None for a bare boolean flag

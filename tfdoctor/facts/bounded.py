@@ -106,6 +106,8 @@ def _size(limit: int) -> str:
 
 @dataclass(frozen=True)
 class ProbeRead:
+    """What a bounded read of a probe's file returned, and whether the file held more."""
+
     data: bytes
     truncated: bool  # the file held more than the limit
 
@@ -146,6 +148,8 @@ class SpecialFileError(OSError):
 
 @dataclass(frozen=True)
 class Bounded:
+    """A finished subprocess's exit code and its output, each cut at its limit."""
+
     returncode: int
     stdout: bytes
     stderr: bytes

@@ -13,6 +13,7 @@ not read, and a file larger than its limit is unknown, not loaded.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,15 +30,19 @@ _MAX_LINKS = 40
 
 @dataclass(frozen=True)
 class Machine:
+    """The machine probes read: a root ("/" or a fake tree), its environment, the interpreter to inspect, a
+    time limit."""
+
     root: Path = Path("/")
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str | None = None  # another interpreter to inspect (--python); None: this one
     timeout: float = 2.0  # seconds any single subprocess or probe may take
 
-    @property
+    @functools.cached_property
     def is_live(self) -> bool:
-        """True when probing the real machine (root "/"): syscalls such as sched_getaffinity apply."""
-        return self.root == Path("/")
+        """True when probing the real machine (root "/"): syscalls such as sched_getaffinity apply.
+        Cached (every probe read asks): a frozen instance's root does not change."""
+        return os.fspath(self.root) == "/"
 
     def path(self, absolute: str | os.PathLike[str]) -> Path:
         text = os.fspath(absolute)

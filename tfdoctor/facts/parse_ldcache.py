@@ -30,6 +30,8 @@ ARCH_BITS_FOR_MACHINE = {"x86_64": 0x0300, "aarch64": 0x0a00, "ppc64le": 0x0500,
 
 @dataclass(frozen=True)
 class CacheEntry:
+    """One library of /etc/ld.so.cache: its soname, its flags (ABI, architecture) and its path."""
+
     soname: str
     flags: int
     path: str

@@ -23,6 +23,8 @@ class Source:
 
 @dataclass(frozen=True)
 class PlannedChange:
+    """One environment change a fix script makes, and the findings that asked for it."""
+
     change: EnvChange
     sources: tuple[Source, ...]
     title: str
@@ -30,6 +32,8 @@ class PlannedChange:
 
 @dataclass(frozen=True)
 class Skipped:
+    """A fix left out of the script, and why."""
+
     title: str
     source: Source
     reason: str
@@ -37,6 +41,8 @@ class Skipped:
 
 @dataclass
 class FixPlan:
+    """Everything a fix script does, grouped by kind, and what it leaves out."""
+
     env: list[PlannedChange] = field(default_factory=list)
     python: list[tuple[PythonFix, Source]] = field(default_factory=list)
     admin: list[tuple[AdminFix, Source]] = field(default_factory=list)

@@ -23,6 +23,8 @@ from tfdoctor.model import EnvOp
 
 @dataclass(frozen=True)
 class TaskPrologScript:
+    """A Slurm TaskProlog's text and what could not be said in it."""
+
     text: str  # for standard output, read by slurmstepd
     notes: tuple[str, ...] = field(default=())  # for standard error: what could not be expressed
 

@@ -13,6 +13,8 @@ from tfdoctor.registry import CheckSpec
 
 @dataclass
 class CheckRow:
+    """One finding across a fleet: the check, an example message and the nodes that have it."""
+
     code: str
     name: str
     severity: Severity
@@ -22,6 +24,8 @@ class CheckRow:
 
 @dataclass
 class ChecksSummary:
+    """The findings of a fleet, check by check, and the checks that crashed where."""
+
     rows: list[CheckRow]
     crashed: dict[str, list[str]]  # "CODE name: reason" -> nodes
     nodes: list[str]

@@ -31,6 +31,8 @@ ABSENT = Absent()
 
 @dataclass(frozen=True)
 class Node:
+    """One node of a fleet: its name and the facts read from its file."""
+
     name: str
     source: str  # the file it was read from
     facts: Facts
@@ -38,12 +40,16 @@ class Node:
 
 @dataclass(frozen=True)
 class Unreadable:
+    """A facts file that could not be read, and why."""
+
     source: str
     error: str
 
 
 @dataclass(frozen=True)
 class Difference:
+    """A fact the nodes disagree on: each value with the nodes holding it, and the majority."""
+
     fact: str
     holders: tuple[tuple[Any, tuple[str, ...]], ...]  # (value, nodes holding it), most common first
     majority: Any  # the most common value (ABSENT counts as one); None when two values tie for first
@@ -58,6 +64,8 @@ class Difference:
 
 @dataclass
 class Comparison:
+    """A fleet compared: its nodes, the files that could not be read and the facts that differ."""
+
     nodes: list[Node]
     unreadable: list[Unreadable] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)

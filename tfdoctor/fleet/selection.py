@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class FactRule:
+    """Which facts a fleet comparison looks at (a path pattern), how it compares them and under which topic."""
+
     pattern: str
     mode: str = "value"  # value | count | set | by:FIELD
     topic: str = ""

@@ -47,6 +47,8 @@ class KnowledgeError(Exception):
 
 @dataclass(frozen=True)
 class Table:
+    """A knowledge table: its rows, its title, its sources and the date it was taken."""
+
     name: str
     title: str
     sources: tuple[str, ...]

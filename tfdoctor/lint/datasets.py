@@ -101,12 +101,16 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class ReturnShape:
+    """What a function returns: how many elements, and whether as a tuple."""
+
     elements: tuple[tuple[Pipeline | None, ast.AST], ...]
     is_tuple: bool
 
 
 @dataclass
 class ScopeFlow:
+    """The data flow of one scope: the dataset values built there and where each is consumed."""
+
     scope: ast.AST
     values: list[Pipeline] = field(default_factory=list)
     extended: set[int] = field(default_factory=set)  # ids of values something was built on

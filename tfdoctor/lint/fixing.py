@@ -23,6 +23,8 @@ from tfdoctor.model import Applicability
 
 @dataclass
 class FileFix:
+    """A source file before and after `lint --fix`, and the findings fixed."""
+
     path: Path
     before: str
     after: str

@@ -18,6 +18,9 @@ _MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*[\w.\[\], ]+\s*=\s*[!%]|\?\??\s*$")
 
 @dataclass(frozen=True)
 class CellLine:
+    """Where a line of the code extracted from a notebook comes from: its cell, its line there, its line in
+    the file."""
+
     cell: int  # 1-based, among all cells of the notebook
     line: int  # 1-based, in the cell
     raw_line: int  # 1-based line of the .ipynb file holding it; 0 when it could not be told

@@ -63,6 +63,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class LintFinding:
+    """One lint finding: where, which rule, the message, its evidence and its fix."""
+
     path: str
     line: int
     column: int
@@ -102,6 +104,8 @@ RuleFunc = Callable[..., Iterable[Hit]]
 
 @dataclass(frozen=True)
 class LintRuleSpec:
+    """A registered lint rule: its code, name and severity, its function and where it came from."""
+
     code: str
     name: str
     severity: Severity
@@ -135,6 +139,8 @@ def lint_rule(code: str, name: str, severity: Severity, preview: bool = False) -
 
 @dataclass
 class LintRegistry:
+    """The lint rules found, and the plugins that failed to load."""
+
     rules: list[LintRuleSpec]
     errors: list[str]
 

@@ -19,6 +19,8 @@ RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # reported by the runner, not by
 
 @dataclass
 class LintReport:
+    """What one lint run found, over which files, and what crashed or was suppressed."""
+
     rules: list[LintRuleSpec]
     findings: list[LintFinding] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)  # "path: SRC107 crashed: …"

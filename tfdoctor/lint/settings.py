@@ -25,6 +25,8 @@ KNOWN = {"include-tests", "preview"}
 
 @dataclass(frozen=True)
 class LintSettings:
+    """The [tool.tfdoctor.lint] settings in force."""
+
     include_tests: bool = False
     preview: bool = False
 

@@ -73,6 +73,8 @@ def parse_source(text: str, filename: str) -> ast.Module:
 
 @dataclass(frozen=True)
 class Position:
+    """A span of source text, 1-based lines and columns, end exclusive."""
+
     line: int
     column: int  # 1-based, in characters
     end_line: int

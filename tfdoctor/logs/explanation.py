@@ -15,6 +15,8 @@ VERDICTS = (ERROR, WARNING, INFO, UNCONFIRMED, HARMLESS)
 
 @dataclass(frozen=True)
 class ExplainedMessage:
+    """A recognised log message, the related checks' results on this machine, and the verdict they lead to."""
+
     sighting: Sighting
     results: tuple[CheckResult, ...]  # the related checks, in the table's order
     verdict: str

@@ -19,6 +19,8 @@ _NEWLINE = re.compile("\n")
 
 @dataclass(frozen=True)
 class LogMessage:
+    """One row of the log-message table: its pattern, what it means, whether it is harmless, its checks."""
+
     id: str
     origin: str
     pattern: re.Pattern[str]

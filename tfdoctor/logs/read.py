@@ -30,6 +30,8 @@ class LogReadError(Exception):
 
 @dataclass(frozen=True)
 class LogText:
+    """The text of a log as read (its tail when long), with how much was read and skipped."""
+
     source: str  # the path, or "standard input"
     text: str
     bytes_read: int

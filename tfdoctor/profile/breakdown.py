@@ -46,6 +46,8 @@ OP_EVENT = re.compile(r"^(?P<name>[^\s:][^\s]*?):(?P<type>[A-Za-z_][A-Za-z0-9_]*
 
 @dataclass(frozen=True)
 class Rule:
+    """How a trace event is sorted into a step-time category (by name prefix, op type or pattern)."""
+
     category: str | None
     mark: str | None
     plane: str

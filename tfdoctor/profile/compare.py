@@ -35,6 +35,8 @@ SessionFactory = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Arm:
+    """One side of an A/B comparison: its label, its environment and the snippet it runs."""
+
     label: str
     env: Mapping[str, str]
     snippet: str | None = None
@@ -42,6 +44,8 @@ class Arm:
 
 @dataclass
 class Comparison:
+    """An A/B comparison's measurements and its verdict, with the machine's noise while it ran."""
+
     baseline: str
     candidate: str
     verdict: str = UNDECIDED

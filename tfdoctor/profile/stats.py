@@ -33,6 +33,8 @@ SLOWER, FASTER, NO_EFFECT, UNDECIDED = "slower", "faster", "no-effect", "undecid
 
 @dataclass(frozen=True)
 class RatioInterval:
+    """A confidence interval for the ratio of two step times (B / A)."""
+
     ratio: float  # B / A, > 1 means B is slower
     low: float
     high: float

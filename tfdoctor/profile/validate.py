@@ -23,6 +23,8 @@ Compare = Callable[..., Comparison]
 
 @dataclass(frozen=True)
 class Validation:
+    """A fix measured: its title, the finding it came from and the comparison that judged it."""
+
     title: str
     source: Source
     comparison: Comparison

@@ -37,6 +37,8 @@ MIB = 1024 * 1024
 
 @dataclass
 class FakeGpu:
+    """A GPU as the fake NVML answers for it, field by field."""
+
     name: str = "NVIDIA A100-SXM4-40GB"
     uuid: str = "GPU-8c4e2f19-5a1d-4b2e-9f3a-0d6c7b8e9f10"
     pci_bus_id: str = "00000000:3B:00.0"

@@ -28,6 +28,8 @@ OUTPUT_TAIL = 4 * 1024 * 1024  # bytes of a trial's stdout and of its stderr rea
 
 @dataclass(frozen=True)
 class Measurement:
+    """One measurement of the objective: its status, value, duration and error."""
+
     status: str  # "ok", "failed" or "timeout"
     value: float | None
     seconds: float

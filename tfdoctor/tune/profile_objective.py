@@ -31,6 +31,8 @@ def _runner() -> Any:
 
 @dataclass
 class ProfileObjective:
+    """The objective `tune` measures: a workload's step time over some steps."""
+
     workload: str
     steps: int = 30
     timeout: float = 120.0

@@ -25,6 +25,8 @@ class ResultsError(Exception):
 
 @dataclass(frozen=True)
 class TrialRecord:
+    """One tune trial as written to the results file."""
+
     number: int
     phase: str  # "current" / "rule" (the seeds), "search", or "confirm" (re-measuring a candidate)
     params: dict[str, Any]

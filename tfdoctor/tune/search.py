@@ -48,6 +48,8 @@ ALWAYS_SEARCHED = frozenset({"TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"}
 
 @dataclass(frozen=True)
 class TuneSettings:
+    """The bounds of one tune: trials, time, candidates re-measured and repeats."""
+
     budget: int | None = 40  # search trials, the two seeds included
     time_limit: float | None = None  # seconds for the whole tune, confirmation included
     leaders: int = 3  # candidates re-measured before a winner is declared
@@ -61,6 +63,8 @@ class TuneSettings:
 
 @dataclass(frozen=True)
 class Stats:
+    """The measurements of one candidate, with the statistics tune compares them by."""
+
     values: tuple[float, ...]
 
     @property
@@ -92,6 +96,8 @@ class Gain:
 
 @dataclass
 class TuneResult:
+    """How a tune ended: every trial, the winner and its gains over the baselines."""
+
     records: list[TrialRecord]
     winner: dict[str, Any] | None = None
     winner_stats: Stats | None = None

@@ -111,6 +111,8 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Space:
+    """The parameters a tune searches."""
+
     parameters: tuple[Parameter, ...]
 
     def names(self) -> list[str]:

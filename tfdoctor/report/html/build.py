@@ -16,6 +16,8 @@ class ReportInputError(Exception):
 
 @dataclass(frozen=True)
 class ReportInputs:
+    """What a report page is built from: a check report, profiles, tune results and facts files."""
+
     check: Any = None  # the engine's Report of this machine or of --facts; None: no check section
     profiles: tuple[Mapping[str, Any], ...] = ()  # documents of `profile --format json` / `--compare`
     tune: tuple[str, ...] = ()  # results files (one section each; normally one)

@@ -13,6 +13,8 @@ from tfdoctor.facts.redact import redact_text, redact_value
 
 @dataclass(frozen=True)
 class Section:
+    """One section of the report page: its anchor, title and HTML body."""
+
     id: str  # the anchor, also what the browser tests look for: <section id="report-ID">
     title: str
     body: str  # HTML, built only from text()/value()/table() and figure divs

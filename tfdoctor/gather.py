@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -19,8 +18,7 @@ from tfdoctor.usage import UsageError
 DEFAULT_TIMEOUT = 5.0
 
 
-@dataclass(frozen=True)
-class GatherOptions:
+class GatherOptions(NamedTuple):
     """The options every command that looks at a machine shares (--facts, --root, --python, --timeout, …)."""
 
     facts_file: str | None

@@ -14,6 +14,7 @@ import re
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tfdoctor.model import Finding, Severity
 
@@ -32,8 +33,7 @@ _CHECK_ATTR = "__tfdoctor_check__"
 _PROBE_ATTR = "__tfdoctor_probe__"
 
 
-@dataclass(frozen=True)
-class CheckSpec:
+class CheckSpec(NamedTuple):
     """A registered check: its code, name and severity, its function and where it came from."""
 
     code: str
@@ -51,8 +51,7 @@ class CheckSpec:
         return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
 
 
-@dataclass(frozen=True)
-class ProbeSpec:
+class ProbeSpec(NamedTuple):
     """A registered probe: the facts section it fills, its function, its own time limit."""
 
     section: str
@@ -279,7 +278,7 @@ def load_registry(
         specs = []
         for origin, obj in sources:
             for spec in _marked(obj, attr):
-                specs.append(type(spec)(**{**spec.__dict__, "origin": origin}))
+                specs.append(spec._replace(origin=origin))
         return specs
 
     checks: list[CheckSpec] = collect(CHECK_GROUP, check_modules, _CHECK_ATTR)

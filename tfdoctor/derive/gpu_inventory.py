@@ -23,14 +23,12 @@ whose NVML failed. When NVML fails on a driver host, the probe falls back ("sour
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(NamedTuple):
     """One NVIDIA GPU as NVML (or the PCI bus, without NVML) lists it."""
 
     index: int

@@ -7,14 +7,13 @@ op). Shared by THR102, THR107 and THR108.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.knowledge import table
 
 
-@dataclass(frozen=True)
-class RuntimeCopy:
+class RuntimeCopy(NamedTuple):
     """One OpenMP runtime file the process can load, and the distribution that brought it."""
 
     runtime: str  # "libiomp5", "libomp", "libgomp"
@@ -71,8 +70,7 @@ def scan_incomplete(facts: Facts) -> list[str]:
 EIGEN, OPENMP = "eigen", "openmp"
 
 
-@dataclass(frozen=True)
-class ThreadingModel:
+class ThreadingModel(NamedTuple):
     """Whether TensorFlow's CPU kernels run on Eigen's pool or on OpenMP threads, and why."""
 
     kind: str  # EIGEN or OPENMP

@@ -16,7 +16,7 @@ Measured figures override the hardware tables: the micro-profile may record
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tfdoctor.derive.gpu_inventory import Gpu
 from tfdoctor.facts import Facts, NotChecked, Unknown
@@ -33,8 +33,7 @@ CPU_FLOAT16_SLOWDOWN = 7.1
 CPU_BF16_SPEEDUP = 2.0
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """The Keras mixed-precision policy the job declares, and the fact it was read from."""
 
     name: str

@@ -12,8 +12,7 @@ TF_CONFIG (tasks listed on this host), and TFDOCTOR_PROCESSES_PER_NODE for what 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.facts import Facts
@@ -40,8 +39,7 @@ SLURM_PER_TASK_BINDING = re.compile(r"(^|,)(cores|threads|sockets|ldoms|rank|ran
                                     r"mask_ldom)\b")
 
 
-@dataclass(frozen=True)
-class ProcessLayout:
+class ProcessLayout(NamedTuple):
     """How many processes of this job share the node, what says so, and whether the launcher binds them."""
 
     processes: int  # processes of this job on this node

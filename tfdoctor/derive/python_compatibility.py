@@ -8,8 +8,7 @@ under Keras 3, which Pythons a release has wheels for, and what CPU flags a dist
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfdoctor.derive.requirement_ranges import canonical_name, version_satisfies
 from tfdoctor.knowledge import Table, table
@@ -21,8 +20,7 @@ BELOW_FLOOR, ABOVE_CAP, EXCLUDED, MISSING = "below-floor", "above-cap", "exclude
 BOUND_KINDS = (BELOW_FLOOR, ABOVE_CAP, EXCLUDED, MISSING)
 
 
-@dataclass(frozen=True)
-class Coupling:
+class Coupling(NamedTuple):
     """The verdict of one table row on one dependency."""
 
     severity: str  # "error" | "warning" | "info"
@@ -126,8 +124,7 @@ def bound_coupling(package: str, installed: str | None, tensorflow: str, bound: 
     return coupling_of(fallback)
 
 
-@dataclass(frozen=True)
-class TfKerasNeed:
+class TfKerasNeed(NamedTuple):
     """A package that needs tf-keras with Keras 3 installed: the versions concerned, the symptom, its
     sources."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _NUMERIC = re.compile(r"^\d+(?:\.\d+)*$")
 _CLAUSE = re.compile(r"^(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)$")
@@ -21,8 +21,7 @@ _LINE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\
 _EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"][^'"]*['"]""")
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(NamedTuple):
     """One Requires-Dist line: the canonical name, its version specifier and its marker."""
 
     name: str  # canonical: lower case, runs of -_. as one "-"

@@ -7,7 +7,7 @@ first XLA use, so a misspelt flag is not a silent no-op but a crashed job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
 # bridge). Unknown tf_ flags that are close to one of these are reported as misspelt.
@@ -59,8 +59,7 @@ XLA_COMMON = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One token of XLA_FLAGS or TF_XLA_FLAGS, split into its name and value."""
 
     token: str  # as written

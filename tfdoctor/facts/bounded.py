@@ -19,8 +19,7 @@ import os
 import stat
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
     import subprocess
@@ -104,8 +103,7 @@ def _size(limit: int) -> str:
     return f"{limit // MB} MB" if limit >= MB else f"{limit // 1024} KB"
 
 
-@dataclass(frozen=True)
-class ProbeRead:
+class ProbeRead(NamedTuple):
     """What a bounded read of a probe's file returned, and whether the file held more."""
 
     data: bytes
@@ -146,8 +144,7 @@ class SpecialFileError(OSError):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class Bounded:
+class Bounded(NamedTuple):
     """A finished subprocess's exit code and its output, each cut at its limit."""
 
     returncode: int

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import datetime
 import functools
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _tomllib() -> Any:
@@ -45,8 +44,7 @@ class KnowledgeError(Exception):
     """A packaged table is missing or malformed: a defect of tfdoctor itself, never of the user's input."""
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """A knowledge table: its rows, its title, its sources and the date it was taken."""
 
     name: str

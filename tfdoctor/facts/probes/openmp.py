@@ -28,8 +28,7 @@ import posixpath
 import re
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
@@ -48,8 +47,7 @@ _CONDA_META = re.compile(r"^(?P<name>.+)-(?P<version>[^-]+)-(?P<build>[^-]+)\.js
 _SKIP_WALK = ("__pycache__", "include", "tests", "test")
 
 
-@dataclass(frozen=True)
-class RuntimeNames:
+class RuntimeNames(NamedTuple):
     """From the knowledge table: which file names are which runtime, and the conda packages of each."""
 
     pattern: re.Pattern[str]  # a stem, a hash suffix as auditwheel/delocate add it, then .so[.N], .dylib, .dll

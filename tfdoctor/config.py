@@ -8,8 +8,8 @@ could have planted is skipped with a warning (`untrusted_because`; docs/security
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,8 +26,7 @@ class ConfigError(Exception):
     pass
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The [tool.tfdoctor] settings in force: the file's values, or the defaults when there is none."""
 
     select: tuple[str, ...] = ()
@@ -35,7 +34,7 @@ class Config:
     fail_on: str = "error"
     timeout: float | None = None
     source: str | None = None  # the file it came from
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
 
 def find_config_file(start: Path, warnings: list[str] | None = None) -> Path | None:

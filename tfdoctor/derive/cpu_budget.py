@@ -9,14 +9,14 @@ starts 64 intra-op threads.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked
 
 
-@dataclass(frozen=True)
-class CpuBudget:
+class CpuBudget(NamedTuple):
     """How many CPUs the job may really keep busy, the limit that decided it, and the host's counts."""
 
     cpus: int  # whole CPUs (logical) the job may keep busy
@@ -25,7 +25,7 @@ class CpuBudget:
     allowed: tuple[int, ...]  # logical CPUs the process may run on
     physical_cores: int  # distinct cores among the allowed CPUs, capped by `cpus`
     sockets: int  # distinct sockets among the allowed CPUs
-    limits: dict[str, float] = field(default_factory=dict)  # every limit seen, by source
+    limits: Mapping[str, float] = MappingProxyType({})  # every limit seen, by source
 
     @property
     def constrained(self) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS, normalize
@@ -20,8 +20,7 @@ from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS,
 IMPORT_PACKAGE = "tensorflow"
 
 
-@dataclass(frozen=True)
-class TensorflowDistribution:
+class TensorflowDistribution(NamedTuple):
     """One installed TensorFlow distribution (tensorflow, tensorflow-cpu, …) as its metadata describes it."""
 
     name: str  # normalized: "tensorflow-cpu"
@@ -33,7 +32,7 @@ class TensorflowDistribution:
     wheel_tags: tuple[str, ...] = ()
     installed_at: float | None = None
     installer: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def provides_tensorflow(self) -> bool:

@@ -13,22 +13,22 @@ those (CUDA001) with their fix, so they are not repeated here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
 from tfdoctor.derive.tf_build import tensorflow_build
 from tfdoctor.facts import Facts, NotChecked
 
 
-@dataclass(frozen=True)
-class TensorflowGpus:
+class TensorflowGpus(NamedTuple):
     """The GPUs this TensorFlow will place ops on, against the GPUs the process can see."""
 
     gpus: tuple[Gpu, ...]  # the GPUs TensorFlow will place ops on
     visible: tuple[Gpu, ...]  # the GPUs the process can see (after CUDA_VISIBLE_DEVICES)
     why_not: str = ""  # why TensorFlow uses none of the visible GPUs ("" when it uses them, or sees none)
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = MappingProxyType({})
 
     def __bool__(self) -> bool:
         return bool(self.gpus)

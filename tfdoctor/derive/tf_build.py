@@ -9,8 +9,9 @@ found next to the nvidia-* wheels (cuda_libs.tensorflow).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from tfdoctor.derive.versions import major_minor, version_tuple
 from tfdoctor.facts import Facts
@@ -25,8 +26,7 @@ WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasL
             "nvcc": "nvidia-cuda-nvcc"}
 
 
-@dataclass(frozen=True)
-class TfBuild:
+class TfBuild(NamedTuple):
     """What the installed TensorFlow was built with: CUDA, cuDNN, GPU architectures and its wheel pins."""
 
     version: str | None
@@ -35,7 +35,7 @@ class TfBuild:
     cuda_version: str | None  # "12.2"
     cudnn_version: str | None  # "8" or "8.9"
     compute_capabilities: tuple[str, ...]  # ("sm_60", "compute_90", …)
-    pins: dict[str, str] = field(default_factory=dict)  # nvidia-cudnn-cu12 -> 8.9.4.25 (and-cuda extra)
+    pins: Mapping[str, str] = MappingProxyType({})  # nvidia-cudnn-cu12 -> 8.9.4.25 (and-cuda extra)
 
     @property
     def cuda_major(self) -> int | None:

@@ -186,7 +186,7 @@ _IMPORTED_BY_CHECK = (
     "from tfdoctor.cli import main\n"
     "try:\n    main(['check', '--facts', sys.argv[1], '--format', 'json'])\n"
     "except SystemExit:\n    pass\n"
-    "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith('tfdoctor.derive.'))))\n"
+    "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith('tfdoctor.derive.') or m == 'tomllib')))\n"
 )
 
 
@@ -201,6 +201,8 @@ def test_check_on_a_cpu_only_host_imports_no_gpu_derivation(tmp_path: Path) -> N
     snapshots = REPO / "tests" / "snapshots"
     cpu_only = _derivations_imported(snapshots / "cpu-only-vm-tensorflow-2.21.json", tmp_path)
     assert cpu_only and not cpu_only & set(GPU_ONLY_DERIVATIONS)
+    # Nor the TOML parser: the knowledge tables come from their compiled twins, and there is no config.
+    assert "tomllib" not in cpu_only
     # The same run over a GPU host's facts does import them: the gates open where they should.
     numa = _derivations_imported(snapshots / "numa" / "slurm-rank1-off-gpu-node.json", tmp_path)
     assert "tfdoctor.derive.numa_placement" in numa

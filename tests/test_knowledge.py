@@ -21,3 +21,51 @@ def test_every_table_has_sources_and_a_date(name: str) -> None:
 def test_a_missing_table_is_a_knowledge_error() -> None:
     with pytest.raises(knowledge.KnowledgeError, match="no-such-table"):
         knowledge.table("no-such-table")
+
+
+@pytest.mark.parametrize("name", knowledge.available())
+def test_compiled_twin_is_the_toml_parsed(name: str) -> None:
+    """The hook reads compiled/<name>.json, not the TOML (json.loads instead of tomllib): the twin must
+    be exactly what the TOML compiles to. If this fails: python -m tfdoctor.knowledge"""
+    compiled = knowledge.COMPILED / f"{name}.json"
+    assert compiled.read_text(encoding="utf-8") == knowledge.compile_table(name), \
+        f"{compiled} is stale: run python -m tfdoctor.knowledge"
+    import tomllib
+
+    parsed = tomllib.loads((knowledge.HERE / f"{name}.toml").read_text(encoding="utf-8"))
+    source = (knowledge.HERE / f"{name}.toml").read_bytes()
+    assert knowledge._compiled(name, source) == parsed  # dates and all, as tomllib gives them
+
+
+@pytest.fixture
+def tables_in(tmp_path, monkeypatch):
+    """A copy of the packaged tables, loaded from there with an empty cache."""
+    import shutil
+
+    here = tmp_path / "knowledge"
+    shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    monkeypatch.setattr(knowledge, "HERE", here)
+    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
+    knowledge.table.cache_clear()
+    knowledge.available.cache_clear()
+    yield here
+    knowledge.table.cache_clear()
+    knowledge.available.cache_clear()
+
+
+def test_an_edited_toml_wins_over_its_stale_twin(tables_in) -> None:
+    toml = tables_in / "openmp_runtimes.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("taken = ", "taken = 2030-01-02\n# was: ", 1),
+                    encoding="utf-8")
+    assert knowledge.table("openmp_runtimes").taken == datetime.date(2030, 1, 2)
+
+
+@pytest.mark.parametrize("damage", ["not json", '{"crc32": 1}', '{"$toml": ["nonsense", "x"]}', None])
+def test_a_damaged_or_missing_twin_falls_back_to_the_toml(tables_in, damage: str | None) -> None:
+    compiled = tables_in / "compiled" / "openmp_runtimes.json"
+    if damage is None:
+        compiled.unlink()
+    else:
+        compiled.write_text(damage, encoding="utf-8")
+    expected = knowledge._tomllib().loads((tables_in / "openmp_runtimes.toml").read_text(encoding="utf-8"))
+    assert knowledge.table("openmp_runtimes").data == expected

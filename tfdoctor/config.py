@@ -11,11 +11,6 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 FAIL_ON = ("error", "warning", "info", "never")
 CONFIG_FILE_LIMIT = 1024 * 1024
 MAX_TIMEOUT = 86400.0  # a day: beyond it a deadline is no bound at all (and 1e300 overflows thread.join)
@@ -97,6 +92,12 @@ def _codes(value: object, key: str, path: Path) -> tuple[str, ...]:
 
 
 def load_config(path: Path) -> Config:
+    # tomllib only here: the hook without a configuration file never imports the TOML parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
     from tfdoctor.facts.bounded import InputFileError, read_input_file
 
     try:

@@ -68,13 +68,74 @@ def available() -> list[str]:
     )
 
 
+# Each table also ships parsed, as compiled/<name>.json with the CRC-32 of the TOML it came from: the
+# pre-job hook reads two tables on every run, and tomllib (pure Python) costs it ~6 ms where json.loads
+# costs a tenth of one. The TOML stays the one source: a compiled file whose CRC does not match the
+# TOML beside it is ignored. `python -m tfdoctor.knowledge` rewrites them (tests/test_knowledge.py
+# fails while one is stale).
+COMPILED = HERE / "compiled"
+_TAG = "$toml"  # how a TOML date, time or datetime is written in JSON: {"$toml": ["date", "2026-11-23"]}
+
+
+def _document(name: str) -> dict[str, Any]:
+    source = (HERE / f"{name}.toml").read_bytes()
+    compiled = _compiled(name, source)
+    if compiled is not None:
+        return compiled
+    tomllib = _tomllib()
+    try:
+        return tomllib.loads(source.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
+
+
+def _compiled(name: str, source: bytes) -> dict[str, Any] | None:
+    """The compiled twin of a table, when it was compiled from exactly `source`; None otherwise."""
+    import json
+    import zlib
+
+    try:
+        data = json.loads((COMPILED / f"{name}.json").read_bytes(), object_hook=_untag)
+    except (OSError, ValueError, KeyError, TypeError):  # missing, or not what compile_table writes
+        return None
+    if not isinstance(data, dict) or data.get("crc32") != zlib.crc32(source):
+        return None
+    document = data.get("document")
+    return document if isinstance(document, dict) else None
+
+
+def _untag(value: dict[str, Any]) -> Any:
+    if len(value) == 1 and _TAG in value:
+        kind, text = value[_TAG]
+        parse = {"date": datetime.date, "time": datetime.time, "datetime": datetime.datetime}[kind]
+        return parse.fromisoformat(text)
+    return value
+
+
+def _tag(value: Any) -> Any:
+    for kind, cls in (("datetime", datetime.datetime), ("date", datetime.date), ("time", datetime.time)):
+        if isinstance(value, cls):
+            return {_TAG: [kind, value.isoformat()]}
+    raise TypeError(f"{type(value).__name__} is not a TOML value")
+
+
+def compile_table(name: str) -> str:
+    """The compiled twin of table `name`, as the JSON text `python -m tfdoctor.knowledge` writes."""
+    import json
+    import zlib
+
+    source = (HERE / f"{name}.toml").read_bytes()
+    document = _tomllib().loads(source.decode("utf-8"))
+    return json.dumps({"source": f"{name}.toml", "crc32": zlib.crc32(source), "document": document},
+                      default=_tag, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
 @functools.cache
 def table(name: str) -> Table:
     """Load the packaged table `name` (cached: tables are read once per process)."""
-    tomllib = _tomllib()
     try:
-        document = tomllib.loads((HERE / f"{name}.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        document = _document(name)
+    except OSError as exc:
         raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
     meta = document.get("meta")
     if not isinstance(meta, dict):

@@ -127,7 +127,7 @@ def compile_table(name: str) -> str:
     source = (HERE / f"{name}.toml").read_bytes()
     document = _tomllib().loads(source.decode("utf-8"))
     return json.dumps({"source": f"{name}.toml", "crc32": zlib.crc32(source), "document": document},
-                      default=_tag, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+                      default=_tag, indent=1, ensure_ascii=False) + "\n"  # the TOML's key order
 
 
 @functools.cache

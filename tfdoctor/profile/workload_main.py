@@ -99,7 +99,10 @@ def _slow_py_function_dataset(tf: Any, batch: int, delay: float) -> Any:
 
 def build(tf: Any, spec: dict[str, Any], jit: bool) -> tuple[Any, Any]:
     """(step function taking a batch and returning a tensor, iterator or None)."""
-    workload, batch = spec["workload"], int(spec.get("batch") or 32)
+    workload = spec["workload"]
+    # pyfunc must wait for input on any machine: batches of 8 keep its CNN step a fraction of the 300 ms
+    # map (at 32 a slow or busy 2-CPU node spent ~40 % of the step computing, near the 50 % threshold).
+    batch = int(spec.get("batch") or (8 if workload == "pyfunc" else 32))
     if workload in ("cnn", "pyfunc"):
         model = _cnn_model(tf)
         step = _train_step(tf, model, jit)

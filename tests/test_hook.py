@@ -223,3 +223,21 @@ def test_every_dataclass_has_a_docstring() -> None:
                     and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
                 bare.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
     assert bare == []
+
+
+def test_the_entry_point_imports_the_command_line_with_the_collector_paused_then_frozen() -> None:
+    """tfdoctor.console (the `tfdoctor` script, `python -m tfdoctor`) freezes what importing the command
+    line made, and leaves the collector on for the command; importing tfdoctor.cli alone changes nothing."""
+    code = ("import gc\n"
+            "from tfdoctor.console import load_cli\n"
+            "main = load_cli()\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 10000, main.__module__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True", "tfdoctor.cli"]
+    code = "import gc\nimport tfdoctor.cli\nprint(gc.isenabled(), gc.get_freeze_count())\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "0"]
+    code = "import gc\ngc.disable()\nfrom tfdoctor.console import load_cli\nload_cli()\nprint(gc.isenabled())\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["False"]  # a caller that had turned it off keeps it off
+

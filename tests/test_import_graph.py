@@ -87,7 +87,8 @@ def test_the_package_has_no_import_cycle():
 
 def test_only_the_entry_point_imports_the_command_line():
     graph = import_graph()
-    assert sorted(name for name, targets in graph.items() if "tfdoctor.cli" in targets) == ["tfdoctor.__main__"]
+    assert sorted(name for name, targets in graph.items() if "tfdoctor.cli" in targets) == ["tfdoctor.console"]
+    assert sorted(name for name, targets in graph.items() if "tfdoctor.console" in targets) == ["tfdoctor.__main__"]
 
 
 def test_checks_never_import_probe_code():

@@ -1,3 +1,3 @@
-from tfdoctor.cli import main
+from tfdoctor.console import main
 
 main()

@@ -53,7 +53,9 @@ def input_pipeline_bound(facts: Facts) -> Iterator[Finding]:
     section = _profile(facts)
     share = section.get("input_share")
     if share is None:
-        raise NotChecked("the profile recorded no input wait (no step markers)")
+        raise NotChecked("the profile measured no input wait: no steps were found (PROF010)"
+                         if not (section.get("steps") or {}).get("count") else
+                         "the profile measured no input wait (Keras steps without a trace)")
     if not section.get("input_bound"):
         return
     yield Finding(
@@ -409,3 +411,101 @@ def mixed_precision_not_on_gpu(facts: Facts) -> Iterator[Finding]:
     elif not tensor_core:
         yield Finding(f"the policy is {policy} and {share:.0%} of the GPU kernel time ran in float16/bfloat16 "
                       "kernels, but none of them on tensor cores", evidence=evidence, fixes=(fix,))
+
+
+# -- a script whose steps were not found ------------------------------------------------------------
+
+STEP_MARKER_FIX = """\
+# Mark each training step, fetch included (the time between two marked steps counts as input wait):
+for step, (x, y) in enumerate(dataset):
+    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+        train_step(x, y)
+"""
+PY_FUNCTION_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless", "EagerPyFuncStateless"})
+PY_FUNCTION_SHARE = 0.5  # Python holds more than half of TensorFlow's op time on the host
+
+
+def _no_steps(section: dict) -> bool:
+    return not (section.get("steps") or {}).get("count")
+
+
+@check("PROF010", "profile-steps-not-found", Severity.INFO)
+def profile_steps_not_found(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reports a profiled script in which no training steps were found: no step markers, no Keras
+    `fit`/`evaluate`/`predict` batches, no `tf.function` called at least 5 times (or all of them were
+    warm-up steps).
+
+    Why is this bad?
+    Without steps the profile has no step time and no input wait: the input-pipeline check (PROF001)
+    and the step-time breakdown cannot run, and what the trace shows cannot be put per step. A loop
+    that runs its step eagerly (no `tf.function`), or in a function called from several places, is the
+    usual reason.
+
+    Example:
+    A custom loop calling an eager `train_step(x, y)`: the profile reports 0 steps, input wait unknown.
+
+    Fix:
+    Mark each training step with `tf.profiler.experimental.Trace("train", step_num=step, _r=1)` (see
+    docs/profile.md), or run the step as a `tf.function`; run more steps than `--warmup`.
+
+    Fix safety:
+    Manual: the marker is a line in your script; it does not change what the script computes.
+    """
+    section = _profile(facts)
+    if section.get("workload") != "script" or not _no_steps(section):
+        return
+    excluded = (section.get("steps") or {}).get("excluded_warmup") or 0
+    seen = [f"{c.get('name')} ×{c.get('calls')}" for c in section.get("step_candidates") or []]
+    why = (f"all {excluded} steps found were warm-up steps (--warmup)" if excluded else
+           "no step markers, no Keras fit/evaluate/predict batches, no tf.function called 5 times or more"
+           + (f" (seen: {', '.join(seen)})" if seen else ""))
+    yield Finding(
+        f"no training steps were found in the script: {why}; step time and input wait are unknown",
+        evidence={"profile.steps.count": 0, "profile.steps.excluded_warmup": excluded,
+                  "profile.step_candidates": [c.get("name") for c in section.get("step_candidates") or []]},
+        fixes=(PythonFix("Mark each training step for the profiler", STEP_MARKER_FIX, Applicability.MANUAL),),
+    )
+
+
+@check("PROF011", "python-function-dominates-op-time", Severity.WARNING)
+def python_function_dominates_op_time(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    In a profile whose input wait could not be measured (its steps were not found), reports Python
+    functions run as TensorFlow ops (`tf.py_function` → EagerPyFunc, `tf.numpy_function` → PyFunc)
+    that take more than half of the op time on the host.
+
+    Why is this bad?
+    A Python function inside a graph or a tf.data map runs under the GIL, one call at a time, however
+    many threads tf.data or TensorFlow give it. When it holds most of the op time it is, almost
+    always, the input pipeline's bottleneck — the thing PROF001 would measure if the steps were known.
+
+    Example:
+    `dataset.map(lambda x: tf.py_function(decode, [x], tf.float32))`: EagerPyFunc 97 % of the host op time.
+
+    Fix:
+    Replace the Python function with TensorFlow ops (tf.io, tf.image, tf.strings); failing that run
+    it in parallel (`num_parallel_calls`) and `.prefetch` so it overlaps the training step; then mark
+    the steps (PROF010) and profile again to measure the input wait.
+
+    Fix safety:
+    Manual: the change is in your input pipeline code.
+    """
+    section = _profile(facts)
+    if section.get("input_share") is not None:
+        return  # measured: PROF001 judges the input wait itself
+    top = section.get("top_ops")
+    if not isinstance(top, list):
+        raise NotChecked("the profile's op times are unknown")
+    rows = [r for r in top if isinstance(r, dict) and r.get("where") == "host" and r.get("op") in PY_FUNCTION_OPS]
+    share = sum(float(r.get("share") or 0.0) for r in rows)
+    if share <= PY_FUNCTION_SHARE:
+        return
+    names = ", ".join(str(r["op"]) for r in rows)
+    yield Finding(
+        f"Python functions run as TensorFlow ops ({names}) took {share:.0%} of the host op time; the input wait "
+        "could not be measured, but such a function is usually the input bottleneck",
+        evidence={"profile.top_ops.python_function_share": round(share, 4), "profile.top_ops.ops": names},
+        fixes=(PythonFix("Replace the Python function with TensorFlow ops, or parallelize and prefetch it",
+                         PIPELINE_FIX, Applicability.MANUAL),),
+    )

@@ -209,11 +209,12 @@ def _ms(ps: float) -> float:
     return ps / PS_PER_MS
 
 
-def step_breakdown(space: Any) -> dict[str, Any] | Unknown:
-    """The breakdown of the profile's steps (shape in docs/profile.md and schema/breakdown.schema.json)."""
+def step_breakdown(space: Any, windows: list[tuple[int, int, int]] | None = None) -> dict[str, Any] | Unknown:
+    """The breakdown of the profile's steps (shape in docs/profile.md and schema/breakdown.schema.json):
+    the step markers', or the given (step number, start ps, end ps) windows (steps found in a script)."""
     host_planes = [p for p in space.planes if p.name.startswith("/host:")]
     device_planes = [p for p in space.planes if p.name.startswith("/device:GPU:")]
-    windows = step_windows(host_planes)
+    windows = step_windows(host_planes) if windows is None else windows
     if not windows:
         return Unknown("the profile has no step markers (Trace('train', step_num=n, _r=1)); "
                        "without steps there is no step time to break down")

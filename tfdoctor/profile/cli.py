@@ -84,8 +84,9 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         run = run_workload(chosen, environ, steps, warmup, timeout, device=device, logdir=target,
                            script=os.path.abspath(script) if script else None, python=python)
         progress("reading the profile")
-        xspace, xspace_path = _read_xspace(target) if run.ok else ({}, None)
-        section = profile_section(run, chosen, xspace, xspace_path)
+        script_warmup = warmup if script else 0  # a built-in workload runs its warm-up before the profiler
+        xspace, xspace_path = _read_xspace(target, run, script_warmup) if run.ok else ({}, None)
+        section = profile_section(run, chosen, xspace, xspace_path, script_warmup)
         if measure_mp and run.ok:
             measured = _measure_mixed_precision(environ, workload, device, budget, python, progress)
             section["mixed_precision"] = measured
@@ -126,15 +127,18 @@ def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str
     return data
 
 
-def _read_xspace(logdir: str) -> tuple[dict[str, Any] | Any, str | None]:
+def _read_xspace(logdir: str, run: Any, warmup: int) -> tuple[dict[str, Any] | Any, str | None]:
     from tfdoctor.facts import Unknown
+    from tfdoctor.profile.facts import found_steps
     from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace
 
     files = find_xspace_files(logdir)
     if not files:
         return Unknown(f"the profiler wrote no *.xplane.pb under {logdir}"), None
     try:
-        return summarize_xspace(load_xspace(files[0])), str(files[0])
+        found = found_steps(run)
+        return summarize_xspace(load_xspace(files[0]), warmup=warmup, step_source=found.get("source"),
+                                gap_is_input=bool(found.get("gap_is_input"))), str(files[0])
     except ValueError as exc:
         return Unknown(str(exc)), str(files[0])
 

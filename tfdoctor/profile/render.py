@@ -32,6 +32,8 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     steps = section.get("steps") or {}
     lines.append(f"  step time       median {_ms(steps.get('median_seconds'))} over {steps.get('count', 0)} steps, "
                  f"spread (p90-p10)/median {_pct(steps.get('spread'))}")
+    if section.get("workload") == "script":
+        lines.append(f"  steps           {_step_origin(section)}")
     bound = " — input-bound" if section.get("input_bound") else ""
     lines.append(f"  input wait      {_pct(section.get('input_share'))} of the step{bound}")
     lines.extend(_breakdown_lines(section.get("breakdown")))
@@ -80,3 +82,13 @@ def _breakdown_lines(breakdown: Any) -> list[str]:
         cores = "tensor-core kernels ran" if tensor_core else "no tensor-core kernels"
         lines.append(f"  GPU kernels     {share:.0%} of kernel time in float16/bfloat16; {cores}")
     return lines
+
+
+def _step_origin(section: dict[str, Any]) -> str:
+    """Where a script's steps came from, and how many warm-up steps were left out of the timing."""
+    source = section.get("step_source")
+    excluded = (section.get("steps") or {}).get("excluded_warmup") or 0
+    if not source:
+        tried = ", ".join(f"{c.get('name')} ×{c.get('calls')}" for c in section.get("step_candidates") or [])
+        return "none found" + (f" (seen: {tried})" if tried else "") + "; see the finding below"
+    return f"from {source}; the first {excluded} (warm-up, tracing) not timed"

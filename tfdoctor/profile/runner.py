@@ -269,7 +269,8 @@ def run_workload(
         logdir=logdir,
         error=data.get("error"),
         stderr_tail=tail,
-        extra={k: data[k] for k in ("profiler_stop_seconds", "intra_op_threads", "total_seconds") if k in data},
+        extra={k: data[k] for k in ("profiler_stop_seconds", "intra_op_threads", "total_seconds", "script_steps")
+               if k in data},
     )
 
 

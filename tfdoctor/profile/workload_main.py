@@ -9,16 +9,24 @@ Each timed step is split into the wait for the next batch (`input_seconds`) and 
 (`step_seconds`), measured with perf_counter around a call that ends with the loss read back to the host
 (`.numpy()`), so asynchronous device work is inside the step.
 
-Step markers for a user's script (`--workload script`): wrap each training step in
-`tf.profiler.experimental.Trace("train", step_num=step, _r=1)`; the profile's step times come from
-these markers.
+Steps of a user's script (`--workload script`), which tfdoctor does not drive: the script's own step
+markers (`tf.profiler.experimental.Trace("train", step_num=step, _r=1)`) when it has them, read from the
+XSpace by the parent. Without them, this process finds the steps itself while the script runs
+(`ScriptSteps`): a callback injected into every Keras `fit`/`evaluate`/`predict` call (batch begin and
+end), and a wrapper around `tf.function`'s `__call__` (each top-level call of each function). It writes
+the windows of the chosen source into the result (`script_steps`) and, under the profiler, marks each
+window in the trace (`tfdoctor_step` events) so the parent can read what happened inside it.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -187,9 +195,214 @@ def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> N
         print(PROTOCOL + json.dumps({"step_seconds": steps, "input_seconds": inputs}), flush=True)
 
 
+# -- the steps of a user's script ------------------------------------------------------------------
+
+STEP_EVENT = "tfdoctor_step"  # the trace event marking a window found here (stats: source, n, group)
+MIN_FUNCTION_CALLS = 5  # a tf.function called this often is a loop's step; fewer calls is set-up or export
+MAX_WINDOWS = 20000  # per source: bounds the result file for a script that runs for hours
+KERAS_SOURCES = ("keras_fit", "keras_evaluate", "keras_predict")  # in order of preference
+KERAS_HOOKS = {"keras_fit": "train", "keras_evaluate": "test", "keras_predict": "predict"}
+
+
+class ScriptSteps:
+    """Step windows found while a script runs, per source: (start, end, group) in seconds since the
+    script started. A source is a Keras method (its batch begin/end callbacks) or one tf.function (its
+    top-level calls from the script's thread). Each window is also a trace event when profiling."""
+
+    def __init__(self, tf: Any) -> None:
+        self.tf = tf
+        self.origin = time.perf_counter()
+        self.windows: dict[str, list[tuple[float, float, int]]] = {}
+        self.names: dict[str, str] = {source: f"keras {source[6:]}" for source in KERAS_SOURCES}
+        self.thread = threading.get_ident()
+        self.local = threading.local()  # depth of wrapped calls on this thread (nested calls are not steps)
+        self.functions: dict[int, tuple[Any, str]] = {}  # id -> (the Function, kept alive so ids stay unique; key)
+
+    def begin(self, source: str, group: int) -> tuple[str, float, int, Any]:
+        windows = self.windows.setdefault(source, [])
+        trace = self.tf.profiler.experimental.Trace(STEP_EVENT, source=source, n=len(windows), group=group)
+        trace.__enter__()
+        return source, time.perf_counter(), group, trace
+
+    def end(self, token: tuple[str, float, int, Any] | None) -> None:
+        if token is None:
+            return
+        source, start, group, trace = token
+        end = time.perf_counter()
+        trace.__exit__(None, None, None)
+        windows = self.windows[source]
+        if len(windows) < MAX_WINDOWS:
+            windows.append((start - self.origin, end - self.origin, group))
+
+    def depth(self) -> int:
+        return getattr(self.local, "depth", 0)
+
+    def function_key(self, function: Any) -> str:
+        known = self.functions.get(id(function))
+        if known is None:
+            key = f"function_{len(self.functions) + 1}"
+            name = getattr(function, "__name__", None) or getattr(function, "_name", None) or "?"
+            self.names[key] = f"tf.function {name}"
+            known = self.functions[id(function)] = (function, key)
+        return known[1]
+
+    def chosen(self) -> str | None:
+        """Keras fit, else evaluate, else predict; else the tf.function called most often (at least
+        MIN_FUNCTION_CALLS times; on a tie the one called first)."""
+        for source in KERAS_SOURCES:
+            if self.windows.get(source):
+                return source
+        calls = [(len(w), -w[0][0], key) for key, w in self.windows.items()
+                 if key.startswith("function_") and len(w) >= MIN_FUNCTION_CALLS]
+        return max(calls)[2] if calls else None
+
+    def to_json(self) -> dict[str, Any]:
+        source = self.chosen()
+        candidates = sorted(((len(w), key) for key, w in self.windows.items() if w), reverse=True)[:5]
+        return {
+            "source": source,
+            "name": self.names.get(source) if source else None,
+            # Keras fetches each batch inside its train function (IteratorGetNext in the graph): the time
+            # between its batches is its own bookkeeping. A loop that calls its step fetches between calls.
+            "gap_is_input": bool(source and source.startswith("function_")),
+            "windows": [[round(a, 6), round(b, 6), g] for a, b, g in self.windows.get(source, [])] if source else [],
+            "candidates": [{"source": key, "name": self.names.get(key, key), "calls": n} for n, key in candidates],
+        }
+
+
+def _wrap_functions(tf: Any, steps: ScriptSteps) -> None:
+    """Time every top-level call of every tf.function from the script's thread."""
+    function_class = type(tf.function(lambda: None))
+    original = function_class.__call__
+
+    @functools.wraps(original)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if steps.depth() or threading.get_ident() != steps.thread or not tf.executing_eagerly():
+            return original(self, *args, **kwargs)
+        token = steps.begin(steps.function_key(self), 0)
+        steps.local.depth = 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            steps.local.depth = 0
+            steps.end(token)
+
+    function_class.__call__ = call
+
+
+def _keras_models(tf: Any) -> list[Any]:
+    """The Model classes of the Keras packages loaded here: tf.keras (Keras 3, Keras 2 or tf-keras,
+    whichever TensorFlow uses) and the standalone keras / tf_keras packages if already imported."""
+    models: list[Any] = []
+    for get in (lambda: tf.keras.Model, lambda: sys.modules["keras"].Model, lambda: sys.modules["tf_keras"].Model):
+        try:
+            model = get()
+        except (KeyError, AttributeError, ImportError):
+            continue
+        if model not in models:
+            models.append(model)
+    return models
+
+
+def _callback_class(base: Any, steps: ScriptSteps) -> Any:
+    class TfdoctorSteps(base):  # type: ignore[misc, valid-type]
+        """Marks each batch of one fit/evaluate/predict call as a step window."""
+
+        def __init__(self, source: str, group: int) -> None:
+            super().__init__()
+            self._source, self._group, self._token = source, group, None
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self._group += 1  # a window does not run on into the next epoch
+
+        def _begin(self, kind: str) -> None:
+            if KERAS_HOOKS[self._source] == kind:
+                self._token = steps.begin(self._source, self._group)
+
+        def _end(self, kind: str) -> None:
+            if KERAS_HOOKS[self._source] == kind:
+                steps.end(self._token)
+                self._token = None
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self._begin("train")
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._end("train")
+
+        def on_test_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self._begin("test")
+
+        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._end("test")
+
+        def on_predict_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self._begin("predict")
+
+        def on_predict_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._end("predict")
+
+    return TfdoctorSteps
+
+
+def _wrap_keras(tf: Any, steps: ScriptSteps) -> None:
+    """Inject a step callback into every fit/evaluate/predict call (not into the evaluate that fit
+    runs for validation: one Keras call at a time)."""
+    calls = [0]
+    for model in _keras_models(tf):
+        package = model.__module__.split(".", 1)[0]
+        try:
+            callback = _callback_class(importlib.import_module(package + ".callbacks").Callback, steps)
+        except (ImportError, AttributeError):
+            continue
+        for source, method in (("keras_fit", "fit"), ("keras_evaluate", "evaluate"), ("keras_predict", "predict")):
+            original = getattr(model, method, None)
+            if original is None or getattr(original, "_tfdoctor_wrapped", False):
+                continue
+            try:
+                signature = inspect.signature(original)
+            except (TypeError, ValueError):
+                continue
+            if "callbacks" not in signature.parameters:
+                continue
+            model_wrapper = _keras_method(original, signature, source, callback, steps, calls)
+            setattr(model, method, model_wrapper)
+
+
+def _keras_method(original: Any, signature: inspect.Signature, source: str, callback: Any,
+                  steps: ScriptSteps, calls: list[int]) -> Any:
+    @functools.wraps(original)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(steps.local, "keras", False):
+            return original(self, *args, **kwargs)
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:
+            return original(self, *args, **kwargs)  # let Keras report the bad call
+        calls[0] += 1
+        ours = callback(source, calls[0] * 1_000_000)  # groups of distinct calls never meet
+        given = bound.arguments.get("callbacks")
+        if given is None or isinstance(given, (list, tuple)):
+            bound.arguments["callbacks"] = [*(given or ()), ours]
+        elif isinstance(getattr(given, "callbacks", None), list):  # a CallbackList the script built
+            given.callbacks.append(ours)
+            ours.set_model(self)
+        steps.local.keras = True
+        try:
+            return original(*bound.args, **bound.kwargs)
+        finally:
+            steps.local.keras = False
+
+    method._tfdoctor_wrapped = True  # type: ignore[attr-defined]
+    return method
+
+
 def run_script(tf: Any, spec: dict[str, Any], result: dict[str, Any]) -> None:
     import runpy
 
+    steps = ScriptSteps(tf)
+    _wrap_keras(tf, steps)
+    _wrap_functions(tf, steps)
     logdir = spec.get("logdir")
     if logdir:
         tf.profiler.experimental.start(logdir)
@@ -202,7 +415,9 @@ def run_script(tf: Any, spec: dict[str, Any], result: dict[str, Any]) -> None:
     finally:
         if logdir:
             tf.profiler.experimental.stop()
-    result["step_seconds"] = []  # taken from the profile's step markers
+        result["script_steps"] = steps.to_json()
+    # The parent derives the step and input times from the windows (and the trace): docs/profile.md.
+    result["step_seconds"] = []
     result["input_seconds"] = []
 
 

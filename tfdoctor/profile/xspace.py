@@ -17,7 +17,7 @@ import importlib.util
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +34,10 @@ DERIVED_LINES = ("XLA Modules", "XLA Ops", "TensorFlow Ops", "TensorFlow Name Sc
 OP_EVENT = re.compile(r"^(?P<name>[^\s:][^\s]*?):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
 INPUT_OP_TYPES = frozenset({"IteratorGetNext", "IteratorGetNextAsOptional", "IteratorGetNextSync",
                             "MultiDeviceIteratorGetNextFromShard"})
-EAGER_INPUT_EVENTS = ("EagerLocalExecute: IteratorGetNext", "EagerLocalExecute: IteratorGetNextAsOptional")
+# The wait for a batch: the eager call, and the op's own event (TensorFlow 2.21 records the op inside a
+# tf.function as "IteratorGetNextOp::DoCompute" on a tf_data_iterator_get_next line, with no name:Type).
+INPUT_EVENT_PREFIXES = ("EagerLocalExecute: IteratorGetNext", "IteratorGetNext")
+STEP_EVENT = "tfdoctor_step"  # a step window the workload process found in a script (workload_main.ScriptSteps)
 XLA_HOST_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "_XlaCompile", "XlaLaunchV2"})
 LOW_PRECISION = re.compile(r"(fp16|f16|half|bf16|bfloat16|h884|h1688|h16816|hmma|s16816gemm_f16)", re.IGNORECASE)
 PS = 1e-12
@@ -144,41 +147,109 @@ def is_device_plane(name: str) -> bool:
     return name.startswith(("/device:GPU:", "/device:TPU:", "/device:CUSTOM:"))
 
 
-def summarize_xspace(space: Any, top: int = 10) -> dict[str, Any]:
-    """Plain facts from one XSpace: devices, steps, input wait, host/device time, top ops, XLA."""
+def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Disjoint, sorted intervals covering the same time."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+Window = tuple[float, float, int] | tuple[float, float, int, int]  # start, end, group[, step number]
+
+
+def step_spans(windows: Sequence[Window], warmup: int, gap_is_input: bool,
+               waits: Iterable[tuple[float, float]] = ()) -> tuple[list[tuple[float, float]], list[float]]:
+    """The timed steps and the input wait of each, from step windows (start, end, group) in time order.
+
+    A step runs from its window's start to the next window's start (the last one of a group to its own
+    end): the time between two step calls belongs to a step. Its input wait is the union of the gap after
+    its window (when `gap_is_input`: a loop fetches its next batch between the step calls) and the
+    `waits` (IteratorGetNext) inside it. The first `warmup` windows (tracing, first iterations) are not
+    timed. Any one unit (picoseconds of a trace, seconds of a clock)."""
+    timed = windows[warmup:]
+    merged = _merge(waits)
+    starts = [start for start, _ in merged]
+    spans: list[tuple[float, float]] = []
+    inputs: list[float] = []
+    for index, (start, end, group, *_number) in enumerate(timed):
+        following = timed[index + 1] if index + 1 < len(timed) else None
+        stop = following[0] if following is not None and following[2] == group and following[0] >= end else end
+        parts = [(end, stop)] if gap_is_input and stop > end else []
+        first = max(0, bisect.bisect_right(starts, start) - 1)
+        for low, high in merged[first:]:
+            if low >= stop:
+                break
+            if high > start:
+                parts.append((max(low, start), min(high, stop)))
+        spans.append((start, stop))
+        inputs.append(_merged_length(parts))
+    return spans, inputs
+
+
+def _step_windows(host_planes: list[Any],
+                  step_source: str | None) -> tuple[list[tuple[int, int, int, int]], str | None]:
+    """(start, end, group, step number) of the script's own step markers, else of the workload process's
+    marks for `step_source`; and which of the two (None: neither)."""
+    markers: list[tuple[int, int, int, int]] = []
+    marks: list[tuple[int, int, int, int]] = []
+    for plane in host_planes:
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for _line, event, name, start, end in _events(plane):
+            if not event.stats or end <= start:
+                continue
+            stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
+            if "step_num" in stats and stats.get("_r") == 1:
+                markers.append((start, end, 0, int(stats["step_num"])))
+            elif name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source:
+                group, number = stats.get("group"), stats.get("n")
+                marks.append((start, end, group if isinstance(group, int) else 0,
+                              number if isinstance(number, int) else 0))
+    if markers:
+        return sorted(markers), "markers"
+    if marks:
+        return sorted(marks), step_source
+    return [], None
+
+
+def summarize_xspace(space: Any, top: int = 10, *, warmup: int = 0, step_source: str | None = None,
+                     gap_is_input: bool = False) -> dict[str, Any]:
+    """Plain facts from one XSpace: devices, steps, input wait, host/device time, top ops, XLA.
+
+    Steps come from the script's step markers (`Trace(..., step_num=n, _r=1)`; the time between two
+    markers is input), else from the workload process's marks of `step_source` (`gap_is_input` says
+    whether the time between them is input); the first `warmup` of them are not timed."""
     host_planes = [p for p in space.planes if p.name.startswith("/host:")]
     device_planes = [p for p in space.planes if is_device_plane(p.name)]
 
-    steps: list[tuple[int, int]] = []
-    step_lines: set[int] = set()
-    for plane in host_planes:
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        for line, event, _name, start, end in _events(plane):
-            stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
-            if "step_num" in stats and stats.get("_r") == 1:
-                steps.append((start, end))
-                step_lines.add(id(line))
-    steps.sort()
-
-    input_intervals: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    windows, source = _step_windows(host_planes, step_source)
+    if source == "markers":
+        gap_is_input = True
+    waits: list[tuple[int, int]] = []
     host_ops: dict[str, int] = defaultdict(int)
     host_op_intervals: list[tuple[int, int]] = []
     xla_clusters: set[str] = set()
+    raw_ops: list[tuple[str, int, int]] = []
     for plane in host_planes:
-        for line, _event, name, start, end in _events(plane):
+        for _line, _event, name, start, end in _events(plane):
             match = OP_EVENT.match(name)
             op_type = match.group("type") if match else None
-            if (op_type in INPUT_OP_TYPES) or name in EAGER_INPUT_EVENTS:
-                clipped = _overlap((start, end), steps) if steps else (start, end)
-                if clipped:
-                    input_intervals[id(line)].append(clipped)
+            if op_type in INPUT_OP_TYPES or name.startswith(INPUT_EVENT_PREFIXES):
+                waits.append((start, end))
             if op_type and "::" not in name:
                 if op_type in XLA_HOST_OP_TYPES:
                     xla_clusters.add(match.group("name"))  # type: ignore[union-attr]
-                clipped = _overlap((start, end), steps) if steps else (start, end)
-                if clipped:
-                    host_ops[op_type] += clipped[1] - clipped[0]
-                    host_op_intervals.append(clipped)
+                raw_ops.append((op_type, start, end))
+    spans, inputs = step_spans(windows, warmup, gap_is_input, waits)  # type: ignore[arg-type]
+    int_spans = [(int(a), int(b)) for a, b in spans]
+    for op_type, start, end in raw_ops:
+        clipped = _overlap((start, end), int_spans) if windows else (start, end)
+        if clipped:
+            host_ops[op_type] += clipped[1] - clipped[0]
+            host_op_intervals.append(clipped)
 
     device_facts = []
     device_ops: dict[str, int] = defaultdict(int)
@@ -197,17 +268,18 @@ def summarize_xspace(space: Any, top: int = 10) -> dict[str, Any]:
         device_intervals.extend(busy)
         device_facts.append({"name": plane.name, "events": count, "busy_seconds": _merged_length(busy) * PS})
 
-    step_seconds = [(end - start) * PS for start, end in steps]
-    total_step_ps = sum(end - start for start, end in steps)
-    input_ps = sum(_merged_length(v) for v in input_intervals.values())
+    total_step_ps = sum(stop - start for start, stop in spans)
+    steps = step_summary([(stop - start) * PS for start, stop in spans])
+    steps["excluded_warmup"] = min(warmup, len(windows))
     summary: dict[str, Any] = {
         "planes": sorted(p.name for p in space.planes),
         "hostnames": list(space.hostnames),
         "device_planes": device_facts,
         # None when there is no accelerator plane at all (a CPU run): nothing to capture.
         "device_activity_captured": (any(d["events"] > 0 for d in device_facts) if device_facts else None),
-        "steps": step_summary(step_seconds),
-        "input_share": (min(1.0, input_ps / total_step_ps) if total_step_ps else None),
+        "steps": steps,
+        "step_source": source,
+        "input_share": (min(1.0, sum(inputs) / total_step_ps) if total_step_ps else None),
         "host_op_seconds": _merged_length(host_op_intervals) * PS,
         "device_seconds": _merged_length(device_intervals) * PS,
         "top_ops": _top_ops(host_ops, device_ops, top),
@@ -215,9 +287,20 @@ def summarize_xspace(space: Any, top: int = 10) -> dict[str, Any]:
         "xla_clusters": sorted(xla_clusters),
         "errors": list(space.errors),
         "warnings": list(space.warnings),
-        "breakdown": step_breakdown(space),
+        "breakdown": step_breakdown(space, _breakdown_windows(windows[warmup:], int_spans, source, warmup)),
     }
     return summary
+
+
+def _breakdown_windows(timed: list[tuple[int, int, int, int]], spans: list[tuple[int, int]], source: str | None,
+                       warmup: int) -> list[tuple[int, int, int]] | None:
+    """The steps the breakdown splits: the timed markers themselves (as the breakdown always did: what a
+    marker holds), or the spans of the steps found in a script; None: the breakdown finds its markers."""
+    if source == "markers":
+        return [(number, start, end) for start, end, _group, number in timed] if warmup else None
+    if source is None:
+        return None
+    return [(number, start, stop) for (_s, _e, _g, number), (start, stop) in zip(timed, spans, strict=True)]
 
 
 def step_summary(seconds: list[float]) -> dict[str, Any]:

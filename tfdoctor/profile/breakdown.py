@@ -216,8 +216,8 @@ def step_breakdown(space: Any, windows: list[tuple[int, int, int]] | None = None
     device_planes = [p for p in space.planes if p.name.startswith("/device:GPU:")]
     windows = step_windows(host_planes) if windows is None else windows
     if not windows:
-        return Unknown("the profile has no step markers (Trace('train', step_num=n, _r=1)); "
-                       "without steps there is no step time to break down")
+        return Unknown("the profile has no steps (no step markers, Trace('train', step_num=n, _r=1), "
+                       "none found in the script, or all warm-up); without steps there is no step time to break down")
     spans = [span for plane in host_planes for span in _host_spans(plane)]
     kernels: list[tuple[int, int, str]] = []
     for plane in device_planes:

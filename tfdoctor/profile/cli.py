@@ -33,7 +33,7 @@ def _environment(env_file: str | None) -> dict[str, str]:
               help="cnn: a small CNN fed by tf.data; matmul: a matmul loop; pyfunc: the CNN behind a slow "
                    "tf.py_function pipeline (an input-bound example).")
 @click.option("--script", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Profile your own training script instead (see docs/profile.md for step markers).")
+              help="Profile your own training script instead (how its steps are found: docs/profile.md).")
 @click.option("--steps", type=click.IntRange(1, 100000), default=20, show_default=True, help="Timed steps.")
 @click.option("--warmup", type=click.IntRange(0, 10000), default=3, show_default=True,
               help="Untimed steps first (tracing, autotuning).")
@@ -85,7 +85,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
                            script=os.path.abspath(script) if script else None, python=python)
         progress("reading the profile")
         script_warmup = warmup if script else 0  # a built-in workload runs its warm-up before the profiler
-        xspace, xspace_path = _read_xspace(target, run, script_warmup) if run.ok else ({}, None)
+        xspace, xspace_path = _read_xspace(target, run, bool(script), script_warmup) if run.ok else ({}, None)
         section = profile_section(run, chosen, xspace, xspace_path, script_warmup)
         if measure_mp and run.ok:
             measured = _measure_mixed_precision(environ, workload, device, budget, python, progress)
@@ -127,7 +127,7 @@ def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str
     return data
 
 
-def _read_xspace(logdir: str, run: Any, warmup: int) -> tuple[dict[str, Any] | Any, str | None]:
+def _read_xspace(logdir: str, run: Any, script: bool, warmup: int) -> tuple[dict[str, Any] | Any, str | None]:
     from tfdoctor.facts import Unknown
     from tfdoctor.profile.facts import found_steps
     from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace
@@ -137,7 +137,8 @@ def _read_xspace(logdir: str, run: Any, warmup: int) -> tuple[dict[str, Any] | A
         return Unknown(f"the profiler wrote no *.xplane.pb under {logdir}"), None
     try:
         found = found_steps(run)
-        return summarize_xspace(load_xspace(files[0]), warmup=warmup, step_source=found.get("source"),
+        return summarize_xspace(load_xspace(files[0]), script=script,
+                                warmup=warmup, step_source=found.get("source"),
                                 gap_is_input=bool(found.get("gap_is_input"))), str(files[0])
     except ValueError as exc:
         return Unknown(str(exc)), str(files[0])

@@ -190,10 +190,11 @@ def step_spans(windows: Sequence[Window], warmup: int, gap_is_input: bool,
     return spans, inputs
 
 
-def _step_windows(host_planes: list[Any],
-                  step_source: str | None) -> tuple[list[tuple[int, int, int, int]], str | None]:
-    """(start, end, group, step number) of the script's own step markers, else of the workload process's
-    marks for `step_source`; and which of the two (None: neither)."""
+def _step_windows(host_planes: list[Any], step_source: str | None,
+                  script: bool) -> tuple[list[tuple[int, int, int, int]], str | None]:
+    """(start, end, group, step number) of the step markers, else of the workload process's marks for
+    `step_source`; and which of the two (None: neither). A built-in workload's marker holds its whole
+    step, fetch included: each is its own group (the step ends where its marker ends)."""
     markers: list[tuple[int, int, int, int]] = []
     marks: list[tuple[int, int, int, int]] = []
     for plane in host_planes:
@@ -203,7 +204,7 @@ def _step_windows(host_planes: list[Any],
                 continue
             stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
             if "step_num" in stats and stats.get("_r") == 1:
-                markers.append((start, end, 0, int(stats["step_num"])))
+                markers.append((start, end, 0 if script else len(markers), int(stats["step_num"])))
             elif name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source:
                 group, number = stats.get("group"), stats.get("n")
                 marks.append((start, end, group if isinstance(group, int) else 0,
@@ -215,19 +216,21 @@ def _step_windows(host_planes: list[Any],
     return [], None
 
 
-def summarize_xspace(space: Any, top: int = 10, *, warmup: int = 0, step_source: str | None = None,
-                     gap_is_input: bool = False) -> dict[str, Any]:
+def summarize_xspace(space: Any, top: int = 10, *, script: bool = False, warmup: int = 0,
+                     step_source: str | None = None, gap_is_input: bool = False) -> dict[str, Any]:
     """Plain facts from one XSpace: devices, steps, input wait, host/device time, top ops, XLA.
 
-    Steps come from the script's step markers (`Trace(..., step_num=n, _r=1)`; the time between two
-    markers is input), else from the workload process's marks of `step_source` (`gap_is_input` says
-    whether the time between them is input); the first `warmup` of them are not timed."""
+    Steps come from the step markers (`Trace(..., step_num=n, _r=1)`), else from the workload process's
+    marks of `step_source` in a `script` (`gap_is_input`: the time between them is input); the first
+    `warmup` of them are not timed. In a script a step runs from its marker's start to the next one's
+    and the time between two markers is input (the loop fetches its batch there); a built-in
+    workload's marker holds its whole step."""
     host_planes = [p for p in space.planes if p.name.startswith("/host:")]
     device_planes = [p for p in space.planes if is_device_plane(p.name)]
 
-    windows, source = _step_windows(host_planes, step_source)
+    windows, source = _step_windows(host_planes, step_source if script else None, script)
     if source == "markers":
-        gap_is_input = True
+        gap_is_input = script
     waits: list[tuple[int, int]] = []
     host_ops: dict[str, int] = defaultdict(int)
     host_op_intervals: list[tuple[int, int]] = []
@@ -287,19 +290,14 @@ def summarize_xspace(space: Any, top: int = 10, *, warmup: int = 0, step_source:
         "xla_clusters": sorted(xla_clusters),
         "errors": list(space.errors),
         "warnings": list(space.warnings),
-        "breakdown": step_breakdown(space, _breakdown_windows(windows[warmup:], int_spans, source, warmup)),
+        "breakdown": step_breakdown(space, _breakdown_windows(windows[warmup:], int_spans)),
     }
     return summary
 
 
-def _breakdown_windows(timed: list[tuple[int, int, int, int]], spans: list[tuple[int, int]], source: str | None,
-                       warmup: int) -> list[tuple[int, int, int]] | None:
-    """The steps the breakdown splits: the timed markers themselves (as the breakdown always did: what a
-    marker holds), or the spans of the steps found in a script; None: the breakdown finds its markers."""
-    if source == "markers":
-        return [(number, start, end) for start, end, _group, number in timed] if warmup else None
-    if source is None:
-        return None
+def _breakdown_windows(timed: list[tuple[int, int, int, int]],
+                       spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """The timed steps for the breakdown, as the step times count them (so its categories add up to them)."""
     return [(number, start, stop) for (_s, _e, _g, number), (start, stop) in zip(timed, spans, strict=True)]
 
 

@@ -146,6 +146,8 @@ def test_a_users_script_is_profiled_with_its_step_markers(fake_home, tmp_path):
     assert done.returncode == 0, done.stderr
     profile = json.loads(done.stdout)["profile"]
     assert profile["workload"] == "script"
-    assert profile["steps"]["count"] == 5
-    assert profile["input_share"] == 0.0
+    assert profile["step_source"] == "step markers"
+    # --warmup (default 3) applies to a script: of its 5 marked steps the first 3 are not timed.
+    assert (profile["steps"]["count"], profile["steps"]["excluded_warmup"]) == (2, 3)
+    assert profile["input_share"] < 0.1  # between two markers only the loop's own Python runs
     assert profile["input_bound"] is False

@@ -416,7 +416,7 @@ def mixed_precision_not_on_gpu(facts: Facts) -> Iterator[Finding]:
 # -- a script whose steps were not found ------------------------------------------------------------
 
 STEP_MARKER_FIX = """\
-# Mark each training step, fetch included (the time between two marked steps counts as input wait):
+# Mark each training step (the time between two marked steps counts as waiting for input):
 for step, (x, y) in enumerate(dataset):
     with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
         train_step(x, y)

@@ -39,7 +39,8 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     lines.extend(_breakdown_lines(section.get("breakdown")))
     host, device = section.get("host_op_seconds"), section.get("device_seconds")
     if not isinstance(host, Unknown):
-        lines.append(f"  op time         host {_ms(host)}, device {_ms(device)} (over the timed steps)")
+        over = "the timed steps" if steps.get("count") else "the whole trace"
+        lines.append(f"  op time         host {_ms(host)}, device {_ms(device)} (over {over})")
     precision = section.get("low_precision_share")
     lines.append(f"  dtype policy    {section.get('policy')}; float16/bfloat16 kernel share "
                  f"{_pct(precision) if precision is not None else 'n/a (no device kernels)'}")

@@ -200,6 +200,7 @@ def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> N
 STEP_EVENT = "tfdoctor_step"  # the trace event marking a window found here (stats: source, n, group)
 MIN_FUNCTION_CALLS = 5  # a tf.function called this often is a loop's step; fewer calls is set-up or export
 MAX_WINDOWS = 20000  # per source: bounds the result file for a script that runs for hours
+MAX_FUNCTIONS = 1000  # functions tracked (each kept alive): bounds a script that makes one per step
 KERAS_SOURCES = ("keras_fit", "keras_evaluate", "keras_predict")  # in order of preference
 KERAS_HOOKS = {"keras_fit": "train", "keras_evaluate": "test", "keras_predict": "predict"}
 
@@ -237,9 +238,11 @@ class ScriptSteps:
     def depth(self) -> int:
         return getattr(self.local, "depth", 0)
 
-    def function_key(self, function: Any) -> str:
+    def function_key(self, function: Any) -> str | None:
         known = self.functions.get(id(function))
         if known is None:
+            if len(self.functions) >= MAX_FUNCTIONS:
+                return None
             key = f"function_{len(self.functions) + 1}"
             name = getattr(function, "__name__", None) or getattr(function, "_name", None) or "?"
             self.names[key] = f"tf.function {name}"
@@ -279,7 +282,10 @@ def _wrap_functions(tf: Any, steps: ScriptSteps) -> None:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if steps.depth() or threading.get_ident() != steps.thread or not tf.executing_eagerly():
             return original(self, *args, **kwargs)
-        token = steps.begin(steps.function_key(self), 0)
+        key = steps.function_key(self)
+        if key is None:
+            return original(self, *args, **kwargs)
+        token = steps.begin(key, 0)
         steps.local.depth = 1
         try:
             return original(self, *args, **kwargs)

@@ -4,7 +4,9 @@ compute-bound, the input-bound loop marked as docs/profile.md shows, and an eage
 
 Each input-bound script waits ~100 ms per batch in a sleeping tf.py_function for a step of ~1-5 ms (input
 share ~0.95); each compute-bound one computes ~60-110 ms per step on prefetched in-memory data (~0.01):
-a loaded 2-CPU machine slows the compute, which moves neither verdict towards the 0.5 threshold.
+a loaded 2-CPU machine slows the compute, which moves neither verdict towards the 0.5 threshold. The
+input-bound scripts import their pipeline from a module beside them (slow_input.py), as scripts do: the
+script's folder comes first on the path, as under `python train.py`.
 """
 
 from __future__ import annotations

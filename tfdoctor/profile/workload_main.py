@@ -413,6 +413,11 @@ def run_script(tf: Any, spec: dict[str, Any], result: dict[str, Any]) -> None:
     if logdir:
         tf.profiler.experimental.start(logdir)
     sys.argv = [spec["script"], *spec.get("script_args", [])]
+    # As `python train.py` would: the script's folder first on the path (its own modules import), and not
+    # this file's folder (tfdoctor's facts.py, stats.py… would shadow a script's modules of those names).
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(os.path.abspath(spec["script"])),
+                   *(entry for entry in sys.path if os.path.abspath(entry or ".") != here)]
     try:
         runpy.run_path(spec["script"], run_name="__main__")
     except SystemExit as exc:

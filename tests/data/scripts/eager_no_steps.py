@@ -3,8 +3,8 @@ steps. Its input is a tf.py_function map that sleeps, so the trace's op time is 
 
 import time
 
-import tensorflow as tf
 import keras
+import tensorflow as tf
 
 
 def load(images):

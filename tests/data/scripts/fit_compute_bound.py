@@ -1,8 +1,8 @@
 """Keras 3 model.fit on in-memory arrays (Keras batches and prefetches them) with a model that computes
 for tens of milliseconds per batch: the input is always ready."""
 
-import numpy as np
 import keras
+import numpy as np
 
 images = np.random.rand(24 * 128, 512).astype("float32")
 labels = np.random.randint(0, 10, 24 * 128)

@@ -1,8 +1,8 @@
 """A custom training loop: a tf.function step that computes for tens of milliseconds, fed by an
 in-memory tf.data pipeline with prefetch; no profiler markers."""
 
-import tensorflow as tf
 import keras
+import tensorflow as tf
 
 images = tf.random.uniform((24 * 128, 512))
 labels = tf.random.uniform((24 * 128,), maxval=10, dtype=tf.int32)
@@ -23,7 +23,7 @@ def train_step(x, y):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return loss
 
 

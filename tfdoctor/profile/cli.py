@@ -34,9 +34,10 @@ def _environment(env_file: str | None) -> dict[str, str]:
                    "tf.py_function pipeline (an input-bound example).")
 @click.option("--script", type=click.Path(dir_okay=False), metavar="FILE",
               help="Profile your own training script instead (how its steps are found: docs/profile.md).")
-@click.option("--steps", type=click.IntRange(1, 100000), default=20, show_default=True, help="Timed steps.")
+@click.option("--steps", type=click.IntRange(1, 100000), default=20, show_default=True,
+              help="Timed steps of a built-in workload (a script runs its own).")
 @click.option("--warmup", type=click.IntRange(0, 10000), default=3, show_default=True,
-              help="Untimed steps first (tracing, autotuning).")
+              help="Untimed steps first (tracing, autotuning); for a script, its first N steps.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True)
 @click.option("--logdir", metavar="DIR", help="Keep the profile here (default: a new folder under the temp dir).")
 @click.option("--env", "env_file", metavar="FILE", help="Judge the environment this script (env.sh) produces.")

@@ -56,18 +56,20 @@ def test_steps_are_found_and_the_input_verdict_is_right(tmp_path, script, source
     assert found["step_source"] == source
     assert found["steps"]["excluded_warmup"] == 3
     assert found["steps"]["count"] == SCRIPT_STEPS - 3
-    codes = [f["code"] for f in data["findings"]]
+    codes = {f["code"] for f in data["findings"]}
+    assert codes <= {"PROF001", "PROF003"}  # PROF003: a VM whose hypervisor took CPU time meanwhile
     share = found["input_share"]
     if input_bound:
         assert share > 0.5, found
-        assert codes == ["PROF001"] and code == 1
+        assert "PROF001" in codes and code == 1
     else:
         assert share < 0.5, found
         assert "PROF001" not in codes and code == (1 if codes else 0)
     # The breakdown splits the same steps the step time counts.
-    assert found["breakdown"]["step_ms"] / 1000 == pytest.approx(
-        found["steps"]["median_seconds"], rel=0.5)
-    assert len(found["breakdown"]["per_step"]) == SCRIPT_STEPS - 3
+    per_step = [s["step_ms"] / 1000 for s in found["breakdown"]["per_step"]]
+    assert len(per_step) == SCRIPT_STEPS - 3
+    assert (min(per_step), max(per_step)) == pytest.approx((found["steps"]["min_seconds"],
+                                                            found["steps"]["max_seconds"]), rel=1e-6)
 
 
 def test_a_script_without_steps_says_so_and_points_at_the_python_function(tmp_path):

@@ -204,7 +204,9 @@ def _step_windows(host_planes: list[Any], step_source: str | None,
                 continue
             stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
             if "step_num" in stats and stats.get("_r") == 1:
-                markers.append((start, end, 0 if script else len(markers), int(stats["step_num"])))
+                number = stats["step_num"]
+                markers.append((start, end, 0 if script else len(markers),
+                                number if isinstance(number, int) else len(markers)))
             elif name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source:
                 group, number = stats.get("group"), stats.get("n")
                 marks.append((start, end, group if isinstance(group, int) else 0,

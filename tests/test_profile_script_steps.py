@@ -266,7 +266,7 @@ class Trace:
     """The profiler's Trace context, for a ScriptSteps outside TensorFlow (nothing is being profiled)."""
 
     def __init__(self, name: str, **stats: object) -> None:
-        assert name == "tfdoctor_step" and set(stats) == {"source", "n", "group"}
+        assert name == STEP_EVENT and set(stats) == {"source", "n", "group"}
 
     def __enter__(self) -> Trace:
         return self
@@ -284,6 +284,10 @@ def recorder(workload_main, calls: dict[str, int]):
         for _ in range(count):
             steps.end(steps.begin(source, 0))
     return steps
+
+
+def test_the_workload_process_marks_steps_under_the_name_the_summary_reads(workload_main):
+    assert workload_main.STEP_EVENT == STEP_EVENT  # the child cannot import tfdoctor: two constants
 
 
 def test_keras_fit_wins_then_the_function_called_most_at_least_five_times(workload_main):

@@ -197,7 +197,7 @@ def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> N
 
 # -- the steps of a user's script ------------------------------------------------------------------
 
-STEP_EVENT = "tfdoctor_step"  # the trace event marking a window found here (stats: source, n, group)
+STEP_EVENT = "tfdoctor_step"  # the trace event marking a window found here (stats: source, n, group); xspace.py
 MIN_FUNCTION_CALLS = 5  # a tf.function called this often is a loop's step; fewer calls is set-up or export
 MAX_WINDOWS = 20000  # per source: bounds the result file for a script that runs for hours
 MAX_FUNCTIONS = 1000  # functions tracked (each kept alive): bounds a script that makes one per step

@@ -245,6 +245,8 @@ def test_the_summary_says_where_the_steps_came_from_and_what_was_left_out():
     text = render_profile(section, report)
     assert "over 9 steps" in text
     assert "  steps           from tf.function train_step; the first 3 (warm-up, tracing) not timed\n" in text
+    all_timed = profile_section(script_run("function_1", windows, True), "script", Unknown("no protos"), warmup=0)
+    assert "from tf.function train_step; all timed (--warmup 0" in render_profile(all_timed, report)
     none = render_profile(no_steps_section(), check_facts(facts_from({"profile": no_steps_section()}),
                                                           select=["PROF"]))
     assert "  steps           none found (seen: tf.function export ×2); see the finding below\n" in none

@@ -92,4 +92,6 @@ def _step_origin(section: dict[str, Any]) -> str:
     if not source:
         tried = ", ".join(f"{c.get('name')} ×{c.get('calls')}" for c in section.get("step_candidates") or [])
         return "none found" + (f" (seen: {tried})" if tried else "") + "; see the finding below"
+    if not excluded:
+        return f"from {source}; all timed (--warmup 0: the first steps, tracing included, are in the figures)"
     return f"from {source}; the first {excluded} (warm-up, tracing) not timed"

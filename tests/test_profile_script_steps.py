@@ -310,3 +310,72 @@ def test_the_docs_show_the_marker_the_marked_test_script_uses():
     assert block is not None
     script = (REPO / "tests/data/scripts/loop_input_bound_marked.py").read_text()
     assert block.group(1) in script
+
+
+class Callback:
+    """What the injected callback needs of keras.callbacks.Callback."""
+
+    def set_model(self, model: object) -> None:
+        self.model = model
+
+    def on_epoch_begin(self, epoch: int, logs: object = None) -> None:
+        pass
+
+    def on_train_batch_begin(self, batch: int, logs: object = None) -> None:
+        pass
+
+    def on_train_batch_end(self, batch: int, logs: object = None) -> None:
+        pass
+
+
+class CallbackList:
+    def __init__(self, callbacks: list) -> None:
+        self.callbacks = callbacks
+
+
+class Model:
+    """The shape of Keras's fit and evaluate as the wrapper meets them: fit calls its callbacks per epoch
+    and batch, then evaluate for validation with the same callbacks."""
+
+    def fit(self, x=None, y=None, epochs=1, callbacks=None):
+        given = callbacks.callbacks if isinstance(callbacks, CallbackList) else callbacks
+        for epoch in range(epochs):
+            for callback in given:
+                callback.on_epoch_begin(epoch)
+            for batch in range(3):
+                for callback in given:
+                    callback.on_train_batch_begin(batch)
+                for callback in given:
+                    callback.on_train_batch_end(batch)
+        self.evaluate(x, callbacks=callbacks)
+        return given
+
+    def evaluate(self, x=None, callbacks=None):
+        self.validation_callbacks = callbacks
+        return callbacks
+
+
+def test_the_keras_wrapper_adds_one_callback_per_call_and_keeps_the_scripts(workload_main, monkeypatch):
+    import inspect
+
+    steps = recorder(workload_main, {})
+    step_callback = workload_main._callback_class(Callback, steps)
+    calls = [0]
+    for method, source in (("fit", "keras_fit"), ("evaluate", "keras_evaluate")):
+        original = getattr(Model, method)
+        monkeypatch.setattr(Model, method, workload_main._keras_method(
+            original, inspect.signature(original), source, step_callback, steps, calls))
+    model, mine = Model(), Callback()
+    seen = model.fit("x", epochs=2, callbacks=[mine])
+    assert seen[0] is mine and [type(c) for c in seen[1:]] == [step_callback]
+    assert model.validation_callbacks is seen  # fit's own evaluate gets no callback of its own
+    groups = [group for _start, _end, group in steps.windows["keras_fit"]]
+    assert groups == [1_000_001] * 3 + [1_000_002] * 3  # a group per epoch: no step runs into the next
+    script_list = CallbackList([mine])
+    model.fit("x", callbacks=script_list)  # a CallbackList the script built gets the callback appended
+    assert [type(c) for c in script_list.callbacks] == [Callback, step_callback]
+    assert script_list.callbacks[1].model is model
+    model.evaluate("x")
+    assert len(steps.windows["keras_fit"]) == 9 and "keras_evaluate" not in steps.windows  # no test batches ran
+    with pytest.raises(TypeError):
+        model.fit("x", no_such_argument=1)  # a bad call reaches Keras, which reports it

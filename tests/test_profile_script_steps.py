@@ -100,6 +100,39 @@ def test_docs_marker_loop_counts_the_fetch_between_markers_as_input(pb):  # noqa
     assert breakdown["categories_ms"]["input"] == pytest.approx(4 * 95 / 5)
 
 
+def test_keras2_fit_markers_are_the_train_steps_of_each_epoch(pb):  # noqa: F811
+    """Keras 2 / tf-keras mark each batch of fit ("train", with epoch_num) and of its validation ("test")."""
+    space = pb.XSpace()
+    plane = space.planes.add()
+    plane.name = "/host:CPU"
+    host = PlaneBuilder(plane)
+    python = host.line("python", 1)
+    for epoch in range(2):
+        base = epoch * 1000.0
+        for step in range(4):
+            host.event(python, "train", base + step * 100, 90.0, step_num=step, epoch_num=epoch, _r=1)
+        for step in range(2):
+            host.event(python, "test", base + 500 + step * 50, 40.0, step_num=step, _r=1)
+    summary = summarize_xspace(space, script=True, warmup=1)
+    # 8 train steps, the first left out; epoch 1: 100, 100, 90 (its last ends with its marker, not at
+    # the validation); epoch 2: 100, 100, 100, 90.
+    assert summary["steps"]["count"] == 7
+    assert summary["steps"]["min_seconds"] == pytest.approx(0.090)
+    assert summary["input_share"] == pytest.approx(5 * 10 / (5 * 100 + 2 * 90))
+    assert [s["step"] for s in summary["breakdown"]["per_step"]] == [1, 2, 3, 0, 1, 2, 3]
+
+
+def test_markers_named_per_step_are_all_steps(pb):  # noqa: F811
+    space = pb.XSpace()
+    plane = space.planes.add()
+    plane.name = "/host:CPU"
+    host = PlaneBuilder(plane)
+    python = host.line("python", 1)
+    for step in range(5):
+        host.event(python, f"step {step}", step * 100.0, 90.0, step_num=step, _r=1)
+    assert summarize_xspace(space, script=True)["steps"]["count"] == 5
+
+
 def test_a_builtin_workloads_markers_hold_the_whole_step(pb):  # noqa: F811
     summary = summarize_xspace(docs_loop_space(pb))  # not a script: what the marker holds is the step
     assert summary["steps"]["count"] == 6

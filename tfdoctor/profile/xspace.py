@@ -193,9 +193,13 @@ def step_spans(windows: Sequence[Window], warmup: int, gap_is_input: bool,
 def _step_windows(host_planes: list[Any], step_source: str | None,
                   script: bool) -> tuple[list[tuple[int, int, int, int]], str | None]:
     """(start, end, group, step number) of the step markers, else of the workload process's marks for
-    `step_source`; and which of the two (None: neither). A built-in workload's marker holds its whole
-    step, fetch included: each is its own group (the step ends where its marker ends)."""
-    markers: list[tuple[int, int, int, int]] = []
+    `step_source`; and which of the two (None: neither).
+
+    A built-in workload's marker holds its whole step, fetch included: each is its own group (the step
+    ends where its marker ends). In a script the markers of one name are the steps, the name most of
+    them have (Keras 2's fit marks "train" steps, and "test" ones for its validation; all of them when no
+    name has half), grouped by their `epoch_num` (a step does not run on into the next epoch)."""
+    markers: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     marks: list[tuple[int, int, int, int]] = []
     for plane in host_planes:
         stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
@@ -204,15 +208,19 @@ def _step_windows(host_planes: list[Any], step_source: str | None,
                 continue
             stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in event.stats}
             if "step_num" in stats and stats.get("_r") == 1:
-                number = stats["step_num"]
-                markers.append((start, end, 0 if script else len(markers),
-                                number if isinstance(number, int) else len(markers)))
+                same = markers[name if script else ""]
+                number, epoch = stats["step_num"], stats.get("epoch_num")
+                group = (epoch if isinstance(epoch, int) else 0) if script else len(same)
+                same.append((start, end, group, number if isinstance(number, int) else len(same)))
             elif name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source:
                 group, number = stats.get("group"), stats.get("n")
                 marks.append((start, end, group if isinstance(group, int) else 0,
                               number if isinstance(number, int) else 0))
     if markers:
-        return sorted(markers), "markers"
+        common = max(markers.values(), key=len)
+        if 2 * len(common) < sum(len(same) for same in markers.values()):  # names that vary per step
+            common = [marker for same in markers.values() for marker in same]
+        return sorted(common), "markers"
     if marks:
         return sorted(marks), step_source
     return [], None

@@ -204,6 +204,12 @@ def test_without_a_trace_the_workload_process_windows_give_the_steps():
     assert keras["input_share"] is None  # Keras waits inside its train function: only the trace shows it
 
 
+def test_malformed_windows_are_left_out():
+    windows = [[0.0, 0.01, 0], ["a", 0.2, 0], [0.1], None, [0.2, 0.21, 0], [0.3, 0.31, 0]]
+    section = profile_section(script_run("function_1", windows, True), "script", Unknown("no protos"), warmup=0)
+    assert section["steps"]["count"] == 3
+
+
 def test_the_trace_outranks_the_workload_process_windows(pb):  # noqa: F811
     summary = summarize_xspace(docs_loop_space(pb), script=True, warmup=1, step_source="function_1")
     run = script_run("function_1", [[0.0, 0.001, 0]] * 3, True)

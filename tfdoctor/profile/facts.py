@@ -79,7 +79,7 @@ def script_steps(run: RunResult, xspace: dict[str, Any] | Unknown, warmup: int) 
         return facts | {"steps": xspace["steps"], "input_share": xspace.get("input_share"),
                         "step_source": "step markers" if source == "markers" else found.get("name") or source}
     windows = [(float(w[0]), float(w[1]), int(w[2])) for w in found.get("windows") or ()
-               if isinstance(w, list) and len(w) == 3]
+               if isinstance(w, list) and len(w) == 3 and all(isinstance(v, (int, float)) for v in w)]
     spans, inputs = step_spans(windows, warmup, bool(found.get("gap_is_input")))
     total = sum(stop - start for start, stop in spans)
     steps = step_summary([stop - start for start, stop in spans]) | {"excluded_warmup": min(warmup, len(windows))}

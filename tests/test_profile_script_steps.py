@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -155,7 +156,7 @@ def test_without_markers_the_chosen_source_gives_the_steps(pb):  # noqa: F811
     assert nothing["top_ops"][0]["op"] == "EagerPyFunc"
 
 
-def keras_space(pb):  # noqa: F811
+def keras_space(pb, abandoned: bool = False):  # noqa: F811
     """Keras fit: the batch is fetched inside the train function (IteratorGetNextOp::DoCompute on the
     iterator's own line); between batches Keras runs its callbacks. Two epochs of four batches."""
     space = pb.XSpace()
@@ -171,6 +172,9 @@ def keras_space(pb):  # noqa: F811
             _mark(host, python, start, 98.0, "keras_fit", n, group=epoch)
             host.event(iterator, "IteratorGetNextOp::DoCompute", start + 1, 80.0)
             n += 1
+        if abandoned:  # the batch that found the end of the data (unknown length): never ended
+            _mark(host, python, epoch * 1000.0 + 400, 3.0, "keras_fit", n, group=epoch)
+            python.events[-1].stats.add(metadata_id=host.stat("abandoned"), int64_value=1)
     return space
 
 
@@ -181,6 +185,9 @@ def test_keras_steps_count_the_wait_inside_the_train_function_not_the_callbacks(
     # Epoch 1: 100, 100, 98 (its last batch ends with its window); epoch 2: 100, 100, 100, 98.
     assert steps["min_seconds"] == pytest.approx(0.098)
     assert summary["input_share"] == pytest.approx(7 * 80 / (5 * 100 + 2 * 98))
+    # The batch that found the end of the data of unknown length is not a step.
+    assert summarize_xspace(keras_space(pb, abandoned=True), script=True, warmup=1,
+                            step_source="keras_fit")["steps"] == steps
 
 
 # -- the facts when there is no trace --------------------------------------------------------------
@@ -306,14 +313,20 @@ def workload_main():
 class Trace:
     """The profiler's Trace context, for a ScriptSteps outside TensorFlow (nothing is being profiled)."""
 
+    ended: ClassVar[list[dict]] = []
+
     def __init__(self, name: str, **stats: object) -> None:
         assert name == STEP_EVENT and set(stats) == {"source", "n", "group"}
+        self.stats = dict(stats)
+
+    def set_metadata(self, **stats: object) -> None:
+        self.stats.update(stats)
 
     def __enter__(self) -> Trace:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        Trace.ended.append(self.stats)
 
 
 def recorder(workload_main, calls: dict[str, int]):
@@ -418,3 +431,18 @@ def test_the_keras_wrapper_adds_one_callback_per_call_and_keeps_the_scripts(work
     assert len(steps.windows["keras_fit"]) == 9 and "keras_evaluate" not in steps.windows  # no test batches ran
     with pytest.raises(TypeError):
         model.fit("x", no_such_argument=1)  # a bad call reaches Keras, which reports it
+
+
+def test_a_keras_batch_that_never_ends_is_abandoned_not_a_step(workload_main):
+    steps = recorder(workload_main, {})
+    callback = workload_main._callback_class(Callback, steps)("keras_fit", 0)
+    Trace.ended.clear()
+    callback.on_train_batch_begin(0)
+    callback.on_train_batch_end(0)
+    callback.on_train_batch_begin(1)  # the data ran out: Keras calls no batch end
+    callback.on_epoch_end(0)
+    callback.on_train_batch_begin(0)
+    callback.on_train_batch_begin(1)  # a begin after a begin: the first one never ended
+    callback.on_train_end()
+    assert len(steps.windows["keras_fit"]) == 1
+    assert [t.get("abandoned") for t in Trace.ended] == [None, 1, 1, 1]  # every trace event ends, marked

@@ -235,6 +235,16 @@ class ScriptSteps:
         if len(windows) < MAX_WINDOWS:
             windows.append((start - self.origin, end - self.origin, group))
 
+    def abandon(self, token: tuple[str, float, int, Any] | None) -> None:
+        """A window that never ended (Keras's batch that found the end of the data): marked as such in the
+        trace, where it must end somewhere, and not a step."""
+        if token is None:
+            return
+        trace = token[3]
+        if hasattr(trace, "set_metadata"):
+            trace.set_metadata(abandoned=1)
+        trace.__exit__(None, None, None)
+
     def depth(self) -> int:
         return getattr(self.local, "depth", 0)
 
@@ -321,8 +331,17 @@ def _callback_class(base: Any, steps: ScriptSteps) -> Any:
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self._group += 1  # a window does not run on into the next epoch
 
+        def _abandon(self, *_: Any) -> None:
+            # On data of unknown length Keras's last batch of an epoch begins, finds the end of the data
+            # and never ends.
+            steps.abandon(self._token)
+            self._token = None
+
+        on_epoch_end = on_train_end = on_test_end = on_predict_end = _abandon
+
         def _begin(self, kind: str) -> None:
             if KERAS_HOOKS[self._source] == kind:
+                self._abandon()
                 self._token = steps.begin(self._source, self._group)
 
         def _end(self, kind: str) -> None:

@@ -212,7 +212,8 @@ def _step_windows(host_planes: list[Any], step_source: str | None,
                 number, epoch = stats["step_num"], stats.get("epoch_num")
                 group = (epoch if isinstance(epoch, int) else 0) if script else len(same)
                 same.append((start, end, group, number if isinstance(number, int) else len(same)))
-            elif name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source:
+            elif (name == STEP_EVENT and step_source is not None and str(stats.get("source")) == step_source
+                  and "abandoned" not in stats):
                 group, number = stats.get("group"), stats.get("n")
                 marks.append((start, end, group if isinstance(group, int) else 0,
                               number if isinstance(number, int) else 0))

@@ -446,3 +446,40 @@ def test_a_keras_batch_that_never_ends_is_abandoned_not_a_step(workload_main):
     callback.on_train_end()
     assert len(steps.windows["keras_fit"]) == 1
     assert [t.get("abandoned") for t in Trace.ended] == [None, 1, 1, 1]  # every trace event ends, marked
+
+
+def test_tf_function_calls_are_timed_at_the_top_only_and_a_raising_call_is_no_step(workload_main):
+    class Function:
+        """What the wrapper needs of tf.function's Function: a class whose instances are called."""
+
+        def __init__(self, python_function) -> None:
+            self.python_function, self.__name__ = python_function, python_function.__name__
+
+        def __call__(self, *args):
+            return self.python_function(*args)
+
+    eager = [True]
+    tf = SimpleNamespace(function=Function, executing_eagerly=lambda: eager[0],
+                         profiler=SimpleNamespace(experimental=SimpleNamespace(Trace=Trace)))
+    steps = workload_main.ScriptSteps(tf)
+    workload_main._wrap_functions(tf, steps)
+
+    def inner(x):
+        return x + 1
+
+    inner_step = Function(inner)
+
+    def train_step(x):
+        if x < 0:
+            raise StopIteration  # the end of the data, found inside the step
+        return inner_step(x)  # a function called inside another is not a step
+
+    step = Function(train_step)
+    assert [step(i) for i in range(6)] == [1, 2, 3, 4, 5, 6]
+    with pytest.raises(StopIteration):
+        step(-1)
+    eager[0] = False
+    step(7)  # called while tracing another function (graph mode): not a step
+    found = steps.to_json()
+    assert (found["name"], len(found["windows"])) == ("tf.function train_step", 6)
+    assert found["candidates"] == [{"source": "function_1", "name": "tf.function train_step", "calls": 6}]

@@ -298,10 +298,14 @@ def _wrap_functions(tf: Any, steps: ScriptSteps) -> None:
         token = steps.begin(key, 0)
         steps.local.depth = 1
         try:
-            return original(self, *args, **kwargs)
+            returned = original(self, *args, **kwargs)
+        except BaseException:
+            steps.abandon(token)  # e.g. the end of the data, raised inside the step: not a step
+            raise
         finally:
             steps.local.depth = 0
-            steps.end(token)
+        steps.end(token)
+        return returned
 
     function_class.__call__ = call
 

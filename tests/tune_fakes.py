@@ -23,7 +23,8 @@ NOISE = 0.02  # log-normal, per run, like a quiet real machine
 METRIC = r"throughput: ([0-9.]+)"
 
 
-def true_value(env: Mapping[str, str | None], depends: str | None, best: int = 4, current_best: str | None = None) -> float:
+def true_value(env: Mapping[str, str | None], depends: str | None, best: int = 4,
+               current_best: str | None = None) -> float:
     """100 × the variable's value (1 when unset) up to `best`, then flat: 4× between unset and best. With
     `current_best`, the value the environment has now (e.g. "3") is the best of all (30 % above `best`)."""
     if not depends:

@@ -284,7 +284,7 @@ class Tuner:
 
     def _confirm_runs_planned(self) -> int:
         """Confirmation runs and the verification's first look (the current settings and about two changes)."""
-        return (self.settings.leaders + len(SEED_PHASES)) * max(0, self.settings.repeats - 1) + 3 * LOOKS[0]
+        return (self.settings.leaders + 1) * max(0, self.settings.repeats - 1) + 3 * LOOKS[0]
 
     # -- running -----------------------------------------------------------------------------------
     def _run(self, phase: str, params: dict[str, Any], role: str = "", verify_round: int | None = None) -> TrialRecord:
@@ -504,13 +504,12 @@ class Tuner:
         return [r.value for r in self.records if r.ok and (r.phase == "current" or r.role == "current")]  # type: ignore[misc]
 
     def confirm(self) -> None:
-        """Bring each leader and both baselines to `repeats` measurements, most promising first."""
+        """Bring each leader and the rule-based seed to `repeats` measurements, most promising first (the
+        current settings are measured by the verdict, paired with the change)."""
         repeats = self.settings.repeats
         plan: list[tuple[str, dict[str, Any]]] = [("leader", p) for p in self.leaders()]
         if "rule" in self.seeds:
             plan.append(("rule", self.seeds["rule"]))
-        if "current" in self.seeds:
-            plan.append(("current", self.seeds["current"]))
         for _round in range(repeats):
             for role, params in plan:
                 values = self._current_values() if role == "current" else self.measured(

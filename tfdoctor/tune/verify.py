@@ -12,7 +12,9 @@ every arm once, in rotating order, so a slow minute of the machine hits all arms
   the result, not that the candidate's value beats the value the job has now.
 - Arms: the current settings, the full change, and the full change without each tested parameter.
 - Looks after LOOKS rounds; each look uses a two-sided interval at 1 - (1 - CONFIDENCE) / len(LOOKS)
-  (Bonferroni over the looks), so "better" is claimed with at least CONFIDENCE overall. The noise of a
+  (Bonferroni over the looks), so "better" is claimed with at least CONFIDENCE overall; the drop-one
+  comparisons of k parameters split it once more (1 - (1 - CONFIDENCE) / (len(LOOKS) k)), so that every
+  written parameter earned its place with CONFIDENCE together, not each alone. The noise of a
   paired difference is pooled from the comparison's own rounds and from every configuration the tune
   measured more than once (`NoisePrior`).
 - The written change: the tested parameters that won their comparison. It is applied
@@ -199,14 +201,14 @@ class _Stage:
         arm = next(a for a in order if arm_key(a) not in done)
         return Pending(number, dict(arm))
 
-    def compare(self, a: Changes, b: Changes, rounds: int) -> Comparison | None:
+    def compare(self, a: Changes, b: Changes, rounds: int, confidence: float = LOOK_CONFIDENCE) -> Comparison | None:
         ka, kb = arm_key(a), arm_key(b)
         pairs = []
         for number in self.complete[:rounds]:
             va, vb = self.all_rounds[number].get(ka), self.all_rounds[number].get(kb)
             if va is not None and vb is not None:
                 pairs.append((va, vb))
-        return compare(pairs, self.maximize, self.prior)
+        return compare(pairs, self.maximize, self.prior, confidence)
 
     def failed(self) -> int:
         """The most failed runs of any one arm."""
@@ -238,17 +240,25 @@ def decide(proposal: Proposal, runs: Iterable[Run], maximize: bool, prior: Noise
         return keep(f"the change measured {full_gain.describe()} against the current settings: not better",
                     proposal, full_gain=full_gain)
     tests: dict[str, Comparison] = {}
+    test_confidence = 1 - (1 - CONFIDENCE) / (len(LOOKS) * len(proposal.tested))
     for name in proposal.tested:
         reduced = {k: v for k, v in full.items() if k != name}
-        test = stage.compare(reduced, full, look)
+        test = stage.compare(reduced, full, look, test_confidence)
         if test is not None:
             tests[name] = test
     if not last and not all(name in tests and tests[name].decided for name in proposal.tested):
         return stage.next_run()
     written = {n: v for n, v in proposal.tested.items() if n in tests and tests[n].better}
     if not written:
-        return keep("no parameter the search changed had an effect measured beyond the noise", proposal,
-                    tests=tests, full_gain=full_gain)
+        extra = {"tests": tests, "full_gain": full_gain, "gain": full_gain}
+        if full_gain.worse:
+            return keep(f"the change measured slower than the current settings: {full_gain.describe()}", proposal,
+                        **extra)
+        if not full_gain.better:
+            return keep(f"the change measured {full_gain.describe()} against the current settings: not better "
+                        "beyond the noise", proposal, **extra)
+        return keep(f"the change measured {full_gain.describe()} against the current settings, but no parameter "
+                    "of it was measured to matter on its own", proposal, **extra)
     if written in stage.arms:
         gain = stage.compare({}, written, look)
         if gain is not None and not gain.decided and not last:

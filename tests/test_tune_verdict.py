@@ -250,6 +250,7 @@ def test_resume_of_a_finished_tune_runs_nothing_unless_asked_for_more(tmp_path, 
     assert exit_.value.code == 0
     out, err = capsys.readouterr()
     assert "r.jsonl is a finished tune (16 search trials); nothing new was run" in err
+    assert err.splitlines()[0] in (REPO / "docs" / "tune.md").read_text()  # the message docs/tune.md shows
     assert "give --budget above 16 or --time SECONDS" in err
     assert (tmp_path / "r.jsonl").read_bytes() == before and (tmp_path / "runs").read_text() == runs_before
     verdict_line = next(line for line in first.splitlines() if line.startswith("verdict:"))
@@ -266,3 +267,32 @@ def test_resume_of_a_finished_tune_runs_nothing_unless_asked_for_more(tmp_path, 
     _header, records = load_results(tmp_path / "r.jsonl")
     assert sum(r.phase in ("current", "rule", "screen", "search") for r in records) == 20
     assert (tmp_path / "r.jsonl").read_text().count('"type": "summary"') == 2
+
+
+def test_the_examples_in_docs_tune_are_what_the_tune_prints():
+    """docs/tune.md shows the verdict, the env scripts and the summary lines of two of the tunes above
+    (seed 0, with and without a parameter that matters): they are checked against a fresh run."""
+    from tfdoctor.tune.envscript import render_winner
+    from tfdoctor.tune.progress import verdict_lines
+
+    docs = (REPO / "docs" / "tune.md").read_text()
+    applied, kept = _tune(FakeJob(INTRA, 0), 0), _tune(FakeJob(None, 0), 0)
+    for result in (applied, kept):
+        assert "\n".join(verdict_lines(_space(), result)[:2]) in docs
+        script = render_winner(_space(), result, "gpu-node-7", "0.1.0", "python train.py --steps 200")
+        shown = [line for line in script.splitlines() if line and not line.startswith("# Source it (. ./env.sh);")]
+        assert all(line in docs for line in shown[1:]), [line for line in shown if line not in docs]
+    assert "\n".join(verdict_lines(_space(), applied)) in docs
+    block = docs[docs.index('```json\n{"type": "summary", "stopped": "budget", "verdict": "apply"'):]
+    block = block[len("```json\n"): block.index("```", 8)]
+    shown_apply, shown_keep = (json.loads(part) for part in block.replace("}\n{", "}\x00{").split("\x00"))
+    for shown, result in ((shown_apply, applied), (shown_keep, kept)):
+        real = {"type": "summary", **json.loads(json.dumps(result.summary_json()))}
+        assert set(shown) - {"..."} <= set(real)
+        for key in ("verdict", "reason", "changes", "gain", "full_gain", "left_out", "winner_median", "winner_runs",
+                    "mattered", "stopped", "winner"):
+            if isinstance(shown.get(key), dict) and "..." in shown[key]:  # an excerpt: what it shows is exact
+                assert {k: real[key][k] for k in shown[key] if k != "..."} == {
+                    k: v for k, v in shown[key].items() if k != "..."}, key
+            elif key in shown:
+                assert shown[key] == real[key], key

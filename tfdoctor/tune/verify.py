@@ -81,7 +81,7 @@ class Comparison:
         return self.better or self.worse
 
     def describe(self) -> str:
-        return (f"{self.gain * 100:+.1f} % ({self.confidence * 100:g} % interval {self.low * 100:+.1f} … "
+        return (f"{self.gain * 100:+.1f} % ({self.confidence * 100:.4g} % interval {self.low * 100:+.1f} … "
                 f"{self.high * 100:+.1f} %, {self.pairs} paired runs each)")
 
     def to_json(self) -> dict[str, Any]:

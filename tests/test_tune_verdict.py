@@ -296,3 +296,50 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
                     k: v for k, v in shown[key].items() if k != "..."}, key
             elif key in shown:
                 assert shown[key] == real[key], key
+
+
+def test_a_tune_killed_during_the_verdict_resumes_it_without_repeating_a_run(tmp_path):
+    from tfdoctor.tune.results import ResultsLog
+
+    space = _space()
+    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    settings = TuneSettings(budget=30, seed=4)
+    full = Tuner(space, FakeJob(INTRA, 4), None, settings, seeds, current_env={}).run()
+    verify = [r for r in full.records if r.phase == "verify"]
+    cut = verify[4].number  # killed after five verdict runs, in the middle of a round
+    log = ResultsLog.create(tmp_path / "r.jsonl", {"space": space.to_json()})
+    for record in full.records[:cut + 1]:
+        log.append(record)
+    _header, recorded = load_results(tmp_path / "r.jsonl")
+    resumed = Tuner(space, FakeJob(INTRA, 40), log, settings, seeds, recorded, current_env={}).run()
+    _header, after = load_results(tmp_path / "r.jsonl")
+    assert after[: cut + 1] == full.records[: cut + 1]
+    assert not [r for r in after[cut + 1:] if r.phase != "verify"]  # search and confirmation were done
+    rounds: dict[int, list[str]] = {}
+    for r in after:
+        if r.phase == "verify":
+            rounds.setdefault(r.round, []).append(json.dumps(r.params, sort_keys=True))
+    assert all(len(arms) == len(set(arms)) for arms in rounds.values())  # no arm twice in a round
+    assert resumed.verdict.apply and resumed.verdict.changes == {INTRA: 4}
+
+
+def test_a_verdict_the_time_limit_cuts_short_keeps_the_current_settings(monkeypatch):
+    """Every run takes a (simulated) minute of a 10-minute tune: the verdict cannot be measured."""
+    from tfdoctor.tune import search
+
+    clock = [0.0]
+    monkeypatch.setattr(search.time, "monotonic", lambda: clock[0])
+
+    class SlowJob(FakeJob):
+        def measure(self, env_changes, launcher=()):
+            clock[0] += 60.0
+            measured = super().measure(env_changes, launcher)
+            return type(measured)(measured.status, measured.value, 60.0)
+
+    space = _space()
+    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=600, seed=1), seeds,
+                   current_env={}).run()
+    assert clock[0] <= 600
+    assert not result.verdict.apply and result.winner is None and result.verdict.changes == {}
+    assert "time limit" in result.verdict.reason or "not measured" in result.verdict.reason

@@ -80,18 +80,20 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--space", "space_file", metavar="FILE",
               help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
 @click.option("--write", "write_path", metavar="FILE",
-              help="Write the winner as an env script (like `fix --write`; - for standard output).")
+              help="Write the verdict as an env script (like `fix --write`; - for standard output): the measured "
+                   "change, or a script that changes nothing.")
 @click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
 @click.option("--resume", metavar="FILE",
-              help="Continue the tune recorded in this results file. It RUNS THE COMMAND RECORDED IN THE FILE: only "
-                   "a file you own is accepted (docs/security.md).")
+              help="Continue the tune recorded in this results file (a finished one only with a higher --budget or "
+                   "a --time). It RUNS THE COMMAND RECORDED IN THE FILE: only a file you own is accepted "
+                   "(docs/security.md).")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
 @click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")
 @click.option("--trial-timeout", type=click.FloatRange(min=1), metavar="S",
               help="Seconds before a trial is killed and recorded as timed out (default 600; 120 built-in).")
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Measurements of each leader and baseline before a winner is declared.")
+              help="Measurements of each leader and the rule-based seed before the verdict.")
 @click.option("--leaders", type=click.IntRange(min=1), default=3, show_default=True,
               help="Leading candidates re-measured.")
 @click.option("--html", "--plot", "plot_path", metavar="FILE",
@@ -109,7 +111,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...]) -> None:
-    """Search TensorFlow/OpenMP thread and affinity settings by measuring them, and write the winner.
+    """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
+    current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
     \b
     tfdoctor tune --time 180 --write env.sh

@@ -120,10 +120,6 @@ class TuneResult:
     candidate_stats: Stats | None = None
     verdict: Verdict | None = None  # None: no trial succeeded
 
-    @property
-    def keep_current(self) -> bool:
-        return self.verdict is not None and not self.verdict.apply
-
     def summary_json(self) -> dict[str, Any]:
         """The results file's closing line (type "summary"): what a report needs besides the trials."""
         data: dict[str, Any] = {"stopped": self.stopped, "winner": self.winner,
@@ -500,9 +496,6 @@ class Tuner:
         ranked = sorted(by_key.items(), key=lambda kv: -self._score(statistics.fmean(self.measured(kv[0]))))
         return [params for _key, params in ranked[: count or self.settings.leaders]]
 
-    def _current_values(self) -> list[float]:
-        return [r.value for r in self.records if r.ok and (r.phase == "current" or r.role == "current")]  # type: ignore[misc]
-
     def confirm(self) -> None:
         """Bring each leader and the rule-based seed to `repeats` measurements, most promising first (the
         current settings are measured by the verdict, paired with the change)."""
@@ -512,8 +505,7 @@ class Tuner:
             plan.append(("rule", self.seeds["rule"]))
         for _round in range(repeats):
             for role, params in plan:
-                values = self._current_values() if role == "current" else self.measured(
-                    params_key(self.space, params))
+                values = self.measured(params_key(self.space, params))
                 attempts = sum(1 for r in self.records if r.phase == "confirm" and r.role == role
                                and params_key(self.space, r.params) == params_key(self.space, params))
                 if len(values) >= repeats or attempts >= repeats:

@@ -16,7 +16,7 @@ from tests.conftest import REPO, probe_root
 from tfdoctor.cli import main
 from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.tune.objective import CommandObjective
-from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
+from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results, load_summary
 from tfdoctor.tune.search import Tuner, TuneSettings
 from tfdoctor.tune.space import (
     UNSET,
@@ -397,20 +397,30 @@ def test_killed_tune_resumes_without_repeating_trials(tmp_path):
 
 @pytest.mark.tensorflow
 def test_short_real_tune_of_the_builtin_benchmark(tmp_path):
-    """The built-in micro-benchmark, for real: a narrowed space, 4 trials, 2 repeats (about a minute)."""
+    """The built-in micro-benchmark, for real: a narrowed space, 4 trials, 2 repeats, and the verdict's 6 to 12
+    paired runs (two to four minutes on a busy 2-CPU machine)."""
     pytest.importorskip("tensorflow")
     space = tmp_path / "space.toml"
+    # Intra-op threads alone: the verdict then pairs two arms (the current settings, the change).
     space.write_text("[parameters.TF_NUM_INTEROP_THREADS]\nvalue = 1\n"
                      + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
-                               ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
+                               ("OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND",
+                                "TF_ENABLE_ONEDNN_OPTS")))
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--budget", "4", "--repeats", "2",
                            "--leaders", "1", "--bench-seconds", "0.5", "--space", str(space), "--results", "r.jsonl",
-                           "--write", "env.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                           "--write", "env.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     _header, records = load_results(tmp_path / "r.jsonl")
     assert all(r.ok for r in records), [r.error for r in records if not r.ok]
     assert "steps" not in json.dumps([r.error for r in records])
-    assert "TF_NUM_INTRAOP_THREADS=" in (tmp_path / "env.sh").read_text()
+    # Which verdict a real run on a shared machine reaches is not asserted (noise decides it): the script
+    # says what the verdict says.
+    summary, script = load_summary(tmp_path / "r.jsonl"), (tmp_path / "env.sh").read_text()
+    if summary["verdict"] == "apply":
+        assert all(f"{name}='{value}'" in script for name, value in summary["changes"].items())
+    else:
+        assert summary["verdict"] == "keep-current" and "# keep your current settings" in script
+        assert all(line.startswith("#") for line in script.splitlines())
 
 
 def test_bad_plot_params_create_no_results_file(tmp_path, capsys, monkeypatch):

@@ -124,7 +124,7 @@ def test_a_change_that_fails_to_run_is_not_applied():
 
 # -- whole tunes, in-process -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(10))
 def test_a_pure_noise_job_keeps_the_current_settings(seed):
     result = _tune(FakeJob(None, seed), seed)
     assert result.verdict is not None and not result.verdict.apply
@@ -132,12 +132,15 @@ def test_a_pure_noise_job_keeps_the_current_settings(seed):
     assert result.candidate is not None  # the search still says what it found best
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_a_job_where_one_parameter_matters_changes_exactly_that_one(seed):
-    result = _tune(FakeJob(INTRA, seed), seed)
-    assert result.verdict.apply and result.verdict.changes == {INTRA: 4}
-    assert result.verdict.gain.low > 2.0  # 4 threads against the current 1: +300 %
-    assert result.winner[INTRA] == 4
+def test_a_job_where_one_parameter_matters_changes_exactly_that_one():
+    results = [_tune(FakeJob(INTRA, seed), seed) for seed in range(10)]
+    assert all(r.verdict.apply and r.verdict.changes[INTRA] == 4 for r in results)
+    assert all(r.verdict.gain.low > 2.0 and r.winner[INTRA] == 4 for r in results)  # 4 threads against 1: +300 %
+    exact = [set(r.verdict.changes) == {INTRA} for r in results]
+    # Another parameter is written only when its drop-one comparison lies above zero at 97.5 % or more (Holm
+    # over the parameters, Bonferroni over the two looks): by chance, in about one tune in 40 (here seed 3,
+    # TF_NUM_INTEROP_THREADS at +3.0 %, interval +0.1 … +5.9 %; 1 in the 40 seeds 0-39).
+    assert sum(exact) >= 9, exact
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -290,7 +293,7 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
         real = {"type": "summary", **json.loads(json.dumps(result.summary_json()))}
         assert set(shown) - {"..."} <= set(real)
         for key in ("verdict", "reason", "changes", "gain", "full_gain", "left_out", "winner_median", "winner_runs",
-                    "mattered", "stopped", "winner"):
+                    "mattered", "stopped", "winner", "tests", "candidate"):
             if isinstance(shown.get(key), dict) and "..." in shown[key]:  # an excerpt: what it shows is exact
                 assert {k: real[key][k] for k in shown[key] if k != "..."} == {
                     k: v for k, v in shown[key].items() if k != "..."}, key

@@ -13,8 +13,9 @@ every arm once, in rotating order, so a slow minute of the machine hits all arms
 - Arms: the current settings, the full change, and the full change without each tested parameter.
 - Looks after LOOKS rounds; each look uses a two-sided interval at 1 - (1 - CONFIDENCE) / len(LOOKS)
   (Bonferroni over the looks), so "better" is claimed with at least CONFIDENCE overall; the drop-one
-  comparisons of k parameters split it once more (1 - (1 - CONFIDENCE) / (len(LOOKS) k)), so that every
-  written parameter earned its place with CONFIDENCE together, not each alone. The noise of a
+  comparisons of k parameters share a look's error by Holm's step-down (1 - (1 - CONFIDENCE) / (len(LOOKS) m)
+  with m of them still undecided), so that the written parameters earned their places with CONFIDENCE
+  together, not each alone. The noise of a
   paired difference is pooled from the comparison's own rounds and from every configuration the tune
   measured more than once (`NoisePrior`).
 - The written change: the tested parameters that won their comparison. It is applied
@@ -216,6 +217,29 @@ class _Stage:
                     for k in self.keys), default=0)
 
 
+def _drop_one_tests(stage: _Stage, proposal: Proposal, look: int) -> dict[str, Comparison]:
+    """Each tested parameter: the full change against it without the parameter. Holm's step-down keeps the
+    error of all k comparisons together within one look's share: with m still undecided, each is looked
+    at with 1 - share / m; the decided ones leave, and the rest are looked at again with the smaller m."""
+    full = proposal.full
+    share = (1 - CONFIDENCE) / len(LOOKS)
+    tests: dict[str, Comparison] = {}
+    open_ = list(proposal.tested)
+    while open_:
+        confidence = 1 - share / len(open_)
+        decided = []
+        for name in open_:
+            test = stage.compare({k: v for k, v in full.items() if k != name}, full, look, confidence)
+            if test is not None:
+                tests[name] = test
+                if test.decided:
+                    decided.append(name)
+        if not decided:
+            break
+        open_ = [n for n in open_ if n not in decided]
+    return tests
+
+
 def decide(proposal: Proposal, runs: Iterable[Run], maximize: bool, prior: NoisePrior) -> Verdict | Pending:
     """The verdict from the verification runs recorded so far, or the run to measure next."""
     full = proposal.full
@@ -239,13 +263,7 @@ def decide(proposal: Proposal, runs: Iterable[Run], maximize: bool, prior: Noise
         # Futility: no faster after the first look; stopping here cannot make a false "better" likelier.
         return keep(f"the change measured {full_gain.describe()} against the current settings: not better",
                     proposal, full_gain=full_gain)
-    tests: dict[str, Comparison] = {}
-    test_confidence = 1 - (1 - CONFIDENCE) / (len(LOOKS) * len(proposal.tested))
-    for name in proposal.tested:
-        reduced = {k: v for k, v in full.items() if k != name}
-        test = stage.compare(reduced, full, look, test_confidence)
-        if test is not None:
-            tests[name] = test
+    tests = _drop_one_tests(stage, proposal, look)
     if not last and not all(name in tests and tests[name].decided for name in proposal.tested):
         return stage.next_run()
     written = {n: v for n, v in proposal.tested.items() if n in tests and tests[n].better}

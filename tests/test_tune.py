@@ -402,10 +402,9 @@ def test_short_real_tune_of_the_builtin_benchmark(tmp_path):
     pytest.importorskip("tensorflow")
     space = tmp_path / "space.toml"
     # Intra-op threads alone: the verdict then pairs two arms (the current settings, the change).
-    space.write_text("[parameters.TF_NUM_INTEROP_THREADS]\nvalue = 1\n"
-                     + "".join(f"[parameters.{n}]\ndrop = true\n" for n in
-                               ("OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND",
-                                "TF_ENABLE_ONEDNN_OPTS")))
+    space.write_text("".join(f"[parameters.{n}]\ndrop = true\n" for n in
+                             ("TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY",
+                              "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")))
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--budget", "4", "--repeats", "2",
                            "--leaders", "1", "--bench-seconds", "0.5", "--space", str(space), "--results", "r.jsonl",
                            "--write", "env.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -326,8 +326,8 @@ def test_a_tune_killed_during_the_verdict_resumes_it_without_repeating_a_run(tmp
     assert resumed.verdict.apply and resumed.verdict.changes == {INTRA: 4}
 
 
-def test_a_verdict_the_time_limit_cuts_short_keeps_the_current_settings(monkeypatch):
-    """Every run takes a (simulated) minute of a 10-minute tune: the verdict cannot be measured."""
+def _timed_tune(monkeypatch, time_limit: float):
+    """A tune under --time whose every run takes a (simulated) minute."""
     from tfdoctor.tune import search
 
     clock = [0.0]
@@ -341,8 +341,20 @@ def test_a_verdict_the_time_limit_cuts_short_keeps_the_current_settings(monkeypa
 
     space = _space()
     seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
-    result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=600, seed=1), seeds,
+    result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=time_limit, seed=1), seeds,
                    current_env={}).run()
-    assert clock[0] <= 600
+    assert clock[0] <= time_limit
+    return result
+
+
+def test_a_verdict_the_time_limit_cuts_short_keeps_the_current_settings(monkeypatch):
+    result = _timed_tune(monkeypatch, 600)  # ten runs in all
     assert not result.verdict.apply and result.winner is None and result.verdict.changes == {}
-    assert "time limit" in result.verdict.reason or "not measured" in result.verdict.reason
+    assert result.verdict.reason == ("the time limit came before the change was measured against the current "
+                                     "settings (give more --time)")
+
+
+def test_under_a_time_limit_the_verdict_comes_before_more_confirmation(monkeypatch):
+    result = _timed_tune(monkeypatch, 3000)  # fifty runs: the search stops at half, the verdict fits
+    verify = [r for r in result.records if r.phase == "verify"]
+    assert len(verify) >= 6 and result.verdict.apply and result.verdict.changes[INTRA] == 4

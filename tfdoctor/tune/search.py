@@ -45,6 +45,7 @@ SEED_PHASES = ("current", "rule")
 SEARCH_PHASES = (*SEED_PHASES, SCREEN_PHASE, "search")  # the phases the trial budget counts
 STRATEGIES = ("screen", "tpe", "random")
 CLOSE_EXTRA_RUNS = 3  # at most this many more runs each for two leaders closer than the noise (in all)
+VERIFY_RESERVE_RUNS = 3 * LOOKS[-1]  # the verdict of a change of two parameters (3 arms), both looks
 NOT_MEASURED = (VERIFY_PHASE,)  # phases whose runs are no point of the search (verify runs change a subset)
 LOCAL_EVERY_NARROWED = 2  # in the narrowed space every other trial is a step from the best so far
 FINAL_LOCAL_SHARE = 0.25  # the last quarter of the budget only steps from the best
@@ -279,8 +280,21 @@ class Tuner:
         return self.settings.time_limit - (time.monotonic() - self.started)
 
     def _confirm_runs_planned(self) -> int:
-        """Confirmation runs and the verification's first look (the current settings and about two changes)."""
-        return (self.settings.leaders + 1) * max(0, self.settings.repeats - 1) + 3 * LOOKS[0]
+        """Confirmation runs and the verdict's."""
+        return (self.settings.leaders + 1) * max(0, self.settings.repeats - 1) + self._verify_runs_needed()
+
+    def _verify_runs_needed(self) -> int:
+        """The verdict's runs at most (every arm, both looks) for the best configuration so far."""
+        if self.settings.time_limit is None:
+            return VERIFY_RESERVE_RUNS  # no time to plan for: spare the work
+        found = self._candidate()
+        arms = len(self.proposal(found[0]).arms()) if found is not None else 3
+        return max(VERIFY_RESERVE_RUNS, arms * LOOKS[-1])
+
+    def _time_for_confirming(self) -> bool:
+        """Under a time limit the verdict comes first: confirmation runs only while the verdict still fits
+        after it."""
+        return self._time_left() > self._mean_seconds() * (1 + self._verify_runs_needed())
 
     # -- running -----------------------------------------------------------------------------------
     def _run(self, phase: str, params: dict[str, Any], role: str = "", verify_round: int | None = None) -> TrialRecord:
@@ -308,11 +322,11 @@ class Tuner:
         done_phases = {r.phase for r in self.records}
         budget = self.settings.budget if self.settings.budget is not None else math.inf
         while self.search_count() < budget:
-            # Keep time to confirm the leaders, but never more than 40 % of a short time budget: a tune
-            # that spends its minutes re-measuring the seeds has searched nothing.
+            # Keep time to confirm the leaders and measure the verdict, but never more than half of a short
+            # time budget: a tune that spends its minutes re-measuring has searched nothing.
             reserve = self._mean_seconds() * (self._confirm_runs_planned() + 1)
             if self.settings.time_limit is not None:
-                reserve = min(reserve, 0.4 * self.settings.time_limit)
+                reserve = min(reserve, 0.5 * self.settings.time_limit)
             if self._time_left() <= reserve:
                 return "time limit"
             pending = [name for name in SEED_PHASES if name in self.seeds and name not in done_phases]
@@ -510,7 +524,7 @@ class Tuner:
                                and params_key(self.space, r.params) == params_key(self.space, params))
                 if len(values) >= repeats or attempts >= repeats:
                     continue
-                if self._time_left() <= self._mean_seconds():
+                if not self._time_for_confirming():
                     return
                 self._run("confirm", params, role)
 
@@ -531,7 +545,7 @@ class Tuner:
             if gap > 2.0 * self._noise() * math.sqrt(1.0 / len(a) + 1.0 / len(b)):
                 return
             for params in (first, second):
-                if self._time_left() <= self._mean_seconds():
+                if not self._time_for_confirming():
                     return
                 self._run("confirm", params, "leader")
 
@@ -622,12 +636,16 @@ class Tuner:
                 self.verdict = state
                 return
             if self._time_left() <= self._mean_seconds():
-                found = self._candidate()
-                assert found is not None
-                self.verdict = Verdict(False, "the time limit came before the change was measured against "
-                                       "the current settings", left_out=self.proposal(found[0]).left_out)
+                self.verdict = self._unmeasured()
                 return
             self._run(VERIFY_PHASE, state.changes, CURRENT if not state.changes else CHANGE, state.round)
+
+    def _unmeasured(self) -> Verdict:
+        """The verdict of a change the time limit left unmeasured (or measured in part)."""
+        found = self._candidate()
+        assert found is not None
+        return Verdict(False, "the time limit came before the change was measured against the current settings "
+                       "(give more --time)", left_out=self.proposal(found[0]).left_out)
 
     def result(self, stopped: str) -> TuneResult:
         result = TuneResult(self.records, stopped=stopped, effects=dict(self.effects), mattered=self.mattered)
@@ -638,9 +656,7 @@ class Tuner:
         verdict = self.verdict
         if verdict is None:
             state = self.decision()
-            verdict = state if isinstance(state, Verdict) else Verdict(
-                False, "the change was not measured against the current settings (the tune stopped first)",
-                left_out=self.proposal(found[0]).left_out)
+            verdict = state if isinstance(state, Verdict) else self._unmeasured()
         result.verdict = verdict
         if result.mattered is not None:
             # A pool searched only for its interaction counts when its drop-one comparison showed it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -202,6 +203,12 @@ def _sourced(tmp_path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
 
 
+def _shellcheck(script: Path) -> None:
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    done = subprocess.run([shellcheck, "-s", "sh", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+
+
 def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(_cli(tmp_path, monkeypatch, None, "--write", "env.sh"))
@@ -214,6 +221,7 @@ def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, c
     assert all(line.startswith("#") for line in script.splitlines())  # comments only: it runs nothing
     sourced = _sourced(tmp_path)
     assert sourced["KEEP"] == "1" and not set(sourced) & {*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY"}
+    _shellcheck(tmp_path / "env.sh")
     summary = load_summary(tmp_path / "r.jsonl")
     assert summary["verdict"] == "keep-current" and summary["changes"] == {} and summary["winner"] is None
     assert summary["candidate"] is not None and summary["reason"]
@@ -228,6 +236,7 @@ def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monk
     script = (tmp_path / "env.sh").read_text()
     assert script.count("export ") == 1 and f"{INTRA}='4'\nexport {INTRA}" in script and "unset" not in script
     assert "over the current settings" in script
+    _shellcheck(tmp_path / "env.sh")
     sourced = _sourced(tmp_path)
     assert sourced[INTRA] == "4" and not set(sourced) & {INTER, "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY"}
     summary = load_summary(tmp_path / "r.jsonl")

@@ -279,6 +279,11 @@ def test_resume_of_a_finished_tune_runs_nothing_unless_asked_for_more(tmp_path, 
     _header, records = load_results(tmp_path / "r.jsonl")
     assert sum(r.phase in ("current", "rule", "screen", "search") for r in records) == 20
     assert (tmp_path / "r.jsonl").read_text().count('"type": "summary"') == 2
+    with pytest.raises(SystemExit) as exit_:  # --time alone continues it too, for that long
+        main(["tune", "--resume", "r.jsonl", "--time", "4"])
+    assert exit_.value.code == 0
+    _header, more = load_results(tmp_path / "r.jsonl")
+    assert len(more) > len(records) and (tmp_path / "r.jsonl").read_text().count('"type": "summary"') == 3
 
 
 def test_the_examples_in_docs_tune_are_what_the_tune_prints():

@@ -102,7 +102,8 @@ def two_optima(p: Params) -> float:
     # ops); it falls off fast in intra and slower in inter, and dominates the small-intra corner
     narrow = 108.0 - 2.5 * abs(inter - 12) - 8.0 * abs(intra - 2)
     oversubscribed = max(0.0, intra * inter / CORES - 1.0)
-    spin = 1.0 - BLOCKTIME_SPIN[p["KMP_BLOCKTIME"]] * (1.0 + oversubscribed)
+    # Spinning costs at most 95 %: a job oversubscribed 28 times over still makes some progress.
+    spin = max(0.05, 1.0 - BLOCKTIME_SPIN[p["KMP_BLOCKTIME"]] * (1.0 + oversubscribed))
     return max(broad, narrow, 30.0) * spin
 
 

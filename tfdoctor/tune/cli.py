@@ -1,7 +1,8 @@
 """`tfdoctor tune`: search thread and affinity settings by measurement, within a trial or time budget.
 
 Options go before `--`; everything after it is the command to measure (default: the built-in
-micro-benchmark). Exit codes: 0 a winner was found; 1 no trial succeeded; 2 usage error.
+micro-benchmark). Exit codes: 0 a verdict was reached (a change measured better than the current settings,
+or "keep your current settings"); 1 no trial succeeded; 2 usage error.
 """
 
 from __future__ import annotations
@@ -79,18 +80,20 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--space", "space_file", metavar="FILE",
               help="TOML/JSON file that narrows, fixes, drops or adds parameters.")
 @click.option("--write", "write_path", metavar="FILE",
-              help="Write the winner as an env script (like `fix --write`; - for standard output).")
+              help="Write the verdict as an env script (like `fix --write`; - for standard output): the measured "
+                   "change, or a script that changes nothing.")
 @click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
 @click.option("--resume", metavar="FILE",
-              help="Continue the tune recorded in this results file. It RUNS THE COMMAND RECORDED IN THE FILE: only "
-                   "a file you own is accepted (docs/security.md).")
+              help="Continue the tune recorded in this results file (a finished one only with a higher --budget or "
+                   "a --time). It RUNS THE COMMAND RECORDED IN THE FILE: only a file you own is accepted "
+                   "(docs/security.md).")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
 @click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")
 @click.option("--trial-timeout", type=click.FloatRange(min=1), metavar="S",
               help="Seconds before a trial is killed and recorded as timed out (default 600; 120 built-in).")
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Measurements of each leader and baseline before a winner is declared.")
+              help="Measurements of each leader and the rule-based seed before the verdict.")
 @click.option("--leaders", type=click.IntRange(min=1), default=3, show_default=True,
               help="Leading candidates re-measured.")
 @click.option("--html", "--plot", "plot_path", metavar="FILE",
@@ -108,7 +111,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...]) -> None:
-    """Search TensorFlow/OpenMP thread and affinity settings by measuring them, and write the winner.
+    """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
+    current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
     \b
     tfdoctor tune --time 180 --write env.sh
@@ -118,8 +122,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     --resume runs the command recorded in the results file, so it refuses a file another user owns; a
     space, resume or results file naming a parameter that is not an environment variable name is refused.
     """
-    from tfdoctor.tune.results import ResultsError, ResultsLog, check_owner, load_results
-    from tfdoctor.tune.search import Tuner, TuneSettings
+    from tfdoctor.tune.results import ResultsError, ResultsLog, check_owner, load_results, load_summary
+    from tfdoctor.tune.search import SEARCH_PHASES, Tuner, TuneSettings
     from tfdoctor.tune.space import (
         Space,
         SpaceError,
@@ -137,6 +141,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         raise UsageError("tfdoctor tune needs optuna: pip install 'tfdoctor[tune]'") from None
 
     previous: list[Any] = []
+    finished_note = ""  # a finished tune resumed without more budget or time: nothing is run
     if resume:
         if space_file or command or metric or maximize is not None or results or workload:
             raise UsageError("--resume continues a recorded tune: it takes its space, command, metric and "
@@ -144,6 +149,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         try:
             check_owner(resume)
             header, previous = load_results(resume, repair=True)
+            finished = load_summary(resume) is not None
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
         try:
@@ -160,10 +166,22 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         objective = _objective(tuple(recorded.get("command_args", ())), recorded.get("user_metric"),
                                recorded.get("timeout"), recorded.get("bench_seconds", 3.0),
                                recorded.get("workload"))
-        budget = budget if budget is not None else header.get("budget")
-        if budget is None and time_limit is None:
-            time_limit = header.get("time_limit")  # a --time tune resumes with its full time again
+        done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
+        if finished:
+            # A finished tune continues only when asked for more: a --budget above the trials it ran, or a
+            # --time for this continuation (then the budget is unlimited unless given).
+            if time_limit is None and (budget is None or budget <= done):
+                finished_note = (f"tfdoctor: {resume} is a finished tune ({done} search trials); nothing new was "
+                                 + (f"run: --budget {budget} is not above them" if budget is not None else "run")
+                                 + f". To continue it, give --budget above {done} or --time SECONDS.\n")
+        else:
+            budget = budget if budget is not None else header.get("budget")
+            if budget is None and time_limit is None:
+                time_limit = header.get("time_limit")  # a killed --time tune resumes with its full time again
         seed = header.get("seed")
+        current_env = header.get("current_env")
+        if not isinstance(current_env, dict):
+            current_env = None  # a results file from before it was recorded: the current seed stands in
         log = ResultsLog(resume)
     else:
         maximize = True if maximize is None else maximize
@@ -176,12 +194,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             except SpaceError as exc:
                 raise UsageError(str(exc)) from None
         seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
+        current_env = {p.name: os.environ.get(p.name) for p in space.parameters if p.target == "env"}
         axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created
         if budget is None and time_limit is None:
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
         path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
-        header = {"space": space.to_json(), "seeds": seeds, "maximize": maximize, "budget": budget,
+        header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
+                  "budget": budget,
                   "time_limit": time_limit, "seed": seed,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
@@ -194,20 +214,25 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed)
     from tfdoctor.tune.progress import TuneProgress
-    from tfdoctor.tune.search import SEARCH_PHASES
 
     done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
-    with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
-        tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update)
-        result = tuner.run()
-    log.append_summary(result.summary_json())
+    if finished_note:
+        _out(finished_note, err=True)
+        result = Tuner(space, objective, None, settings, seeds, previous, current_env=current_env).replay(
+            "finished earlier; nothing new was run")
+    else:
+        with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
+            tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
+                          current_env=current_env)
+            result = tuner.run()
+        log.append_summary(result.summary_json())
 
     from tfdoctor.tune.progress import render_summary
 
     _out(render_summary(space, result, bool(maximize), str(log.path)))
     if plot_path:
         _write_plot(header, result.records, axes, plot_path, force, str(log.path), result.summary_json())
-    if result.winner is None:
+    if result.verdict is None:
         _out("tfdoctor: no trial succeeded; the errors are in the results file\n", err=True)
         raise SystemExit(EXIT_FINDINGS)
     if write_path:
@@ -222,7 +247,10 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             write_file(write_path, script, force=force)
         except WriteError as exc:
             raise UsageError(str(exc)) from None
-        _out(f"tfdoctor: winning settings written to {write_path}\n", err=True)
+        if result.verdict.apply:
+            _out(f"tfdoctor: the measured change written to {write_path}\n", err=True)
+        else:
+            _out(f"tfdoctor: keep your current settings; {write_path} changes nothing (it says why)\n", err=True)
 
 
 def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> None:

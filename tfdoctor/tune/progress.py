@@ -40,7 +40,7 @@ class TuneProgress:
     def update(self, record: TrialRecord, best: TrialRecord | None) -> None:
         best_text = f"best {best.value:.4g} (trial {best.number})" if best is not None else "no success yet"
         outcome = f"{record.value:.4g}" if record.ok else f"{record.status}: {record.error}"
-        if record.phase != "confirm":
+        if record.phase not in ("confirm", "verify"):  # the budget counts search trials only
             self.progress.advance(self.task)
         self.progress.update(self.task, description=f"{best_text}; last {record.phase} {outcome}")
         if self.plain:
@@ -61,7 +61,7 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
     console = Console(file=buffer, width=160, no_color=True, highlight=False)
     groups: dict[tuple[Any, ...], list[TrialRecord]] = {}
     for record in result.records:
-        if record.ok:
+        if record.ok and record.phase != "verify":  # a verify run changes a subset: no point of the table
             key = ("current",) if record.phase == "current" or record.role == "current" else tuple(
                 record.params.get(n) for n in space.names())
             groups.setdefault(key, []).append(record)
@@ -84,18 +84,41 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
                       f"{spread * 100:.1f} %", role, *[str(params.get(n)) for n in space.names()])
     console.print(table)
     lines = [f"search stopped: {result.stopped}; results in {results_path}"]
-    if result.winner is not None and result.winner_stats is not None:
-        lines.append(f"winner: {_settings_text(space, result.winner)}")
-        lines.append(f"  median {result.winner_stats.median:.4g} over {result.winner_stats.n} runs "
-                     f"(spread {result.winner_stats.spread * 100:.1f} %)")
-        labels = {"current": "current settings", "rule": "rule-based defaults"}
-        for name, gain in result.gains.items():
-            base = result.baselines[name]
-            lines.append(f"  vs {labels[name]}: {gain.describe()} (baseline median {base.median:.4g}, "
-                         f"{base.n} runs)")
+    lines.extend(verdict_lines(space, result))
     lines.extend(effect_lines(result))
     console.print("\n".join(lines))
     return buffer.getvalue()
+
+
+def verdict_lines(space: Space, result: TuneResult) -> list[str]:
+    """The verdict first: the change to make and what it measured against the current settings, or
+    "keep your current settings" and why. The best configuration found is named, never as a winner,
+    when it is not applied."""
+    verdict = result.verdict
+    if verdict is None:
+        return []
+    lines: list[str] = []
+    if verdict.apply and result.winner_stats is not None:
+        changes = " ".join(f"{n}={v}" for n, v in verdict.changes.items())
+        lines.append(f"verdict: change {changes} (everything else as it is now)")
+        lines.append(f"  {verdict.reason}")
+        lines.append(f"  median {result.winner_stats.median:.4g} over {result.winner_stats.n} runs "
+                     f"(spread {result.winner_stats.spread * 100:.1f} %)")
+        rule = result.gains.get("rule")
+        if rule is not None:
+            lines.append(f"  vs rule-based defaults: {rule.describe()} (ratio of medians; baseline median "
+                         f"{result.baselines['rule'].median:.4g}, {result.baselines['rule'].n} runs)")
+    else:
+        lines.append(f"verdict: keep your current settings ({verdict.reason})")
+        if result.candidate is not None and result.candidate_stats is not None:
+            lines.append(f"  best configuration searched (not applied): {_settings_text(space, result.candidate)}, "
+                         f"median {result.candidate_stats.median:.4g} over {result.candidate_stats.n} runs")
+    if verdict.left_out:
+        lines.append("  left as they are (no measured effect): " + ", ".join(verdict.left_out))
+    for name, test in verdict.tests.items():
+        outcome = "kept" if name in verdict.changes else "left as it is"
+        lines.append(f"  {name}: the change with it against without it: {test.describe()}: {outcome}")
+    return lines
 
 
 def effect_lines(result: TuneResult) -> list[str]:

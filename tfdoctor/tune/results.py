@@ -28,21 +28,26 @@ class TrialRecord:
     """One tune trial as written to the results file."""
 
     number: int
-    phase: str  # "current" / "rule" (the seeds), "search", or "confirm" (re-measuring a candidate)
+    phase: str  # "current"/"rule" (the seeds), "screen", "search", "confirm" (re-measuring a candidate) or
+    # "verify" (the change the env script would make, paired with the current settings)
     params: dict[str, Any]
     status: str  # "ok", "failed", "timeout"
     value: float | None
     seconds: float
     env: dict[str, str | None] = field(default_factory=dict)  # what the trial changed (None: unset)
     error: str = ""
-    role: str = ""  # for "confirm": "leader", "current" or "rule"
+    role: str = ""  # for "confirm": "leader", "current" or "rule"; for "verify": "current" or "change"
+    round: int | None = None  # "verify" only: the round of the paired comparison (tfdoctor.tune.verify)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.value is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "trial", **asdict(self)}
+        data = asdict(self)
+        if data["round"] is None:
+            del data["round"]  # trial lines of every phase but "verify" keep their earlier shape
+        return {"type": "trial", **data}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
@@ -63,6 +68,7 @@ class TrialRecord:
             status=str(data["status"]), value=value,
             seconds=float(data.get("seconds", 0.0)), env=env,
             error=str(data.get("error", "")), role=str(data.get("role", "")),
+            round=None if data.get("round") is None else int(data["round"]),
         )
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tfdoctor.tune.space import Parameter, Space
 
@@ -148,6 +148,53 @@ def effects(space: Space, seed: Mapping[str, Any], measured: Iterable[tuple[Mapp
         result[parameter.name] = Effect(parameter.name, math.exp(largest) - 1, best_value, best_ratio - 1,
                                         len(ratios), matters)
     return result
+
+
+Measured = Sequence[tuple[Mapping[str, Any], float]]
+
+
+class Screening(Protocol):
+    """How a tune finds out which parameters matter before it searches. The tuner asks for runs until
+    `next_step` returns None, then reads `effects`; an Effect with `matters` is what the env script may set
+    (tfdoctor.tune.verify), one without is held at its `best_value` and left out. Another design (fewer
+    runs) plugs in through TuneSettings.screening and SCREENINGS."""
+
+    def next_step(self, tried: Sequence[Mapping[str, Any]], measured: Measured) -> dict[str, Any] | None:
+        """The next configuration to measure; `tried`: every screening run so far (failed ones too),
+        `measured`: the successful ones with their values."""
+        ...
+
+    def effects(self, measured: Measured) -> dict[str, Effect]:
+        """Each parameter's measured effect (parameters with no run yet are absent)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OneAtATime:
+    """From the rule seed, each parameter moved alone (screening_plan); a step that stood out by less
+    than CLEAR_EFFECT is measured again, the seed to three runs (ambiguous_steps)."""
+
+    space: Space
+    seed: Mapping[str, Any]
+    maximize: bool = True
+
+    def next_step(self, tried: Sequence[Mapping[str, Any]], measured: Measured) -> dict[str, Any] | None:
+        def runs(step: Mapping[str, Any]) -> int:
+            return sum(1 for params in tried if all(params.get(k) == v for k, v in step.items()))
+
+        for step in screening_plan(self.space, self.seed):
+            if runs(step) < (2 if step == self.seed else 1):
+                return step
+        for step in ambiguous_steps(self.space, self.seed, self.effects(measured), measured):
+            if runs(step) < (3 if step == self.seed else 2):
+                return step
+        return None
+
+    def effects(self, measured: Measured) -> dict[str, Effect]:
+        return effects(self.space, self.seed, measured, self.maximize)
+
+
+SCREENINGS = {"one-at-a-time": OneAtATime}
 
 
 INTRA, INTER, OMP = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"

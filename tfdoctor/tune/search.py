@@ -2,7 +2,9 @@
 which parameters matter (one-at-a-time steps from the rule seed, tfdoctor.tune.screening), then searches
 only those with optuna's TPE sampler and local steps around the best, then re-measures the leading
 candidates and both baselines — and, where the two best are closer than the noise, measures them again —
-so the winner is declared on repeated measurements rather than on one lucky run.
+so the best configuration is chosen on repeated measurements rather than on one lucky run — and finally
+measures what the env script would change against the current settings, in paired rounds
+(tfdoctor.tune.verify): a change is written only when it beats them beyond the noise.
 
 Strategies (TuneSettings.strategy): "screen" (the above, the default), "tpe" (TPE over the whole space
 from the start: the search before screening existed, kept as a baseline) and "random" (random points:
@@ -24,21 +26,27 @@ from typing import Any
 
 from tfdoctor.tune.objective import Measurement, Objective
 from tfdoctor.tune.results import ResultsLog, TrialRecord
-from tfdoctor.tune.screening import (
-    MATTERS_EFFECT,
-    SCREEN_PHASE,
-    Effect,
-    ambiguous_steps,
-    effects,
-    ridge_points,
-    screening_plan,
-)
+from tfdoctor.tune.screening import SCREEN_PHASE, SCREENINGS, Effect, Screening, ridge_points
 from tfdoctor.tune.space import Parameter, Space
+from tfdoctor.tune.verify import (
+    CHANGE,
+    CURRENT,
+    LOOKS,
+    VERIFY_PHASE,
+    NoisePrior,
+    Pending,
+    Proposal,
+    Run,
+    Verdict,
+    decide,
+)
 
 SEED_PHASES = ("current", "rule")
 SEARCH_PHASES = (*SEED_PHASES, SCREEN_PHASE, "search")  # the phases the trial budget counts
 STRATEGIES = ("screen", "tpe", "random")
-CLOSE_EXTRA_RUNS = 3  # at most this many more runs each for two leaders closer than the noise
+CLOSE_EXTRA_RUNS = 3  # at most this many more runs each for two leaders closer than the noise (in all)
+VERIFY_RESERVE_RUNS = 3 * LOOKS[-1]  # the verdict of a change of two parameters (3 arms), both looks
+NOT_MEASURED = (VERIFY_PHASE,)  # phases whose runs are no point of the search (verify runs change a subset)
 LOCAL_EVERY_NARROWED = 2  # in the narrowed space every other trial is a step from the best so far
 FINAL_LOCAL_SHARE = 0.25  # the last quarter of the budget only steps from the best
 # TensorFlow's two pools interact (intra × inter against the cores): a one-at-a-time step from the seed
@@ -59,6 +67,7 @@ class TuneSettings:
     startup_trials: int = 8  # random trials TPE needs before it models the surface
     local_every: int = 3  # after the start-up, every n-th trial measures a neighbour of the best so far
     strategy: str = "screen"  # see the module docstring
+    screening: str = "one-at-a-time"  # a key of tfdoctor.tune.screening.SCREENINGS
 
 
 @dataclass(frozen=True)
@@ -96,26 +105,34 @@ class Gain:
 
 @dataclass
 class TuneResult:
-    """How a tune ended: every trial, the winner and its gains over the baselines."""
+    """How a tune ended: every trial, the best configuration found, and the verdict against the current
+    settings. `winner` is what applying the verdict's change gives (the current settings with the written
+    parameters changed); None when the verdict keeps the current settings (or nothing succeeded)."""
 
     records: list[TrialRecord]
     winner: dict[str, Any] | None = None
-    winner_stats: Stats | None = None
+    winner_stats: Stats | None = None  # the written change's runs in the verification
     baselines: dict[str, Stats] = field(default_factory=dict)  # "current", "rule"
-    gains: dict[str, Gain] = field(default_factory=dict)
+    gains: dict[str, Gain] = field(default_factory=dict)  # of `winner`; ratio of medians, relative spread
     stopped: str = ""  # why the search ended
     effects: dict[str, Effect] = field(default_factory=dict)  # measured one-at-a-time effects ("screen")
     mattered: tuple[str, ...] | None = None  # the parameters that changed the result; None: not screened
+    candidate: dict[str, Any] | None = None  # the best configuration the search found (every parameter)
+    candidate_stats: Stats | None = None
+    verdict: Verdict | None = None  # None: no trial succeeded
 
     def summary_json(self) -> dict[str, Any]:
         """The results file's closing line (type "summary"): what a report needs besides the trials."""
         data: dict[str, Any] = {"stopped": self.stopped, "winner": self.winner,
                                 "mattered": list(self.mattered) if self.mattered is not None else None,
-                                "effects": {name: e.to_json() for name, e in self.effects.items()}}
+                                "effects": {name: e.to_json() for name, e in self.effects.items()},
+                                "candidate": self.candidate}
         if self.winner_stats is not None:
             data["winner_median"] = self.winner_stats.median
             data["winner_runs"] = self.winner_stats.n
         data["gains"] = {name: {"ratio": g.ratio, "spread": g.spread} for name, g in self.gains.items()}
+        if self.verdict is not None:
+            data.update(self.verdict.to_json())  # "verdict", "reason", "changes", "gain", "tests", ...
         return data
 
 
@@ -172,7 +189,8 @@ def _neighbours(space: Space, params: Mapping[str, Any]) -> list[dict[str, Any]]
 class Tuner:
     def __init__(self, space: Space, objective: Objective, log: ResultsLog | None, settings: TuneSettings,
                  seeds: Mapping[str, dict[str, Any]], previous: list[TrialRecord] = (),  # type: ignore[assignment]
-                 on_trial: Callable[[TrialRecord, TrialRecord | None], None] | None = None) -> None:
+                 on_trial: Callable[[TrialRecord, TrialRecord | None], None] | None = None,
+                 current_env: Mapping[str, str | None] | None = None) -> None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -187,6 +205,14 @@ class Tuner:
         self._last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
         self.effects: dict[str, Effect] = {}
         self.mattered: tuple[str, ...] | None = None
+        self.verdict: Verdict | None = None
+        # The environment the job has now, for the parameters of the space (None: unset): what the env
+        # script changes is measured against it. Without it, the current seed's values stand in.
+        self.current_env = dict(current_env) if current_env is not None else (
+            space.env_changes(self.seeds["current"]) if "current" in self.seeds else {})
+        self.screening: Screening | None = None
+        if "rule" in self.seeds:
+            self.screening = SCREENINGS[settings.screening](space, self.seeds["rule"], settings.maximize)
         self._narrow(space, {})
 
     def _narrow(self, search_space: Space, fixed: dict[str, Any]) -> None:
@@ -229,7 +255,7 @@ class Tuner:
         """Values of one configuration, seeds and confirmations included ('current' runs the unchanged
         environment, so it is its own configuration)."""
         return [r.value for r in self.records if r.ok and r.phase != "current" and r.role != "current"
-                and params_key(self.space, r.params) == key]  # type: ignore[misc]
+                and r.phase not in NOT_MEASURED and params_key(self.space, r.params) == key]  # type: ignore[misc]
 
     def incumbent(self) -> dict[str, Any] | None:
         """The configuration with the best mean of its measurements (seeds included, 'current' not)."""
@@ -237,11 +263,11 @@ class Tuner:
         return leaders[0] if leaders else None
 
     def _tried(self, key: tuple[Any, ...]) -> bool:
-        return any(r.phase != "current" and r.role != "current" and params_key(self.space, r.params) == key
-                   for r in self.records)
+        return any(r.phase != "current" and r.role != "current" and r.phase not in NOT_MEASURED
+                   and params_key(self.space, r.params) == key for r in self.records)
 
     def best(self) -> TrialRecord | None:
-        ok = [r for r in self.records if r.ok]
+        ok = [r for r in self.records if r.ok and r.phase not in NOT_MEASURED]
         return max(ok, key=lambda r: self._score(r.value)) if ok else None  # type: ignore[arg-type]
 
     def _mean_seconds(self) -> float:
@@ -254,18 +280,34 @@ class Tuner:
         return self.settings.time_limit - (time.monotonic() - self.started)
 
     def _confirm_runs_planned(self) -> int:
-        return (self.settings.leaders + len(SEED_PHASES)) * max(0, self.settings.repeats - 1)
+        """Confirmation runs and the verdict's."""
+        return (self.settings.leaders + 1) * max(0, self.settings.repeats - 1) + self._verify_runs_needed()
+
+    def _verify_runs_needed(self) -> int:
+        """The verdict's runs at most (every arm, both looks) for the best configuration so far."""
+        if self.settings.time_limit is None:
+            return VERIFY_RESERVE_RUNS  # no time to plan for: spare the work
+        found = self._candidate()
+        arms = len(self.proposal(found[0]).arms()) if found is not None else 3
+        return max(VERIFY_RESERVE_RUNS, arms * LOOKS[-1])
+
+    def _time_for_confirming(self) -> bool:
+        """Under a time limit the verdict comes first: confirmation runs only while the verdict still fits
+        after it."""
+        return self._time_left() > self._mean_seconds() * (1 + self._verify_runs_needed())
 
     # -- running -----------------------------------------------------------------------------------
-    def _run(self, phase: str, params: dict[str, Any], role: str = "") -> TrialRecord:
+    def _run(self, phase: str, params: dict[str, Any], role: str = "", verify_round: int | None = None) -> TrialRecord:
         if phase == "current" or role == "current":
             env: dict[str, str | None] = {}
             launcher: tuple[str, ...] = ()
+        elif phase == VERIFY_PHASE:  # `params` holds only what the env script would change
+            env, launcher = self._changes_env(params)
         else:
             env, launcher = self.space.env_changes(params), self.space.launcher(params)
         measurement: Measurement = self.objective.measure(env, launcher)
         record = TrialRecord(len(self.records), phase, dict(params), measurement.status, measurement.value,
-                             round(measurement.seconds, 3), env, measurement.error, role)
+                             round(measurement.seconds, 3), env, measurement.error, role, verify_round)
         if self.log is not None:
             self.log.append(record)
         self.records.append(record)
@@ -280,11 +322,11 @@ class Tuner:
         done_phases = {r.phase for r in self.records}
         budget = self.settings.budget if self.settings.budget is not None else math.inf
         while self.search_count() < budget:
-            # Keep time to confirm the leaders, but never more than 40 % of a short time budget: a tune
-            # that spends its minutes re-measuring the seeds has searched nothing.
+            # Keep time to confirm the leaders and measure the verdict, but never more than half of a short
+            # time budget: a tune that spends its minutes re-measuring has searched nothing.
             reserve = self._mean_seconds() * (self._confirm_runs_planned() + 1)
             if self.settings.time_limit is not None:
-                reserve = min(reserve, 0.4 * self.settings.time_limit)
+                reserve = min(reserve, 0.5 * self.settings.time_limit)
             if self._time_left() <= reserve:
                 return "time limit"
             pending = [name for name in SEED_PHASES if name in self.seeds and name not in done_phases]
@@ -355,37 +397,25 @@ class Tuner:
 
     # -- finding out what matters ------------------------------------------------------------------
     def _next_screening_step(self) -> dict[str, Any] | None:
-        """The first one-at-a-time step not measured yet (the rule seed itself until it has two runs)."""
-        rule = self.seeds.get("rule")
-        if rule is None:
+        """The screening's next run (tfdoctor.tune.screening), None when it has what it needs."""
+        if self.screening is None:
             return None
-        for step in screening_plan(self.space, rule):
-            wanted = 2 if step == rule else 1
-            tried = sum(1 for r in self.records if r.phase in ("rule", SCREEN_PHASE)
-                        and params_key(self.space, r.params) == params_key(self.space, step))
-            if tried < wanted:
-                return step
-        measured = self._screen_measurements()
-        found = effects(self.space, rule, measured, self.settings.maximize)
-        for step in ambiguous_steps(self.space, rule, found, measured):
-            tried = sum(1 for r in self.records if r.phase in ("rule", SCREEN_PHASE)
-                        and params_key(self.space, r.params) == params_key(self.space, step))
-            if tried < (3 if step == rule else 2):
-                return step
-        return None
+        tried = [r.params for r in self.records if r.phase in ("rule", SCREEN_PHASE)]
+        return self.screening.next_step(tried, self._screen_measurements())
 
     def _screen_measurements(self) -> list[tuple[dict[str, Any], float]]:
         return [(r.params, r.value) for r in self.records
                 if r.ok and r.phase in ("rule", SCREEN_PHASE)]  # type: ignore[misc]
 
-    def _decide_what_matters(self) -> bool:
+    def _decide_what_matters(self, measure: bool = True) -> bool:
         """Narrow the search to the parameters whose steps changed the result; hold the others at the
-        rule seed's value (or a step measured clearly better). False when nothing changed the result."""
+        rule seed's value (or a step measured clearly better). False when nothing changed the result.
+        With `measure`, the one-at-a-time optimum is measured once (a replay measures nothing)."""
         rule = self.seeds.get("rule")
-        if rule is None:
+        if rule is None or self.screening is None:
             self.mattered = tuple(self.space.names())
             return True
-        self.effects = effects(self.space, rule, self._screen_measurements(), self.settings.maximize)
+        self.effects = self.screening.effects(self._screen_measurements())
         self.mattered = tuple(n for n in self.space.names()
                               if (n in self.effects and self.effects[n].matters) or n in ALWAYS_SEARCHED)
         fixed = {n: (self.effects[n].best_value if n in self.effects else rule[n])
@@ -395,9 +425,18 @@ class Tuner:
         self._narrow(Space(tuple(p for p in self.space.parameters if p.name in self.mattered)), fixed)
         # Where each parameter's best step is, together: the one-at-a-time optimum, measured once.
         combined = {**rule, **{n: e.best_value for n, e in self.effects.items()}}
-        if not self._tried(params_key(self.space, combined)) and self.search_count() < (self.settings.budget or 0):
+        if (measure and not self._tried(params_key(self.space, combined))
+                and self.search_count() < (self.settings.budget or math.inf)):
             self._teach(self._run("search", combined))
         return True
+
+    def _recover_screening(self) -> None:
+        """A resumed tune whose screening had finished: what mattered, from the recorded runs (the search
+        loop that decided it may never run again when the budget is already spent)."""
+        if (self.settings.strategy == "screen" and self.mattered is None and self.screening is not None
+                and any(r.phase in (SCREEN_PHASE, "search") for r in self.records)
+                and self._next_screening_step() is None):
+            self._decide_what_matters(measure=False)
 
     def _next_ridge_point(self) -> dict[str, Any] | None:
         # From the one-at-a-time optimum: the rule seed with each parameter's best step.
@@ -409,7 +448,8 @@ class Tuner:
         return None
 
     def _unmeasured_random(self) -> dict[str, Any] | None:
-        seen = {params_key(self.space, r.params) for r in self.records if r.phase != "current"}
+        seen = {params_key(self.space, r.params) for r in self.records
+                if r.phase != "current" and r.phase not in NOT_MEASURED}
         for _ in range(10_000):
             point = {**self.fixed, **_random_point(self.search_space, self.rng)}
             if params_key(self.space, point) not in seen:
@@ -438,7 +478,7 @@ class Tuner:
         """An unmeasured point at the smallest distance from `params` (one step in one parameter, then
         two, …), chosen at random among equals; a random unmeasured point past distance 3."""
         seen = {params_key(self.space, r.params) for r in self.records
-                if r.phase != "current" and r.role != "current"}
+                if r.phase != "current" and r.role != "current" and r.phase not in NOT_MEASURED}
         if len(seen) >= self.space.size():
             return None
         frontier = [params]
@@ -470,54 +510,52 @@ class Tuner:
         ranked = sorted(by_key.items(), key=lambda kv: -self._score(statistics.fmean(self.measured(kv[0]))))
         return [params for _key, params in ranked[: count or self.settings.leaders]]
 
-    def _current_values(self) -> list[float]:
-        return [r.value for r in self.records if r.ok and (r.phase == "current" or r.role == "current")]  # type: ignore[misc]
-
     def confirm(self) -> None:
-        """Bring each leader and both baselines to `repeats` measurements, most promising first."""
+        """Bring each leader and the rule-based seed to `repeats` measurements, most promising first (the
+        current settings are measured by the verdict, paired with the change)."""
         repeats = self.settings.repeats
         plan: list[tuple[str, dict[str, Any]]] = [("leader", p) for p in self.leaders()]
         if "rule" in self.seeds:
             plan.append(("rule", self.seeds["rule"]))
-        if "current" in self.seeds:
-            plan.append(("current", self.seeds["current"]))
         for _round in range(repeats):
             for role, params in plan:
-                values = self._current_values() if role == "current" else self.measured(
-                    params_key(self.space, params))
+                values = self.measured(params_key(self.space, params))
                 attempts = sum(1 for r in self.records if r.phase == "confirm" and r.role == role
                                and params_key(self.space, r.params) == params_key(self.space, params))
                 if len(values) >= repeats or attempts >= repeats:
                     continue
-                if self._time_left() <= self._mean_seconds():
+                if not self._time_for_confirming():
                     return
                 self._run("confirm", params, role)
 
     def confirm_close(self) -> None:
-        """The two best leaders closer than the noise can tell apart: measure both again (alternately,
-        up to CLOSE_EXTRA_RUNS more each) until they separate. Noise is estimated from every
-        configuration measured more than once."""
+        """The two best leaders closer than the noise can tell apart: measure both again (alternately)
+        until they separate, each to at most `repeats` + CLOSE_EXTRA_RUNS runs in all (so a resumed tune
+        does not start over). Noise is estimated from every configuration measured more than once."""
+        limit = self.settings.repeats + CLOSE_EXTRA_RUNS
         for _extra in range(CLOSE_EXTRA_RUNS):
             ranked = sorted(((p, self.measured(params_key(self.space, p))) for p in self.leaders()),
                             key=lambda pv: -self._score(statistics.median(pv[1])) if pv[1] else math.inf)
             if len(ranked) < 2 or not ranked[1][1]:
                 return
             (first, a), (second, b) = ranked[0], ranked[1]
-            noise = self._noise()
+            if max(len(a), len(b)) >= limit:
+                return
             gap = abs(math.log(statistics.median(a) / statistics.median(b)))
-            if gap > 2.0 * noise * math.sqrt(1.0 / len(a) + 1.0 / len(b)):
+            if gap > 2.0 * self._noise() * math.sqrt(1.0 / len(a) + 1.0 / len(b)):
                 return
             for params in (first, second):
-                if self._time_left() <= self._mean_seconds():
+                if not self._time_for_confirming():
                     return
                 self._run("confirm", params, "leader")
 
-    def _noise(self) -> float:
-        """Pooled standard deviation of log(value) over configurations measured more than once."""
+    def _noise_prior(self) -> NoisePrior:
+        """Pooled standard deviation of log(value) over configurations measured more than once, and its
+        degrees of freedom."""
         groups: dict[tuple[Any, ...], list[float]] = {}
         for record in self.records:
             if (record.ok and record.value and record.value > 0 and record.phase != "current"
-                    and record.role != "current"):
+                    and record.role != "current" and record.phase not in NOT_MEASURED):
                 groups.setdefault(params_key(self.space, record.params), []).append(math.log(record.value))
         squares, freedom = 0.0, 0
         for values in groups.values():
@@ -525,44 +563,137 @@ class Tuner:
                 mean = statistics.fmean(values)
                 squares += sum((v - mean) ** 2 for v in values)
                 freedom += len(values) - 1
-        return max(0.01, math.sqrt(squares / freedom)) if freedom else 0.02
+        return NoisePrior(math.sqrt(squares / freedom) if freedom else 0.0, freedom)
 
-    def result(self, stopped: str) -> TuneResult:
-        result = TuneResult(self.records, stopped=stopped, effects=dict(self.effects), mattered=self.mattered)
+    def _noise(self) -> float:
+        prior = self._noise_prior()
+        return max(0.01, prior.sigma) if prior.df else 0.02
+
+    # -- the verdict -------------------------------------------------------------------------------
+    def _candidate(self) -> tuple[dict[str, Any], Stats] | None:
+        """The leader with the best median of its measurements."""
         candidates = []
         for params in self.leaders():
             values = self.measured(params_key(self.space, params))
             if values:
                 candidates.append((params, Stats(tuple(values))))
         if not candidates:
+            return None
+        return max(candidates, key=lambda c: self._score(c[1].median))
+
+    def _changes_env(self, changes: Mapping[str, Any]) -> tuple[dict[str, str | None], tuple[str, ...]]:
+        """The environment and command prefix of a partial assignment: what the env script would change."""
+        env: dict[str, str | None] = {}
+        launcher: list[str] = []
+        for p in self.space.parameters:
+            if p.name in changes:
+                if p.target == "env":
+                    env[p.name] = p.env_value(changes[p.name])
+                else:
+                    launcher.extend(p.launchers.get(str(changes[p.name]), ()))
+        return env, tuple(launcher)
+
+    def _differs(self, p: Parameter, value: Any) -> bool:
+        if p.target == "env":
+            return p.env_value(value) != self.current_env.get(p.name)
+        return bool(p.launchers.get(str(value)))  # the current settings run under no launcher
+
+    def proposal(self, candidate: Mapping[str, Any]) -> Proposal:
+        """Of the candidate's settings that differ from the current ones: left out (screening measured no
+        effect; the pools excepted, searched for their interaction) or tested (every other one)."""
+        found = self.effects
+        if not found and self.screening is not None and self.settings.strategy == "screen":
+            found = self.screening.effects(self._screen_measurements())  # a screening cut short
+        tested: dict[str, Any] = {}
+        left_out: list[str] = []
+        for p in self.space.parameters:
+            value = candidate[p.name]
+            if not self._differs(p, value):
+                continue
+            effect = found.get(p.name)
+            if effect is not None and not effect.matters and p.name not in ALWAYS_SEARCHED:
+                left_out.append(p.name)
+            else:
+                tested[p.name] = value
+        return Proposal(tested, tuple(left_out))
+
+    def _verify_runs(self) -> list[Run]:
+        return [Run(r.round, dict(r.params), r.value if r.ok else None) for r in self.records
+                if r.phase == VERIFY_PHASE and r.round is not None]
+
+    def decision(self) -> Verdict | Pending | None:
+        """The verdict from the runs recorded so far, or the next verification run (None: no candidate)."""
+        found = self._candidate()
+        if found is None:
+            return None
+        return decide(self.proposal(found[0]), self._verify_runs(), self.settings.maximize, self._noise_prior())
+
+    def verify(self) -> None:
+        """Measure what the env script would change against the current settings until decided."""
+        while True:
+            state = self.decision()
+            if not isinstance(state, Pending):
+                self.verdict = state
+                return
+            if self._time_left() <= self._mean_seconds():
+                self.verdict = self._unmeasured()
+                return
+            self._run(VERIFY_PHASE, state.changes, CURRENT if not state.changes else CHANGE, state.round)
+
+    def _unmeasured(self) -> Verdict:
+        """The verdict of a change the time limit left unmeasured (or measured in part)."""
+        found = self._candidate()
+        assert found is not None
+        return Verdict(False, "the time limit came before the change was measured against the current settings "
+                       "(give more --time)", left_out=self.proposal(found[0]).left_out)
+
+    def result(self, stopped: str) -> TuneResult:
+        result = TuneResult(self.records, stopped=stopped, effects=dict(self.effects), mattered=self.mattered)
+        found = self._candidate()
+        if found is None:
             return result
-        winner, stats = max(candidates, key=lambda c: self._score(c[1].median))
-        result.winner, result.winner_stats = winner, stats
+        result.candidate, result.candidate_stats = found
+        verdict = self.verdict
+        if verdict is None:
+            state = self.decision()
+            verdict = state if isinstance(state, Verdict) else self._unmeasured()
+        result.verdict = verdict
+        if result.mattered is not None:
+            # A pool searched only for its interaction counts when its drop-one comparison showed it.
+            result.mattered = tuple(
+                n for n in result.mattered
+                if n not in ALWAYS_SEARCHED or (n in self.effects and self.effects[n].matters)
+                or n in verdict.changes)
+        if not verdict.apply:
+            return result
+        runs = [r.value for r in self.records if r.ok and r.phase == VERIFY_PHASE and r.params == verdict.changes]
+        stats = Stats(tuple(runs))  # type: ignore[arg-type]
+        result.winner = {**self.seeds.get("current", found[0]), **verdict.changes}
+        result.winner_stats = stats
         if "rule" in self.seeds:
             rule_values = self.measured(params_key(self.space, self.seeds["rule"]))
             if rule_values:
                 result.baselines["rule"] = Stats(tuple(rule_values))
-        if self._current_values():
-            result.baselines["current"] = Stats(tuple(self._current_values()))
+        current = [r.value for r in self.records if r.ok and r.phase == VERIFY_PHASE and r.role == CURRENT]
+        result.baselines["current"] = Stats(tuple(current))  # type: ignore[arg-type]
         for name, base in result.baselines.items():
             if base.median == 0:
                 continue
             ratio = stats.median / base.median - 1 if self.settings.maximize else base.median / stats.median - 1
             result.gains[name] = Gain(ratio, math.hypot(stats.spread, base.spread))
-        if result.mattered is not None and "rule" in self.seeds:
-            # A pool searched only because it interacts counts when the winner moved it and beat the rule.
-            rule, gain = self.seeds["rule"], result.gains.get("rule")
-            moved_and_won = gain is not None and gain.ratio > MATTERS_EFFECT
-            result.mattered = tuple(
-                n for n in result.mattered
-                if n not in ALWAYS_SEARCHED or (n in self.effects and self.effects[n].matters)
-                or (moved_and_won and winner.get(n) != rule.get(n)))
         return result
 
     def run(self) -> TuneResult:
+        self._recover_screening()
         stopped = self.search()
         if self.settings.repeats > 1:
             self.confirm()
             if self.settings.strategy == "screen":
                 self.confirm_close()
+        self.verify()
+        return self.result(stopped)
+
+    def replay(self, stopped: str = "") -> TuneResult:
+        """The result of the recorded trials, measuring nothing (a finished tune resumed without more budget)."""
+        self._recover_screening()
         return self.result(stopped)

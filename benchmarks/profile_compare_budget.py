@@ -81,7 +81,8 @@ def main() -> None:
                     "rounds": data.get("rounds"), "pairs": data.get("pairs"), "compare_seconds": data.get("seconds"),
                     "command_seconds": round(seconds, 1), "budget": args.budget, "busy_loops": args.load,
                     "foreign_cpu": data.get("foreign_cpu"), "load1": round(os.getloadavg()[0], 2),
-                    "stopped": data.get("stopped"), "error": data.get("error"), "exit": code}), flush=True)
+                    "stopped": data.get("stopped"), "error": data.get("error"), "exit": code,
+                    "log_ratios": data.get("log_ratios")}), flush=True)
     finally:
         for process in load:
             process.kill()

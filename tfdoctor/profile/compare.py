@@ -106,14 +106,15 @@ class Comparison:
         if self.foreign_cpu is not None and self.foreign_cpu > BUSY_MACHINE:
             busy = f"; other processes used {self.foreign_cpu:.0%} of the CPUs meanwhile"
         measure = "step wall time" if self.metric == WALL else "step CPU time"
+        why = f" — {self.stopped}" if self.stopped and self.verdict == UNDECIDED else ""
         if self.interval is None:
-            why = f": {self.stopped}" if self.stopped else ""
             return f"undecided after {self.rounds} round(s) in {self.seconds:.0f} s{why}{busy}"
         i = self.interval
         words = {"slower": "slower", "faster": "faster", "no-effect": "no measurable effect",
                  "undecided": "undecided"}[self.verdict]
         return (f"{words}: {measure} ×{i.ratio:.2f} ({i.confidence:.1%} CI {i.low:.2f}–{i.high:.2f}; "
-                f"{self.rounds} round(s), {self.pairs} chunk pairs, {self.seconds:.0f} s of {self.budget:.0f}{busy})")
+                f"{self.rounds} round(s), {self.pairs} chunk pairs, {self.seconds:.0f} s of {self.budget:.0f}"
+                f"{busy}){why}")
 
 
 def look_alpha(rounds: int, max_rounds: int = MAX_ROUNDS) -> float:

@@ -17,14 +17,17 @@ from tfdoctor.profile.stats import RatioInterval
 from tfdoctor.testing import facts_from
 
 BF16_CPU = ("avx512f", "avx512_bf16")
+ON_BF16 = ("mixed_bfloat16", "recommended by check: this CPU has avx512_bf16")
 
 
 @pytest.mark.parametrize(("facts", "device", "expected"), [
-    (make_facts(flags=BF16_CPU), "auto", ("mixed_bfloat16", "recommended by check: this CPU has avx512_bf16")),
-    (make_facts(flags=("amx_bf16", "amx_tile")), "auto", ("mixed_bfloat16", "recommended by check: this CPU has amx_bf16")),
-    (make_facts(gpus=gpu_devices(A100, A100), flags=BF16_CPU), "auto", ("mixed_float16", "recommended by check: tensor cores")),
+    (make_facts(flags=BF16_CPU), "auto", ON_BF16),
+    (make_facts(flags=("amx_bf16", "amx_tile")), "auto",
+     ("mixed_bfloat16", "recommended by check: this CPU has amx_bf16")),
+    (make_facts(gpus=gpu_devices(A100, A100), flags=BF16_CPU), "auto",
+     ("mixed_float16", "recommended by check: tensor cores")),
     # --device cpu on a GPU host: the CPU is where the workload computes
-    (make_facts(gpus=gpu_devices(A100), flags=BF16_CPU), "cpu", ("mixed_bfloat16", "recommended by check: this CPU has avx512_bf16")),
+    (make_facts(gpus=gpu_devices(A100), flags=BF16_CPU), "cpu", ON_BF16),
     # the policy the user declares is the one the MP checks judge
     (make_facts(env={"TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, flags=BF16_CPU), "auto",
      ("mixed_float16", "declared (env.TFDOCTOR_MIXED_PRECISION)")),
@@ -82,7 +85,8 @@ def test_mixed_bfloat16_measured_slower_is_recorded_in_the_mp_checks_contract(mo
     profile = document["profile"]
     assert profile["mixed_precision"]["policy"] == "mixed_bfloat16"
     assert profile["mixed_precision"]["metric"] == "cpu"
-    assert profile["mixed_precision"]["summary"].startswith("mixed_bfloat16 against float32: slower: step CPU time ×1.25")
+    assert profile["mixed_precision"]["summary"].startswith(
+        "mixed_bfloat16 against float32: slower: step CPU time ×1.25")
     assert profile["mixed_precision_policy"] == "mixed_bfloat16"
     assert profile["mixed_precision_speedup"] == pytest.approx(0.8)
     assert [f["code"] for f in document["findings"]] == ["PROF004"]

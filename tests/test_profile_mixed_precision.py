@@ -61,7 +61,7 @@ def run_profile(monkeypatch, capsys, facts, ratio: float | None, verdict: str):
     seen: dict[str, object] = {}
 
     def fake_compare(a, b, workload, **kwargs):
-        seen.update(baseline=a, candidate=b, metric=kwargs["metric"], budget=kwargs["budget"])
+        seen.update(baseline=a, candidate=b, workload=workload, metric=kwargs["metric"], budget=kwargs["budget"])
         result = Comparison(a.label, b.label, verdict=verdict, rounds=2, seconds=30.0, metric="cpu")
         if ratio is not None:
             result.interval = RatioInterval(ratio, ratio * 0.9, ratio * 1.1, 0.99, 16, 16, 14.0)
@@ -80,6 +80,7 @@ def run_profile(monkeypatch, capsys, facts, ratio: float | None, verdict: str):
 def test_mixed_bfloat16_measured_slower_is_recorded_in_the_mp_checks_contract(monkeypatch, capsys):
     code, document, seen = run_profile(monkeypatch, capsys, make_facts(flags=BF16_CPU), 1.25, "slower")
     assert seen["candidate"].label == "mixed_bfloat16"
+    assert seen["workload"] == "cnn"  # asked for matmul: a policy changes Keras layers, and it has none
     assert seen["candidate"].snippet == set_policy_code("mixed_bfloat16")
     assert seen["baseline"].snippet is None and (seen["metric"], seen["budget"]) == ("auto", 45.0)
     profile = document["profile"]

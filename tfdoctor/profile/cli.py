@@ -151,12 +151,15 @@ def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str
     policy, why = policy_to_measure(facts, device)
     if policy is None:
         return {"verdict": "not-measured", "policy": None, "why": why, "summary": f"not measured: {why}"}
+    # A policy changes Keras layers only: the matmul loop has none, and the pyfunc pipeline's wait for
+    # input would hide what it changes; the CNN is where a policy shows.
+    workload = "cnn"
     result = compare(Arm("float32", environ), Arm(policy, environ, set_policy_code(policy)), workload,
                      budget=budget, device=device, python=python, metric=metric,
                      progress=lambda message: progress(f"mixed precision ({policy}): {message}"))
     data = {"verdict": result.verdict if not result.error else "error", "policy": policy, "why": why,
             "summary": f"{policy} against float32: {result.describe()}", "metric": result.metric,
-            "seconds": result.seconds, "budget": budget}
+            "workload": workload, "seconds": result.seconds, "budget": budget}
     if result.interval:
         data |= {"ratio": result.interval.ratio, "low": result.interval.low, "high": result.interval.high,
                  "confidence": result.interval.confidence}

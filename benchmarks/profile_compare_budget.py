@@ -7,7 +7,8 @@ Starts K processes that each keep one CPU busy (`python3 -c 'while 1: pass'`, de
 
   intra  tfdoctor profile --workload matmul --device cpu --compare intra2.sh intra1.sh --budget S
          (TF_NUM_INTRAOP_THREADS=2 against 1: the effect that holds on every multi-core x86 CPU)
-  aa     the same with intra2.sh against itself (A/A): any "slower"/"faster" is a false verdict
+  aa     the same with intra2.sh against itself, timed in wall time like intra (A/A): any "slower" or
+         "faster" is a false verdict
 
 For each run it prints the figure (B/A ratio and interval), the baseline arm's own step time and the
 candidate's from the same run, the budget, the load (spinners, load average, the share of the CPUs other
@@ -31,11 +32,11 @@ def spinners(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(count)]
 
 
-def run_compare(a: Path, b: Path, budget: float) -> tuple[dict[str, object], float, int]:
+def run_compare(a: Path, b: Path, budget: float, *extra: str) -> tuple[dict[str, object], float, int]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "tfdoctor", "profile", "--workload", "matmul", "--device", "cpu",
-                           "--compare", str(a), str(b), "--budget", str(budget), "--format", "json"],
+                           "--compare", str(a), str(b), "--budget", str(budget), "--format", "json", *extra],
                           env=env, capture_output=True, text=True, timeout=budget + 120)
     seconds = time.monotonic() - started
     try:
@@ -55,7 +56,8 @@ def main() -> None:
     two, one = folder / "intra2.sh", folder / "intra1.sh"
     two.write_text("export TF_NUM_INTRAOP_THREADS=2\n")
     one.write_text("export TF_NUM_INTRAOP_THREADS=1\n")
-    claims = {"intra": (two, one), "aa": (two, two)}
+    claims: dict[str, tuple[Path, Path, tuple[str, ...]]] = {
+        "intra": (two, one, ()), "aa": (two, two, ("--metric", "wall"))}
     chosen = list(claims) if args.claim == "all" else [args.claim]
     counts = {name: {"decided": 0, "within": 0, "slower": 0, "faster": 0, "worst": 0.0} for name in chosen}
     load = spinners(args.load)
@@ -63,7 +65,8 @@ def main() -> None:
     try:
         for repetition in range(1, args.n + 1):
             for name in chosen:
-                data, seconds, code = run_compare(*claims[name], args.budget)
+                a, b, extra = claims[name]
+                data, seconds, code = run_compare(a, b, args.budget, *extra)
                 interval = data.get("interval") or {}
                 assert isinstance(interval, dict)
                 verdict = data.get("verdict")

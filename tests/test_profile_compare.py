@@ -225,6 +225,11 @@ import sys, time
 mode = sys.argv[-1]
 if mode == "hang-start":
     time.sleep(600)
+if mode == "half-a-line":  # stops in the middle of its ready line
+    sys.stdout.write('TFDOCTOR {"ready": tr')
+    sys.stdout.flush()
+    time.sleep(600)
+print("a library's own chatter on stdout", flush=True)
 print('TFDOCTOR {"ready": true, "devices": [{"name": "cpu", "type": "CPU"}]}', flush=True)
 for line in sys.stdin:
     if mode == "hang-steps":
@@ -234,7 +239,7 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.parametrize("mode", ["hang-start", "hang-steps"])
+@pytest.mark.parametrize("mode", ["hang-start", "half-a-line", "hang-steps"])
 def test_a_real_hung_child_is_killed_at_the_budget(tmp_path: Path, mode: str):
     child = tmp_path / "child.py"
     child.write_text(FAKE_CHILD)
@@ -246,7 +251,19 @@ def test_a_real_hung_child_is_killed_at_the_budget(tmp_path: Path, mode: str):
     result = compare(Arm("A", {"PATH": "/bin"}), Arm("B", {"PATH": "/bin"}), "matmul", budget=4, python=str(python))
     assert time.monotonic() - started < 4 + 1  # the budget, and the kill
     assert result.verdict == UNDECIDED and result.error is None
-    assert result.stopped.startswith("the 4 s budget ran out while")
+    assert result.stopped == ("the 4 s budget ran out while timing A" if mode == "hang-steps"
+                              else "the 4 s budget ran out while starting A")
+
+
+def test_a_real_child_that_answers_is_measured(tmp_path: Path):
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD)
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} {child} \"$@\" answer\n")
+    python.chmod(0o755)
+    result = compare(Arm("A", {"PATH": "/bin"}), Arm("B", {"PATH": "/bin"}), "cnn", budget=30, python=str(python))
+    assert result.error is None and result.metric == CPU
+    assert result.pairs >= PAIRS and result.log_ratios[0] == [0.0] * PAIRS  # the same 0.01 s from both
 
 
 def _finding(code: str, fix) -> Finding:

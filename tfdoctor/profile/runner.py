@@ -301,6 +301,7 @@ def _last_line(text: str) -> str:
 
 
 PROTOCOL = "TFDOCTOR "
+REPLY_LIMIT = 4 * 1024 * 1024  # a chunk's reply is kilobytes; anything longer is not the protocol
 
 
 @dataclass(frozen=True)
@@ -335,6 +336,7 @@ class WorkloadSession:
         self.ready: dict[str, Any] | None = None
         self.error: str | None = None
         self.timed_out = False  # it did not answer within the timeout it was given (still running)
+        self._pending = b""
         self._ticks = read_cpu_ticks()
         self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
             [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")],
@@ -357,25 +359,37 @@ class WorkloadSession:
         return sorted({str(d.get("type")) for d in (self.ready or {}).get("devices") or () if isinstance(d, dict)})
 
     def _reply(self, deadline: float, waiting_for: str) -> dict[str, Any] | None:
+        """The next protocol line, read in pieces as they come (never a blocking readline: a child that
+        stops in the middle of a line must not hold the parent past `deadline`)."""
         import selectors
 
         assert self.process is not None and self.process.stdout is not None
+        fd = self.process.stdout.fileno()
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                    break
-                line = self.process.stdout.readline()
-                if not line:
-                    self.error = self._failure()
-                    return None
-                text = line.decode("utf-8", "replace")
-                if text.startswith(PROTOCOL):
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                line, newline, rest = self._pending.partition(b"\n")
+                if newline:
+                    self._pending = rest
+                    text = line.decode("utf-8", "replace")
+                    if not text.startswith(PROTOCOL):
+                        continue  # whatever else the child printed on stdout
                     try:
                         return dict(json.loads(text[len(PROTOCOL):]))
                     except ValueError:
                         self.error = f"the workload process sent a malformed reply: {text[:80]!r}"
                         return None
+                if len(self._pending) > REPLY_LIMIT:
+                    self.error = "the workload process sent an overlong line"
+                    return None
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(timeout=left):
+                    break
+                data = os.read(fd, 65536)
+                if not data:
+                    self.error = self._failure()
+                    return None
+                self._pending += data
         self.error = f"the workload process did not {waiting_for} in time"
         self.timed_out = True
         return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,8 @@ def main() -> None:
         "intra": (two, one, ()), "aa": (two, two, ("--metric", "wall"))}
     chosen = list(claims) if args.claim == "all" else [args.claim]
     counts = {name: {"decided": 0, "within": 0, "slower": 0, "faster": 0, "worst": 0.0} for name in chosen}
+    # A kill of this script must not leave its busy loops behind: SIGTERM unwinds through `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     load = spinners(args.load)
     print(f"machine: {os.cpu_count()} CPUs; {args.load} busy-loop process(es); budget {args.budget:g} s", flush=True)
     try:

@@ -141,20 +141,20 @@ def noise(env, snippet, r, c):
 
 def test_noise_stops_at_the_budget_undecided():
     clock = FakeClock()
-    factory = fake_sessions(noise, clock, setup=16.0)  # 24 s rounds
+    factory = fake_sessions(noise, clock, setup=16.0, chunk=0.25)  # 24 s rounds
     result = compare(A, B, session=factory, clock=clock, budget=60)
     assert result.verdict == UNDECIDED
     assert result.seconds <= 60 - RESERVE
     assert result.rounds == 2  # a third would not fit: 11 s left, the setup alone takes 16
     assert result.stopped == "another round would not fit in the 60 s budget"
     assert result.describe().startswith("undecided: step CPU time ×")
-    assert result.describe().endswith("2 round(s), 16 chunk pairs, 48 s of 60) — another round would not fit in the "
+    assert result.describe().endswith("2 round(s), 32 chunk pairs, 48 s of 60) — another round would not fit in the "
                                       "60 s budget")
 
 
 def test_the_last_round_is_cut_at_the_budget_and_its_pairs_count():
     clock = FakeClock()
-    factory = fake_sessions(noise, clock, setup=12.0)  # 20 s rounds: the third starts at 40 s, ends at 59
+    factory = fake_sessions(noise, clock, setup=12.0, chunk=0.25)  # 20 s rounds: the third is cut at 59 s
     result = compare(A, B, session=factory, clock=clock, budget=60)
     assert result.verdict == UNDECIDED
     assert result.seconds <= 60 - RESERVE

@@ -176,12 +176,10 @@ def _children_cpu() -> float:
     return times.children_user + times.children_system
 
 
-class _Budget(Exception):
-    """The budget ran out while waiting for a child."""
-
-
 @dataclass
 class _Rounds:
+    """The rounds of one comparison, against one deadline (`compare`'s budget minus RESERVE)."""
+
     baseline: Arm
     candidate: Arm
     result: Comparison

@@ -92,7 +92,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         xspace, xspace_path = _read_xspace(target) if run.ok else ({}, None)
         section = profile_section(run, chosen, xspace, xspace_path)
         if measure_mp and run.ok:
-            measured = _measure_mixed_precision(environ, workload, device, budget, python, progress, metric)
+            measured = _measure_mixed_precision(environ, device, budget, python, progress, metric)
             section["mixed_precision"] = measured
             if measured["verdict"] in ("slower", "faster", "no-effect"):
                 # The contract the MP checks read (tfdoctor/derive/precision.py): float32 time ÷ policy time.
@@ -135,11 +135,10 @@ def policy_to_measure(facts: Any, device: str) -> tuple[str | None, str]:
     return recommended.policy, f"recommended by check: {recommended.why}"
 
 
-def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str, budget: float,
-                             python: str | None, progress: Callable[[str], None],
-                             metric: str = "auto") -> dict[str, Any]:
-    """The policy check would recommend (or the declared one) against float32, as facts: policy, why,
-    verdict, ratio (policy / float32), interval and the metric timed."""
+def _measure_mixed_precision(environ: dict[str, str], device: str, budget: float, python: str | None,
+                             progress: Callable[[str], None], metric: str = "auto") -> dict[str, Any]:
+    """The policy check would recommend (or the declared one) against float32 on the CNN workload, as
+    facts: policy, why, verdict, ratio (policy / float32), interval and the metric timed."""
     from tfdoctor.derive.precision import set_policy_code
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts.machine import Machine
@@ -151,8 +150,8 @@ def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str
     policy, why = policy_to_measure(facts, device)
     if policy is None:
         return {"verdict": "not-measured", "policy": None, "why": why, "summary": f"not measured: {why}"}
-    # A policy changes Keras layers only: the matmul loop has none, and the pyfunc pipeline's wait for
-    # input would hide what it changes; the CNN is where a policy shows.
+    # Whatever --workload says: a policy changes Keras layers only (the matmul loop has none), and the
+    # pyfunc pipeline's wait for input would hide what it changes; the CNN is where a policy shows.
     workload = "cnn"
     result = compare(Arm("float32", environ), Arm(policy, environ, set_policy_code(policy)), workload,
                      budget=budget, device=device, python=python, metric=metric,

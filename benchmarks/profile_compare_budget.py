@@ -1,6 +1,6 @@
 """`profile --compare` inside its budget on a loaded machine (issue 22, "Done when").
 
-    python benchmarks/profile_compare_budget.py [N] [--load K] [--budget S] [--claim intra|aa|all]
+    python benchmarks/profile_compare_budget.py [N] [--load K] [--budget S] [--claim intra|aa|aa-cpu|all]
 
 Starts K processes that each keep one CPU busy (`python3 -c 'while 1: pass'`, default 1) and, N times
 (default 5), runs through the command line, as a user would:
@@ -9,6 +9,8 @@ Starts K processes that each keep one CPU busy (`python3 -c 'while 1: pass'`, de
          (TF_NUM_INTRAOP_THREADS=2 against 1: the effect that holds on every multi-core x86 CPU)
   aa     the same with intra2.sh against itself, timed in wall time like intra (A/A): any "slower" or
          "faster" is a false verdict
+  aa-cpu the same A/A timed in CPU time (what a precision or oneDNN comparison uses): the per-round
+         differences show how much two processes of one environment differ (stats.PROCESS_SIGMA)
 
 For each run it prints the figure (B/A ratio and interval), the baseline arm's own step time and the
 candidate's from the same run, the budget, the load (spinners, load average, the share of the CPUs other
@@ -51,14 +53,14 @@ def main() -> None:
     parser.add_argument("n", nargs="?", type=int, default=5)
     parser.add_argument("--load", type=int, default=1, help="processes each keeping one CPU busy")
     parser.add_argument("--budget", type=float, default=60.0)
-    parser.add_argument("--claim", choices=("intra", "aa", "all"), default="intra")
+    parser.add_argument("--claim", choices=("intra", "aa", "aa-cpu", "all"), default="intra")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="tfdoctor-bench-"))
     two, one = folder / "intra2.sh", folder / "intra1.sh"
     two.write_text("export TF_NUM_INTRAOP_THREADS=2\n")
     one.write_text("export TF_NUM_INTRAOP_THREADS=1\n")
     claims: dict[str, tuple[Path, Path, tuple[str, ...]]] = {
-        "intra": (two, one, ()), "aa": (two, two, ("--metric", "wall"))}
+        "intra": (two, one, ()), "aa": (two, two, ("--metric", "wall")), "aa-cpu": (two, two, ("--metric", "cpu"))}
     chosen = list(claims) if args.claim == "all" else [args.claim]
     counts = {name: {"decided": 0, "within": 0, "slower": 0, "faster": 0, "worst": 0.0} for name in chosen}
     # A kill of this script must not leave its busy loops behind: SIGTERM unwinds through `finally`.

@@ -30,9 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 SIGMA_FLOOR = 0.01  # 1 % chunk-to-chunk (or process-to-process) noise on the log scale, at least
-# Between two fresh processes of the same environment, step times differ by about 1 % on the log scale
-# (A/A comparisons on a busy 2-CPU VM: per-round differences of 0.3-1.8 %, results in
-# benchmarks/results/profile_compare_budget-*.log); the rounds' own spread takes over when larger.
+# Between two fresh processes of the same environment, step times differ by about 1 % on the log scale:
+# A/A comparisons in CPU time on a busy 2-CPU VM gave round means with an sd of 1.2 % (-3.2 % to +1.0 %),
+# 0.9 % once the chunks' own noise is taken out (benchmarks/results/profile_compare_budget-2026-11-25.log).
+# The rounds' own spread takes over when larger.
 PROCESS_SIGMA = 0.01
 EQUIVALENCE = 0.03  # differences within ±3 % count as "no measurable effect"
 SLOWER, FASTER, NO_EFFECT, UNDECIDED = "slower", "faster", "no-effect", "undecided"

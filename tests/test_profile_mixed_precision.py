@@ -51,7 +51,7 @@ def test_unknown_cpu_flags_say_why_nothing_is_measured():
         None, "TFDOCTOR_MIXED_PRECISION=fp16 is not a Keras policy")
 
 
-def run_profile(monkeypatch, capsys, facts, ratio: float | None, verdict: str):
+def run_profile(monkeypatch, capsys, facts, ratio: float | None, verdict: str, fmt: str = "json"):
     """`profile --measure-mixed-precision --format json` with the workload, the probes and the comparison faked."""
     import tfdoctor.engine
     import tfdoctor.profile.compare
@@ -73,8 +73,9 @@ def run_profile(monkeypatch, capsys, facts, ratio: float | None, verdict: str):
     monkeypatch.setattr(tfdoctor.engine, "gather_facts", lambda *a, **k: facts)
     monkeypatch.setattr(tfdoctor.profile.compare, "compare", fake_compare)
     with pytest.raises(SystemExit) as exited:
-        main(["profile", "--workload", "matmul", "--measure-mixed-precision", "--budget", "45", "--format", "json"])
-    return exited.value.code, json.loads(capsys.readouterr().out), seen
+        main(["profile", "--workload", "matmul", "--measure-mixed-precision", "--budget", "45", "--format", fmt])
+    out = capsys.readouterr().out
+    return exited.value.code, json.loads(out) if fmt == "json" else out, seen
 
 
 def test_mixed_bfloat16_measured_slower_is_recorded_in_the_mp_checks_contract(monkeypatch, capsys):
@@ -120,3 +121,8 @@ def test_no_comparison_where_check_recommends_float32(monkeypatch, capsys):
     measured = document["profile"]["mixed_precision"]
     assert measured["verdict"] == "not-measured" and measured["policy"] is None
     assert measured["summary"].startswith("not measured: check recommends float32 here")
+
+
+def test_the_text_report_names_the_measured_policy(monkeypatch, capsys):
+    _, text, _ = run_profile(monkeypatch, capsys, make_facts(flags=BF16_CPU), 1.25, "slower", fmt="text")
+    assert "\n  mixed precision mixed_bfloat16 against float32: slower: step CPU time ×1.25 (99.0% CI 1.12–1.38" in text

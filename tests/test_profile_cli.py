@@ -15,7 +15,7 @@ def test_profile_is_listed_and_has_help():
     done = tfdoctor("profile", "--help")
     assert done.returncode == 0
     for option in ("--workload", "--script", "--steps", "--warmup", "--device", "--logdir", "--env", "--compare",
-                   "--format"):
+                   "--budget", "--metric", "--measure-mixed-precision", "--format"):
         assert option in done.stdout
 
 
@@ -28,6 +28,8 @@ def test_bad_inputs_are_one_line_usage_errors(tmp_path):
         (("profile", "--compare", str(bad), str(bad)), "failed (exit 4)"),
         (("profile", "--python", str(tmp_path)), "not an executable interpreter"),
         (("profile", "--workload", "resnet"), "Invalid value"),
+        (("profile", "--compare", str(bad), str(bad), "--metric", "gpu"), "Invalid value for '--metric'"),
+        (("profile", "--compare", str(bad), str(bad), "--budget", "5"), "Invalid value for '--budget'"),
         (("fix", "--validate", "--root", str(tmp_path)), "cannot be combined"),
         (("profile", "--logdir", str(bad)), "--logdir"),  # a file: the profile would be silently lost
     ]

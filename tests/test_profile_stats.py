@@ -8,9 +8,11 @@ from tfdoctor.profile.runner import low_quantile, parse_cpu_line, steal_share
 from tfdoctor.profile.stats import (
     FASTER,
     NO_EFFECT,
+    PROCESS_SIGMA,
     SIGMA_FLOOR,
     SLOWER,
     UNDECIDED,
+    nested_ratio_interval,
     paired_ratio_interval,
     ratio_interval,
     t_quantile,
@@ -72,3 +74,40 @@ def test_cpu_steal_from_proc_stat_lines():
     assert steal_share(before, after) == pytest.approx(40 / 1000)
     assert parse_cpu_line(["cpu0", "1", "2", "3"]) is None
     assert steal_share(None, after) is None
+
+
+def test_nested_interval_one_round_of_chunk_pairs():
+    d = [0.40, 0.55, 0.30, 0.62, 0.45, 0.50, 0.38, 0.58]
+    interval = nested_ratio_interval([d], 0.01)
+    mean = sum(d) / len(d)
+    var = sum((x - mean) ** 2 for x in d) / (len(d) - 1)
+    half = t_quantile(0.995, len(d) - 1) * math.sqrt(PROCESS_SIGMA ** 2 + var / len(d))
+    assert interval.ratio == pytest.approx(math.exp(mean))
+    assert (interval.low, interval.high) == (pytest.approx(math.exp(mean - half)), pytest.approx(math.exp(mean + half)))
+    assert interval.df == len(d) - 1 and interval.n_a == interval.n_b == len(d)
+    assert interval.verdict() == SLOWER
+
+
+def test_nested_interval_identical_chunks_keep_the_process_floor():
+    interval = nested_ratio_interval([[0.0] * 8, [0.0] * 8], 0.01)
+    # within-round variance floored at SIGMA_FLOOR^2, the processes' at PROCESS_SIGMA^2, pooled df 14
+    half = t_quantile(0.995, 14) * math.sqrt(2 * (PROCESS_SIGMA ** 2 + SIGMA_FLOOR ** 2 / 8)) / 2
+    assert interval.high == pytest.approx(math.exp(half))
+    assert interval.verdict() == NO_EFFECT
+    assert nested_ratio_interval([[0.0] * 8], 0.01).verdict() == UNDECIDED  # one process pair cannot say "none"
+
+
+def test_rounds_that_disagree_widen_the_interval():
+    steady = [[0.3, 0.32, 0.28, 0.31]] * 3
+    drifting = [[x - 0.25 for x in steady[0]], [x + 0.25 for x in steady[0]], steady[0]]
+    a, b = nested_ratio_interval(steady, 0.01), nested_ratio_interval(drifting, 0.01)
+    assert a.ratio == pytest.approx(b.ratio)
+    assert a.verdict() == SLOWER and b.verdict() == UNDECIDED
+    assert (b.high - b.low) > 5 * (a.high - a.low)
+
+
+def test_nested_interval_needs_two_pairs_and_ignores_empty_rounds():
+    with pytest.raises(ValueError):
+        nested_ratio_interval([[0.1], []], 0.05)
+    one_each = nested_ratio_interval([[0.1], [], [0.12], [0.11]], 0.05)
+    assert one_each.n_a == 3 and one_each.df == 2

@@ -28,6 +28,7 @@ from tfdoctor.derive.precision import (
     has_bf16_tensor_cores,
     has_tensor_cores,
     measured_speedup,
+    recommended_policy,
     set_policy_code,
 )
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
@@ -149,7 +150,8 @@ def mixed_precision_unused_on_tensor_core_gpu(facts: Facts) -> Iterator[Finding]
     if (policy is not None and policy.name != "float32") or auto_mixed_precision_enabled(facts):
         return
     gpus = list(tensorflow_gpus(facts).gpus)
-    if not gpus or not all(has_tensor_cores(g) for g in gpus):
+    recommended = recommended_policy(facts)
+    if not gpus or recommended is None or recommended.policy != "mixed_float16":
         return
     speedup = measured_speedup(facts, "mixed_float16")
     if speedup is not None and speedup < WORTHWHILE_SPEEDUP:
@@ -275,11 +277,10 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
     if policy is not None and policy.name != "float32":
         return
     gpus = tensorflow_gpus(facts)
-    if gpus:
+    recommended = recommended_policy(facts)
+    if recommended is None or recommended.policy != "mixed_bfloat16":
         return
     bf16 = cpu_bf16_flags(facts)
-    if not bf16:
-        return
     speedup = measured_speedup(facts, "mixed_bfloat16")
     if speedup is not None and speedup < WORTHWHILE_SPEEDUP:
         return

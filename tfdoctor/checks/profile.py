@@ -128,13 +128,15 @@ def profile_run_noisy(facts: Facts) -> Iterator[Finding]:
 @check("PROF004", "mixed-precision-measured-slower", Severity.INFO)
 def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Reads the comparison of mixed_float16 with float32 that `tfdoctor profile --measure-mixed-precision`
-    ran on this machine, and reports a measured slowdown.
+    Reads the comparison of a mixed-precision policy with float32 that `tfdoctor profile
+    --measure-mixed-precision` ran on this machine (the policy declared in TFDOCTOR_MIXED_PRECISION,
+    else the one the MP checks recommend here: mixed_bfloat16 on a CPU with bfloat16 units,
+    mixed_float16 on tensor-core GPUs), and reports a measured slowdown.
 
     Why is this bad?
-    Mixed precision pays off only where the hardware computes float16 fast (GPU tensor cores, some
-    CPUs with AMX-FP16); elsewhere every layer casts back and forth and the float16 kernels are
-    emulated: on a CPU without native float16 math training gets several times slower. A measured
+    Mixed precision pays off only where the hardware computes the low type fast (GPU tensor cores, CPUs
+    with AMX or avx512_bf16 for bfloat16); elsewhere every layer casts back and forth and the kernels are
+    emulated: float16 on a CPU without native float16 math trains several times slower. A measured
     slowdown outranks any suggestion drawn from the hardware's description: the MP checks read the
     same measurement (`profile.mixed_precision_speedup`) and stay silent when it is below 1.
 
@@ -142,7 +144,7 @@ def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     mixed_float16 measured ×7.1 slower than float32 on a 2-core CPU VM.
 
     Fix:
-    Keep the float32 policy on this machine (remove `set_global_policy('mixed_float16')`).
+    Keep the float32 policy on this machine (remove the `set_global_policy` call).
 
     Fix safety:
     Manual: the policy is set in your code.
@@ -151,8 +153,9 @@ def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     measured = facts.get("profile.mixed_precision")
     if measured.get("verdict") != "slower":
         return
+    policy = measured.get("policy") or "mixed_float16"  # profiles recorded before the policy was chosen
     yield Finding(
-        f"mixed_float16 measured slower than float32 on this machine: {measured.get('summary')}",
+        f"{policy} measured slower than float32 on this machine: {measured.get('summary')}",
         evidence={"profile.mixed_precision.ratio": round(measured["ratio"], 3),
                   "profile.mixed_precision.low": round(measured["low"], 3),
                   "profile.workload": section["workload"]},

@@ -19,6 +19,7 @@ import re
 from typing import NamedTuple
 
 from tfdoctor.derive.gpu_inventory import Gpu
+from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts import Facts, NotChecked, Unknown
 
 POLICY_VARIABLE = "TFDOCTOR_MIXED_PRECISION"
@@ -99,6 +100,25 @@ def measured_speedup(facts: Facts, policy: str) -> float | None:
     if not isinstance(speedup, (int, float)) or measured_policy != policy:
         return None
     return float(speedup)
+
+
+class Recommendation(NamedTuple):
+    """The mixed policy `check` recommends for where TensorFlow computes, and why."""
+
+    policy: str
+    why: str  # e.g. "this CPU has avx512_bf16", "tensor cores"
+
+
+def recommended_policy(facts: Facts, cpu_only: bool = False) -> Recommendation | None:
+    """The mixed policy the MP checks recommend (MP102: mixed_float16 when every GPU TensorFlow can use
+    has tensor cores; MP105: mixed_bfloat16 on a CPU with bfloat16 units, where no GPU is usable), or
+    None (float32 stays best). `cpu_only`: judge the CPU even where a GPU is usable (--device cpu).
+    Raises NotChecked when the facts it needs are unknown."""
+    gpus = () if cpu_only else tensorflow_gpus(facts).gpus
+    if gpus:
+        return Recommendation("mixed_float16", "tensor cores") if all(has_tensor_cores(g) for g in gpus) else None
+    bf16 = cpu_bf16_flags(facts)
+    return Recommendation("mixed_bfloat16", f"this CPU has {', '.join(bf16)}") if bf16 else None
 
 
 def set_policy_code(policy: str) -> str:

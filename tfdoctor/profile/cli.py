@@ -44,21 +44,26 @@ def _environment(env_file: str | None) -> dict[str, str]:
 @click.option("--compare", nargs=2, metavar="A.sh B.sh",
               help="Compare two environments by interleaved runs; report B's step time relative to A's.")
 @click.option("--budget", type=click.FloatRange(10, 3600), default=60.0, show_default=True,
-              help="Seconds a comparison may take before it reports undecided.")
+              help="Seconds a comparison may take, start to verdict (undecided when they run out).")
+@click.option("--metric", type=click.Choice(["auto", "wall", "cpu"]), default="auto", show_default=True,
+              help="What a comparison times per step: wall time, or the workload process's CPU time (auto: CPU "
+                   "time unless the arms differ in threads or affinity, or steps wait for input or a GPU).")
 @click.option("--timeout", type=click.FloatRange(1, 86400), default=300.0, show_default=True,
               help="Seconds the profiled run may take.")
 @click.option("--python", metavar="PATH", help="Run the workload with this interpreter (it needs TensorFlow).")
 @click.option("--save-facts", metavar="FILE", help="Also write all facts, with the profile, for check --facts.")
 @click.option("--force", is_flag=True, help="Overwrite --save-facts FILE.")
 @click.option("--measure-mixed-precision", "measure_mp", is_flag=True,
-              help="Also compare mixed_float16 with float32 on this machine (up to --budget seconds).")
+              help="Also compare the mixed policy check recommends here (mixed_bfloat16 on a CPU with bfloat16 "
+                   "units, mixed_float16 on tensor-core GPUs; a declared TFDOCTOR_MIXED_PRECISION first) with "
+                   "float32 (up to --budget seconds).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", metavar="FILE",
               help="Also write the profile as a self-contained HTML page (the profile section of tfdoctor report).")
 def profile(workload: str, script: str | None, steps: int, warmup: int, device: str, logdir: str | None,
             env_file: str | None, compare: tuple[str, str] | None, budget: float, timeout: float,
             python: str | None, save_facts: str | None, force: bool, measure_mp: bool, fmt: str,
-            html_path: str | None = None) -> None:
+            html_path: str | None = None, metric: str = "auto") -> None:
     """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageError(f"--python {python}: not an executable interpreter")
@@ -67,7 +72,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
 
         check_output(html_path, force)
     if compare:
-        _compare(compare, workload, device, budget, python, fmt, html_path, force)
+        _compare(compare, workload, device, budget, python, fmt, html_path, force, metric)
         return
     if script and not Path(script).is_file():
         raise UsageError(f"--script {script}: no such file")
@@ -89,11 +94,11 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         xspace, xspace_path = _read_xspace(target, run, bool(script), script_warmup) if run.ok else ({}, None)
         section = profile_section(run, chosen, xspace, xspace_path, script_warmup)
         if measure_mp and run.ok:
-            measured = _measure_mixed_precision(environ, workload, device, budget, python, progress)
+            measured = _measure_mixed_precision(environ, device, budget, python, progress, metric)
             section["mixed_precision"] = measured
             if measured["verdict"] in ("slower", "faster", "no-effect"):
                 # The contract the MP checks read (tfdoctor/derive/precision.py): float32 time ÷ policy time.
-                section["mixed_precision_policy"] = "mixed_float16"
+                section["mixed_precision_policy"] = measured["policy"]
                 section["mixed_precision_speedup"] = 1.0 / measured["ratio"]
     report = _report(section, save_facts, force, environ)
     document = {"profile": _jsonable(section), "findings": [f.to_json() for f in report.findings()]}
@@ -110,18 +115,52 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     raise SystemExit(EXIT_FINDINGS if report.findings() else EXIT_OK)
 
 
-MIXED_FLOAT16 = "tf.keras.mixed_precision.set_global_policy('mixed_float16')"
+def policy_to_measure(facts: Any, device: str) -> tuple[str | None, str]:
+    """(policy, why) — the Keras policy `--measure-mixed-precision` compares with float32: the one the
+    user declares (what the MP checks judge), else the one they recommend for where TensorFlow computes
+    (tfdoctor/derive/precision.py); (None, why not) when float32 is what they recommend."""
+    from tfdoctor.derive.precision import PolicyDeclarationError, declared_policy, recommended_policy
+    from tfdoctor.facts import NotChecked
+
+    try:
+        declared = declared_policy(facts)
+        if declared is not None and declared.name != "float32":
+            return declared.name, f"declared ({declared.source})"
+        recommended = recommended_policy(facts, cpu_only=device == "cpu")
+    except PolicyDeclarationError as exc:
+        return None, f"TFDOCTOR_MIXED_PRECISION={exc} is not a Keras policy"
+    except NotChecked as exc:
+        return None, f"cannot tell which policy to measure: {exc}"
+    if recommended is None:
+        return None, ("check recommends float32 here (no GPU with tensor cores TensorFlow can use, no "
+                      "avx512_bf16/amx_bf16 on the CPU)")
+    return recommended.policy, f"recommended by check: {recommended.why}"
 
 
-def _measure_mixed_precision(environ: dict[str, str], workload: str, device: str, budget: float,
-                             python: str | None, progress: Callable[[str], None]) -> dict[str, Any]:
-    """mixed_float16 against float32, as facts: verdict, ratio (mixed / float32) and interval."""
+def _measure_mixed_precision(environ: dict[str, str], device: str, budget: float, python: str | None,
+                             progress: Callable[[str], None], metric: str = "auto") -> dict[str, Any]:
+    """The policy check would recommend (or the declared one) against float32 on the CNN workload, as
+    facts: policy, why, verdict, ratio (policy / float32), interval and the metric timed."""
+    from tfdoctor.derive.precision import set_policy_code
+    from tfdoctor.engine import gather_facts
+    from tfdoctor.facts.machine import Machine
     from tfdoctor.profile.compare import Arm, compare
+    from tfdoctor.registry import load_registry
 
-    result = compare(Arm("float32", environ), Arm("mixed_float16", environ, MIXED_FLOAT16), workload,
-                     budget=budget, device=device, python=python,
-                     progress=lambda message: progress(f"mixed precision: {message}"))
-    data = {"verdict": result.verdict if not result.error else "error", "summary": result.describe()}
+    progress("mixed precision: reading the machine (which policy check recommends)")
+    facts = gather_facts(load_registry().probes, Machine(environ=environ, python=python))
+    policy, why = policy_to_measure(facts, device)
+    if policy is None:
+        return {"verdict": "not-measured", "policy": None, "why": why, "summary": f"not measured: {why}"}
+    # Whatever --workload says: a policy changes Keras layers only (the matmul loop has none), and the
+    # pyfunc pipeline's wait for input would hide what it changes; the CNN is where a policy shows.
+    workload = "cnn"
+    result = compare(Arm("float32", environ), Arm(policy, environ, set_policy_code(policy)), workload,
+                     budget=budget, device=device, python=python, metric=metric,
+                     progress=lambda message: progress(f"mixed precision ({policy}): {message}"))
+    data = {"verdict": result.verdict if not result.error else "error", "policy": policy, "why": why,
+            "summary": f"{policy} against float32: {result.describe()}", "metric": result.metric,
+            "workload": workload, "seconds": result.seconds, "budget": budget}
     if result.interval:
         data |= {"ratio": result.interval.ratio, "low": result.interval.low, "high": result.interval.high,
                  "confidence": result.interval.confidence}
@@ -186,13 +225,13 @@ def _report(section: dict[str, Any], save_facts: str | None, force: bool, enviro
 
 
 def _compare(files: tuple[str, str], workload: str, device: str, budget: float, python: str | None,
-             fmt: str, html_path: str | None = None, force: bool = False) -> None:
+             fmt: str, html_path: str | None = None, force: bool = False, metric: str = "auto") -> None:
     from tfdoctor.profile.compare import Arm, compare
 
     arms = [Arm(name, _environment(name)) for name in files]
     with progress_display(fmt == "text") as progress:
         result = compare(arms[0], arms[1], workload, budget=budget, device=device, python=python,
-                         progress=progress)
+                         progress=progress, metric=metric)
     if html_path is not None:
         _write_html(html_path, force, result.to_json())
     if fmt == "json":

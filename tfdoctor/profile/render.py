@@ -46,7 +46,7 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
                  f"{_pct(precision) if precision is not None else 'n/a (no device kernels)'}")
     mixed = section.get("mixed_precision")
     if isinstance(mixed, dict):
-        lines.append(f"  mixed_float16   {mixed.get('summary')}")
+        lines.append(f"  mixed precision {mixed.get('summary')}")
     clusters = section.get("xla_clusters")
     if isinstance(clusters, list):
         lines.append(f"  XLA clusters    {len(clusters)}{': ' + ', '.join(clusters[:5]) if clusters else ''}")

@@ -302,13 +302,24 @@ def _last_line(text: str) -> str:
 
 
 PROTOCOL = "TFDOCTOR "
+REPLY_LIMIT = 4 * 1024 * 1024  # a chunk's reply is kilobytes; anything longer is not the protocol
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One timed chunk of a live session: per step, its wall time and its process CPU time."""
+
+    wall: tuple[float, ...]
+    cpu: tuple[float, ...]
 
 
 class WorkloadSession:
     """A live workload process for comparisons: started (import, build, warmup) in the background,
-    then asked for timed chunks of steps one at a time, so two sessions can be interleaved A B A B.
+    then asked for timed chunks of steps one at a time, so two sessions can be interleaved A B B A.
 
-    Use as a context manager; the process and its scratch directory go at exit.
+    Every wait takes a timeout (the caller passes what is left of its budget): a child that hangs
+    in its import or in a step costs at most that. Use as a context manager; the process and its
+    scratch directory go at exit.
     """
 
     def __init__(self, workload: str, env: Mapping[str, str], *, warmup: int = 3, device: str = "auto",
@@ -321,8 +332,12 @@ class WorkloadSession:
         self._stderr = open(scratch / "stderr.txt", "wb")  # noqa: SIM115 - lives as long as the process
         self.step_seconds: list[float] = []
         self.input_seconds: list[float] = []
+        self.cpu_seconds: list[float] = []
+        self.chunks: list[Chunk] = []
         self.ready: dict[str, Any] | None = None
         self.error: str | None = None
+        self.timed_out = False  # it did not answer within the timeout it was given (still running)
+        self._pending = b""
         self._ticks = read_cpu_ticks()
         self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
             [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")],
@@ -339,23 +354,45 @@ class WorkloadSession:
     def cpu_steal(self) -> float | None:
         return steal_share(self._ticks, read_cpu_ticks())
 
-    def _reply(self, deadline: float) -> dict[str, Any] | None:
+    @property
+    def devices(self) -> list[str]:
+        """The device types the child saw (from its ready message): ["CPU"], ["CPU", "GPU"] …"""
+        return sorted({str(d.get("type")) for d in (self.ready or {}).get("devices") or () if isinstance(d, dict)})
+
+    def _reply(self, deadline: float, waiting_for: str) -> dict[str, Any] | None:
+        """The next protocol line, read in pieces as they come (never a blocking readline: a child that
+        stops in the middle of a line must not hold the parent past `deadline`)."""
         import selectors
 
         assert self.process is not None and self.process.stdout is not None
+        fd = self.process.stdout.fileno()
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                line, newline, rest = self._pending.partition(b"\n")
+                if newline:
+                    self._pending = rest
+                    text = line.decode("utf-8", "replace")
+                    if not text.startswith(PROTOCOL):
+                        continue  # whatever else the child printed on stdout
+                    try:
+                        return dict(json.loads(text[len(PROTOCOL):]))
+                    except ValueError:
+                        self.error = f"the workload process sent a malformed reply: {text[:80]!r}"
+                        return None
+                if len(self._pending) > REPLY_LIMIT:
+                    self.error = "the workload process sent an overlong line"
+                    return None
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(timeout=left):
                     break
-                line = self.process.stdout.readline()
-                if not line:
+                data = os.read(fd, 65536)
+                if not data:
                     self.error = self._failure()
                     return None
-                text = line.decode("utf-8", "replace")
-                if text.startswith(PROTOCOL):
-                    return dict(json.loads(text[len(PROTOCOL):]))
-        self.error = "the workload process did not answer in time"
+                self._pending += data
+        self.error = f"the workload process did not {waiting_for} in time"
+        self.timed_out = True
         return None
 
     def _failure(self) -> str:
@@ -371,12 +408,12 @@ class WorkloadSession:
 
     def wait_ready(self, timeout: float) -> bool:
         if self.ready is None and self.error is None:
-            self.ready = self._reply(time.monotonic() + timeout)
+            self.ready = self._reply(time.monotonic() + timeout, "start (import TensorFlow, build, warm up)")
         return self.ready is not None
 
     def run_steps(self, count: int, timeout: float, max_seconds: float = 0.0) -> bool:
         """Run `count` timed steps now (fewer, but at least two, once `max_seconds` have passed);
-        False (and `error`) when the process failed or hung."""
+        False (and `error`) when the process failed or did not answer within `timeout`."""
         if not self.wait_ready(timeout) or self.process is None or self.process.stdin is None:
             return False
         try:
@@ -385,20 +422,29 @@ class WorkloadSession:
         except OSError:
             self.error = self._failure()
             return False
-        reply = self._reply(time.monotonic() + timeout)
+        reply = self._reply(time.monotonic() + timeout, "finish its steps")
         if reply is None:
             return False
-        self.step_seconds.extend(float(v) for v in reply.get("step_seconds", ()))
+        wall = tuple(float(v) for v in reply.get("step_seconds", ()))
+        cpu = tuple(float(v) for v in reply.get("cpu_seconds", ()))
+        self.step_seconds.extend(wall)
         self.input_seconds.extend(float(v) for v in reply.get("input_seconds", ()))
+        self.cpu_seconds.extend(cpu)
+        if wall:
+            self.chunks.append(Chunk(wall, cpu))
         return True
 
-    def close(self) -> None:
+    def close(self, grace: float = 2.0) -> None:
+        """End the process: EOF on its stdin, then, after `grace` seconds (0: at once), its process group
+        is killed."""
         if self.process is not None:
             if self.process.stdin is not None:
                 with contextlib.suppress(OSError):
                     self.process.stdin.close()
             try:
-                self.process.wait(timeout=2)
+                if grace <= 0:
+                    raise subprocess.TimeoutExpired(self.process.args, 0)
+                self.process.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 _kill_group(self.process)
             if self.process.stdout is not None:

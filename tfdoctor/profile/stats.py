@@ -1,22 +1,25 @@
 """The statistics of an A/B comparison of step times (pure; no numpy, no scipy).
 
-One workload process gives one number: the 10th percentile of its timed steps after warmup (steps
-within one process share its thread placement, memory layout and JIT state, so they are not
-independent samples of the environment; processes are. Other processes on the machine only ever add
-time to a step, so a low quantile measures the environment rather than the neighbours).
+A comparison runs in rounds (tfdoctor/profile/compare.py): each round starts a fresh A process and a
+fresh B process and times them in alternating chunks of a few steps, A B B A A B …, so that whatever
+else the machine does at a moment falls on both arms. A chunk gives one value per arm (the 10th
+percentile of its steps: other processes only ever add time to a step), and a chunk pair j of round r
+gives d_rj = log(b_rj / a_rj). The estimate is the mean of the rounds' means m_r, and
 
-Comparisons run in rounds, each measuring a fresh A process and a fresh B process side by side
-(tfdoctor/profile/compare.py); round i gives d_i = log(b_i / a_i), and after n rounds
+    var = (1/R^2) * sum_r (tau^2 + s_w^2 / K_r),    interval = exp(mean ± t(1 - alpha/2, N - R) * sqrt(var))
 
-    ratio B/A = exp(mean(d)),  interval = exp(mean(d) ± t(1 - a/2, n - 1) * max(sd(d), SIGMA_FLOOR) / sqrt(n))
+(`nested_ratio_interval`): s_w^2 is the pooled within-round variance of d (at least SIGMA_FLOOR^2), K_r a
+round's pairs, N all pairs, R the rounds, and tau^2 the variance that comes with the processes
+themselves (thread placement, memory layout, the load of the minute): at least PROCESS_SIGMA^2, and from
+two rounds on the rounds' own excess spread (var(m_r) - mean(s_w^2 / K_r)) when that is larger. So one
+round can decide a large effect, and rounds that disagree widen the interval.
 
-(`paired_ratio_interval`; `ratio_interval` is the unpaired pooled form, for independent runs). The
-floor keeps two rounds that happen to agree to 0.1 % from looking sharper than process noise ever is.
 The caller splits its error rate over the looks it takes (Bonferroni), and a look decides:
   slower    - the whole interval is above 1 (B takes longer per step than A)
   faster    - the whole interval is below 1
   no-effect - the whole interval lies within 1 ± EQUIVALENCE (too small to matter, and measured so)
-and is undecided otherwise.
+and is undecided otherwise. `paired_ratio_interval` (one value per process pair) and `ratio_interval`
+(unpaired) are the per-process forms, for callers whose units are whole runs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SIGMA_FLOOR = 0.01  # 1 % process-to-process noise on the log scale, at least
+SIGMA_FLOOR = 0.01  # 1 % chunk-to-chunk (or process-to-process) noise on the log scale, at least
+# Between two fresh processes of the same environment, step times differ by about 1 % on the log scale:
+# A/A comparisons in CPU time on a busy 2-CPU VM gave round means with an sd of 1.2 % (-3.2 % to +1.0 %),
+# 0.9 % once the chunks' own noise is taken out (benchmarks/results/profile_compare_budget-2026-11-25.log).
+# The rounds' own spread takes over when larger.
+PROCESS_SIGMA = 0.01
 EQUIVALENCE = 0.03  # differences within ±3 % count as "no measurable effect"
 SLOWER, FASTER, NO_EFFECT, UNDECIDED = "slower", "faster", "no-effect", "undecided"
 
@@ -41,6 +49,7 @@ class RatioInterval:
     confidence: float  # of this one look, e.g. 0.99 after the Bonferroni split
     n_a: int
     n_b: int
+    df: float | None = None  # degrees of freedom of the t quantile used
 
     def verdict(self, equivalence: float = EQUIVALENCE) -> str:
         if self.low > 1.0:
@@ -53,7 +62,7 @@ class RatioInterval:
 
     def to_json(self) -> dict[str, float | int]:
         return {"ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
-                "n_a": self.n_a, "n_b": self.n_b}
+                "n_a": self.n_a, "n_b": self.n_b, "df": self.df}
 
 
 def ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> RatioInterval:
@@ -88,6 +97,33 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) 
     mean = statistics.fmean(diffs)
     return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), 1 - alpha,
                          len(a), len(b))
+
+
+def nested_ratio_interval(rounds: Sequence[Sequence[float]], alpha: float,
+                          process_sigma: float = PROCESS_SIGMA) -> RatioInterval:
+    """Interval for step(B) / step(A) from log ratios d_rj of chunk pairs, grouped by round (module doc).
+
+    Needs at least two pairs in all (rounds with no pair are ignored)."""
+    groups = [list(r) for r in rounds if r]
+    pairs = sum(len(g) for g in groups)
+    if pairs < 2:
+        raise ValueError("nested values: at least two chunk pairs")
+    means = [statistics.fmean(g) for g in groups]
+    df = pairs - len(groups)
+    if df >= 1:
+        within = sum((x - m) ** 2 for g, m in zip(groups, means, strict=True) for x in g) / df
+    else:  # one pair per round: the rounds' spread is all there is
+        within, df = statistics.variance(means), len(groups) - 1
+    within = max(within, SIGMA_FLOOR ** 2)
+    tau2 = process_sigma ** 2
+    if len(groups) >= 2:
+        excess = statistics.variance(means) - statistics.fmean(within / len(g) for g in groups)
+        tau2 = max(tau2, excess)
+    var = sum(tau2 + within / len(g) for g in groups) / len(groups) ** 2
+    mean = statistics.fmean(means)
+    half = t_quantile(1 - alpha / 2, df) * math.sqrt(var)
+    return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), 1 - alpha,
+                         pairs, pairs, float(df))
 
 
 # -- Student's t without scipy -------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Each environment fix (the changes of one fix title, as the script would apply them) and each
 in-process fix (its code run in the workload right after `import tensorflow`) is compared with the
-unchanged environment by `compare.compare`. A fix measured slower is taken out of the plan, as a
-skipped fix whose reason is the measurement, so the written script never carries it; faster, no
-effect and undecided fixes stay, and the measurement is reported for each.
+unchanged environment by `compare.compare`, each within its own budget (a wall-clock bound: n fixes
+take at most n × budget). A fix measured slower is taken out of the plan, as a skipped fix whose
+reason is the measurement, so the written script never carries it; faster, no effect and undecided
+fixes stay, and the measurement is reported for each.
 """
 
 from __future__ import annotations

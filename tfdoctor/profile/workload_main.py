@@ -177,22 +177,43 @@ def _timed(tf: Any, step_fn: Any, iterator: Any, count: int, first: int,
 
 def serve(tf: Any, spec: dict[str, Any], result: dict[str, Any], jit: bool) -> None:
     """Comparison mode: set up and warm up, then run timed chunks on request, so the parent can
-    interleave two live processes chunk by chunk (A B A B ...) and both see the same machine.
+    interleave two live processes chunk by chunk (A B B A ...) and both see the same machine.
 
-    Protocol on stdout: lines starting with PROTOCOL; stdin: "STEPS MAX_SECONDS" per line, EOF ends."""
+    Protocol on stdout: lines starting with PROTOCOL; stdin: "STEPS MAX_SECONDS" per line, EOF ends.
+    Each reply gives, per step, its wall time, its input wait and the CPU time of the whole process
+    (time.process_time: every thread, TensorFlow's pools included; the Python thread's own CPU time
+    would miss the work, which runs in the pools)."""
     step_fn, iterator = build(tf, spec, jit)
     for _ in range(int(spec.get("warmup", 3))):
         batch = next(iterator) if iterator is not None else None
         step_fn(batch).numpy()
+    result["phase"] = "serving"
     print(PROTOCOL + json.dumps({"ready": True, **result}), flush=True)
-    done = 0
     for line in sys.stdin:
         words = line.split()
         count = int(words[0]) if words else 0
         max_seconds = float(words[1]) if len(words) > 1 else 0.0
-        steps, inputs = _timed(tf, step_fn, iterator, count, done, max_seconds)
-        done += count
-        print(PROTOCOL + json.dumps({"step_seconds": steps, "input_seconds": inputs}), flush=True)
+        print(PROTOCOL + json.dumps(_served_chunk(step_fn, iterator, count, max_seconds)), flush=True)
+
+
+def _served_chunk(step_fn: Any, iterator: Any, count: int, max_seconds: float) -> dict[str, list[float]]:
+    """`count` steps (fewer, but at least two, once `max_seconds` have passed): wall, input, CPU."""
+    steps: list[float] = []
+    inputs: list[float] = []
+    cpu: list[float] = []
+    started = time.perf_counter()
+    for _ in range(count):
+        if max_seconds and len(steps) >= 2 and time.perf_counter() - started > max_seconds:
+            break
+        cpu_start, start = time.process_time(), time.perf_counter()
+        batch = next(iterator) if iterator is not None else None
+        got = time.perf_counter()
+        step_fn(batch).numpy()
+        end, cpu_end = time.perf_counter(), time.process_time()
+        steps.append(end - start)
+        inputs.append(got - start)
+        cpu.append(cpu_end - cpu_start)
+    return {"step_seconds": steps, "input_seconds": inputs, "cpu_seconds": cpu}
 
 
 # -- the steps of a user's script ------------------------------------------------------------------

@@ -98,7 +98,9 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if html_path is not None:
         _write_html(html_path, force, document)
     if fmt == "json":
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
+        from tfdoctor.facts.redact import redact_value
+
+        click.echo(json.dumps(redact_value(document), indent=2, sort_keys=True))
     else:
         from tfdoctor.profile.render import render_profile
 

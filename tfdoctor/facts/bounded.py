@@ -32,7 +32,7 @@ class InputFileError(Exception):
     """A file that must be a regular, readable file of bounded size and is not (a usage error)."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -73,7 +73,7 @@ def open_regular(path: str | os.PathLike[str], what: str) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise InputFileError(f"{what} {os.fspath(path)} is {_kind(mode)}, not a regular file")
+            raise InputFileError(f"{what} {os.fspath(path)} is {file_kind(mode)}, not a regular file")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -119,7 +119,7 @@ def read_probe_file(host_path: str | os.PathLike[str], limit: int, deadline: flo
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory")
         if not stat.S_ISREG(mode):
-            raise SpecialFileError(_kind(mode))
+            raise SpecialFileError(file_kind(mode))
         os.set_blocking(fd, True)
         data, more = _read_fd(fd, limit, deadline)
     finally:

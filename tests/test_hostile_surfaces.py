@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +61,64 @@ def test_force_still_replaces_a_regular_file_and_a_link_to_one(tmp_path):
     write_file(tmp_path / "link", "via link\n", force=True)  # the link itself is replaced, not its target
     assert (tmp_path / "old").read_text() == "new\n"
     assert not os.path.islink(tmp_path / "link") and (tmp_path / "link").read_text() == "via link\n"
+
+
+# -- 9. children end with their whole process group, SIGKILL after a short grace ---------------------
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for init to reap it: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _stubborn(tmp_path: Path, tail: str = "") -> Path:
+    """An 'interpreter' that ignores SIGTERM, leaves a grandchild that ignores it too, records both pids."""
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\ntrap '' TERM\nsleep 300 &\necho $$ $! > {tmp_path}/pids\n{tail}")
+    script.chmod(0o755)
+    return script
+
+
+def _pids(tmp_path: Path) -> list[int]:
+    return [int(pid) for pid in (tmp_path / "pids").read_text().split()]
+
+
+def _all_ended(pids: list[int]) -> bool:
+    """True once none of `pids` runs; a SIGKILL is delivered asynchronously, so allow it a moment."""
+    import time
+
+    deadline = time.monotonic() + 2.0
+    while any(_running(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_python_that_ignores_sigterm_does_not_outlive_tfdoctor(tmp_path):
+    python = _stubborn(tmp_path, "sleep 300\n")
+    done = run_cli(["check", "--python", str(python), "--timeout", "1.5", "-q", "--select", "PKG"], cwd=tmp_path)
+    _no_traceback(done)
+    assert "did not finish within the --timeout budget" in done.stderr
+    assert _all_ended(_pids(tmp_path))
+
+
+def test_run_bounded_ends_what_the_child_left_in_its_group(tmp_path):
+    from tfdoctor.facts.bounded import run_bounded
+
+    done = run_bounded([str(_stubborn(tmp_path, "exit 0\n"))], timeout=10, limit=1024)
+    assert done.returncode == 0
+    assert _all_ended(_pids(tmp_path))
+
+
+def test_run_bounded_ends_a_stubborn_child_at_its_timeout(tmp_path):
+    from tfdoctor.facts.bounded import run_bounded
+
+    started = __import__("time").monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded([str(_stubborn(tmp_path, "sleep 300\n"))], timeout=1, limit=1024)
+    assert __import__("time").monotonic() - started < 5  # the grace is half a second, then SIGKILL
+    assert _all_ended(_pids(tmp_path))

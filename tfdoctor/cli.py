@@ -380,6 +380,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _leave(code: int) -> None:
     from tfdoctor.engine import abandoned_probes
+    from tfdoctor.facts.bounded import end_children
+
+    end_children()  # a child of an abandoned probe (a --python that ignores SIGTERM) must not outlive us
 
     if abandoned_probes(since=_run_mark):
         # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.

@@ -9,7 +9,10 @@ fits what it reads, and a time limit.
   root: FIFOs and devices are refused the same way, and more than `limit` bytes is cut off (the caller
   learns it was cut).
 - `run_bounded(argv, timeout, limit)` — a subprocess whose standard output and error are read up to `limit`
-  bytes each; a process that floods past the limit or outlives the timeout is killed with its process group.
+  bytes each; a process that floods past the limit or outlives the timeout is ended with its process group.
+- `track(process)` / `end_group(process)` / `end_children()` — every child runs in a session of its own and
+  is ended with its whole group: SIGTERM, then SIGKILL after GRACE_SECONDS; whatever is still tracked when
+  tfdoctor leaves is ended then.
 """
 
 from __future__ import annotations
@@ -161,8 +164,9 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
     OSError when the program cannot start."""
     import selectors
     import subprocess
-    process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+    process = track(subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=dict(env) if env is not None else None, cwd=cwd,
+                                     start_new_session=True))
     deadline = time.monotonic() + timeout
     buffers: dict[int, list[bytes]] = {}
     sizes: dict[int, int] = {}
@@ -180,7 +184,12 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
             if left <= 0:
                 _kill(process)
                 raise subprocess.TimeoutExpired(list(argv), timeout)
-            for key, _ in selector.select(min(left, 0.5)):
+            ready = selector.select(min(left, 0.5))
+            if not ready and process.poll() is not None:
+                # The child is gone and its pipes are quiet: something it left in its group holds them open
+                # (`daemon &`). Stop here; end_group below ends what it left.
+                break
+            for key, _ in ready:
                 fd = key.fd
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
@@ -203,16 +212,71 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
     finally:
         process.stdout.close()
         process.stderr.close()
+    end_group(process)  # what it left running in its group (a daemon, a stuck grandchild) ends with it
     return Bounded(code, b"".join(buffers[out_fd]), b"".join(buffers[err_fd]), flooded)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     """The process and everything it started (its own session): a flood or a hang ends here."""
+    end_group(process)
+
+
+# Every child tfdoctor starts runs in a session of its own (start_new_session=True: its group id is its pid),
+# is tracked here until its whole group has been ended, and is ended at the latest when tfdoctor leaves —
+# also when a probe still running it was abandoned at the --timeout deadline (its thread never returns).
+GRACE_SECONDS = 0.5
+_children: set[subprocess.Popen[bytes]] = set()
+
+
+def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """Remember a child started with start_new_session=True, so end_children() can end its group."""
+    if not _children:
+        import atexit
+
+        atexit.register(end_children)
+    _children.add(process)
+    return process
+
+
+def _group_alive(process: subprocess.Popen[bytes]) -> bool:
+    process.poll()  # reap the leader if it has exited: a zombie still counts as a member of its group
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the pid's group is someone else's now: not ours to signal
+        return False
+    return True
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(OSError):
+            process.send_signal(sig)
+
+
+def end_group(process: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> None:
+    """SIGTERM to the child's whole process group, SIGKILL to what is left after `grace` seconds (a child
+    that ignores SIGTERM, a grandchild it left behind), then the leader reaped."""
     import signal
     import subprocess
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        process.kill()
+
+    if _group_alive(process):
+        _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(process):
+            time.sleep(0.02)
+        # SIGKILL cannot be ignored: no need to watch the group die (its orphans are reaped by init).
+        if _group_alive(process):
+            _signal_group(process, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(2.0)
+    _children.discard(process)
+
+
+def end_children() -> None:
+    """End every tracked child's group that is still running (tfdoctor is leaving)."""
+    for process in list(_children):
+        end_group(process)

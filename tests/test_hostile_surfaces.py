@@ -122,3 +122,65 @@ def test_run_bounded_ends_a_stubborn_child_at_its_timeout(tmp_path):
         run_bounded([str(_stubborn(tmp_path, "sleep 300\n"))], timeout=1, limit=1024)
     assert __import__("time").monotonic() - started < 5  # the grace is half a second, then SIGKILL
     assert _all_ended(_pids(tmp_path))
+
+
+# -- 8 and 10. knowledge files: special files refused, a damaged twin falls back to the TOML ------------
+
+@pytest.fixture
+def tables_in(tmp_path, monkeypatch):
+    """A copy of the packaged tables, loaded from there with an empty cache."""
+    import shutil
+
+    from tfdoctor import knowledge
+
+    here = tmp_path / "knowledge"
+    shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    monkeypatch.setattr(knowledge, "HERE", here)
+    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
+    knowledge.table.cache_clear()
+    yield here
+    knowledge.table.cache_clear()
+
+
+def _toml(here: Path, name: str) -> dict:
+    from tfdoctor import knowledge
+
+    return knowledge._tomllib().loads((here / f"{name}.toml").read_text(encoding="utf-8"))
+
+
+def test_a_hand_edited_twin_with_its_crc_kept_falls_back_to_the_toml(tables_in):
+    import json
+
+    from tfdoctor import knowledge
+
+    twin = tables_in / "compiled" / "cuda_drivers.json"
+    data = json.loads(twin.read_text(encoding="utf-8"))
+    del data["document"]["rows"][0]["cuda"]  # crc32 of the TOML still matches
+    twin.write_text(json.dumps(data), encoding="utf-8")
+    assert knowledge.table("cuda_drivers").data == _toml(tables_in, "cuda_drivers")
+
+
+@pytest.mark.parametrize("damage", ["nested", "fifo", "dev-zero"])
+def test_a_special_or_deeply_nested_twin_falls_back_to_the_toml(tables_in, damage):
+    from tfdoctor import knowledge
+
+    twin = tables_in / "compiled" / "openmp_runtimes.json"
+    twin.unlink()
+    if damage == "nested":
+        twin.write_text('{"crc32": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    elif damage == "fifo":
+        os.mkfifo(twin)
+    else:
+        os.symlink("/dev/zero", twin)
+    assert knowledge.table("openmp_runtimes").data == _toml(tables_in, "openmp_runtimes")
+
+
+@pytest.mark.parametrize("damage", ["fifo", "dev-zero"])
+def test_a_table_replaced_by_a_special_file_is_refused_not_read(tables_in, damage):
+    from tfdoctor import knowledge
+
+    toml = tables_in / "openmp_runtimes.toml"
+    toml.unlink()
+    os.mkfifo(toml) if damage == "fifo" else os.symlink("/dev/zero", toml)
+    with pytest.raises(knowledge.KnowledgeError, match="not a regular file"):
+        knowledge.table("openmp_runtimes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,121 @@ def test_a_table_replaced_by_a_special_file_is_refused_not_read(tables_in, damag
     os.mkfifo(toml) if damage == "fifo" else os.symlink("/dev/zero", toml)
     with pytest.raises(knowledge.KnowledgeError, match="not a regular file"):
         knowledge.table("openmp_runtimes")
+
+
+# -- 4. explain --log: every known message's pattern is linear on adversarial lines ----------------------
+
+def _adversarial_logs(message) -> dict[str, str]:
+    """1 MB each: the message's fixed prefix repeated on one line, with a space, one per line, and the first
+    two thirds of its documented example repeated (a near-miss that makes a pattern scan and back off)."""
+    from tfdoctor.logs.messages import literal_prefix
+
+    prefix = literal_prefix(message.pattern.pattern)
+    near = message.examples[0][: len(message.examples[0]) * 2 // 3]
+    size = 1_000_000
+    return {"one line": prefix * (size // len(prefix)), "spaced": (prefix + " x") * (size // (len(prefix) + 2)),
+            "lines": (prefix + "\n") * (size // (len(prefix) + 1)), "near miss": (near + " ") * (size // len(near))}
+
+
+def _message_ids() -> list[str]:
+    from tfdoctor.logs.messages import known_messages
+
+    return [message.id for message in known_messages()]
+
+
+@pytest.mark.parametrize("message_id", _message_ids())
+def test_every_log_pattern_is_linear_on_adversarial_lines(message_id):
+    import time
+
+    from tfdoctor.logs.messages import find_messages, known_messages
+
+    (message,) = [m for m in known_messages() if m.id == message_id]
+    for name, text in _adversarial_logs(message).items():
+        started = time.process_time()
+        find_messages(text, [message])
+        spent = time.process_time() - started
+        assert spent < 2.0, f"{message_id} on '{name}': {spent:.1f} s of CPU for 1 MB"
+
+
+def test_a_real_message_after_a_hostile_line_is_still_found():
+    from tfdoctor.logs.messages import find_messages
+
+    hostile = "Ignoring visible gpu device (" * 30_000
+    real = ("Ignoring visible gpu device (device: 0, name: Tesla K80, pci bus id: 0000:00:04.0, compute capability: "
+            "3.7) with Cuda compute capability 3.7. The minimum required Cuda capability is 5.0.")
+    found = find_messages(f"{hostile}\n{real}\n")
+    assert [(s.message.id, s.line) for s in found] == [("gpu-compute-capability-too-old", 2)]
+
+
+def test_explain_log_of_a_one_megabyte_hostile_line_is_quick(tmp_path):
+    log = tmp_path / "hostile.log"
+    log.write_text("Ignoring visible gpu device (" * (1_000_000 // 29) + "\n")
+    done = run_cli(["explain", "--log", str(log), "--facts", str(SNAPSHOT)], cwd=tmp_path)  # 60 s timeout
+    _no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert "1 line(s) read, 0 known message(s)" in done.stdout
+
+
+# -- 8. explain --log reads nothing that is not a regular file's content --------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg here")
+def test_explain_log_of_proc_kmsg_is_refused_not_waited_on(tmp_path):
+    done = run_cli(["explain", "--log", "/proc/kmsg"], cwd=tmp_path)  # run_cli's timeout is 60 s
+    _no_traceback(done)
+    assert done.returncode == 2
+    assert done.stderr.startswith("tfdoctor: error: cannot read --log /proc/kmsg: ")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg here")
+def test_a_facts_file_that_would_block_is_refused(tmp_path):
+    done = run_cli(["check", "--facts", "/proc/kmsg"], cwd=tmp_path)
+    _no_traceback(done)
+    assert done.returncode == 2 and "cannot read facts file /proc/kmsg" in done.stderr
+
+
+# -- 10 and 11. explain --log - with standard input closed, or open and quiet ---------------------------
+
+def test_explain_log_with_standard_input_closed_is_a_usage_error(tmp_path):
+    done = subprocess.run(["sh", "-c", f"'{sys.executable}' -m tfdoctor explain --log - <&-"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    _no_traceback(done)
+    assert done.returncode == 2
+    assert done.stderr == ("tfdoctor: error: --log -: standard input is closed; pipe a log into it "
+                           "(tfdoctor explain --log - < train.log)\n")
+
+
+def test_a_pipe_that_stays_open_is_announced_once_while_waiting():
+    from tfdoctor.logs.read import read_log_stdin
+
+    told: list[str] = []
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"Illegal instruction\n")
+        with os.fdopen(os.dup(read_end), "rb") as stream:
+            log = read_log_stdin(stream, seconds=0.6, notice=told.append, notice_after=0.2)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert log.text == "Illegal instruction\n" and log.stopped == "stopped waiting for more input after 0.6 s"
+    assert told == ["tfdoctor: standard input is still open after 0.2 s; reading it until it ends, at most 0.6 s "
+                    "in all (a log still being written is explained as far as it goes)\n"]
+
+
+def test_a_pipe_that_ends_is_not_announced():
+    import io
+
+    from tfdoctor.logs.read import read_log_stdin
+
+    told: list[str] = []
+    read_log_stdin(io.BytesIO(b"Illegal instruction\n"), notice=told.append, notice_after=0.0)
+    assert told == []
+
+
+def test_explain_log_says_so_while_it_waits_on_an_open_pipe(tmp_path):
+    done = subprocess.run(["sh", "-c", f"(echo 'Illegal instruction'; sleep 3) | '{sys.executable}' -m tfdoctor "
+                           f"explain --log - --facts '{SNAPSHOT}'"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    _no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert "standard input is still open after 2 s" in done.stderr
+    assert "Illegal instruction" in done.stdout

@@ -47,14 +47,19 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
+def read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
     """Up to `limit` bytes; True when there was more. A deadline stops reading between chunks."""
     chunks: list[bytes] = []
     size = 0
     while size <= limit:
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError("reading took longer than the time allowed")
-        chunk = os.read(fd, min(CHUNK, limit + 1 - size))
+        try:
+            chunk = os.read(fd, min(CHUNK, limit + 1 - size))
+        except BlockingIOError:
+            # The fd stays non-blocking: a regular file never says this, a kernel interface that only looks
+            # like one (/proc/kmsg) does, where a blocking read would wait for ever.
+            raise BlockingIOError(11, "it has nothing to read now and would wait (not an ordinary file)") from None
         if not chunk:
             return b"".join(chunks), False
         chunks.append(chunk)
@@ -64,7 +69,8 @@ def _read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
 
 
 def open_regular(path: str | os.PathLike[str], what: str) -> int:
-    """An fd on `path` (non-blocking open: a FIFO cannot hold us), or InputFileError unless it is a regular file."""
+    """A non-blocking fd on `path` (a FIFO cannot hold the open, a /proc file cannot hold a read), or
+    InputFileError unless it is a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -77,7 +83,8 @@ def open_regular(path: str | os.PathLike[str], what: str) -> int:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise InputFileError(f"{what} {os.fspath(path)} is {file_kind(mode)}, not a regular file")
-        os.set_blocking(fd, True)
+        # Left non-blocking: reading a regular file is unaffected, and a /proc file that would block for
+        # ever (/proc/kmsg) fails at once instead (see read_fd).
     except BaseException:
         os.close(fd)
         raise
@@ -90,7 +97,7 @@ def read_input_file(path: str | os.PathLike[str], limit: int, what: str, timeout
     try:
         if os.fstat(fd).st_size > limit:
             raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
-        data, more = _read_fd(fd, limit, time.monotonic() + timeout)
+        data, more = read_fd(fd, limit, time.monotonic() + timeout)
     except TimeoutError:
         raise InputFileError(f"cannot read {what} {os.fspath(path)}: it took longer than {timeout:g} s") from None
     except OSError as exc:
@@ -123,8 +130,7 @@ def read_probe_file(host_path: str | os.PathLike[str], limit: int, deadline: flo
             raise IsADirectoryError(21, "Is a directory")
         if not stat.S_ISREG(mode):
             raise SpecialFileError(file_kind(mode))
-        os.set_blocking(fd, True)
-        data, more = _read_fd(fd, limit, deadline)
+        data, more = read_fd(fd, limit, deadline)
     finally:
         os.close(fd)
     return ProbeRead(data, more)

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_cli import run_cli
 
@@ -303,3 +305,31 @@ def test_explain_log_says_so_while_it_waits_on_an_open_pipe(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "standard input is still open after 2 s" in done.stderr
     assert "Illegal instruction" in done.stdout
+
+
+# -- 3. text from input files reaches plotly as text (the browser proof: test_report_browser_hostile.py) ---
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_plot_text_carries_no_markup_and_decodes_to_the_redacted_text(value):
+    from tfdoctor.facts.redact import redact_text
+    from tfdoctor.report.html.plots import plot_text
+
+    shown = plot_text(value)
+    assert "<" not in shown and ">" not in shown
+    # what plotly draws: its entities decoded back (&amp; last, as the decoder sees each entity once)
+    assert shown.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == redact_text(value)
+
+
+def test_tune_choices_reach_the_study_as_text_and_stay_distinct():
+    pytest.importorskip("optuna")
+    from tfdoctor.report.html.tune_section import replay_study
+    from tfdoctor.tune.results import TrialRecord
+    from tfdoctor.tune.space import Space, choice_param
+
+    space = Space((choice_param("KMP_AFFINITY", ("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;", "none")),))
+    records = [TrialRecord(i, "search", {"KMP_AFFINITY": c}, "ok", float(i), 1.0)
+               for i, c in enumerate(("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;", "none"))]
+    study = replay_study(space, records, maximize=True)
+    shown = [t.params["KMP_AFFINITY"] for t in study.trials]
+    assert shown == ["&lt;b&gt;x&lt;/b&gt;", "&amp;lt;b&amp;gt;x&amp;lt;/b&amp;gt;", "none"]

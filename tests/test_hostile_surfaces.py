@@ -333,3 +333,75 @@ def test_tune_choices_reach_the_study_as_text_and_stay_distinct():
     study = replay_study(space, records, maximize=True)
     shown = [t.params["KMP_AFFINITY"] for t in study.trials]
     assert shown == ["&lt;b&gt;x&lt;/b&gt;", "&amp;lt;b&amp;gt;x&amp;lt;/b&amp;gt;", "none"]
+
+
+# -- 10. exit 3 where the input is at fault --------------------------------------------------------------
+
+NUMBER_VARIABLES = ["OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MKL_NUM_THREADS",
+                    "KMP_BLOCKTIME", "SLURM_NTASKS_PER_NODE", "TFDOCTOR_PARAMS", "TFDOCTOR_PROCESSES_PER_NODE",
+                    "OMPI_COMM_WORLD_LOCAL_SIZE", "TF_GPU_THREAD_COUNT", "TF_CPP_MIN_LOG_LEVEL", "CUDA_CACHE_MAXSIZE",
+                    "SLURM_JOB_NUM_NODES", "WORLD_SIZE", "SLURM_STEP_GPUS", "SLURM_CPUS_PER_TASK", "LOCAL_RANK"]
+
+
+@pytest.fixture(scope="module")
+def registry():
+    from tfdoctor.registry import load_registry
+
+    return load_registry()
+
+
+def _facts_with_env(env: dict[str, str]):
+    import json
+
+    from tfdoctor.facts import Facts
+
+    data = json.loads(SNAPSHOT.read_text())
+    data["sections"]["env"]["variables"].update(env)
+    return Facts.from_json(data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(NUMBER_VARIABLES),
+       value=st.one_of(st.sampled_from(["9" * 120_000, "0" * 100_000 + "4", "²", "٣", "1e400", "9" * 400 + "M"]),
+                       st.from_regex(r"[0-9]{19,60}", fullmatch=True),
+                       st.text(alphabet=st.characters(categories=("Nd", "No")), min_size=1, max_size=8)))
+def test_absurd_numbers_in_the_environment_crash_no_check(registry, name, value):
+    from tfdoctor.engine import run_checks
+    from tfdoctor.model import Status
+
+    report = run_checks(registry.checks, _facts_with_env({name: value}))
+    crashed = [(r.code, r.reason) for r in report.results if r.status is Status.CRASHED]
+    assert not crashed, crashed
+
+
+def test_a_120000_digit_thread_count_is_judged_not_crashed(tmp_path):
+    done = run_cli(["check", "--select", "THR"], cwd=tmp_path, env={"OMP_NUM_THREADS": "9" * 120_000})
+    _no_traceback(done)
+    assert done.returncode in (0, 1), done.stdout[-2000:]
+    assert "crashed" not in done.stdout
+
+
+def test_count_reads_ascii_digits_only_and_caps_them():
+    from tfdoctor.facts.parse import COUNT_LIMIT, count
+
+    assert [count(t) for t in (" 8 ", "0008", "0", "²", "٣", "-1", "+2", "", "9" * 19)] == \
+        [8, 8, 0, None, None, None, None, None, COUNT_LIMIT]
+    assert count("0" * 100_000 + "4") == 4
+
+
+@pytest.mark.parametrize("args", [["compare", "{deep}", str(SNAPSHOT)], ["check", "--facts", "{deep}"],
+                                  ["check", "--facts", "{deep}", "--format", "json"],
+                                  ["report", "--facts", "{deep}", "-o", "-"],
+                                  ["report", "--profile", "{deep}", "-o", "-"]])
+def test_facts_nested_900_deep_are_refused_not_a_recursion_error(tmp_path, args):
+    import json
+
+    data = json.loads(SNAPSHOT.read_text())
+    data["sections"]["cpu"]["deep"] = json.loads("[" * 900 + "]" * 900)
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(data))
+    done = run_cli([a.format(deep=deep) for a in args], cwd=tmp_path)
+    _no_traceback(done)
+    assert "RecursionError" not in done.stderr + done.stdout
+    assert done.returncode == (1 if args[0] == "compare" else 2), done.stderr
+    assert "nest" in done.stderr + done.stdout and "64 levels deep" in done.stderr + done.stdout

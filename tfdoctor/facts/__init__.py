@@ -181,4 +181,9 @@ class Facts:
             # ValueError covers bad UTF-8, bad JSON and integers too long to convert; RecursionError, nesting
             # deeper than the parser can follow.
             raise FactsFileError(f"facts file {path} is not JSON: {exc}") from None
+        from tfdoctor.facts.bounded import JSON_DEPTH_LIMIT, json_too_deep
+
+        if json_too_deep(data):
+            raise FactsFileError(f"facts file {path} nests values more than {JSON_DEPTH_LIMIT} levels deep: "
+                                 "not a facts file")
         return cls._from_data(data, _as_parsed)

@@ -21,7 +21,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
@@ -107,6 +107,28 @@ def read_input_file(path: str | os.PathLike[str], limit: int, what: str, timeout
     if more:
         raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
     return data
+
+
+# Facts are a few levels deep; a file nested hundreds deep (a 900-deep list) is not facts, and every walk
+# over it (redaction, comparison, rendering) would run out of stack.
+JSON_DEPTH_LIMIT = 64
+
+
+def json_too_deep(value: object, limit: int = JSON_DEPTH_LIMIT) -> bool:
+    """Whether parsed JSON nests lists and objects more than `limit` deep (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _size(limit: int) -> str:

@@ -405,3 +405,30 @@ def test_facts_nested_900_deep_are_refused_not_a_recursion_error(tmp_path, args)
     assert "RecursionError" not in done.stderr + done.stdout
     assert done.returncode == (1 if args[0] == "compare" else 2), done.stderr
     assert "nest" in done.stderr + done.stdout and "64 levels deep" in done.stderr + done.stdout
+
+
+# -- 11. messages that say what happened ------------------------------------------------------------------
+
+def test_profile_env_names_a_fifo_as_a_fifo(tmp_path):
+    fifo = tmp_path / "env.sh"
+    os.mkfifo(fifo)
+    done = run_cli(["profile", "--env", str(fifo)], cwd=tmp_path)  # sourcing it would wait on the FIFO
+    assert done.returncode == 2
+    assert done.stderr == f"tfdoctor: error: --env {fifo} is a FIFO (named pipe), not a regular file\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--html", ""], "--html needs a file name (- for standard output)"),
+    (["--plot", " "], "--plot needs a file name (- for standard output)"),
+    (["--write", ""], "--write needs a file name (- for standard output)"),
+    (["--html", "h.svg"], "--html h.svg: the file must end in .html"),
+    (["--plot", "h.svg"], "--plot h.svg: the file must end in .html"),
+    (["--html", "h.png"], "--html h.png: PNG heatmaps were replaced"),
+    (["--html", "a.html", "--plot", "b.html"], "give --html FILE or --plot FILE, not both"),
+])
+def test_tune_output_errors_name_the_option_given(tmp_path, args, message):
+    done = run_cli(["tune", *args, "--budget", "2", "--metric", "v: ([0-9]+)", "--", "true"], cwd=tmp_path)
+    _no_traceback(done)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"tfdoctor: error: {message}")
+    assert list(tmp_path.iterdir()) == []  # refused before any trial: no results file either

@@ -240,7 +240,7 @@ FLAG_PLANTED = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --password=flagS3cretA --ap
 
 
 @pytest.mark.parametrize("args", [["collect"], ["check", "-v"], ["check", "--format", "json"], ["check", "-q"],
-                                  ["fix", "--write", "-"]])
+                                  ["fix", "--write", "-"], ["report", "-o", "-"]])
 def test_flag_secrets_never_reach_an_output(tmp_path, args):
     done = run_cli(args, cwd=tmp_path, env=FLAG_PLANTED)
     assert done.returncode in (0, 1), done.stderr
@@ -301,3 +301,25 @@ def test_a_tune_results_file_records_trial_errors_redacted(tmp_path):
     header, records = load_results(tmp_path / "r.jsonl")
     assert header["objective"]["command"] == ["train.py", "--epochs=1"]  # --resume runs it: kept as given
     assert records[0].params == {"OMP_NUM_THREADS": 2} and records[0].env == {"OMP_NUM_THREADS": "2"}
+
+
+def test_a_failing_python_interpreter_stderr_is_redacted(tmp_path):
+    bad = tmp_path / "python"
+    bad.write_text("#!/bin/sh\necho 'cannot log in: pw=stderrPw1 --token stderrTok2 https:/u:stderrUrl3@h' >&2\n"
+                   "exit 1\n")
+    bad.chmod(0o755)
+    done = run_cli(["check", "--python", str(bad), "-v", "--select", "PKG"], cwd=tmp_path)
+    assert "failed the snapshot" in done.stdout
+    assert "cannot log in: pw=<redacted> --token <redacted> https:/<redacted>@h" in done.stdout
+    assert "Pw1" not in done.stdout and "Tok2" not in done.stdout
+    assert "Url3" not in done.stdout
+
+
+def test_tune_write_comments_redact_the_quoted_command(tmp_path):
+    pytest.importorskip("optuna")
+    done = run_cli(["tune", "--budget", "3", "--repeats", "1", "--leaders", "1", "--seed", "1", "--results",
+                    str(tmp_path / "r.jsonl"), "--write", "-", "--metric", r"v: ([0-9]+)", "--", "sh", "-c",
+                    "echo v: 3", "--password=tuneS3cret", "--token", "tuneT0ken"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "objective: sh -c" in done.stdout
+    assert "tuneS3cret" not in done.stdout and "tuneT0ken" not in done.stdout

@@ -409,12 +409,13 @@ def test_facts_nested_900_deep_are_refused_not_a_recursion_error(tmp_path, args)
 
 # -- 11. messages that say what happened ------------------------------------------------------------------
 
-def test_profile_env_names_a_fifo_as_a_fifo(tmp_path):
-    fifo = tmp_path / "env.sh"
+@pytest.mark.parametrize("option", ["--env", "--script"])
+def test_profile_inputs_name_a_fifo_as_a_fifo(tmp_path, option):
+    fifo = tmp_path / "input"
     os.mkfifo(fifo)
-    done = run_cli(["profile", "--env", str(fifo)], cwd=tmp_path)  # sourcing it would wait on the FIFO
+    done = run_cli(["profile", option, str(fifo)], cwd=tmp_path)  # sourcing or running it would wait on it
     assert done.returncode == 2
-    assert done.stderr == f"tfdoctor: error: --env {fifo} is a FIFO (named pipe), not a regular file\n"
+    assert done.stderr == f"tfdoctor: error: {option} {fifo} is a FIFO (named pipe), not a regular file\n"
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -68,8 +68,13 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if compare:
         _compare(compare, workload, device, budget, python, fmt, html_path, force)
         return
-    if script and not Path(script).is_file():
-        raise UsageError(f"--script {script}: no such file")
+    if script:
+        from tfdoctor.facts.bounded import InputFileError, open_regular
+
+        try:  # a FIFO would hold the workload until its timeout; a missing file is named as such
+            os.close(open_regular(script, "--script"))
+        except InputFileError as exc:
+            raise UsageError(str(exc)) from None
     if logdir and Path(logdir).exists() and not Path(logdir).is_dir():
         # The profiler would fail to write under it and the profile would be silently lost.
         raise UsageError(f"--logdir {logdir}: not a directory")

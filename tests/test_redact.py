@@ -198,8 +198,7 @@ def test_flag_style_secrets_and_one_slash_urls_are_redacted(text, secret, kept):
        value=st.from_regex(r"[A-Za-z0-9_./+:@]{3,30}", fullmatch=True),
        before=st.sampled_from(["", "run ", "--xla_foo=1 ", "a b "]), after=st.sampled_from(["", " --x=1", " tail"]))
 def test_a_secret_flag_value_never_survives(flag, dashes, sep, value, before, after):
-    assert value not in redact_text(f"{before}{dashes}{flag}{sep}{value}{after}").replace(before + after, "")
-    assert redact_text(f"{before}{dashes}{flag}{sep}{value}{after}").startswith(f"{before}{dashes}{flag}")
+    assert redact_text(f"{before}{dashes}{flag}{sep}{value}{after}") == f"{before}{dashes}{flag}{sep}{REDACTED}{after}"
 
 
 @pytest.mark.parametrize("value", ["--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/xla",

@@ -230,7 +230,7 @@ def test_a_real_message_after_a_hostile_line_is_still_found():
     real = ("Ignoring visible gpu device (device: 0, name: Tesla K80, pci bus id: 0000:00:04.0, compute capability: "
             "3.7) with Cuda compute capability 3.7. The minimum required Cuda capability is 5.0.")
     found = find_messages(f"{hostile}\n{real}\n")
-    assert [(s.message.id, s.line) for s in found] == [("gpu-compute-capability-too-old", 2)]
+    assert [(s.message.id, s.line) for s in found] == [("gpu-below-minimum-capability", 2)]
 
 
 def test_explain_log_of_a_one_megabyte_hostile_line_is_quick(tmp_path):

@@ -433,3 +433,25 @@ def test_tune_output_errors_name_the_option_given(tmp_path, args, message):
     assert done.returncode == 2
     assert done.stderr.startswith(f"tfdoctor: error: {message}")
     assert list(tmp_path.iterdir()) == []  # refused before any trial: no results file either
+
+
+# -- 8. a FIFO planted in site-packages holds no probe ----------------------------------------------------
+
+def test_fifos_in_site_packages_hold_neither_scan_nor_snapshot(tmp_path):
+    import time
+
+    from tfdoctor.facts.probes import openmp, pyenv_snapshot
+
+    dist = tmp_path / "site-packages" / "evil-1.0.dist-info"
+    dist.mkdir(parents=True)
+    for name in ("RECORD", "WHEEL", "METADATA"):
+        os.mkfifo(dist / name)
+    started = time.monotonic()
+    assert openmp._read_bounded(str(dist / "WHEEL"), 4096) is None
+    from tfdoctor.facts.machine import Machine
+
+    scan = openmp._Scan(Machine())
+    assert openmp._record_hits(scan, str(dist / "RECORD"), "evil-1.0.dist-info") == []
+    result = pyenv_snapshot.verify_record(str(dist), str(tmp_path / "site-packages"))
+    assert result == {"$unknown": f"RECORD unreadable: {dist / 'RECORD'} is not a regular file"}
+    assert time.monotonic() - started < 5

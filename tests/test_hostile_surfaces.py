@@ -455,3 +455,22 @@ def test_fifos_in_site_packages_hold_neither_scan_nor_snapshot(tmp_path):
     result = pyenv_snapshot.verify_record(str(dist), str(tmp_path / "site-packages"))
     assert result == {"$unknown": f"RECORD unreadable: {dist / 'RECORD'} is not a regular file"}
     assert time.monotonic() - started < 5
+
+
+# -- 4. the redactor on the command line: the review's cases (collect 15–44 s, compare 107 s before) ------
+
+def test_collect_of_120_kb_and_compare_of_240_kb_dash_runs_are_quick(tmp_path):
+    import json
+
+    run = "a-" * 60_000  # 120 KB: about the most one environment variable can hold (MAX_ARG_STRLEN, 128 KiB)
+    done = run_cli(["collect"], cwd=tmp_path, env={"XLA_FLAGS": run})  # run_cli gives up after 60 s
+    assert done.returncode == 0 and run in done.stdout
+    data = json.loads(SNAPSHOT.read_text())
+    data["sections"]["env"]["variables"]["XLA_FLAGS"] = run * 2
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    data["meta"]["hostname"] = "other-node"
+    data["sections"]["env"]["variables"]["XLA_FLAGS"] = "b-" * 120_000
+    (tmp_path / "b.json").write_text(json.dumps(data))
+    done = run_cli(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")], cwd=tmp_path)
+    _no_traceback(done)
+    assert done.returncode == 1 and "XLA_FLAGS" in done.stdout

@@ -254,14 +254,17 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 # also when a probe still running it was abandoned at the --timeout deadline (its thread never returns).
 GRACE_SECONDS = 0.5
 _children: set[subprocess.Popen[bytes]] = set()
+_registered = False
 
 
 def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
     """Remember a child started with start_new_session=True, so end_children() can end its group."""
-    if not _children:
+    global _registered
+    if not _registered:
         import atexit
 
         atexit.register(end_children)
+        _registered = True
     _children.add(process)
     return process
 

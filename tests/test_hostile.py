@@ -2,7 +2,9 @@
 work and reads, special files, bad input that must be exit 2, secrets, foreign files, --root confinement,
 `-` as standard output. Each runs the real command line where the class is about the command line.
 
-Slow cases are marked `slow` (pytest -m slow); a fast sample of every class always runs.
+Slow cases are marked `slow` (pytest -m slow); a fast sample of every class always runs. The second round
+(issue 24: the HTML report, explain --log, profile facts, writers, children) is in
+tests/test_hostile_surfaces.py and tests/test_report_browser_hostile.py.
 """
 
 from __future__ import annotations

@@ -169,3 +169,156 @@ def test_reports_and_fix_comments_redact_what_they_quote(tmp_path, args):
     assert done.returncode in (0, 1), done.stderr
     assert "THR001" in done.stdout + done.stderr
     _assert_clean(done.stdout + done.stderr)
+
+
+# -- issue 24: flag-style secrets, one-slash URLs, module names, linear time, every writer of facts --------
+
+FLAG_SECRETS = [
+    ("--tf_xla_auto_jit=2 --password=flagPw1 --xla_dump_to=/tmp/x", "flagPw1", "--xla_dump_to=/tmp/x"),
+    ("train.py --api_key=flagKey2 --epochs=3", "flagKey2", "--epochs=3"),
+    ("job --token flagTok3 --verbose", "flagTok3", "--verbose"),
+    ("-password 'flag pw 4' rest", "flag pw 4", "rest"),
+    ('--auth-token="flagTok5" x', "flagTok5", " x"),
+    ("fatal: pw=flagPw6 in config", "flagPw6", "in config"),
+    ("https:/alice:flagUrl7@pypi.example/simple", "flagUrl7", "pypi.example/simple"),
+    ("/opt/lib:git+https:/flagUrl8@git.example/repo", "flagUrl8", "git.example/repo"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), FLAG_SECRETS)
+def test_flag_style_secrets_and_one_slash_urls_are_redacted(text, secret, kept):
+    for redacted in (redact_text(text), redact_value({"SLURM_JOB_NAME": text})["SLURM_JOB_NAME"]):
+        assert secret not in redacted and REDACTED in redacted
+    assert kept in redact_text(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(flag=st.sampled_from(["password", "api_key", "token", "auth_token", "db-passwd", "pw", "secret"]),
+       dashes=st.sampled_from(["-", "--"]), sep=st.sampled_from(["=", " ", "  ", "\t"]),
+       value=st.from_regex(r"[A-Za-z0-9_./+:@]{3,30}", fullmatch=True),
+       before=st.sampled_from(["", "run ", "--xla_foo=1 ", "a b "]), after=st.sampled_from(["", " --x=1", " tail"]))
+def test_a_secret_flag_value_never_survives(flag, dashes, sep, value, before, after):
+    assert redact_text(f"{before}{dashes}{flag}{sep}{value}{after}") == f"{before}{dashes}{flag}{sep}{REDACTED}{after}"
+
+
+@pytest.mark.parametrize("value", ["--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/xla",
+                                   "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit", "lib:/opt@2:/usr/lib",
+                                   "--keyboard=us --monkey 3", "train --epochs 3 --batch-size 64"])
+def test_ordinary_flags_and_path_lists_stay(value):
+    assert redact_text(value) == value
+
+
+def test_a_flag_value_split_from_its_flag_is_redacted_in_context():
+    from tfdoctor.facts.redact import redact_in_context
+
+    assert redact_in_context("--token", "tokVal9") == REDACTED
+    assert redact_in_context("--epochs", "tokVal9") == "tokVal9"
+    assert redact_in_context("", "ghp_1A2b3C4d5E6f7G8h9I0j1K2l3M4n5O6p7Q8r") == REDACTED
+
+
+def test_standard_library_module_names_are_not_secrets():
+    modules = {"secrets": "/usr/lib/python3.11", "token": "/usr/lib/python3.11", "tokenize": "/usr/lib/python3.11",
+               "spwd": "/usr/lib/python3.11/lib-dynload", "keyring": "/x/ghp_1A2b3C4d5E6f7G8h9I0j1K2l3M4n5O6p7Q8r"}
+    distributions = {"google-auth": {"version": "2.30.0", "location": "/site"}}
+    redacted = redact_value({"python": {"modules": modules, "distributions": distributions}})
+    assert redacted["python"]["modules"] == {**modules, "keyring": REDACTED}  # a token format still goes
+    assert redacted["python"]["distributions"] == distributions
+    assert redact_value({"env": {"GITHUB_TOKEN": "abc"}}) == {"env": {"GITHUB_TOKEN": REDACTED}}
+
+
+def test_collect_keeps_standard_library_module_names(tmp_path):
+    done = run_cli(["collect"], cwd=tmp_path)
+    modules = json.loads(done.stdout)["sections"]["python"]["modules"]
+    assert {"secrets", "token", "tokenize"} <= set(modules)
+    assert REDACTED not in {modules["secrets"], modules["token"], modules["tokenize"]}
+
+
+FLAG_PLANTED = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --password=flagS3cretA --api_key=flagS3cretB --token flagS3cretC",
+                "XLA_FLAGS": "--xla_foo --token=flagS3cretD", "SLURM_JOB_NAME": "train --password=flagS3cretE",
+                "SLURM_JOB_ID": "7", "LD_LIBRARY_PATH": "/x:https:/u:flagS3cretF@h.example/lib"}
+
+
+@pytest.mark.parametrize("args", [["collect"], ["check", "-v"], ["check", "--format", "json"], ["check", "-q"],
+                                  ["fix", "--write", "-"], ["report", "-o", "-"]])
+def test_flag_secrets_never_reach_an_output(tmp_path, args):
+    done = run_cli(args, cwd=tmp_path, env=FLAG_PLANTED)
+    assert done.returncode in (0, 1), done.stderr
+    shown = done.stdout + done.stderr
+    if args[0] == "fix":  # the value a fix sets is the job's own value, exempt by design; comments are not
+        shown = "\n".join(line for line in shown.splitlines() if not line.startswith(("TF_XLA_FLAGS=", "XLA_FLAGS=")))
+    assert "XLA" in shown
+    assert "flagS3cret" not in shown
+
+
+# Each pattern of the redactor against the input that made it (or could make it) super-linear: the text is
+# its trigger repeated to 120 KB, inside a variable as collect sees it. Before: 15–44 s for `a-a-a-…`.
+ADVERSARIAL = {
+    "URL_CREDENTIALS": "a-", "URL_CREDENTIALS one slash": "a:/a", "JWT": "eyJ-", "JWT run": "eyJaaaaaaaa.",
+    "FLAG": "--a ", "FLAG quoted": "--token \"", "ASSIGNMENT": "a ", "ASSIGNMENT key": "a.",
+    "ASSIGNMENT json": '"a":', "QUERY_SECRET": "?a-", "AUTH_SCHEME": "Bearer ",
+    "AUTH_SCHEME header": "Authorization:a", "PRIVATE_KEY_BLOCK": "-----BEGIN A ", "TOKEN_FORMATS": "glpat-",
+    "SECRET_NAME": "_KEY",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_every_redactor_pattern_is_linear_on_adversarial_text(name):
+    import time
+
+    fragment = ADVERSARIAL[name]
+    text = fragment * (120_000 // len(fragment))
+    started = time.process_time()
+    redact_value({"XLA_FLAGS": text, text[:4000]: "x"})
+    redact_text(text)
+    excerpt(text)
+    spent = time.process_time() - started
+    assert spent < 3.0, f"{name}: {spent:.1f} s of CPU on 120 KB"
+
+
+def test_profile_save_facts_and_its_json_go_through_the_redactor(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'workload failed: pw=stderrS3cret' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    saved = tmp_path / "facts.json"
+    done = run_cli(["profile", "--python", str(fake), "--save-facts", str(saved), "--format", "json"], cwd=tmp_path,
+                   env={**PLANTED, **FLAG_PLANTED})
+    assert done.returncode == 3, done.stderr
+    _assert_clean(saved.read_text() + done.stdout)
+    assert "flagS3cret" not in saved.read_text() and "stderrS3cret" not in done.stdout
+    variables = json.loads(saved.read_text())["sections"]["env"]["variables"]
+    assert json.loads(variables["TF_CONFIG"])["token"] == REDACTED
+
+
+def test_a_tune_results_file_records_trial_errors_redacted(tmp_path):
+    from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
+
+    log = ResultsLog.create(tmp_path / "r.jsonl", {"objective": {"command": ["train.py", "--epochs=1"]}})
+    log.append(TrialRecord(1, "search", {"OMP_NUM_THREADS": 2}, "failed", None, 1.0, {"OMP_NUM_THREADS": "2"},
+                           error="Traceback … https://u:errS3cret@h/x --token errT0ken"))
+    text = (tmp_path / "r.jsonl").read_text()
+    assert "errS3cret" not in text and "errT0ken" not in text
+    header, records = load_results(tmp_path / "r.jsonl")
+    assert header["objective"]["command"] == ["train.py", "--epochs=1"]  # --resume runs it: kept as given
+    assert records[0].params == {"OMP_NUM_THREADS": 2} and records[0].env == {"OMP_NUM_THREADS": "2"}
+
+
+def test_a_failing_python_interpreter_stderr_is_redacted(tmp_path):
+    bad = tmp_path / "python"
+    bad.write_text("#!/bin/sh\necho 'cannot log in: pw=stderrPw1 --token stderrTok2 https:/u:stderrUrl3@h' >&2\n"
+                   "exit 1\n")
+    bad.chmod(0o755)
+    done = run_cli(["check", "--python", str(bad), "-v", "--select", "PKG"], cwd=tmp_path)
+    assert "failed the snapshot" in done.stdout
+    assert "cannot log in: pw=<redacted> --token <redacted> https:/<redacted>@h" in done.stdout
+    assert "Pw1" not in done.stdout and "Tok2" not in done.stdout
+    assert "Url3" not in done.stdout
+
+
+def test_tune_write_comments_redact_the_quoted_command(tmp_path):
+    pytest.importorskip("optuna")
+    done = run_cli(["tune", "--budget", "3", "--repeats", "1", "--leaders", "1", "--seed", "1", "--results",
+                    str(tmp_path / "r.jsonl"), "--write", "-", "--metric", r"v: ([0-9]+)", "--", "sh", "-c",
+                    "echo v: 3", "--password=tuneS3cret", "--token", "tuneT0ken"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "objective: sh -c" in done.stdout
+    assert "tuneS3cret" not in done.stdout and "tuneT0ken" not in done.stdout

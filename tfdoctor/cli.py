@@ -218,10 +218,7 @@ def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
 def collect(output: str | None, by_host: str | None, force: bool, root: str | None, python: str | None,
             timeout: float | None) -> None:
     """Write the machine's facts as JSON (secrets redacted), for bug reports and for --facts replay."""
-    import json
-
     from tfdoctor.engine import gather_facts
-    from tfdoctor.facts.redact import redact_value
     from tfdoctor.registry import load_registry
 
     if output and by_host:
@@ -235,8 +232,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
     facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
-    data = redact_value(facts.to_json())
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    text = facts.dumps() + "\n"  # redacted: Facts.dumps is the one way facts are written
     if output:
         from tfdoctor.fixes.write import WriteError, write_file
         from tfdoctor.fleet.output_name import OutputNameError, expand_output
@@ -384,6 +380,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _leave(code: int) -> None:
     from tfdoctor.engine import abandoned_probes
+    from tfdoctor.facts.bounded import end_children
+
+    end_children()  # a child of an abandoned probe (a --python that ignores SIGTERM) must not outlive us
 
     if abandoned_probes(since=_run_mark):
         # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.

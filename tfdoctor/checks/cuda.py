@@ -13,6 +13,7 @@ from typing import Any
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts
+from tfdoctor.facts.parse import count
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
 
@@ -490,7 +491,7 @@ def cuda_jit_cache_too_small(facts: Facts) -> Iterator[Finding]:
         return
     disabled = facts.env("CUDA_CACHE_DISABLE") == "1"
     raw = facts.env("CUDA_CACHE_MAXSIZE")
-    size = int(raw) if raw and raw.strip().isdigit() else None
+    size = count(raw) if raw else None
     if not disabled and size is not None and size >= JIT_CACHE_MIN_BYTES:
         return
     changes = [set_env("CUDA_CACHE_MAXSIZE", JIT_CACHE_RECOMMENDED)]

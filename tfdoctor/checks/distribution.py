@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts.parse import count
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -453,8 +454,9 @@ def _worker_hosts(facts: Facts) -> tuple[int, str]:
             return len(hosts), "TF_CONFIG"
     for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
         raw = facts.env(name)
-        if raw and raw.strip().isdigit() and int(raw) > 0:
-            return int(raw), name
+        nodes = count(raw) if raw else None
+        if nodes:
+            return nodes, name
     return 1, "single node"
 
 

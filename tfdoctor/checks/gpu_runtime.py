@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from tfdoctor.derive.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.derive.gpu_sharing import gpu_sharing
 from tfdoctor.facts import Facts
+from tfdoctor.facts.parse import count as whole_number
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -83,7 +84,7 @@ def gpu_thread_settings_invalid(facts: Facts) -> Iterator[Finding]:
         yield Finding(f"TF_GPU_THREAD_MODE={mode!r} is not one of {', '.join(THREAD_MODES)}; TensorFlow uses the "
                       "global pool", evidence=evidence, fixes=(_private_threads_fix(),))
         return
-    if count is not None and not (count.strip().isdigit() and int(count) > 0):
+    if count is not None and not whole_number(count):
         yield Finding(f"TF_GPU_THREAD_COUNT={count!r} is not a positive whole number", evidence=evidence,
                       fixes=(EnvFix(f"Set TF_GPU_THREAD_COUNT={RECOMMENDED_GPU_THREADS}",
                                     (set_env("TF_GPU_THREAD_COUNT", RECOMMENDED_GPU_THREADS),)),))
@@ -192,9 +193,10 @@ def log_level_hides_warnings(facts: Facts) -> Iterator[Finding]:
     Safe: logging only.
     """
     raw = facts.env("TF_CPP_MIN_LOG_LEVEL")
-    if raw is None or not raw.strip().isdigit() or int(raw) < 2:
+    level = whole_number(raw) if raw is not None else None
+    if raw is None or level is None or level < 2:
         return
-    hidden = "warnings and errors" if int(raw) >= 3 else "warnings"
+    hidden = "warnings and errors" if level >= 3 else "warnings"
     yield Finding(f"TF_CPP_MIN_LOG_LEVEL={raw.strip()} hides TensorFlow's {hidden}, which explain slow jobs",
                   evidence={"env.TF_CPP_MIN_LOG_LEVEL": raw},
                   fixes=(EnvFix("Set TF_CPP_MIN_LOG_LEVEL=1", (set_env("TF_CPP_MIN_LOG_LEVEL", "1"),)),))

@@ -22,7 +22,7 @@ from tfdoctor.derive.openmp_runtimes import (
 )
 from tfdoctor.derive.process_layout import node_cpus, process_layout, processes_share_cpus
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.facts.parse import parse_affinity_list, parse_omp_places
+from tfdoctor.facts.parse import count, parse_affinity_list, parse_omp_places
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -42,8 +42,8 @@ def parse_thread_count(name: str, raw: str) -> int | None:
         text = text.split(",", 1)[0].strip()
     if not re.fullmatch(r"[0-9]+", text):
         return None
-    value = int(text)
-    if value == 0 and name not in ZERO_MEANS_DEFAULT:
+    value = count(text)  # capped: a 120,000-digit value is "more than the budget", not a crash
+    if value is None or (value == 0 and name not in ZERO_MEANS_DEFAULT):
         return None
     return value
 
@@ -552,7 +552,8 @@ def kmp_blocktime_spins_on_shared_node(facts: Facts) -> Iterator[Finding]:
     raw = facts.env("KMP_BLOCKTIME")
     if raw is not None:
         text = raw.strip().lower()
-        if text.isdigit() and int(text) <= 10:
+        blocktime = count(text)
+        if blocktime is not None and blocktime <= 10:
             return
     # Intel's runtime is in use when a KMP_ variable configures it, else when the environment has it.
     intel_configured = any(facts.env(n) for n in ("KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_SETTINGS"))

@@ -21,6 +21,7 @@ from tfdoctor.derive.xla_flags import (
     split_flags,
 )
 from tfdoctor.facts import Facts
+from tfdoctor.facts.redact import redact_in_context
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -72,11 +73,15 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
     raw = facts.env("TF_XLA_FLAGS")
     if not raw:
         return
-    for flag in split_flags(raw):
+    flags = split_flags(raw)
+    for index, flag in enumerate(flags):
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
         if not flag.name:
-            yield Finding(f"TF_XLA_FLAGS token {flag.token!r} is not a --flag; TensorFlow aborts on it",
-                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token} from TF_XLA_FLAGS"),))
+            # The value of a `--token VALUE` pair is split from its flag here: shown redacted in that context.
+            shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
+            evidence["flag"] = shown
+            yield Finding(f"TF_XLA_FLAGS token {shown!r} is not a --flag; TensorFlow aborts on it",
+                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {shown} from TF_XLA_FLAGS"),))
         elif flag.name.startswith("xla_"):
             yield Finding(f"{flag.token} is an XLA compiler flag: it belongs in XLA_FLAGS, and TensorFlow aborts "
                           "on it in TF_XLA_FLAGS", evidence=evidence,
@@ -152,11 +157,15 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
     raw = facts.env("XLA_FLAGS")
     if not raw:
         return
-    for flag in split_flags(raw):
+    flags = split_flags(raw)
+    for index, flag in enumerate(flags):
         evidence = {"env.XLA_FLAGS": raw, "flag": flag.token}
         if not flag.name:
-            yield Finding(f"XLA_FLAGS token {flag.token!r} is not a --flag; XLA aborts on it", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+            # The value of a `--token VALUE` pair is split from its flag here: shown redacted in that context.
+            shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
+            evidence["flag"] = shown
+            yield Finding(f"XLA_FLAGS token {shown!r} is not a --flag; XLA aborts on it", evidence=evidence,
+                          fixes=(_corrected_fix(facts, f"Remove {shown} from XLA_FLAGS"),))
         elif flag.name.startswith("tf_"):
             yield Finding(f"{flag.token} is a TensorFlow flag: it belongs in TF_XLA_FLAGS, and XLA aborts on it "
                           "in XLA_FLAGS", evidence=evidence,

@@ -30,7 +30,7 @@ def parse_param_count(text: str) -> int | None:
     if not match:
         return None
     value = float(match.group(1)) * _SUFFIX[match.group(2)]
-    return int(value) if value >= 1 else None
+    return int(value) if 1 <= value < 1e30 else None  # 1e30 and beyond (inf from 120,000 digits): not a model
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import re
 from typing import Any, NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.facts.parse import count
 
 
 class Gpu(NamedTuple):
@@ -134,8 +135,8 @@ def visible_gpus(facts: Facts) -> list[Gpu]:
             # CUDA stops at the first entry it cannot parse; an empty one ends the list.
             break
         if entry.lstrip("-").isdigit():
-            index = int(entry)
-            if index < 0:
+            index = count(entry.lstrip("-"))  # None: not ASCII digits ('²'), which CUDA cannot parse either
+            if index is None or entry.startswith("-"):
                 break
             match = next((g for g in gpus if g.index == index), None)
         else:

@@ -9,6 +9,7 @@ from typing import Any
 from tfdoctor.derive.gpu_inventory import visible_gpus
 from tfdoctor.derive.tf_config import parse_tf_config
 from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts.parse import count
 
 # Launchers' world sizes: several of them means several workers, each with its own GPUs.
 WORLD_SIZE_VARIABLES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "MV2_COMM_WORLD_SIZE")
@@ -48,6 +49,7 @@ def collective_layout(facts: Facts) -> CollectiveLayout:
                 workers, evidence["env.TF_CONFIG"] = replicas, f"{replicas} chief/worker tasks"
     for name in WORLD_SIZE_VARIABLES:
         value = facts.env(name)
-        if value and value.strip().isdigit() and int(value) > workers:
-            workers, evidence[f"env.{name}"] = int(value), value
+        size = count(value) if value else None
+        if size is not None and size > workers:
+            workers, evidence[f"env.{name}"] = size, value
     return CollectiveLayout(gpus, workers, evidence)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tfdoctor.derive.cpu_budget import cpu_budget, cpu_ids, recommended_threads, topology_entry
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.facts.parse import format_cpulist
+from tfdoctor.facts.parse import count, format_cpulist
 from tfdoctor.facts.parse_numa import normalize_bus_id, parse_tasks_per_node
 
 # In the order a launcher consults them; PMI_RANK is a global rank (right on one node only).
@@ -147,8 +147,7 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
 def _int(text: str | None) -> int | None:
     if text is None:
         return None
-    text = text.strip()
-    return int(text) if text.isdigit() else None
+    return count(text)
 
 
 def rank_layout(facts: Facts) -> RankLayout:
@@ -302,7 +301,7 @@ def _rank_gpus(facts: Facts, visible: list[Gpu]) -> list[Gpu]:
     host = all_gpus(facts)
     step = facts.env("SLURM_STEP_GPUS")
     if step:
-        listed = [int(e) for e in step.split(",") if e.strip().isdigit()]
+        listed = [n for e in step.split(",") if (n := count(e)) is not None]
         host = [g for g in host if g.index in listed]
     return host if len(host) > 1 else visible
 

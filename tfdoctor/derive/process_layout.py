@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.facts import Facts
+from tfdoctor.facts.parse import count
 
 # "Processes of this step on this node", most specific first. SLURM_TASKS_PER_NODE reads "4(x2),3":
 # this node's count is the first number.
@@ -57,7 +58,7 @@ class ProcessLayout(NamedTuple):
 
 def _count(raw: str | None) -> int | None:
     match = re.match(r"\s*([0-9]+)", raw or "")
-    return int(match.group(1)) if match else None
+    return count(match.group(1)) if match else None
 
 
 def _tf_config_local_tasks(facts: Facts) -> int | None:

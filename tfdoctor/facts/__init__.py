@@ -138,8 +138,12 @@ class Facts:
         }
 
     def dumps(self) -> str:
+        """The facts as a facts file holds them, secrets redacted: every writer of facts (`collect -o`,
+        `profile --save-facts`) writes this, so none can skip the redactor."""
+        from tfdoctor.facts.redact import redact_value
+
         # ensure_ascii keeps non-UTF-8 environment bytes (lone surrogates) round-tripping.
-        return json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=True)
+        return json.dumps(redact_value(self.to_json()), indent=2, sort_keys=True, ensure_ascii=True)
 
     @classmethod
     def from_json(cls, data: Any) -> Facts:
@@ -177,4 +181,9 @@ class Facts:
             # ValueError covers bad UTF-8, bad JSON and integers too long to convert; RecursionError, nesting
             # deeper than the parser can follow.
             raise FactsFileError(f"facts file {path} is not JSON: {exc}") from None
+        from tfdoctor.facts.bounded import JSON_DEPTH_LIMIT, json_too_deep
+
+        if json_too_deep(data):
+            raise FactsFileError(f"facts file {path} nests values more than {JSON_DEPTH_LIMIT} levels deep: "
+                                 "not a facts file")
         return cls._from_data(data, _as_parsed)

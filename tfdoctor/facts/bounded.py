@@ -9,7 +9,10 @@ fits what it reads, and a time limit.
   root: FIFOs and devices are refused the same way, and more than `limit` bytes is cut off (the caller
   learns it was cut).
 - `run_bounded(argv, timeout, limit)` — a subprocess whose standard output and error are read up to `limit`
-  bytes each; a process that floods past the limit or outlives the timeout is killed with its process group.
+  bytes each; a process that floods past the limit or outlives the timeout is ended with its process group.
+- `track(process)` / `end_group(process)` / `end_children()` — every child runs in a session of its own and
+  is ended with its whole group: SIGTERM, then SIGKILL after GRACE_SECONDS; whatever is still tracked when
+  tfdoctor leaves is ended then.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
@@ -32,7 +35,7 @@ class InputFileError(Exception):
     """A file that must be a regular, readable file of bounded size and is not (a usage error)."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -44,14 +47,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
+def read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
     """Up to `limit` bytes; True when there was more. A deadline stops reading between chunks."""
     chunks: list[bytes] = []
     size = 0
     while size <= limit:
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError("reading took longer than the time allowed")
-        chunk = os.read(fd, min(CHUNK, limit + 1 - size))
+        try:
+            chunk = os.read(fd, min(CHUNK, limit + 1 - size))
+        except BlockingIOError:
+            # The fd stays non-blocking: a regular file never says this, a kernel interface that only looks
+            # like one (/proc/kmsg) does, where a blocking read would wait for ever.
+            raise BlockingIOError(11, "it has nothing to read now and would wait (not an ordinary file)") from None
         if not chunk:
             return b"".join(chunks), False
         chunks.append(chunk)
@@ -61,7 +69,8 @@ def _read_fd(fd: int, limit: int, deadline: float | None) -> tuple[bytes, bool]:
 
 
 def open_regular(path: str | os.PathLike[str], what: str) -> int:
-    """An fd on `path` (non-blocking open: a FIFO cannot hold us), or InputFileError unless it is a regular file."""
+    """A non-blocking fd on `path` (a FIFO cannot hold the open, a /proc file cannot hold a read), or
+    InputFileError unless it is a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -73,8 +82,9 @@ def open_regular(path: str | os.PathLike[str], what: str) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise InputFileError(f"{what} {os.fspath(path)} is {_kind(mode)}, not a regular file")
-        os.set_blocking(fd, True)
+            raise InputFileError(f"{what} {os.fspath(path)} is {file_kind(mode)}, not a regular file")
+        # Left non-blocking: reading a regular file is unaffected, and a /proc file that would block for
+        # ever (/proc/kmsg) fails at once instead (see read_fd).
     except BaseException:
         os.close(fd)
         raise
@@ -87,7 +97,7 @@ def read_input_file(path: str | os.PathLike[str], limit: int, what: str, timeout
     try:
         if os.fstat(fd).st_size > limit:
             raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
-        data, more = _read_fd(fd, limit, time.monotonic() + timeout)
+        data, more = read_fd(fd, limit, time.monotonic() + timeout)
     except TimeoutError:
         raise InputFileError(f"cannot read {what} {os.fspath(path)}: it took longer than {timeout:g} s") from None
     except OSError as exc:
@@ -97,6 +107,28 @@ def read_input_file(path: str | os.PathLike[str], limit: int, what: str, timeout
     if more:
         raise InputFileError(f"{what} {os.fspath(path)} is larger than {_size(limit)}, the most tfdoctor reads")
     return data
+
+
+# Facts are a few levels deep; a file nested hundreds deep (a 900-deep list) is not facts, and every walk
+# over it (redaction, comparison, rendering) would run out of stack.
+JSON_DEPTH_LIMIT = 64
+
+
+def json_too_deep(value: object, limit: int = JSON_DEPTH_LIMIT) -> bool:
+    """Whether parsed JSON nests lists and objects more than `limit` deep (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _size(limit: int) -> str:
@@ -119,9 +151,8 @@ def read_probe_file(host_path: str | os.PathLike[str], limit: int, deadline: flo
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory")
         if not stat.S_ISREG(mode):
-            raise SpecialFileError(_kind(mode))
-        os.set_blocking(fd, True)
-        data, more = _read_fd(fd, limit, deadline)
+            raise SpecialFileError(file_kind(mode))
+        data, more = read_fd(fd, limit, deadline)
     finally:
         os.close(fd)
     return ProbeRead(data, more)
@@ -161,8 +192,9 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
     OSError when the program cannot start."""
     import selectors
     import subprocess
-    process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+    process = track(subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=dict(env) if env is not None else None, cwd=cwd,
+                                     start_new_session=True))
     deadline = time.monotonic() + timeout
     buffers: dict[int, list[bytes]] = {}
     sizes: dict[int, int] = {}
@@ -180,7 +212,12 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
             if left <= 0:
                 _kill(process)
                 raise subprocess.TimeoutExpired(list(argv), timeout)
-            for key, _ in selector.select(min(left, 0.5)):
+            ready = selector.select(min(left, 0.5))
+            if not ready and process.poll() is not None:
+                # The child is gone and its pipes are quiet: something it left in its group holds them open
+                # (`daemon &`). Stop here; end_group below ends what it left.
+                break
+            for key, _ in ready:
                 fd = key.fd
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
@@ -203,16 +240,74 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
     finally:
         process.stdout.close()
         process.stderr.close()
+    end_group(process)  # what it left running in its group (a daemon, a stuck grandchild) ends with it
     return Bounded(code, b"".join(buffers[out_fd]), b"".join(buffers[err_fd]), flooded)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     """The process and everything it started (its own session): a flood or a hang ends here."""
+    end_group(process)
+
+
+# Every child tfdoctor starts runs in a session of its own (start_new_session=True: its group id is its pid),
+# is tracked here until its whole group has been ended, and is ended at the latest when tfdoctor leaves —
+# also when a probe still running it was abandoned at the --timeout deadline (its thread never returns).
+GRACE_SECONDS = 0.5
+_children: set[subprocess.Popen[bytes]] = set()
+_registered = False
+
+
+def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """Remember a child started with start_new_session=True, so end_children() can end its group."""
+    global _registered
+    if not _registered:
+        import atexit
+
+        atexit.register(end_children)
+        _registered = True
+    _children.add(process)
+    return process
+
+
+def _group_alive(process: subprocess.Popen[bytes]) -> bool:
+    process.poll()  # reap the leader if it has exited: a zombie still counts as a member of its group
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the pid's group is someone else's now: not ours to signal
+        return False
+    return True
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(OSError):
+            process.send_signal(sig)
+
+
+def end_group(process: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> None:
+    """SIGTERM to the child's whole process group, SIGKILL to what is left after `grace` seconds (a child
+    that ignores SIGTERM, a grandchild it left behind), then the leader reaped."""
     import signal
     import subprocess
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        process.kill()
+
+    if _group_alive(process):
+        _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(process):
+            time.sleep(0.02)
+        # SIGKILL cannot be ignored: no need to watch the group die (its orphans are reaped by init).
+        if _group_alive(process):
+            _signal_group(process, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(2.0)
+    _children.discard(process)
+
+
+def end_children() -> None:
+    """End every tracked child's group that is still running (tfdoctor is leaving)."""
+    for process in list(_children):
+        end_group(process)

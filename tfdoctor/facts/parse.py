@@ -212,5 +212,20 @@ def parse_cpu_max(text: str) -> tuple[int, int] | None:
     return quota, period
 
 
+# No count tfdoctor reads (threads, ranks, nodes, bytes) is larger; a hostile environment can hold a
+# 120,000-digit "number", which int() refuses (Python's 4300-digit limit) or converts in quadratic time.
+COUNT_LIMIT = 10**18
+
+
+def count(text: str) -> int | None:
+    """A whole number written in ASCII digits (blanks around allowed), capped at COUNT_LIMIT; None for
+    anything else ('²'.isdigit() is true, yet int() refuses it)."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else COUNT_LIMIT
+
+
 def parse_int(text: str) -> int:
     return int(text.strip())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from tfdoctor.facts.parse import count
+
 NVIDIA_VENDOR = 0x10DE
 DISPLAY_CLASS = 0x03  # PCI base class 03: display controllers (VGA 0300xx, 3D 0302xx)
 
@@ -50,4 +52,4 @@ def is_nvidia_gpu(vendor: int, pci_class: int) -> bool:
 def parse_tasks_per_node(text: str) -> int | None:
     """Slurm's compressed per-node task counts ("4(x2),3") -> the first node's count (4)."""
     match = re.match(r"\s*([0-9]+)", text)
-    return int(match.group(1)) if match else None
+    return count(match.group(1)) if match else None

@@ -31,7 +31,7 @@ EXCERPT_CHARS = 120
 # A key or variable name that says its value is a secret.
 SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSW|PASSPHRASE|PWD$|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|SIGNATURE"
-    r"|(^|_)KEY$)",
+    r"|(^|[_.-])(KEY|PW|PASS)$)",
     re.IGNORECASE)
 # Free text written by a person (a Slurm job comment): tfdoctor needs none of it, and it may hold anything.
 FREE_TEXT_NAME = re.compile(r"(COMMENT|DESCRIPTION)$", re.IGNORECASE)
@@ -47,22 +47,48 @@ TOKEN_FORMATS = re.compile(
     r"|sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|sk_(?:live|test)_[A-Za-z0-9]{16,}"  # OpenAI, Anthropic, Stripe
     r"|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}"     # Hugging Face, npm, PyPI
     r"|AIza[0-9A-Za-z_-]{35}"                                             # Google API keys
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"        # JWTs (header.payload.signature)
     r")")
+# JWTs (header.payload.signature). Matched from the start of the run of base64url characters the header
+# ends (never from inside it), so a long run with no '.eyJ' after it is scanned once, not once per 'eyJ' in
+# it; _jwt_spans then finds where the token starts inside that run.
+JWT_RUN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<head>[A-Za-z0-9_-]{11,})\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+JWT_START = re.compile(r"(?<![A-Za-z0-9])eyJ")
 PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.DOTALL)
 # "Bearer <token>", and any scheme after "Authorization:" (Basic, Token, Digest…).
 AUTH_SCHEME = re.compile(
     r"(?P<scheme>\b[Bb]earer|\b[Aa]uthorization\s*[:=]\s*[A-Za-z]+)(?P<space>\s+)[A-Za-z0-9._~+/=-]{8,}")
-# scheme://userinfo@ — the userinfo is replaced whole (a token is often the user name alone).
-URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+# scheme://userinfo@ — the userinfo is replaced whole (a token is often the user name alone). A scheme is
+# at most 32 characters and starts where a run of scheme characters starts, so `a-a-a-…` costs one scan,
+# not one per letter. `scheme:/userinfo@` (one slash: a path normaliser, as --root's, folded the two) is
+# taken for the network schemes below only, so a path list such as `lib:/opt@2` stays as it is.
+URL_CREDENTIALS = re.compile(
+    r"(?P<scheme>(?<![a-zA-Z0-9+.-])(?P<name>[a-zA-Z][a-zA-Z0-9+.-]{0,31}):(?P<slashes>//?))"
+    r"(?P<userinfo>[^/?#@\s]+)@")
+NETWORK_SCHEMES = frozenset({
+    "http", "https", "ftp", "ftps", "sftp", "ssh", "git", "git+https", "git+ssh", "git+http", "svn", "hg",
+    "s3", "gs", "hdfs", "webhdfs", "redis", "rediss", "postgres", "postgresql", "mysql", "mongodb",
+    "mongodb+srv", "amqp", "amqps", "ws", "wss", "grpc", "grpcs", "smb", "nfs", "ldap", "ldaps"})
 # ?token=… &api_key=… ;sig=… in a URL's query.
 QUERY_SECRET = re.compile(r"(?P<lead>[?&;](?P<key>[A-Za-z0-9_.-]+)=)(?P<value>[^&#;\s\"']+)")
 QUERY_SECRET_KEYS = re.compile(r"^(key|sig|code|x-amz-credential|x-amz-security-token)$", re.IGNORECASE)
+# A command-line flag: --password=…, -api_key=…, --token … (a flag inside TF_XLA_FLAGS, a job name, a
+# quoted command). A flag starts after a separator (never inside `a-a-a`), its name is at most 100
+# characters; the separated form takes a value that is not itself a flag.
+FLAG = re.compile(
+    r"(?<![\w.-])--?(?P<key>[A-Za-z_][\w.-]{0,99})(?:=|[ \t]+(?!-))"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s&;,'\"]+)")
 # NAME=value in free text, or "name": "value" in JSON quoted inside text.
 ASSIGNMENT = re.compile(
     r"(?P<lead>(?<![\w.-])(?P<key>[A-Za-z_][\w.-]*)\s*=\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,'\"]+)"
     r"|(?P<jlead>\"(?P<jkey>[^\"\\]{1,100})\"\s*:\s*)(?P<jvalue>\"(?:[^\"\\]|\\.)*\")")
+
+
+# Mappings whose keys name Python modules or distributions (python.modules {"secrets": "/usr/lib/python3.11"},
+# python.distributions {"google-auth": {...}}): such a key is the name of a module, not of a variable, and
+# says nothing about its value (which still goes through the token formats like any string).
+NAME_KEYED = frozenset({"modules", "distributions", "watched"})
 
 
 def is_secret_name(name: str) -> bool:
@@ -74,11 +100,18 @@ def _secret_spans(text: str) -> list[tuple[int, int]]:
     match (the password of a URL, the value of password=…), so the rest stays readable."""
     spans: list[tuple[int, int]] = []
     spans += [m.span() for m in PRIVATE_KEY_BLOCK.finditer(text)]
-    spans += [m.span("userinfo") for m in URL_CREDENTIALS.finditer(text)]
+    spans += [m.span("userinfo") for m in URL_CREDENTIALS.finditer(text)
+              if m.group("slashes") == "//" or m.group("name").lower() in NETWORK_SCHEMES]
     spans += [m.span("value") for m in QUERY_SECRET.finditer(text)
               if is_secret_name(m.group("key")) or QUERY_SECRET_KEYS.match(m.group("key"))]
     spans += [(m.end("space"), m.end()) for m in AUTH_SCHEME.finditer(text)]
     spans += [m.span() for m in TOKEN_FORMATS.finditer(text)]
+    spans += _jwt_spans(text)
+    for m in FLAG.finditer(text):
+        if is_secret_name(m.group("key")):
+            start, end = m.span("value")
+            quoted = m.group("value")[:1] in ("'", '"')
+            spans.append((start + quoted, end - quoted))
     for m in ASSIGNMENT.finditer(text):
         if m.group("key") is not None and is_secret_name(m.group("key")):
             start, end = m.span("value")
@@ -96,6 +129,21 @@ def _secret_spans(text: str) -> list[tuple[int, int]]:
     return merged
 
 
+def _jwt_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for m in JWT_RUN.finditer(text):
+        head = m.group("head")
+        start = JWT_START.search(head)  # the first one: a later 'eyJ' leaves fewer characters before the '.'
+        if start is not None and len(head) - start.end() >= 8:
+            spans.append((m.start() + start.start(), m.end()))
+    return spans
+
+
+def _has_token(value: str) -> bool:
+    return bool(TOKEN_FORMATS.search(value) or PRIVATE_KEY_BLOCK.search(value) or AUTH_SCHEME.search(value)
+                or _jwt_spans(value))
+
+
 def redact_text(text: str) -> str:
     """Each secret inside free text replaced by <redacted>; everything else as it was."""
     if not text:
@@ -105,6 +153,21 @@ def redact_text(text: str) -> str:
         out += [text[last:start], REDACTED]
         last = end
     out.append(text[last:])
+    return "".join(out)
+
+
+def redact_in_context(before: str, text: str) -> str:
+    """`text` redacted as it would be right after `before` and a space: a value a parser split from its flag
+    (`--token`, `abc`) is still recognised as that flag's value."""
+    joined = f"{before} {text}" if before else text
+    offset = len(joined) - len(text)
+    out, last = [], offset
+    for start, end in _secret_spans(joined):
+        if end <= offset:
+            continue
+        out += [joined[last:max(start, offset)], REDACTED]
+        last = end
+    out.append(joined[last:])
     return "".join(out)
 
 
@@ -132,7 +195,7 @@ def _secret_key(name: str) -> bool:
 def _redact_string(value: str, name: str) -> str:
     if _secret_key(name):
         return REDACTED if value else value
-    if TOKEN_FORMATS.search(value) or PRIVATE_KEY_BLOCK.search(value) or AUTH_SCHEME.search(value):
+    if _has_token(value):
         # A value that is (or carries) a credential goes whole: splitting it into "safe" parts risks a leak.
         return REDACTED
     stripped = value.strip()
@@ -164,6 +227,8 @@ def redact_value(value: Any, name: str = "") -> Any:
     if isinstance(value, str):
         return _redact_string(value, name)
     if isinstance(value, Mapping):
+        if name in NAME_KEYED:
+            return {k: redact_value(v) for k, v in value.items()}
         return {k: redact_value(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if len(value) > 1 and all(isinstance(v, str) for v in value):

@@ -17,6 +17,24 @@ class WriteError(Exception):
     pass
 
 
+def _refuse_special(target: Path) -> None:
+    """Outputs are regular files (or standard output): a FIFO, a device or a socket at the name — or a link
+    to one — is never replaced, --force or not (`report -o /dev/full --force` as root must not replace the
+    machine's /dev/full with a file)."""
+    import stat
+
+    from tfdoctor.facts.bounded import file_kind
+
+    for status in (os.lstat, os.stat):
+        try:
+            mode = status(target).st_mode
+        except OSError:
+            continue  # absent (or a dangling link): a new regular file is written
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise WriteError(f"{target} is {file_kind(mode)}: tfdoctor writes only regular files "
+                             "(or standard output: -)")
+
+
 def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mode: int = 0o644) -> None:
     """Write to a temporary file beside the target, then link (no --force: fails if the target
     appeared meanwhile) or replace (--force). A reader never sees half a script. `-`: standard output."""
@@ -28,6 +46,7 @@ def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mod
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise WriteError(f"{target} is a directory")
+    _refuse_special(target)
     if target.exists() and not force:
         raise WriteError(f"{target} exists; add --force to overwrite it")
     if not folder.is_dir():

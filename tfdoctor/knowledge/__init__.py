@@ -77,8 +77,30 @@ COMPILED = HERE / "compiled"
 _TAG = "$toml"  # how a TOML date, time or datetime is written in JSON: {"$toml": ["date", "2026-11-23"]}
 
 
+# A table is a few tens of KB: a file far larger (or /dev/zero, or a FIFO, in its place) is refused unread.
+TABLE_LIMIT = 4 * 1024 * 1024
+
+
+def _read(path: Path) -> bytes:
+    """A table's bytes: a regular file of at most TABLE_LIMIT (OSError otherwise, never a hang)."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        return read_input_file(path, TABLE_LIMIT, "knowledge file", timeout=5.0)
+    except InputFileError as exc:
+        raise OSError(str(exc)) from None
+
+
+def _document_crc(document: Any) -> int:
+    """The CRC-32 of a compiled document as compact JSON: a twin edited by hand (its TOML CRC kept) fails it."""
+    import json
+    import zlib
+
+    return zlib.crc32(json.dumps(document, default=_tag, ensure_ascii=False, separators=(",", ":")).encode())
+
+
 def _document(name: str) -> dict[str, Any]:
-    source = (HERE / f"{name}.toml").read_bytes()
+    source = _read(HERE / f"{name}.toml")
     compiled = _compiled(name, source)
     if compiled is not None:
         return compiled
@@ -95,13 +117,18 @@ def _compiled(name: str, source: bytes) -> dict[str, Any] | None:
     import zlib
 
     try:
-        data = json.loads((COMPILED / f"{name}.json").read_bytes(), object_hook=_untag)
-    except (OSError, ValueError, KeyError, TypeError):  # missing, or not what compile_table writes
-        return None
+        data = json.loads(_read(COMPILED / f"{name}.json"), object_hook=_untag)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # missing, special, or not what
+        return None                                                      # compile_table writes
     if not isinstance(data, dict) or data.get("crc32") != zlib.crc32(source):
         return None
     document = data.get("document")
-    return document if isinstance(document, dict) else None
+    try:
+        if not isinstance(document, dict) or data.get("document_crc32") != _document_crc(document):
+            return None  # hand-edited after compiling: the TOML is the source
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return document
 
 
 def _untag(value: dict[str, Any]) -> Any:
@@ -126,7 +153,8 @@ def compile_table(name: str) -> str:
 
     source = (HERE / f"{name}.toml").read_bytes()
     document = _tomllib().loads(source.decode("utf-8"))
-    return json.dumps({"source": f"{name}.toml", "crc32": zlib.crc32(source), "document": document},
+    return json.dumps({"source": f"{name}.toml", "crc32": zlib.crc32(source),
+                       "document_crc32": _document_crc(document), "document": document},
                       default=_tag, indent=1, ensure_ascii=False) + "\n"  # the TOML's key order
 
 

@@ -74,8 +74,13 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if compare:
         _compare(compare, workload, device, budget, python, fmt, html_path, force, metric)
         return
-    if script and not Path(script).is_file():
-        raise UsageError(f"--script {script}: no such file")
+    if script:
+        from tfdoctor.facts.bounded import InputFileError, open_regular
+
+        try:  # a FIFO would hold the workload until its timeout; a missing file is named as such
+            os.close(open_regular(script, "--script"))
+        except InputFileError as exc:
+            raise UsageError(str(exc)) from None
     if logdir and Path(logdir).exists() and not Path(logdir).is_dir():
         # The profiler would fail to write under it and the profile would be silently lost.
         raise UsageError(f"--logdir {logdir}: not a directory")
@@ -105,7 +110,9 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if html_path is not None:
         _write_html(html_path, force, document)
     if fmt == "json":
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
+        from tfdoctor.facts.redact import redact_value
+
+        click.echo(json.dumps(redact_value(document), indent=2, sort_keys=True))
     else:
         from tfdoctor.profile.render import render_profile
 

@@ -52,9 +52,13 @@ def _shell_environment(environ: Mapping[str, str], script: str, cwd: str, arg: s
 def environment_from_file(path: str | os.PathLike[str], base: Mapping[str, str],
                           timeout: float = ENV_FILE_TIMEOUT) -> dict[str, str]:
     """`base` as it is after sourcing the file: variables set, changed and unset by it."""
+    from tfdoctor.facts.bounded import InputFileError, open_regular
+
     target = Path(path)
-    if not target.is_file():
-        raise EnvFileError(f"{path}: no such file")
+    try:  # the one check for files a user names: missing, a FIFO (sh would wait on it), a device, a folder
+        os.close(open_regular(target, "--env"))
+    except InputFileError as exc:
+        raise EnvFileError(str(exc)) from None
     absolute = str(target.resolve())
     cwd = str(target.resolve().parent)
     before = _shell_environment(base, 'env -0', cwd, absolute, timeout)

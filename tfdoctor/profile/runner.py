@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfdoctor.facts.bounded import read_tail
+from tfdoctor.facts.bounded import read_tail, track
 
 WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
 WORKLOAD_SCRIPT = Path(__file__).with_name("workload_main.py")
@@ -176,11 +175,9 @@ def child_environment(environ: Mapping[str, str], scratch: Path) -> dict[str, st
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-    process.wait()
+    from tfdoctor.facts.bounded import end_group
+
+    end_group(process)  # the whole group: SIGTERM, SIGKILL after a short grace, the leader reaped
 
 
 def run_workload(
@@ -225,10 +222,10 @@ def run_workload(
         started = time.perf_counter()
         with open(stderr_path, "wb") as stderr:
             try:
-                process = subprocess.Popen(command, env=child_environment(environ, scratch),
-                                           stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                                           cwd=os.path.dirname(script) if script else scratch,
-                                           start_new_session=True)
+                process = track(subprocess.Popen(command, env=child_environment(environ, scratch),
+                                                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                                 cwd=os.path.dirname(script) if script else scratch,
+                                                 start_new_session=True))
             except OSError as exc:
                 return RunResult(False, error=f"cannot start {command[0]}: {exc.strerror or exc}")
             try:
@@ -339,10 +336,10 @@ class WorkloadSession:
         self.timed_out = False  # it did not answer within the timeout it was given (still running)
         self._pending = b""
         self._ticks = read_cpu_ticks()
-        self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+        self.process: subprocess.Popen[bytes] | None = track(subprocess.Popen(
             [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")],
             env=child_environment(dict(env), scratch), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, cwd=scratch, start_new_session=True)
+            stderr=self._stderr, cwd=scratch, start_new_session=True))
 
     def __enter__(self) -> WorkloadSession:
         return self

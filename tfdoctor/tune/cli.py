@@ -96,9 +96,10 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Measurements of each leader and the rule-based seed before the verdict.")
 @click.option("--leaders", type=click.IntRange(min=1), default=3, show_default=True,
               help="Leading candidates re-measured.")
-@click.option("--html", "--plot", "plot_path", metavar="FILE",
+@click.option("--html", "plot_path", metavar="FILE",
               help="Write optuna's plots of the search (history, importances, surface) as a self-contained HTML "
                    "page: the tune section of tfdoctor report.")
+@click.option("--plot", "plot_alias", metavar="FILE", hidden=True, help="Same as --html (its former name).")
 @click.option("--plot-params", metavar="X,Y",
               help="The two parameters of the surface plot (default: the two that mattered most).")
 @click.option("--seed", type=int, help="Seed of the sampler (a resumed tune keeps its own).")
@@ -110,7 +111,8 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
-         seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...]) -> None:
+         seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
+         plot_alias: str | None = None) -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -134,7 +136,12 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         rule_based_settings,
     )
 
-    _check_output_paths(write_path, plot_path, force)
+    plot_option = "--html"  # errors name the option the user gave (--plot is the former name of --html)
+    if plot_alias is not None:
+        if plot_path is not None:
+            raise UsageError("give --html FILE or --plot FILE, not both (they are the same option)")
+        plot_path, plot_option = plot_alias, "--plot"
+    _check_output_paths(write_path, plot_path, force, plot_option)
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -145,7 +152,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     if resume:
         if space_file or command or metric or maximize is not None or results or workload:
             raise UsageError("--resume continues a recorded tune: it takes its space, command, metric and "
-                             "direction from the file (only --budget/--time/--write/--plot may change)")
+                             "direction from the file (only --budget/--time/--write/--html may change)")
         try:
             check_owner(resume)
             header, previous = load_results(resume, repair=True)
@@ -277,16 +284,20 @@ def _out(text: str, err: bool = False) -> None:
     stream.flush()
 
 
-def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool) -> None:
+def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool,
+                        plot_option: str = "--html") -> None:
     """Refuse before an hour of trials, not after."""
+    for option, given in (("--write", write_path), (plot_option, plot_path)):
+        if given is not None and not given.strip():
+            raise UsageError(f"{option} needs a file name (- for standard output)")
     for path in (write_path, plot_path):
         if path and path != "-" and Path(path).exists() and not force:
             raise UsageError(f"{path} exists; add --force to overwrite it")
     if plot_path and Path(plot_path).suffix.lower() == ".png":
-        raise UsageError(f"--plot {plot_path}: PNG heatmaps were replaced by optuna's interactive plots; write "
+        raise UsageError(f"{plot_option} {plot_path}: PNG heatmaps were replaced by optuna's interactive plots; write "
                          "--html FILE.html (or tfdoctor report --tune RESULTS) and save a picture from the browser")
     if plot_path and plot_path != "-" and Path(plot_path).suffix.lower() not in (".html", ".htm"):
-        raise UsageError(f"--plot {plot_path}: the file must end in .html")
+        raise UsageError(f"{plot_option} {plot_path}: the file must end in .html")
 
 
 def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str] | None:

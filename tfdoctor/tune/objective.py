@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Protocol
 
-from tfdoctor.facts.bounded import read_tail
+from tfdoctor.facts.bounded import read_tail, track
 
 # What the built-in micro-benchmark prints; also the default --metric for it.
 BUILTIN_METRIC = r"tfdoctor-tune throughput: ([0-9.eE+-]+)"
@@ -94,8 +93,8 @@ class CommandObjective:
         start = time.monotonic()
         try:
             # A session of its own, so a timeout kills the command's children too.
-            process = subprocess.Popen([*launcher, *self.argv], env=env, stdin=subprocess.DEVNULL, stdout=out_file,
-                                       stderr=err_file, start_new_session=True)
+            process = track(subprocess.Popen([*launcher, *self.argv], env=env, stdin=subprocess.DEVNULL,
+                                             stdout=out_file, stderr=err_file, start_new_session=True))
         except OSError as exc:
             return Measurement("failed", None, 0.0, f"cannot run {self.argv[0]}: {exc.strerror or exc}")
         try:
@@ -108,6 +107,7 @@ class CommandObjective:
             # Ctrl-C reaches tfdoctor, not the trial (it has a session of its own): take it down too.
             _kill_group(process)
             raise
+        _kill_group(process)  # what the command left running in its group ends with it
         return process.returncode, time.monotonic() - start
 
     def _result(self, returncode: int, seconds: float, out: str, err: str) -> Measurement:
@@ -126,10 +126,9 @@ class CommandObjective:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
+    from tfdoctor.facts.bounded import end_group
+
+    end_group(process)  # the whole group: SIGTERM, SIGKILL after a short grace, the leader reaped
 
 
 def builtin_benchmark(seconds: float = 3.0, timeout: float = 120.0) -> CommandObjective:

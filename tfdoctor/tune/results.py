@@ -102,6 +102,10 @@ class ResultsLog:
         self.append_line({"type": "summary", **summary})
 
     def append_line(self, data: Mapping[str, Any]) -> None:
+        from tfdoctor.facts.redact import redact_text
+
+        if isinstance(data.get("error"), str):  # a trial's error quotes its stderr: it goes through the redactor
+            data = {**data, "error": redact_text(data["error"])}
         line = json.dumps(data, sort_keys=True) + "\n"
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)

@@ -26,6 +26,7 @@ import mmap
 import os
 import posixpath
 import re
+import stat
 import sys
 import time
 from typing import Any, NamedTuple
@@ -118,10 +119,12 @@ def _read_bounded(host: str, limit: int) -> bytes | None:
     """At most `limit` bytes of a file given by its host path (os.read: an open() with its buffered layers
     costs more than the read of a small metadata file)."""
     try:
-        fd = os.open(host, os.O_RDONLY)
+        fd = os.open(host, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO planted in site-packages cannot hold the scan
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         chunks, size = [], 0
         while size < limit:
             chunk = os.read(fd, min(1 << 20, limit - size))
@@ -150,7 +153,7 @@ def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
     """The paths of a RECORD's lines that name a runtime stem; None when there is no RECORD. The file is
     mapped, not read: a TensorFlow wheel's RECORD is about 2 MB, and copying it costs more than the search."""
     try:
-        fd = os.open(host_record, os.O_RDONLY)
+        fd = os.open(host_record, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO has size 0: no hits, no wait
     except OSError:
         return None
     try:

@@ -64,10 +64,10 @@ def _parse_metadata(text):
 READ_LIMIT = 8 * 1024 * 1024  # a RECORD of the largest wheels is ~1 MB
 
 
-def _read(path):
-    """A regular file's text, at most READ_LIMIT bytes (OSError otherwise): opened non-blocking so a FIFO
-    planted in site-packages cannot hold the snapshot, and a device is never read. This file runs alone
-    under other interpreters (--python), so it cannot use tfdoctor.facts.bounded."""
+def _read_bytes(path, limit):
+    """At most `limit` bytes of a regular file (OSError otherwise): opened non-blocking so a FIFO planted in
+    site-packages cannot hold the snapshot, and a device is never read. This file runs alone under other
+    interpreters (--python), so it cannot use tfdoctor.facts.bounded."""
     import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -76,9 +76,14 @@ def _read(path):
             raise OSError(f"{path} is not a regular file")
         os.set_blocking(fd, True)
         with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(READ_LIMIT + 1)
+            return handle.read(limit)
     finally:
         os.close(fd)
+
+
+def _read(path):
+    """A regular file's text, at most READ_LIMIT bytes (OSError otherwise), read by _read_bytes."""
+    data = _read_bytes(path, READ_LIMIT + 1)
     if len(data) > READ_LIMIT:
         raise OSError(f"{path} is larger than {READ_LIMIT} bytes")
     return data.decode("utf-8", errors="replace")
@@ -211,8 +216,7 @@ def verify_record(dist_dir, location):
     try:
         if os.path.getsize(path) > RECORD_LIMIT:
             return {"$unknown": f"RECORD is larger than {RECORD_LIMIT} bytes: not verified"}
-        with open(path, "rb") as handle:
-            text = handle.read(RECORD_LIMIT)
+        text = _read_bytes(path, RECORD_LIMIT)
     except OSError as exc:
         return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
     wanted = [p for p in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")]

@@ -116,12 +116,15 @@ PROFILE_JSON_LIMIT = 64 * 1024 * 1024  # a profile's JSON is kilobytes; a larger
 
 
 def read_json_file(path: str, what: str) -> Any:
-    from tfdoctor.facts.bounded import InputFileError, read_input_file
+    from tfdoctor.facts.bounded import JSON_DEPTH_LIMIT, InputFileError, json_too_deep, read_input_file
 
     try:
         raw = read_input_file(path, PROFILE_JSON_LIMIT, what)
-        return json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except InputFileError as exc:
         raise UsageError(str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise UsageError(f"{what} {path}: not JSON") from None
+    if json_too_deep(data):
+        raise UsageError(f"{what} {path}: values nested more than {JSON_DEPTH_LIMIT} levels deep")
+    return data

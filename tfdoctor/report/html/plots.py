@@ -5,6 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 
+def plot_text(value: object) -> str:
+    """A string from an input file as plotly must get it to show it as text: redacted, then its markup
+    characters as entities. plotly draws its own pseudo-HTML in labels, ticks and hover text (`<a href>`
+    becomes a link, `<span style="background:url(…)">` makes the browser fetch), and decodes &lt; &gt; &amp;
+    back into the characters they stand for."""
+    from tfdoctor.facts.redact import redact_text
+
+    return redact_text(str(value)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 class PlottingUnavailable(Exception):
     """plotly (or optuna, for a tune) is not installed: the caller turns it into a usage error."""
 

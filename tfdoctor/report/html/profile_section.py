@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfdoctor.report.html.page import Section, table, text
-from tfdoctor.report.html.plots import figure_div, require
+from tfdoctor.report.html.plots import figure_div, plot_text, require
 
 # The breakdown's categories in the order the guides discuss them, with a colour each (stable across
 # reports, so two pages can be compared at a glance).
@@ -55,7 +55,7 @@ def breakdown_figure(breakdown: Mapping[str, Any]) -> Any | None:
         return None
     go = require("plotly.graph_objects")
     figure = go.Figure()
-    labels = [str(s.get("step", i)) for i, s in enumerate(steps)]
+    labels = [plot_text(s.get("step", i)) for i, s in enumerate(steps)]  # from the input file: text, not markup
     for key, label, colour in CATEGORIES:
         values = [_number((s.get("categories_ms") or {}).get(key)) for s in steps]
         if not any(values):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfdoctor.report.html.page import Section, table, text
-from tfdoctor.report.html.plots import figure_div, require
+from tfdoctor.report.html.plots import figure_div, plot_text, require
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
 
@@ -24,12 +24,13 @@ def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -
     from tfdoctor.tune.search import _distributions  # the one mapping of a tune space to optuna's
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    distributions = _distributions(space)
+    distributions, shown = _shown_distributions(optuna, _distributions(space))
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     for record in records:
         if record.phase == "confirm" or not record.ok or record.value is None:
             continue
-        params = {n: record.params[n] for n in distributions if n in record.params}
+        params = {n: shown[n].get(_hashable(record.params[n]), record.params[n])
+                  for n in distributions if n in record.params}
         if len(params) != len(distributions):
             continue
         try:
@@ -38,6 +39,31 @@ def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -
             continue  # a value outside the recorded space (a resumed tune that narrowed it) cannot be replayed
         study.add_trial(trial)
     return study
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def _shown_distributions(optuna: Any, distributions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict]]:
+    """The space's distributions with every text choice as plotly must get it to draw it as text (choices come
+    from a --space or results file: `<a href=…>` must not become a link in the plots), and per parameter the
+    map from a recorded value to the value shown."""
+    shown: dict[str, dict[Any, Any]] = {name: {} for name in distributions}
+    out = dict(distributions)
+    for name, distribution in distributions.items():
+        if not isinstance(distribution, optuna.distributions.CategoricalDistribution):
+            continue
+        mapping = {}
+        for index, choice in enumerate(distribution.choices):
+            if isinstance(choice, str):
+                label = plot_text(choice)
+                mapping[choice] = label if label not in mapping.values() else f"{label} ({index + 1})"
+        if mapping:
+            shown[name] = mapping
+            out[name] = optuna.distributions.CategoricalDistribution(
+                [mapping.get(c, c) if isinstance(c, str) else c for c in distribution.choices])
+    return out, shown
 
 
 def importances(study: Any) -> dict[str, float]:

@@ -182,9 +182,9 @@ class _ScopeWalker(ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
-            if value is not None and isinstance(target, (ast.Tuple, ast.List)) and \
-                    self.module.call_name(node.value) == "tensorflow_datasets.load":  # type: ignore[arg-type]
-                self._bind_splits(target, node.value)  # type: ignore[arg-type]
+            splits = _tfds_splits(self.module, node.value, value)
+            if splits is not None and isinstance(target, (ast.Tuple, ast.List)):
+                self._bind_splits(target, splits)
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
@@ -275,7 +275,7 @@ class _ScopeWalker(ast.NodeVisitor):
             self._new(receiver.then(func.attr, node), node)  # type: ignore[union-attr]
             return
         name = self.module.call_name(node)
-        if name in SOURCES:
+        if name in SOURCES and not _whole_tensors(name, node):
             for merged in arg_values:
                 self.flow.extended.add(id(merged))
             self._new(Pipeline(node, (), node), node)
@@ -317,6 +317,22 @@ class _ScopeWalker(ast.NodeVisitor):
         if value is not None and value.source is not None and \
                 self.module.call_name(value.source) == "tensorflow_datasets.load":  # type: ignore[arg-type]
             self._new(Pipeline(value.source, value.ops, node), node)
+
+
+def _whole_tensors(name: str | None, call: ast.Call) -> bool:
+    """`tfds.load(..., batch_size=-1)` returns the whole split as tensors, not a dataset."""
+    return name == "tensorflow_datasets.load" and isinstance(batch := keyword_value(call, "batch_size"), ast.UnaryOp) \
+        and isinstance(batch.op, ast.USub) and constant(batch.operand) == 1
+
+
+def _tfds_splits(module: SourceModule, expr: ast.AST, value: Pipeline | None) -> ast.Call | None:
+    """The `tfds.load(..., split=[...])` call whose splits `expr` holds: the call itself, or a name bound
+    to it (`splits = tfds.load(...)`, then `(train, val) = splits`). Not one element of it (`[0]`)."""
+    if value is None or value.ops or not isinstance(value.source, ast.Call) or value.node is not value.source:
+        return None
+    if module.call_name(value.source) != "tensorflow_datasets.load":
+        return None
+    return value.source
 
 
 class DatasetFlow:

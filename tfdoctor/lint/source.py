@@ -26,6 +26,9 @@ _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Cl
 _FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")
 # Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
 SOURCE_LIMIT = 32 * 1024 * 1024
+# Python text lint parses from one file (a notebook: its code cells). `ast.parse` alone needs ~240 bytes
+# of memory per character (a 10 MB script: 2.4 GB, 46 s); hand-written scripts stay far below this.
+CODE_LIMIT = 2_000_000
 
 
 class SourceError(Exception):
@@ -61,6 +64,9 @@ def _undecodable(data: bytes, exc: UnicodeDecodeError) -> SourceError:
 
 
 def parse_source(text: str, filename: str) -> ast.Module:
+    if len(text) > CODE_LIMIT:  # issue 24, item 5: bounded work per file
+        raise SourceError("SRC002", f"not linted: {len(text):,} characters of Python, over the {CODE_LIMIT:,} "
+                                    "lint parses from one file (generated code? exclude it or split it)")
     try:
         return ast.parse(text, filename=filename)
     except SyntaxError as exc:

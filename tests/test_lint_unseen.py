@@ -175,3 +175,66 @@ def test_a_step_whose_tape_helper_is_a_tf_function_is_not_flagged():
 ])
 def test_fit_on_a_petastorm_or_generator_pipeline_without_prefetch_fires(pipeline):
     assert [c.split(":")[0] for c in codes(TF + pipeline + "model.fit(ds, epochs=10)\n")] == ["SRC102"]
+
+
+# --- 7. fixes that hurt ----------------------------------------------------------------------------------
+
+STEP = ("    with tf.GradientTape() as tape:\n        loss = model(x)\n"
+        "    opt.apply_gradients(zip(tape.gradient(loss, model.variables), model.variables))\n")
+
+
+LOOPED_STEP = "".join("    " + line + "\n" for line in STEP.splitlines())
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("def main():\n    hvd.init()\n    for x in data:\n" + LOOPED_STEP + "        ckpt.save(prefix)\nmain()\n",
+     "runs the whole training loop"),
+    ("def step(x):\n" + STEP + "    ckpt.save(prefix)\nfor x in data:\n    step(x)\n", "writes files or saves"),
+    ("def step(x):\n" + STEP + "    print(loss.numpy())\nfor x in data:\n    step(x)\n", "reads tensors to Python"),
+    ("def step(x):\n" + STEP + "    tf.config.experimental.set_memory_growth(gpu, True)\nfor x in data:\n    step(x)\n",
+     "runs only eagerly"),
+])
+def test_no_tf_function_edit_where_it_cannot_be_right(body, why):
+    text = "import tensorflow as tf\nimport horovod.tensorflow as hvd\n" + body
+    (finding,) = lint(text, select=("SRC107",)).findings
+    assert finding.fix is not None and finding.fix.edits == ()  # advice for a person, nothing applied
+    assert why in finding.evidence["not_wrapped"] and finding.fix.title.startswith("Move the step")
+
+
+def test_unsafe_fixes_leave_such_a_step_reported_not_silenced(tmp_path, capsys, monkeypatch):
+    from tfdoctor.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    text = TF + "def step(x):\n" + STEP + "    ckpt.save(prefix)\nfor x in data:\n    step(x)\n"
+    (tmp_path / "t.py").write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["lint", "--fix", "--unsafe-fixes", "--select", "SRC107", "t.py"])
+    out = capsys.readouterr().out
+    assert (tmp_path / "t.py").read_text(encoding="utf-8") == text
+    assert "SRC107" in out
+
+
+def test_a_clean_step_still_gets_its_unsafe_edit():
+    text = TF + "def step(x):\n" + STEP + "for x in data:\n    step(x)\n"
+    (finding,) = lint(text, select=("SRC107",)).findings
+    assert [e.text for e in finding.fix.edits] == ["@tf.function\n"]
+
+
+@pytest.mark.parametrize("call", [
+    "ds.map(\n    decode\n)",
+    "ds.map(\n    decode,\n)",
+    "ds.map(decode,  # per image\n)",
+    "ds.map(\n    decode  # per image\n)",
+])
+def test_an_added_argument_never_starts_a_line_with_a_comma(call):
+    from lint_support import apply_fixes
+
+    text = READ.replace("ds = tf.data.Dataset.from_tensor_slices((paths, labels)).map(decode)\n",
+                        f"ds = tf.data.Dataset.from_tensor_slices((paths, labels))\nds = {call}\n") + \
+        "model.fit(ds.prefetch(2))\n"
+    report = lint(text, select=("SRC103",))
+    assert [f.code for f in report.findings] == ["SRC103"]
+    fixed = apply_fixes(text, report.findings)
+    compile(fixed, "fixed.py", "exec")
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in fixed
+    assert not any(line.lstrip().startswith(",") for line in fixed.splitlines())

@@ -229,7 +229,15 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         if func.name in _KERAS_STEP_METHODS and isinstance(module.parents.get(func), ast.ClassDef):
             continue
         fix = SourceFix("Decorate the step with @tf.function")
-        if alias:
+        unsafe_here = _cannot_wrap(module, func, apply)
+        evidence: dict[str, object] = {"function": func.name}
+        if unsafe_here:
+            # Issue 25, item 7: @tf.function on this function would be wrong, and would silence the re-lint
+            # without compiling the step; the fix is advice for a person instead.
+            fix = SourceFix(f"Move the step (tape and apply_gradients) into its own function decorated with "
+                            f"@tf.function ({func.name}() {unsafe_here})")
+            evidence["not_wrapped"] = unsafe_here
+        elif alias:
             first = func.decorator_list[0] if func.decorator_list else func
             pos = module.position(first)
             indent = " " * (pos.column - 1 - (1 if func.decorator_list else 0))
@@ -237,7 +245,45 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
             fix = SourceFix(fix.title, (Edit(pos.line, at, pos.line, at, f"@{alias}.function\n{indent}"),),
                             Applicability.UNSAFE)
         yield Hit(_def_name(module, func), f"training step {func.name}() records a GradientTape and applies "
-                  "gradients eagerly (not a tf.function)", evidence={"function": func.name}, fix=fix)
+                  "gradients eagerly (not a tf.function)", evidence=evidence, fix=fix)
+
+
+# What a function must not do to be wrapped in @tf.function as a whole: run only eagerly or in TF1, read
+# values to Python, write files or save checkpoints (they would run once, while tracing, or fail).
+_EAGER_ONLY = frozenset({"enable_eager_execution", "run_functions_eagerly", "Session", "InteractiveSession",
+                         "disable_v2_behavior", "set_memory_growth", "set_visible_devices"})
+_HOROVOD_SETUP = frozenset({"init", "broadcast_variables"})
+_WRITES = frozenset({"open", "save", "save_weights", "save_model", "savefig", "dump", "write", "makedirs", "mkdir",
+                     "to_csv", "imwrite", "imsave", "export_saved_model", "write_graph"})
+_GRAPH_WRITERS = ("tf.io.", "tf.summary.", "tf.print")  # ops: fine in a graph
+
+
+def _cannot_wrap(module: SourceModule, func: Function, apply: ast.AST) -> str | None:
+    """Why decorating `func` itself with @tf.function cannot be right, or None."""
+    if _innermost_loop_in(module, apply, func) is not None:
+        return "runs the whole training loop"
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call) or node is apply:
+            continue
+        name = module.call_name(node) or ""
+        last = name.rsplit(".", 1)[-1] if name else (_called_name(node) or "")
+        if (name.startswith("tf.") and last in _EAGER_ONLY) or (name.startswith("horovod") and last in _HOROVOD_SETUP):
+            return f"calls {name}(), which runs only eagerly or in TF1"
+        if last == "numpy" and isinstance(node.func, ast.Attribute) and not node.args:
+            return "reads tensors to Python with .numpy()"
+        if last in _WRITES and not name.startswith(_GRAPH_WRITERS) and (
+                name in ("open", "") or isinstance(node.func, ast.Attribute)):
+            return f"writes files or saves checkpoints ({last}())"
+    return None
+
+
+def _innermost_loop_in(module: SourceModule, node: ast.AST, stop: ast.AST) -> ast.AST | None:
+    for parent in module.ancestors(node):
+        if parent is stop:
+            return None
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            return parent
+    return None
 
 
 class _NamePosition(ast.AST):

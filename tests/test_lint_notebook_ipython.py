@@ -169,3 +169,16 @@ def test_hostile_cells_cost_linear_time(reader, line):
     small, large = min(cost(3_000) for _ in range(3)), min(cost(60_000) for _ in range(3))
     assert large < 2.0  # quadratic work on 60,000 characters takes minutes
     assert large < max(small, 0.002) * 20 * 3  # 20x the input: linear work is ~20x, quadratic 400x
+
+
+def test_tfds_splits_bound_with_info_then_unpacked_are_followed(tmp_path):
+    text = ("import tensorflow as tf\nimport tensorflow_datasets as tfds\n"
+            "splits, info = tfds.load('cats_vs_dogs', split=['train[:80%]', 'train[80%:]'], with_info=True,\n"
+            "                         as_supervised=True)\n"
+            "(train_examples, validation_examples) = splits\n"
+            "train = train_examples.map(lambda x, y: (tf.image.resize(x, [224, 224]), y)).batch(32).prefetch(1)\n"
+            "model.fit(train)\n")
+    (tmp_path / "t.py").write_text(text, encoding="utf-8")
+    report = lint_paths([tmp_path / "t.py"], rules())
+    assert report.crashes == []
+    assert [(f.code, f.line) for f in report.findings] == [("SRC103", 6)]

@@ -403,8 +403,10 @@ def _whole_tensors(name: str | None, call: ast.Call) -> bool:
 def _tfds_splits(module: SourceModule, expr: ast.AST, value: Pipeline | None) -> ast.Call | None:
     """The `tfds.load(..., split=[...])` call whose splits `expr` holds: the call itself, or a name bound
     to it (`splits = tfds.load(...)`, then `(train, val) = splits`). Not one element of it (`[0]`)."""
-    if value is None or value.ops or not isinstance(value.source, ast.Call) or value.node is not value.source:
+    if value is None or value.ops or not isinstance(value.source, ast.Call):
         return None
+    if value.node is not value.source and not isinstance(value.node, ast.Name):
+        return None  # one element of it (`[0]`), not the splits; a Name: `splits, info = tfds.load(...)`
     if module.call_name(value.source) != "tensorflow_datasets.load":
         return None
     return value.source

@@ -100,6 +100,46 @@ def test_a_method_returning_a_pipeline_called_in_the_same_file_is_not_said_to_ha
     assert codes(text, ("SRC102",)) == []
 
 
+BASE_CLASS_INPUT_FN = """import tensorflow as tf
+def parse(record):
+    return tf.io.parse_single_example(record, FEATURES)
+class BaseInput:
+    def input_fn(self, params):
+        return self._finish(self.read(params))
+    def _finish(self, ds):
+        return ds.batch(32).prefetch(tf.data.AUTOTUNE)
+class TrainInput(BaseInput):
+    def read(self, params):
+        return tf.data.TFRecordDataset(params["files"]).map(parse, num_parallel_calls=8)
+    def input_fn(self, params):
+        ds = tf.data.TFRecordDataset(params["files"]).map(parse, num_parallel_calls=8)
+        return super()._finish(ds)
+def train_input_fn(params):
+    ds = tf.data.TFRecordDataset(params["files"]).map(parse, num_parallel_calls=8)
+    return BaseInput()._finish(ds)
+"""
+
+LOADER_WRAPPER = """import tensorflow as tf
+class DataLoader:
+    def __init__(self, files):
+        self.files = files
+    def dataset(self):
+        ds = tf.data.TFRecordDataset(self.files).map(parse, num_parallel_calls=8)
+        return ds.batch(64).prefetch(2)
+def main():
+    loader = DataLoader(files)
+    model.fit(loader.dataset(), epochs=3)
+    train = DataLoader(files).dataset()
+    for x, y in train:
+        step(x, y)
+"""
+
+
+@pytest.mark.parametrize("text", [BASE_CLASS_INPUT_FN, LOADER_WRAPPER])
+def test_prefetch_in_a_base_class_or_a_loader_wrapper_of_the_same_file_is_seen(text):
+    assert codes(text, ("SRC102", "SRC103")) == []
+
+
 # --- 5. code that is slow on purpose, or not the user's -------------------------------------------------
 
 

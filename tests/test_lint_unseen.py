@@ -68,6 +68,16 @@ def test_a_few_dozen_elements_made_in_memory_need_no_parallel_map_or_prefetch(so
     assert codes(text) == []
 
 
+def test_a_small_csv_read_into_memory_with_pandas_needs_no_prefetch():
+    text = ("import pandas as pd\nimport tensorflow as tf\ndf = pd.read_csv('heart.csv')\nlabels = df.pop('target')\n"
+            "ds = tf.data.Dataset.from_tensor_slices((dict(df), labels)).shuffle(len(df)).batch(32)\n"
+            "ds = ds.map(lambda x, y: (preprocess(x), y))\nmodel.fit(ds, epochs=15)\n")
+    assert codes(text) == []
+    # The same map reading files per element is expensive: reported.
+    assert codes(text.replace("preprocess(x)", "tf.io.decode_png(tf.io.read_file(x['path']))")) == \
+        ["SRC103:6", "SRC102:7"]
+
+
 def test_a_fifty_step_demo_loop_is_not_a_training_loop():
     text = TF + ("for step in range(50):\n    with tf.GradientTape() as tape:\n        loss = model(x)\n"
                  "    opt.apply_gradients(zip(tape.gradient(loss, model.variables), model.variables))\n"

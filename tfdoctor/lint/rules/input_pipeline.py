@@ -71,8 +71,9 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 consumer, severity = value.node, Severity.INFO
             if value.ops and value.ops[-1][0] == "take":
                 continue  # a peek at a few elements (printing, plotting), not training
-            if tiny(module, value) or pipeline_cost(module, value) is Cost.TRIVIAL:
-                continue  # arrays already in memory, cheap maps: nothing worth overlapping
+            cost = pipeline_cost(module, value)
+            if tiny(module, value) or cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)):
+                continue  # arrays already in memory (a CSV read with pandas), cheap maps: nothing worth overlapping
             if slow_on_purpose(module, value.node or consumer):
                 continue  # a demonstration of the slow way
             expr = scope_flow.consumed_expr.get(id(value), value.node)

@@ -105,6 +105,7 @@ class SourceModule:
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}
         self._derived: dict[object, object] = {}
+        self._scopes: dict[ast.AST, ast.AST] = {}  # node → its scope, filled by scope_of
         self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
 
     def _index(self, tree: ast.AST) -> None:
@@ -220,10 +221,25 @@ class SourceModule:
             yield node
 
     def scope_of(self, node: ast.AST) -> Scope:
-        for parent in self.ancestors(node):
-            if isinstance(parent, _SCOPES):
-                return parent
-        return self.tree
+        """The innermost function, lambda, class or module around `node`; memoised along the path, so asking
+        for every call of a file walks each ancestor chain once."""
+        cache, parents = self._scopes, self.parents
+        walked = []
+        current = node
+        scope: ast.AST = self.tree
+        while current in parents:
+            current = parents[current]
+            if isinstance(current, _SCOPES):
+                scope = current
+                break
+            known = cache.get(current)
+            if known is not None:
+                scope = known
+                break
+            walked.append(current)
+        for passed in walked:
+            cache[passed] = scope
+        return scope  # type: ignore[return-value]
 
     def _char_column(self, line: int, byte_col: int) -> int:
         if 1 <= line <= len(self.lines):

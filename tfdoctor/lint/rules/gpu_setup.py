@@ -57,6 +57,8 @@ def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Safe: it changes no result; an OOM error just lists fewer details.
     """
+    if _OOM_OPTION not in module.text:
+        return  # a keyword or attribute of that exact name is the only way to set it
     for call in module.calls:
         for kw in call.keywords:
             if kw.arg == _OOM_OPTION and constant(kw.value) is True and not _for_the_report(module, call):
@@ -73,6 +75,8 @@ def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
 
 def _env_assignments(module: SourceModule) -> Iterator[tuple[ast.AST, str, object]]:
     """(node, variable, value) for every environment variable the script sets."""
+    if "environ" not in module.text and "putenv" not in module.text:
+        return  # os.environ / os.putenv never named: nothing is set (saves a walk over every call)
     for assign in module.nodes(ast.Assign):
         for target in assign.targets:
             if isinstance(target, ast.Subscript) and module.qualified(target.value) in _ENVIRON:

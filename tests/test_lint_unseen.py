@@ -288,3 +288,29 @@ def test_an_added_argument_never_starts_a_line_with_a_comma(call):
     compile(fixed, "fixed.py", "exec")
     assert "num_parallel_calls=tf.data.AUTOTUNE" in fixed
     assert not any(line.lstrip().startswith(",") for line in fixed.splitlines())
+
+
+def test_the_held_out_labels_are_complete_data():
+    """benchmarks/lint_corpus/heldout_labels.csv: >= 200 sites, each judged with a reason, from the held-out
+    repositories only (none of the development corpus, none of the eight excluded ones)."""
+    import csv
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    corpus = Path(__file__).resolve().parent.parent / "benchmarks" / "lint_corpus"
+    with (corpus / "heldout_labels.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    held_out = {r["repo"]: r["commit"] for r in tomllib.loads((corpus / "heldout.toml").read_text())["repos"]}
+    development = {r["repo"] for r in tomllib.loads((corpus / "manifest.toml").read_text())["repos"]}
+    excluded = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks", "keras-team/keras",
+                "keras-team/keras-cv", "horovod/horovod", "aymericdamien/TensorFlow-Examples"}
+    assert len(rows) >= 200 and len(held_out) + len(development) >= 15
+    assert not (held_out.keys() & development) and not (held_out.keys() | development) & excluded
+    rule = {"map": "SRC103", "fit": "SRC102", "tape": "SRC107"}
+    for row in rows:
+        assert row["label"] in ("ok", rule[row["kind"]]) and row["reason"], row
+        assert held_out[row["repository"]] == row["commit"]

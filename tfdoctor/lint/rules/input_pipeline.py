@@ -130,7 +130,9 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     What it does:
         Flags `.map(f)` on a tf.data pipeline (followed from its source, or a parameter annotated
         `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
-        literal 1.
+        literal 1 — when the function does real work per element and the pipeline, or one built on
+        it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
+        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted.
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many

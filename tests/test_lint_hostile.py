@@ -150,3 +150,15 @@ def test_a_kill_during_the_write_leaves_the_old_file_whole(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert done.returncode == -9
     assert path.read_text(encoding="utf-8") == BAD  # never 0 bytes, never half a file
+
+
+@pytest.mark.parametrize(("document", "reason"), [
+    ('{"cells": [], "x": ' + "9" * 100_000 + "}", "ValueError: Exceeds the limit"),  # was a traceback, exit 3
+    ('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", "RecursionError"),
+])
+def test_a_hostile_notebook_is_src002_not_a_crash(tmp_path, capsys, monkeypatch, document, reason):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_text(document, encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "nb.ipynb")
+    assert code == 1
+    assert out.startswith("nb.ipynb:1:1: SRC002 unreadable-file not a valid notebook: ") and reason in out

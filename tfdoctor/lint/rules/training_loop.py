@@ -147,7 +147,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     if any(_eager_on_purpose(module, c) for c in module.calls):
         return []  # a deliberately eager example (TF1 enable_eager_execution, run_functions_eagerly(True))
     taping_names = {f.name for f in tapes.values() if f is not None}
-    compiled = _compiled_functions(module)
+    compiled = module.derived(_compiled_functions)
     looped_loops: dict[str, list[ast.AST]] = {}
     for c in module.calls:
         loop = _innermost_loop(module, c)
@@ -164,10 +164,11 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
         if key in seen:
             continue
         body = owner if owner is not None else module.tree
-        helpers = {_called_name(n) for n in ast.walk(body)
-                   if n is not call and isinstance(n, ast.Call) and _called_name(n) in taping_names}
-        if key not in tapes and (not helpers or helpers <= compiled):
-            continue  # no tape, or the tape is in a helper that is itself a tf.function (issue 25, item 8)
+        if key not in tapes:  # the tape may be in a helper of this file that the step calls
+            helpers = {_called_name(n) for n in ast.walk(body)
+                       if n is not call and isinstance(n, ast.Call) and _called_name(n) in taping_names}
+            if not helpers or helpers <= compiled:
+                continue  # no tape, or the tape is in a helper that is itself a tf.function (issue 25, item 8)
         if _demo_loop(module, call, owner, looped_loops) or not_users_training_code(module, call):
             continue  # a 50-step feature demo; a framework's internals; a slow-on-purpose example
         inherited = owner is not None and _method_of_external_subclass(module, owner)
@@ -219,7 +220,7 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     steps = _gradient_steps(module)
     if not steps:
         return
-    compiled = _compiled_functions(module)
+    compiled = module.derived(_compiled_functions)
     alias = module.imports.alias_for("tf")
     for func, apply in steps:
         if func is None:  # the loop itself is at module level: no function to decorate

@@ -97,7 +97,7 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool):
     """--fix: write the fixes and return the report of a second lint (what is left); --diff: print the
     diffs and return whether there was any (the exit code says so, as ruff's does)."""
-    from tfdoctor.lint.fixing import plan_fixes, write_fix
+    from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix
     from tfdoctor.lint.runner import display_path, lint_paths
 
     plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files}, rules)
@@ -114,7 +114,7 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool)
     for plan in plans:
         try:
             write_fix(plan)
-        except (OSError, InputFileError) as exc:  # changed, removed or unwritable since it was linted
+        except (OSError, InputFileError, FixNotWritten) as exc:  # a link; changed, removed or unwritable
             _emit(f"tfdoctor lint: {display_path(plan.path)}: not fixed: {exc}\n", err=True)
             continue
         written.append(plan)

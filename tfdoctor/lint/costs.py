@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import enum
 
-from tfdoctor.lint.datasets import FILE_SOURCES, Pipeline
+from tfdoctor.lint.datasets import FILE_SOURCES, TFDS_AS_DATASET, Pipeline
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 
@@ -101,7 +101,12 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
 
 
 def source_name(module: SourceModule, value: Pipeline) -> str | None:
-    return module.call_name(value.source) if isinstance(value.source, ast.Call) else None
+    if not isinstance(value.source, ast.Call):
+        return None
+    name = module.call_name(value.source)
+    if name is None and isinstance(value.source.func, ast.Attribute) and value.source.func.attr == "as_dataset":
+        return TFDS_AS_DATASET
+    return name
 
 
 def reads_files(module: SourceModule, value: Pipeline) -> bool:
@@ -114,16 +119,40 @@ def in_memory(module: SourceModule, value: Pipeline) -> bool:
 
 
 def tiny(module: SourceModule, value: Pipeline) -> bool:
-    """`range(10)`, `from_tensor_slices([1, 2, 3])`: a literal source of a few elements."""
+    """`range(10)`, `from_tensor_slices([1, 2, 3])`, `from_tensor_slices(np.random.rand(64, 10))`: a source
+    of a few elements written in the script (issue 25, item 3: toy data of feature demos)."""
     if not isinstance(value.source, ast.Call) or not in_memory(module, value):
         return False
     first = argument(value.source, "tensors", 0) or (value.source.args[0] if value.source.args else None)
     count = constant(first)
     if isinstance(count, int) and not isinstance(count, bool):
         return count < _SMALL
+    if isinstance(first, ast.Tuple) and first.elts and all(_made_rows(e) is not None for e in first.elts):
+        return all(0 <= _made_rows(e) < _SMALL for e in first.elts)  # type: ignore[operator]
     if isinstance(first, (ast.List, ast.Tuple)):
         return len(first.elts) < _SMALL and all(isinstance(e, (ast.Constant, ast.List, ast.Tuple)) for e in first.elts)
-    return False
+    rows = _made_rows(first)
+    return rows is not None and rows < _SMALL
+
+
+# Array makers whose first argument is the shape (or the first dimension): np.zeros((64, 10)),
+# np.random.rand(64, 10), tf.random.normal([64, 10]).
+_MAKERS = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "normal", "uniform", "random",
+                     "standard_normal", "random_sample"})
+
+
+def _made_rows(node: ast.AST | None) -> int | None:
+    """How many rows an array made in the script has, when its shape is written as literals."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name not in _MAKERS:
+        return None
+    shape = node.args[0]
+    first = shape.elts[0] if isinstance(shape, (ast.Tuple, ast.List)) and shape.elts else shape
+    rows = constant(first)
+    return rows if isinstance(rows, int) and not isinstance(rows, bool) else None
 
 
 def pipeline_cost(module: SourceModule, value: Pipeline) -> Cost:

@@ -55,7 +55,11 @@ SOURCES = frozenset({
     "keras.utils.text_dataset_from_directory", "keras.preprocessing.text_dataset_from_directory",
     "keras.utils.audio_dataset_from_directory", "keras.utils.timeseries_dataset_from_array",
     "keras.preprocessing.timeseries_dataset_from_array", "tensorflow_datasets.load",
+    "petastorm.tf_utils.make_petastorm_dataset", "petastorm.make_petastorm_dataset",
 })
+# `builder.as_dataset(split=...)` of a TFDS builder (the builder is a variable: matched by method name in
+# files that import tensorflow_datasets).
+TFDS_AS_DATASET = "tensorflow_datasets.builder.as_dataset"
 # Sources that read files: what they produce costs I/O and decoding per element.
 FILE_SOURCES = frozenset({
     "tf.data.Dataset.list_files", "tf.data.TFRecordDataset", "tf.data.TextLineDataset",
@@ -63,7 +67,8 @@ FILE_SOURCES = frozenset({
     "tf.data.experimental.make_batched_features_dataset", "tf.data.Dataset.load", "tensorflow_datasets.load",
     "keras.utils.image_dataset_from_directory", "keras.preprocessing.image_dataset_from_directory",
     "keras.utils.text_dataset_from_directory", "keras.preprocessing.text_dataset_from_directory",
-    "keras.utils.audio_dataset_from_directory",
+    "keras.utils.audio_dataset_from_directory", "petastorm.tf_utils.make_petastorm_dataset",
+    "petastorm.make_petastorm_dataset", TFDS_AS_DATASET,
 })
 TRANSFORMS = frozenset({
     "map", "batch", "padded_batch", "ragged_batch", "sparse_batch", "prefetch", "shuffle", "repeat",
@@ -121,6 +126,10 @@ class ScopeFlow:
     return_shapes: list[ReturnShape] = field(default_factory=list)
     of_node: dict[int, Pipeline] = field(default_factory=dict)  # id(expression) → its value
     loops: list[tuple[ast.For | ast.AsyncFor, Pipeline]] = field(default_factory=list)
+    # Every expression that evaluates to a pipeline (names read, chains built), for `used` below.
+    appearances: list[tuple[ast.AST, Pipeline]] = field(default_factory=list)
+    used: set[int] = field(default_factory=set)  # ids of values handed on: to a call, an attribute, a return
+    merged_into: dict[int, Pipeline] = field(default_factory=dict)  # concatenate(v), zip((a, v)): id(v) → result
 
     def consume(self, value: Pipeline, consumer: ast.AST, expr: ast.AST) -> None:
         if id(value) not in self.consumed:
@@ -182,9 +191,9 @@ class _ScopeWalker(ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
-            if value is not None and isinstance(target, (ast.Tuple, ast.List)) and \
-                    self.module.call_name(node.value) == "tensorflow_datasets.load":  # type: ignore[arg-type]
-                self._bind_splits(target, node.value)  # type: ignore[arg-type]
+            splits = _tfds_splits(self.module, node.value, value)
+            if splits is not None and isinstance(target, (ast.Tuple, ast.List)):
+                self._bind_splits(target, splits)
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
@@ -262,6 +271,11 @@ class _ScopeWalker(ast.NodeVisitor):
     def _new(self, value: Pipeline, node: ast.AST) -> None:
         self.flow.values.append(value)
         self.flow.of_node[id(node)] = value
+        self.flow.appearances.append((node, value))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and node.id in self.env:
+            self.flow.appearances.append((node, self.env[node.id]))
 
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
@@ -270,15 +284,22 @@ class _ScopeWalker(ast.NodeVisitor):
         receiver = self.value(func.value) if isinstance(func, ast.Attribute) else None
         if receiver is not None and func.attr in TRANSFORMS:  # type: ignore[union-attr]
             self.flow.extended.add(id(receiver))
+            made = receiver.then(func.attr, node)  # type: ignore[union-attr]
             for merged in arg_values:  # concatenate(other), zip: folded into this pipeline
                 self.flow.extended.add(id(merged))
-            self._new(receiver.then(func.attr, node), node)  # type: ignore[union-attr]
+                self.flow.merged_into[id(merged)] = made
+            self._new(made, node)
             return
         name = self.module.call_name(node)
-        if name in SOURCES:
-            for merged in arg_values:
+        if name is None and isinstance(func, ast.Attribute) and func.attr == "as_dataset" and \
+                self.module.imports.imports_module("tensorflow_datasets"):
+            name = TFDS_AS_DATASET
+        if (name in SOURCES or name == TFDS_AS_DATASET) and not _whole_tensors(name, node):
+            made = Pipeline(node, (), node)
+            for merged in [*arg_values, *self._tuple_values(node)]:
                 self.flow.extended.add(id(merged))
-            self._new(Pipeline(node, (), node), node)
+                self.flow.merged_into[id(merged)] = made
+            self._new(made, node)
             return
         if isinstance(func, ast.Name) and func.id in self.returning and name is None and \
                 not self.returning[func.id].is_tuple:
@@ -311,12 +332,84 @@ class _ScopeWalker(ast.NodeVisitor):
             if isinstance(func, ast.Name) and func.id in ("iter", "enumerate") and arg_values:
                 self.flow.of_node[id(node)] = arg_values[0]
 
+    def _tuple_values(self, call: ast.Call) -> list[Pipeline]:
+        """Pipelines in a tuple or list argument: `Dataset.zip((images, labels))`."""
+        found = []
+        for arg in call.args:
+            if isinstance(arg, (ast.Tuple, ast.List)):
+                found += [v for v in (self.value(e) for e in arg.elts) if v is not None]
+        return found
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         self.generic_visit(node)
         value = self.value(node.value)  # tfds.load(...)["train"]: one split of the dict
         if value is not None and value.source is not None and \
                 self.module.call_name(value.source) == "tensorflow_datasets.load":  # type: ignore[arg-type]
             self._new(Pipeline(value.source, value.ops, node), node)
+
+
+# Calls that look at a pipeline without training on it: printing, plotting, counting, listing.
+_LOOKING = ("print", "display", "plot", "show", "visual", "imshow", "draw", "render", "len", "list", "next",
+            "summar", "describe", "inspect", "preview", "sample", "peek", "tolist", "numpy")
+# Methods of a dataset that read its metadata or a few elements, not its stream.
+_PEEK_METHODS = frozenset({"take", "as_numpy_iterator", "cardinality", "element_spec", "reduce", "get_single_element",
+                           "numpy", "class_names", "save", "snapshot"})
+
+
+_PEEK_SIZE = 100  # take(n) of at most this many elements (batches) shows data, it does not train
+
+
+def _few(call: ast.Call) -> bool:
+    count = constant(call.args[0]) if call.args else None
+    return isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _PEEK_SIZE
+
+
+def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether this appearance of a pipeline gives it to something that may train on it (see trained_on)."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Attribute):
+        call = parents.get(parent)
+        if isinstance(call, ast.Call) and call.func is parent:
+            return parent.attr not in TRANSFORMS and parent.attr not in _PEEK_METHODS and \
+                parent.attr not in CONSUMER_METHODS  # transforms and consumers are followed by the flow
+        return False  # ds.element_spec, ds.class_names
+    if isinstance(parent, ast.keyword):
+        parent = parents.get(parent)
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        lowered = name.lower()
+        if name in CONSUMER_METHODS or name in CONSUMER_BUILTINS or name in TRANSFORMS:
+            return False  # consumed (the flow knows), or built on
+        if module.call_name(parent) in SOURCES:
+            return False  # merged into another pipeline (zip, sample_from_datasets)
+        return not any(word in lowered for word in _LOOKING)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return not all(isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in targets)  # self.ds = ds
+    # Loops and returns are judged by the flow; a bare expression or a test uses nothing. Anything else
+    # (yielded, put in a container, subscripted) goes where lint cannot follow it.
+    return not isinstance(parent, (ast.For, ast.AsyncFor, ast.Expr, ast.Compare, ast.If, ast.While, ast.BoolOp,
+                                   ast.UnaryOp, ast.Assert, ast.Delete, ast.JoinedStr, ast.FormattedValue,
+                                   ast.Return))
+
+
+def _whole_tensors(name: str | None, call: ast.Call) -> bool:
+    """`tfds.load(..., batch_size=-1)` returns the whole split as tensors, not a dataset."""
+    return name == "tensorflow_datasets.load" and isinstance(batch := keyword_value(call, "batch_size"), ast.UnaryOp) \
+        and isinstance(batch.op, ast.USub) and constant(batch.operand) == 1
+
+
+def _tfds_splits(module: SourceModule, expr: ast.AST, value: Pipeline | None) -> ast.Call | None:
+    """The `tfds.load(..., split=[...])` call whose splits `expr` holds: the call itself, or a name bound
+    to it (`splits = tfds.load(...)`, then `(train, val) = splits`). Not one element of it (`[0]`)."""
+    if value is None or value.ops or not isinstance(value.source, ast.Call):
+        return None
+    if value.node is not value.source and not isinstance(value.node, ast.Name):
+        return None  # one element of it (`[0]`), not the splits; a Name: `splits, info = tfds.load(...)`
+    if module.call_name(value.source) != "tensorflow_datasets.load":
+        return None
+    return value.source
 
 
 class DatasetFlow:
@@ -333,7 +426,9 @@ class DatasetFlow:
 
     @cached_property
     def referenced_names(self) -> set[str]:
-        return {n.id for n in self.module.nodes(ast.Name) if isinstance(n.ctx, ast.Load)}
+        """Names read in this file, and attributes (`self.make_dataset()` calls a method of the file)."""
+        names = {n.id for n in self.module.nodes(ast.Name) if isinstance(n.ctx, ast.Load)}
+        return names | {n.attr for n in self.module.nodes(ast.Attribute) if isinstance(n.ctx, ast.Load)}
 
     @cached_property
     def _calls_by_scope(self) -> dict[int, tuple[bool, set[str]]]:
@@ -408,7 +503,45 @@ class DatasetFlow:
             _ScopeWalker(self.module, flow, returning, self.input_fns).start(scope)
         except RecursionError:  # an expression nested thousands deep (generated code): no pipeline claims
             return ScopeFlow(scope)
+        parents = self.module.parents
+        flow.used = {id(value) for node, value in flow.appearances if _hands_on(self.module, node, parents)}
         return flow
+
+    def _called_here(self, scope: ast.AST) -> bool:
+        """A function this file calls by name: what it returns is judged in its callers' flows."""
+        return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.name in self.returning and \
+            scope.name in self._called_names
+
+    @cached_property
+    def _called_names(self) -> set[str]:
+        return {c.func.id for c in self.module.calls if isinstance(c.func, ast.Name)}
+
+    def trained_on(self, flow: ScopeFlow, value: Pipeline, depth: int = 0) -> bool:
+        """Whether the pipeline, or one built on it, is read by training or handed on (issue 25, items 1-2).
+
+        A pipeline only built (six maps in a tutorial cell, none used later), peeked at (`take(1)`,
+        `next(iter(ds))`, a loop that prints or plots) or given to a plotting helper is not; one consumed
+        (fit, a training loop, iter, a distribute strategy, an Estimator input_fn), returned, stored in an
+        attribute or given to a function lint cannot see is.
+        """
+        calls = [id(call) for _, call in value.ops]
+        # The same ops, by call: pipelines built on this one here, and in the callers of this function
+        # (a function of the file that returns it carries its ops into the caller's flow).
+        for owner in (flow, *(f for f in self.flows if f is not flow)) if calls else (flow,):
+            for other in owner.values:
+                ops = [id(call) for _, call in other.ops]
+                if ops[: len(calls)] != calls or (not calls and other is not value):
+                    continue
+                merged = owner.merged_into.get(id(other))
+                if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
+                    return True
+                if id(other) not in owner.consumed and id(other) not in owner.used and \
+                        not (other in owner.returned and not self._called_here(owner.scope)):
+                    continue
+                if any(op == "take" and _few(call) for op, call in other.ops[len(calls):]):
+                    continue  # a peek at a few elements
+                return True
+        return False
 
     def values(self):
         for flow in self.flows:

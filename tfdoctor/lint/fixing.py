@@ -29,6 +29,7 @@ class FileFix:
     before: str
     after: str
     fixed: list[LintFinding] = field(default_factory=list)
+    original: bytes = b""  # the file's bytes that were linted: written over only if they are still there
 
     def diff(self, display: str) -> str:
         return "".join(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
@@ -76,12 +77,15 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
     for display in files:
         path = paths.get(display, Path(display))
         try:
-            before = decode_source(_read_source(path))
+            original = _read_source(path)
+            before = decode_source(original)
         except Exception as exc:  # unreadable now: the file changed under us
             problems.append(f"{display}: not fixed: {exc}")
             continue
         text, fixed = before, []
-        current = [f for f in findings if f.path == display]
+        # Edits are positions in the text that was linted: lint the text read now (it may have changed
+        # since the report was made), and write only if the file still holds it (write_fix).
+        current = lint_text(before, rules, display).findings
         for _ in range(_ROUNDS):
             chosen = _non_overlapping([f for f in current if fixable(f, unsafe)])
             if not chosen:
@@ -95,7 +99,7 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
             text, fixed = after, fixed + chosen
             current = lint_text(text, rules, display).findings
         if fixed:
-            plans.append(FileFix(path, before, text, fixed))
+            plans.append(FileFix(path, before, text, fixed, original))
     return plans, problems
 
 
@@ -118,17 +122,57 @@ def _overlap(a: tuple[tuple[int, int], tuple[int, int]], b: tuple[tuple[int, int
     return not (a[1] < b[0] or b[1] < a[0])
 
 
+class FixNotWritten(Exception):
+    """A planned fix that was not written, and why (a link, a file changed since it was linted…)."""
+
+
 def write_fix(plan: FileFix) -> None:
-    """Write the fixed text back in the file's own encoding (its PEP 263 cookie or BOM kept)."""
+    """Write the fixed text back in the file's own encoding (its PEP 263 cookie or BOM kept).
+
+    Issue 24, item 6: the new text goes to a temporary file in the same folder, then replaces the file
+    in one rename, so a reader (or a kill) sees the old file or the new one, never a part. Never
+    through a link: a symbolic link or a file with other hard links is left alone (writing it would
+    change, or silently split from, a file elsewhere). Only over the text that was linted: a file
+    changed since (an editor saved it) is left alone, checked again right before the rename.
+    """
     import io
+    import os
+    import stat
+    import tempfile
     import tokenize
 
-    data = _read_source(plan.path)
+    path = plan.path
+    try:
+        status = os.lstat(path)
+    except OSError as exc:
+        raise FixNotWritten(f"cannot read it now: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(status.st_mode):
+        raise FixNotWritten("a symbolic link: the fix would write the file it points to (fix that file)")
+    if not stat.S_ISREG(status.st_mode):
+        raise FixNotWritten("not a regular file")
+    if status.st_nlink > 1:
+        raise FixNotWritten(f"it has {status.st_nlink} hard links: the other names would keep the old text")
+    data = _read_source(path)
+    if data != plan.original:
+        raise FixNotWritten("it changed since it was linted (run lint --fix again)")
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     out = plan.after.encode("utf-8" if encoding == "utf-8-sig" else encoding)
     if data.startswith(b"\xef\xbb\xbf") and not out.startswith(b"\xef\xbb\xbf"):
         out = b"\xef\xbb\xbf" + out
-    plan.path.write_bytes(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tfdoctor", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(out)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(status.st_mode))
+        now = os.lstat(path)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (status.st_ino, status.st_size, status.st_mtime_ns):
+            raise FixNotWritten("it changed since it was linted (run lint --fix again)")
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def _read_source(path: Path) -> bytes:

@@ -9,6 +9,7 @@ Keras lives under `keras.`, the rest of TensorFlow under `tf.`.
 from __future__ import annotations
 
 import ast
+import functools
 
 # Longest first: the first matching prefix is rewritten.
 _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -25,6 +26,7 @@ _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
 _CANONICAL_EXACT = {"tensorflow": "tf", "tensorflow.keras": "keras", "tf_keras": "keras"}
 
 
+@functools.lru_cache(maxsize=65536)  # the same few hundred names recur in every file of a corpus
 def canonical(dotted: str) -> str:
     if dotted in _CANONICAL_EXACT:
         return _CANONICAL_EXACT[dotted]

@@ -72,6 +72,8 @@ def lint_module(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lin
                 end = module.cells[end_line - 1] if 1 <= end_line <= len(module.cells) else where
                 cell, raw_line = where.cell, where.raw_line
                 line, end_line = where.line, end.line if end.cell == where.cell else where.line
+                # IPython stripped a pasted indentation or prompt from the cell: columns of the cell's text
+                column, end_column = column + where.shift, end_column + end.shift
                 if fix is not None and fix.edits:  # edits count lines of the joined cells: not applicable
                     fix = SourceFix(fix.title)
             report.findings.append(LintFinding(

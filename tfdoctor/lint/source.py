@@ -26,6 +26,9 @@ _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Cl
 _FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")
 # Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
 SOURCE_LIMIT = 32 * 1024 * 1024
+# Python text lint parses from one file (a notebook: its code cells). `ast.parse` alone needs ~240 bytes
+# of memory per character (a 10 MB script: 2.4 GB, 46 s); hand-written scripts stay far below this.
+CODE_LIMIT = 2_000_000
 
 
 class SourceError(Exception):
@@ -61,6 +64,9 @@ def _undecodable(data: bytes, exc: UnicodeDecodeError) -> SourceError:
 
 
 def parse_source(text: str, filename: str) -> ast.Module:
+    if len(text) > CODE_LIMIT:  # issue 24, item 5: bounded work per file
+        raise SourceError("SRC002", f"not linted: {len(text):,} characters of Python, over the {CODE_LIMIT:,} "
+                                    "lint parses from one file (generated code? exclude it or split it)")
     try:
         return ast.parse(text, filename=filename)
     except SyntaxError as exc:
@@ -99,6 +105,7 @@ class SourceModule:
         self.imports = ImportMap.from_imports(imports)
         self._qualified: dict[int, str | None] = {}
         self._derived: dict[object, object] = {}
+        self._scopes: dict[ast.AST, ast.AST] = {}  # node → its scope, filled by scope_of
         self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
 
     def _index(self, tree: ast.AST) -> None:
@@ -192,7 +199,13 @@ class SourceModule:
             return name
 
     def call_name(self, call: ast.Call) -> str | None:
-        return self.qualified(call.func)
+        # qualified(call.func) inlined: rules ask this hundreds of thousands of times per corpus
+        func = call.func
+        try:
+            return self._qualified[id(func)]
+        except KeyError:
+            name = self._qualified[id(func)] = self.imports.qualified(func)
+            return name
 
     @cached_property
     def calls_by_name(self) -> dict[str, list[ast.Call]]:
@@ -214,10 +227,25 @@ class SourceModule:
             yield node
 
     def scope_of(self, node: ast.AST) -> Scope:
-        for parent in self.ancestors(node):
-            if isinstance(parent, _SCOPES):
-                return parent
-        return self.tree
+        """The innermost function, lambda, class or module around `node`; memoised along the path, so asking
+        for every call of a file walks each ancestor chain once."""
+        cache, parents = self._scopes, self.parents
+        walked = []
+        current = node
+        scope: ast.AST = self.tree
+        while current in parents:
+            current = parents[current]
+            if isinstance(current, _SCOPES):
+                scope = current
+                break
+            known = cache.get(current)
+            if known is not None:
+                scope = known
+                break
+            walked.append(current)
+        for passed in walked:
+            cache[passed] = scope
+        return scope  # type: ignore[return-value]
 
     def _char_column(self, line: int, byte_col: int) -> int:
         if 1 <= line <= len(self.lines):

@@ -11,8 +11,11 @@ import re
 import tokenize
 
 _MARKER = "tfdoctor:"
-_NOQA = re.compile(r"#\s*tfdoctor:\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,?\s*[A-Za-z]+[0-9]+)*))?",
-                   re.IGNORECASE)
+# Linear on any comment (issue 24, item 4): the codes are split off by hand, not by a repeated group
+# whose separators (`\s*,?\s*`) could match the same run of blanks in many ways.
+_NOQA = re.compile(r"#\s*tfdoctor:\s*noqa(?P<rest>:.*)?", re.IGNORECASE)
+_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+_SEPARATORS = re.compile(r"[\s,]+")
 ALL = frozenset({"*"})
 
 
@@ -31,13 +34,23 @@ def suppressions(text: str) -> dict[int, frozenset[str]]:
         match = _NOQA.search(token.string)
         if match is None:
             continue
-        codes = match.group("codes")
+        codes = _codes(match.group("rest"))
         line = token.start[0]
-        if codes is None:
+        if not codes:
             found[line] = ALL
         else:
-            found[line] = found.get(line, frozenset()) | frozenset(c.upper() for c in re.split(r"[\s,]+", codes) if c)
+            found[line] = found.get(line, frozenset()) | codes
     return found
+
+
+def _codes(rest: str | None) -> frozenset[str]:
+    """`: SRC101, SRC103 because …` → {SRC101, SRC103}: the leading words that look like codes."""
+    codes = []
+    for word in _SEPARATORS.split(rest[1:].strip()) if rest else ():
+        if not _CODE.fullmatch(word):
+            break
+        codes.append(word.upper())
+    return frozenset(codes)
 
 
 def is_suppressed(table: dict[int, frozenset[str]], line: int, code: str) -> bool:

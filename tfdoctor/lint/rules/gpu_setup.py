@@ -25,6 +25,16 @@ _MWMS = frozenset({"tf.distribute.MultiWorkerMirroredStrategy",
 _LOCAL_ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1):\d+")
 
 
+_REPORTING_NAMES = ("oom", "alloc", "memory", "profil", "debug", "diagnos")
+
+
+def _for_the_report(module: SourceModule, node: ast.AST) -> bool:
+    """Inside a function or class whose name says it exists for memory reports (an `OomReportingHook`,
+    `debug_memory()`): the option is its purpose, and turning it off would defeat it (issue 25, item 7)."""
+    return any(isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and any(word in a.name.lower() for word in _REPORTING_NAMES) for a in module.ancestors(node))
+
+
 @lint_rule("SRC110", "oom-allocation-report-enabled", Severity.WARNING)
 def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
     """`report_tensor_allocations_upon_oom=True` is left on.
@@ -47,15 +57,17 @@ def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Safe: it changes no result; an OOM error just lists fewer details.
     """
+    if _OOM_OPTION not in module.text:
+        return  # a keyword or attribute of that exact name is the only way to set it
     for call in module.calls:
         for kw in call.keywords:
-            if kw.arg == _OOM_OPTION and constant(kw.value) is True:
+            if kw.arg == _OOM_OPTION and constant(kw.value) is True and not _for_the_report(module, call):
                 yield Hit(kw, f"{_OOM_OPTION}=True tracks every tensor allocation on every step",
                           fix=SourceFix("Set it to False", (replace_node(module, kw.value, "False"),),
                                         Applicability.SAFE))
     for assign in module.nodes(ast.Assign):
         if constant(assign.value) is True and any(isinstance(t, ast.Attribute) and t.attr == _OOM_OPTION
-                                                  for t in assign.targets):
+                                                  for t in assign.targets) and not _for_the_report(module, assign):
             yield Hit(assign, f"{_OOM_OPTION} = True tracks every tensor allocation on every step",
                       fix=SourceFix("Set it to False", (replace_node(module, assign.value, "False"),),
                                     Applicability.SAFE))
@@ -63,6 +75,8 @@ def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
 
 def _env_assignments(module: SourceModule) -> Iterator[tuple[ast.AST, str, object]]:
     """(node, variable, value) for every environment variable the script sets."""
+    if "environ" not in module.text and "putenv" not in module.text:
+        return  # os.environ / os.putenv never named: nothing is set (saves a walk over every call)
     for assign in module.nodes(ast.Assign):
         for target in assign.targets:
             if isinstance(target, ast.Subscript) and module.qualified(target.value) in _ENVIRON:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
 from tfdoctor.lint.datasets import Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, tf_alias
+from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
 from tfdoctor.model import Applicability, Severity
@@ -49,12 +50,15 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         host memory.
     """
     flow = dataset_flow(module)
+    if framework_internal(module):
+        return  # a framework's own pipelines: its users' fit decides (issue 25, item 5)
     for scope_flow in flow.flows:
         exported = isinstance(scope_flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
             scope_flow.scope.name not in flow.referenced_names  # its callers are in other files
         returned = {id(v) for v in scope_flow.returned}
         for value in scope_flow.values:
-            if value.source is None or value.has("prefetch") or _prefetched_to_device(value):
+            if value.source is None or value.has("prefetch") or _prefetched_to_device(value) or \
+                    _prefetched_by_loader(module, value):
                 continue
             consumer = scope_flow.consumed.get(id(value))
             severity = None
@@ -67,8 +71,11 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 consumer, severity = value.node, Severity.INFO
             if value.ops and value.ops[-1][0] == "take":
                 continue  # a peek at a few elements (printing, plotting), not training
-            if tiny(module, value) or pipeline_cost(module, value) is Cost.TRIVIAL:
-                continue  # arrays already in memory, cheap maps: nothing worth overlapping
+            cost = pipeline_cost(module, value)
+            if tiny(module, value) or cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)):
+                continue  # arrays already in memory (a CSV read with pandas), cheap maps: nothing worth overlapping
+            if slow_on_purpose(module, value.node or consumer):
+                continue  # a demonstration of the slow way
             expr = scope_flow.consumed_expr.get(id(value), value.node)
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
@@ -85,6 +92,17 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             yield Hit(expr, f"tf.data pipeline is consumed by {_consumer_name(consumer)} without .prefetch(): "
                       "input preparation and training steps take turns instead of overlapping",
                       evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix)
+
+
+def _prefetched_by_loader(module: SourceModule, value: Pipeline) -> bool:
+    """Built by a loader that prefetches (knowledge table lint_prefetching_loaders) and not mapped since."""
+    from tfdoctor.knowledge import table
+
+    source = module.call_name(value.source) if isinstance(value.source, ast.Call) else None
+    if source is None or source not in {row["name"] for row in table("lint_prefetching_loaders").rows}:
+        return False
+    return not any(op in ("map", "interleave", "flat_map", "unbatch", "map_with_legacy_function")
+                   for op, _ in value.ops)
 
 
 def _prefetched_to_device(value: Pipeline) -> bool:
@@ -112,7 +130,9 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     What it does:
         Flags `.map(f)` on a tf.data pipeline (followed from its source, or a parameter annotated
         `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
-        literal 1.
+        literal 1 — when the function does real work per element and the pipeline, or one built on
+        it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
+        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted.
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many
@@ -131,9 +151,14 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         `tf.py_function`).
     """
     seen: set[int] = set()
-    for _flow, value in dataset_flow(module).values():
+    flows = dataset_flow(module)
+    if framework_internal(module):
+        return
+    for _flow, value in flows.values():
         if not value.ops or value.ops[-1][0] != "map":
             continue
+        if not flows.trained_on(_flow, value):
+            continue  # built, peeked at or plotted, never trained on: its speed does not matter (issue 25)
         call = value.ops[-1][1]
         if id(call) in seen:
             continue
@@ -146,6 +171,8 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         cost = function_cost(module, argument(call, "map_func", 0))
         if cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)) or tiny(module, value):
             continue  # a cast or a slice of arrays in memory: parallel calls only add overhead
+        if slow_on_purpose(module, call):
+            continue  # a demonstration of the slow way
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
+from tfdoctor.lint.intent import not_users_training_code
 from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
 from tfdoctor.model import Applicability, Severity
@@ -87,6 +88,46 @@ def _method_of_external_subclass(module: SourceModule, func: Function) -> bool:
         "keras.Model", "keras.models.Model", "keras.layers.Layer", "tf.Module") for b in parent.bases)
 
 
+_EAGER_SWITCHES = frozenset({"tf.enable_eager_execution", "tf.compat.v1.enable_eager_execution",
+                             "tf.config.run_functions_eagerly", "tf.config.experimental_run_functions_eagerly"})
+_DEMO_STEPS = 100  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
+
+
+def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
+    name = module.call_name(call)
+    if name not in _EAGER_SWITCHES:
+        return False
+    return not name.endswith("eagerly") or constant(argument(call, "run_eagerly", 0)) is True
+
+
+def _innermost_loop(module: SourceModule, node: ast.AST) -> ast.AST | None:
+    for parent in module.ancestors(node):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return None
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            return parent
+    return None
+
+
+def _short_literal_loop(module: SourceModule, loop: ast.AST | None) -> bool:
+    """`for _ in range(N)` with a literal N <= _DEMO_STEPS and no loop around it."""
+    if not isinstance(loop, ast.For) or not _is_range(module, loop.iter) or _innermost_loop(module, loop) is not None:
+        return False
+    bounds = [constant(a) for a in loop.iter.args]  # type: ignore[attr-defined]
+    stop = bounds[1] if len(bounds) > 1 else bounds[0] if bounds else None
+    return isinstance(stop, int) and not isinstance(stop, bool) and stop <= _DEMO_STEPS
+
+
+def _demo_loop(module: SourceModule, call: ast.AST, owner: Function | None,
+               looped: dict[str, list[ast.AST]]) -> bool:
+    """The step runs only in short literal loops: in its own body, or wherever its function is called."""
+    own = _innermost_loop(module, call)
+    if own is not None:
+        return _short_literal_loop(module, own)
+    loops = looped.get(owner.name, []) if owner is not None else []
+    return bool(loops) and all(_short_literal_loop(module, loop) for loop in loops)
+
+
 def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST]]:
     """Eager training steps: (function or None for module level, the apply_gradients call).
 
@@ -103,8 +144,16 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
             tapes[id(owner) if owner is not None else 0] = owner
     if not tapes:
         return []
+    if any(_eager_on_purpose(module, c) for c in module.calls):
+        return []  # a deliberately eager example (TF1 enable_eager_execution, run_functions_eagerly(True))
     taping_names = {f.name for f in tapes.values() if f is not None}
-    looped_calls = {_called_name(c) for c in module.calls if _in_loop(module, c, None)}
+    compiled = module.derived(_compiled_functions)
+    looped_loops: dict[str, list[ast.AST]] = {}
+    for c in module.calls:
+        loop = _innermost_loop(module, c)
+        if loop is not None:
+            looped_loops.setdefault(_called_name(c) or "", []).append(loop)
+    looped_calls = set(looped_loops)
     steps: list[tuple[Function | None, ast.AST]] = []
     seen: set[int] = set()
     for call in module.calls:
@@ -115,10 +164,13 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
         if key in seen:
             continue
         body = owner if owner is not None else module.tree
-        tape_here = key in tapes or any(isinstance(n, ast.Call) and _called_name(n) in taping_names
-                                        for n in ast.walk(body) if n is not call)
-        if not tape_here:
-            continue
+        if key not in tapes:  # the tape may be in a helper of this file that the step calls
+            helpers = {_called_name(n) for n in ast.walk(body)
+                       if n is not call and isinstance(n, ast.Call) and _called_name(n) in taping_names}
+            if not helpers or helpers <= compiled:
+                continue  # no tape, or the tape is in a helper that is itself a tf.function (issue 25, item 8)
+        if _demo_loop(module, call, owner, looped_loops) or not_users_training_code(module, call):
+            continue  # a 50-step feature demo; a framework's internals; a slow-on-purpose example
         inherited = owner is not None and _method_of_external_subclass(module, owner)
         # A method of a class built on another module's base (a library's agent, trainer…): that base may
         # compile it, so only a call from a loop of this file shows it runs eagerly.
@@ -160,12 +212,15 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
 
     Fix safety:
         Unsafe: Python side effects (print, appending to lists, Python random numbers) then run only
-        while tracing, and a step called with new shapes or Python values retraces.
+        while tracing, and a step called with new shapes or Python values retraces. Not offered at
+        all (advice instead) where it cannot be right: a function that runs the whole training loop,
+        calls eager-only or TF1 set-up (`enable_eager_execution`, a `Session`, `hvd.init()`), reads
+        tensors with `.numpy()`, or writes files and checkpoints.
     """
     steps = _gradient_steps(module)
     if not steps:
         return
-    compiled = _compiled_functions(module)
+    compiled = module.derived(_compiled_functions)
     alias = module.imports.alias_for("tf")
     for func, apply in steps:
         if func is None:  # the loop itself is at module level: no function to decorate
@@ -178,7 +233,15 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         if func.name in _KERAS_STEP_METHODS and isinstance(module.parents.get(func), ast.ClassDef):
             continue
         fix = SourceFix("Decorate the step with @tf.function")
-        if alias:
+        unsafe_here = _cannot_wrap(module, func, apply)
+        evidence: dict[str, object] = {"function": func.name}
+        if unsafe_here:
+            # Issue 25, item 7: @tf.function on this function would be wrong, and would silence the re-lint
+            # without compiling the step; the fix is advice for a person instead.
+            fix = SourceFix(f"Move the step (tape and apply_gradients) into its own function decorated with "
+                            f"@tf.function ({func.name}() {unsafe_here})")
+            evidence["not_wrapped"] = unsafe_here
+        elif alias:
             first = func.decorator_list[0] if func.decorator_list else func
             pos = module.position(first)
             indent = " " * (pos.column - 1 - (1 if func.decorator_list else 0))
@@ -186,7 +249,45 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
             fix = SourceFix(fix.title, (Edit(pos.line, at, pos.line, at, f"@{alias}.function\n{indent}"),),
                             Applicability.UNSAFE)
         yield Hit(_def_name(module, func), f"training step {func.name}() records a GradientTape and applies "
-                  "gradients eagerly (not a tf.function)", evidence={"function": func.name}, fix=fix)
+                  "gradients eagerly (not a tf.function)", evidence=evidence, fix=fix)
+
+
+# What a function must not do to be wrapped in @tf.function as a whole: run only eagerly or in TF1, read
+# values to Python, write files or save checkpoints (they would run once, while tracing, or fail).
+_EAGER_ONLY = frozenset({"enable_eager_execution", "run_functions_eagerly", "Session", "InteractiveSession",
+                         "disable_v2_behavior", "set_memory_growth", "set_visible_devices"})
+_HOROVOD_SETUP = frozenset({"init", "broadcast_variables"})
+_WRITES = frozenset({"open", "save", "save_weights", "save_model", "savefig", "dump", "write", "makedirs", "mkdir",
+                     "to_csv", "imwrite", "imsave", "export_saved_model", "write_graph"})
+_GRAPH_WRITERS = ("tf.io.", "tf.summary.", "tf.print")  # ops: fine in a graph
+
+
+def _cannot_wrap(module: SourceModule, func: Function, apply: ast.AST) -> str | None:
+    """Why decorating `func` itself with @tf.function cannot be right, or None."""
+    if _innermost_loop_in(module, apply, func) is not None:
+        return "runs the whole training loop"
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call) or node is apply:
+            continue
+        name = module.call_name(node) or ""
+        last = name.rsplit(".", 1)[-1] if name else (_called_name(node) or "")
+        if (name.startswith("tf.") and last in _EAGER_ONLY) or (name.startswith("horovod") and last in _HOROVOD_SETUP):
+            return f"calls {name}(), which runs only eagerly or in TF1"
+        if last == "numpy" and isinstance(node.func, ast.Attribute) and not node.args:
+            return "reads tensors to Python with .numpy()"
+        if last in _WRITES and not name.startswith(_GRAPH_WRITERS) and (
+                name in ("open", "") or isinstance(node.func, ast.Attribute)):
+            return f"writes files or saves checkpoints ({last}())"
+    return None
+
+
+def _innermost_loop_in(module: SourceModule, node: ast.AST, stop: ast.AST) -> ast.AST | None:
+    for parent in module.ancestors(node):
+        if parent is stop:
+            return None
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            return parent
+    return None
 
 
 class _NamePosition(ast.AST):

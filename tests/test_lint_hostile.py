@@ -1,0 +1,164 @@
+"""Issue 24 items 4-6 for lint: linear patterns, bounded work per file, and `--fix` writes that are
+atomic, never through a link and only over the text that was linted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from lint_support import FIXTURES, rules
+
+from tfdoctor.cli import main
+from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix
+from tfdoctor.lint.runner import lint_paths
+from tfdoctor.lint.source import CODE_LIMIT
+from tfdoctor.lint.suppression import suppressions
+
+BAD = (FIXTURES / "keras_fit_bad.py").read_text(encoding="utf-8")
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+# --- item 4: patterns linear on hostile text ------------------------------------------------------
+
+
+@pytest.mark.parametrize("comment", [
+    lambda n: "# tfdoctor: noqa: A1" + " " * n + "x",  # took 1 s at 12,000 blanks, 4x per doubling
+    lambda n: "# tfdoctor: noqa: A1" + " \t" * n + "x",
+    lambda n: "# tfdoctor: noqa: " + "A1 " * n + "!",
+    lambda n: "#" + " #" * n,
+])
+def test_noqa_comments_are_read_in_linear_time(comment):
+    def cost(n: int) -> float:
+        text = f"x = 1  {comment(n)}\n"
+        start = time.process_time()
+        suppressions(text)
+        return time.process_time() - start
+
+    small, large = min(cost(2_000) for _ in range(3)), min(cost(40_000) for _ in range(3))
+    assert large < 1.0
+    assert large < max(small, 0.002) * 20 * 3  # 20x the input: linear ~20x, quadratic 400x
+
+
+def test_noqa_codes_are_the_leading_code_words():
+    table = suppressions("a = 1  # tfdoctor: noqa: SRC101, src103 because SRC105\nb = 2  # tfdoctor: noqa\n")
+    assert table == {1: frozenset({"SRC101", "SRC103"}), 2: frozenset({"*"})}
+
+
+# --- item 5: bounded work per file ----------------------------------------------------------------
+
+
+def test_a_script_over_the_code_limit_is_not_parsed_and_says_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = "x = tf.constant([1, 2, 3])\n"
+    (tmp_path / "gen.py").write_text("import tensorflow as tf\n" + line * (CODE_LIMIT // len(line) + 1),
+                                     encoding="utf-8")
+    size = (tmp_path / "gen.py").stat().st_size
+    code, out, _ = run(capsys, "lint", "gen.py")
+    assert code == 1
+    assert out == (f"gen.py:1:1: SRC002 unreadable-file not linted: {size:,} characters of Python, over the "
+                   f"{CODE_LIMIT:,} lint parses from one file (generated code? exclude it or split it)\n")
+
+
+# --- item 6: --fix writes ------------------------------------------------------------------------
+
+
+def test_fix_never_writes_through_a_symbolic_link_out_of_the_tree(tmp_path, capsys, monkeypatch):
+    outside, tree = tmp_path / "outside.py", tmp_path / "tree"
+    outside.write_text(BAD, encoding="utf-8")
+    tree.mkdir()
+    (tree / "train.py").symlink_to(outside)
+    monkeypatch.chdir(tmp_path)
+    _, _, err = run(capsys, "lint", "--fix", "tree")
+    assert outside.read_text(encoding="utf-8") == BAD
+    assert (tree / "train.py").is_symlink()
+    assert "tree/train.py: not fixed: a symbolic link" in err
+
+
+def test_fix_never_writes_through_a_hard_link(tmp_path, capsys, monkeypatch):
+    outside, tree = tmp_path / "outside.py", tmp_path / "tree"
+    outside.write_text(BAD, encoding="utf-8")
+    tree.mkdir()
+    os.link(outside, tree / "train.py")
+    monkeypatch.chdir(tmp_path)
+    _, _, err = run(capsys, "lint", "--fix", "tree")
+    assert outside.read_text(encoding="utf-8") == BAD == (tree / "train.py").read_text(encoding="utf-8")
+    assert "tree/train.py: not fixed: it has 2 hard links" in err
+
+
+def plan(path: Path):
+    report = lint_paths([path], rules())
+    plans, problems = plan_fixes(report.findings, False, {str(path): path}, rules())
+    assert problems == [] and len(plans) == 1
+    return plans[0]
+
+
+def test_a_file_edited_after_it_was_linted_keeps_the_edit(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    fix = plan(path)
+    edited = BAD.replace("model.fit(", "model.fit(  # a concurrent edit\n    ")
+    path.write_text(edited, encoding="utf-8")
+    with pytest.raises(FixNotWritten, match="changed since it was linted"):
+        write_fix(fix)
+    assert path.read_text(encoding="utf-8") == edited
+
+
+def test_the_fix_is_planned_on_the_text_read_not_on_an_older_report(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    report = lint_paths([path], rules())  # the report of the text as it was
+    shifted = "# a line added by an editor meanwhile\n" + BAD
+    path.write_text(shifted, encoding="utf-8")
+    (fix,) = plan_fixes(report.findings, False, {str(path): path}, rules())[0]
+    write_fix(fix)
+    fixed = path.read_text(encoding="utf-8")
+    assert fixed.startswith("# a line added by an editor meanwhile\n")
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in fixed and "train.prefetch(tf.data.AUTOTUNE)" in fixed
+
+
+def test_the_fix_replaces_the_file_in_one_rename_keeping_its_mode(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    path.chmod(0o750)
+    before = path.stat().st_ino
+    write_fix(plan(path))
+    assert path.stat().st_ino != before  # a new file renamed over the old one, not rewritten in place
+    assert path.stat().st_mode & 0o777 == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # no temporary file left
+
+
+def test_a_kill_during_the_write_leaves_the_old_file_whole(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    script = textwrap.dedent(f"""
+        import os, signal
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # killed with the new text half on disk
+        from tfdoctor.cli import main
+        main(["lint", "--fix", {str(path)!r}])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == -9
+    assert path.read_text(encoding="utf-8") == BAD  # never 0 bytes, never half a file
+
+
+@pytest.mark.parametrize(("document", "reason"), [
+    ('{"cells": [], "x": ' + "9" * 100_000 + "}", "ValueError: Exceeds the limit"),  # was a traceback, exit 3
+    ('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", "RecursionError"),
+])
+def test_a_hostile_notebook_is_src002_not_a_crash(tmp_path, capsys, monkeypatch, document, reason):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_text(document, encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "nb.ipynb")
+    assert code == 1
+    assert out.startswith("nb.ipynb:1:1: SRC002 unreadable-file not a valid notebook: ") and reason in out

@@ -224,3 +224,30 @@ def test_runtime_file_names(tmp_path: Path):
     assert [names.runtime_of(n) for n in accepted] == ["libiomp5", "libiomp5", "libgomp", "libgomp", "libomp",
                                                       "libomp", "libgomp"]
     assert [names.runtime_of(n) for n in rejected] == [None] * len(rejected)
+
+
+@pytest.mark.parametrize("how", ["CONDA_PREFIX", "--python inside --root", "--python as the tree's path"])
+def test_python_under_root_means_the_trees_interpreter_for_every_probe(make_root, how):
+    """A conda env whose lib/ and TensorFlow's _solib_* both hold libiomp5.so: --python naming the env's
+    interpreter inside --root finds both, as CONDA_PREFIX does (it used to join the root twice: none)."""
+    from tfdoctor.facts.probes import cuda_libs
+    from tfdoctor.facts.rooted_fs import RootedFs
+
+    prefix = "/opt/conda/envs/tf"
+    root = make_root().cpus(cores_per_socket=4)
+    root.write(f"{prefix}/bin/python", "#!/bin/sh\n", mode=0o755)
+    root.write(f"{prefix}/conda-meta/intel-openmp-2023.1.0-hdb19cb5_46306.json", "{}")
+    root.write(f"{prefix}/lib/libiomp5.so", ELF)
+    bundled = "tensorflow/python/_solib_k8/_U@mkl_Ulinux_S_S_Cmkl_Ulibs_Ulinux___Uexternal_Smkl_Ulinux_Slib/libiomp5.so"
+    site = _site(root, prefix)
+    site.tensorflow(name="intel-tensorflow", version="2.15.0", record=("tensorflow/__init__.py", bundled))
+    site.file(bundled, ELF)
+    if how == "CONDA_PREFIX":
+        machine = root.machine({"CONDA_PREFIX": prefix})
+    else:
+        python = f"{root.path}{prefix}/bin/python" if how.endswith("inside --root") else f"{prefix}/bin/python"
+        machine = root.machine({}, python=python)
+    found = openmp_probe.probe_openmp(machine)["runtimes"]
+    assert sorted(r["path"] for r in found) == [f"{prefix}/lib/libiomp5.so",
+                                                f"{prefix}/lib/python3.11/site-packages/{bundled}"]
+    assert cuda_libs.site_packages(machine, RootedFs(machine))[:1] == [f"{prefix}/lib/python3.11/site-packages"]

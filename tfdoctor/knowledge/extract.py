@@ -32,6 +32,8 @@ RECORD_VERSION = 1
 # core (2.12 on), the Python extension that held both before.
 MAIN_LIBRARIES = ("tensorflow/libtensorflow_framework.so.2", "tensorflow/libtensorflow_cc.so.2",
                   "tensorflow/python/_pywrap_tensorflow_internal.so")
+# Small extensions scanned for MESSAGES only: the CPU-feature notice is printed from its own module.
+MESSAGE_FILES = ("tensorflow/python/platform/_pywrap_cpu_feature_guard.so",)
 BUILD_INFO = "tensorflow/python/platform/build_info.py"
 CHUNK = 1 << 20
 KEEP = 4 << 20  # bytes kept behind the stream's position: the ELF reads near the start need no reopen
@@ -160,6 +162,11 @@ def extract(path: Path, banners: bool = True) -> dict[str, Any]:
                 with archive.open(info) as stream:
                     record["nccl_banner"], record["messages"] = scan_strings(stream)
             libraries[name] = record
+        message_files: dict[str, list[str]] = {}
+        for name in MESSAGE_FILES:
+            if banners and name in names:
+                with archive.open(name) as stream:
+                    message_files[name] = scan_strings(stream)[1]
     keep = ("cuda_version", "cudnn_version", "cuda_compute_capabilities", "is_cuda_build", "is_rocm_build")
     return {
         "record_version": RECORD_VERSION,
@@ -172,6 +179,7 @@ def extract(path: Path, banners: bool = True) -> dict[str, Any]:
         "and_cuda": and_cuda_requirements(metadata["requires_dist"]),
         "build_info": {k: build_info[k] for k in keep if k in build_info},
         "libraries": libraries,
+        "message_files": message_files,
     }
 
 

@@ -179,3 +179,35 @@ def test_probe_reads_the_installed_framework_and_says_why_it_cannot(make_root):
     assert "python/_pywrap_tensorflow_internal.so" not in found  # absent files are not listed
     assert cuda_libs.nccl_linkage({"libraries": found}) == (
         "dynamic", "libtensorflow_framework.so.2's RUNPATH names $ORIGIN/../../nvidia/nccl/lib")
+
+
+# -- docs/maintaining-knowledge.md ------------------------------------------------------------------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "maintaining-knowledge.md"
+
+
+def test_the_documented_command_runs_as_written(tmp_path):
+    """The page's one command, with the synthetic wheel and a temporary output in place of its paths."""
+    import shlex
+    import subprocess
+    import sys
+
+    (line,) = [ln.strip() for ln in DOC.read_text().splitlines() if ln.startswith("    python -m tfdoctor.")]
+    argv = shlex.split(line)
+    assert argv[:3] == ["python", "-m", "tfdoctor.knowledge.extract"] and argv[4] == "-o"
+    wheel, out = _wheel(tmp_path, filler=100), tmp_path / "tensorflow-2.99.0.json"
+    done = subprocess.run([sys.executable, *argv[1:3], str(wheel), "-o", str(out)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["version"] == "2.99.0"
+    printed = subprocess.run([sys.executable, *argv[1:3], str(wheel), "-o", "-", "--no-banners"],
+                             capture_output=True, text=True, timeout=120)
+    assert "nccl_banner" not in json.loads(printed.stdout)["libraries"]["tensorflow/libtensorflow_framework.so.2"]
+
+
+def test_the_page_lists_the_committed_records():
+    listed = DOC.read_text().split("Records are committed for ", 1)[1].split(".\n", 1)[0]
+    versions = [v.strip() for v in listed.replace(" and ", ", ").split(",")]
+    committed = sorted(p.name.removeprefix("tensorflow-").removesuffix(".json")
+                       for p in (DOC.parent.parent / "tests" / "data" / "wheel_records").glob("*.json"))
+    assert sorted(versions) == committed

@@ -211,3 +211,23 @@ def test_the_page_lists_the_committed_records():
     committed = sorted(p.name.removeprefix("tensorflow-").removesuffix(".json")
                        for p in (DOC.parent.parent / "tests" / "data" / "wheel_records").glob("*.json"))
     assert sorted(versions) == committed
+
+
+def test_a_planted_fifo_or_endless_string_is_unknown_not_a_hang(make_root):
+    """Hostile trees: the framework a FIFO (never opened for reading), or an ELF whose string never ends
+    within its bound (the read stops at MAX_STRING)."""
+    from tfdoctor.facts.probes import cuda_libs
+    from tfdoctor.facts.rooted_fs import RootedFs
+
+    root = make_root()
+    site = "/venv/lib/python3.11/site-packages"
+    (root.path / site.lstrip("/") / "tensorflow").mkdir(parents=True)
+    os.mkfifo(root.path / site.lstrip("/") / "tensorflow" / "libtensorflow_framework.so.2")
+    endless = bytearray(shared_object("libtensorflow_cc.so.2"))
+    endless[-1:] = b"x"  # the SONAME loses its NUL ...
+    endless += b"y" * (300 * 1024)  # ... and runs past MAX_STRING
+    struct.pack_into("<Q", endless, 64 + 2 * 56 + 16 * 2 + 8, len(endless))  # DT_STRSZ: the whole file
+    root.write(f"{site}/tensorflow/libtensorflow_cc.so.2", bytes(endless))
+    found = cuda_libs.tensorflow_libraries(RootedFs(root.machine({})), site)
+    assert set(found) == {"libtensorflow_cc.so.2"}  # a FIFO is not a regular file: not even listed
+    assert "longer than" in found["libtensorflow_cc.so.2"].reason

@@ -43,8 +43,9 @@ NCCL_BANNER = re.compile(rb"NCCL version ([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})(\+
 # states (its `tensorflow` column), and XLA's ptxas exclusion (xla_ptxas.toml).
 MESSAGES = {
     "local-rendezvous-end-of-sequence": b"Local rendezvous is aborting with status",
-    "cpu-instructions-onednn": b"This TensorFlow binary is optimized with oneAPI Deep Neural Network Library",
-    "cpu-instructions-available": b"This TensorFlow binary is optimized to use available CPU instructions",
+    # cpu_feature_guard.cc streams its notice in pieces: the first piece tells the wording apart.
+    "cpu-instructions-onednn": b"This TensorFlow binary is optimized with ",
+    "cpu-instructions-available": b"This TensorFlow binary is optimized to use available CPU",
     # XLA's ptxas search skips excluded versions (FindPtxAsExecutable: 12.3.103) and logs this at VLOG(2).
     "xla-ptxas-version-excluded": b"which was explicitly excluded",
 }

@@ -395,6 +395,9 @@ def nccl_linkage(tensorflow: dict[str, Any]) -> tuple[str, str] | None:
     framework = (tensorflow.get("libraries") or {}).get(FRAMEWORK)
     if not isinstance(framework, dict):
         return None
+    build_info = tensorflow.get("build_info")
+    if isinstance(build_info, dict) and build_info.get("is_cuda_build") is False:
+        return "none", "not a CUDA build"
     if any(n.startswith("libnccl.so") for n in framework["needed"]):
         return "dynamic", f"{FRAMEWORK} NEEDs libnccl.so"
     reaching = [e for e in framework["runpath"] if e.rstrip("/").endswith("nccl/lib")]

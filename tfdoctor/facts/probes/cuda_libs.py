@@ -187,13 +187,18 @@ def _tensorflow(fs: RootedFs, packages: list[str]) -> dict[str, Any] | None:
                     meta = fs.read_text(posixpath.join(folder, entry, "METADATA")) or ""
                     requires = pyenv_snapshot._parse_metadata(meta)["requires_dist"]
         info["requires_dist"] = requires
-        info["libraries"] = tensorflow_libraries(fs, folder)
-        linkage = nccl_linkage(info)
-        info["nccl_linkage"] = linkage[0] if linkage else Unknown("libtensorflow_framework.so.2 not read")
-        if linkage:
-            info["nccl_linkage_rule"] = linkage[1]
         return info
     return None
+
+
+def witness(fs: RootedFs, tensorflow: dict[str, Any]) -> None:
+    """What the installed TensorFlow's shared objects say about themselves, added to its record: their
+    dynamic sections and the NCCL linkage they show."""
+    tensorflow["libraries"] = tensorflow_libraries(fs, str(tensorflow["site_packages"]))
+    linkage = nccl_linkage(tensorflow)
+    tensorflow["nccl_linkage"] = linkage[0] if linkage else Unknown("libtensorflow_framework.so.2 not read")
+    if linkage:
+        tensorflow["nccl_linkage_rule"] = linkage[1]
 
 
 def read_tf_build_info(path: str) -> dict[str, Any]:
@@ -464,8 +469,11 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     packages = site_packages(machine, fs)
     tensorflow = _tensorflow(fs, packages)
     if not nvidia_present(machine):
+        # No GPU: nothing the loader finds matters, and the pre-job hook skips the ELF reads.
         return {"arch": arch, "ld_library_path": ld_library_path, "site_packages": packages,
                 "tensorflow": tensorflow, "libraries": Unknown(NO_NVIDIA)}
+    if tensorflow:
+        witness(fs, tensorflow)
     runpath: list[str] = []
     wheel_dirs: list[dict[str, str | None]] = []
     for folder in packages:

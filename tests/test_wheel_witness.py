@@ -189,3 +189,25 @@ def test_the_profile_command_prints_the_blockers_before_it_runs(monkeypatch):
     result = CliRunner().invoke(cli.profile, ["--device", "gpu"])
     assert order == ["preflight", "run"]
     assert "tfdoctor: CUPTI002 blocked" in result.output
+
+
+def test_profile_preflight_on_a_fake_gpu_machine(tmp_path):
+    """The preflight gathers the GPU facts itself: root in a default Docker container is blocked."""
+    from tfdoctor.checks.cupti import profile_preflight
+    from tfdoctor.facts.probes import nvml
+    from tfdoctor.testing.fake_nvml import FakeNvml
+
+    scenario = g.by_name("cupti002-root-in-docker")
+    root = g.build_root(scenario, tmp_path / "machine")
+    previous = nvml.NVML_OVERRIDE
+    nvml.NVML_OVERRIDE = lambda: FakeNvml(scenario.gpus)
+    try:
+        lines = profile_preflight(scenario.environment(), "gpu", root=str(root.path))
+        healthy = g.build_root(g.by_name("healthy-container-with-sys-admin"), tmp_path / "healthy")
+        silent = profile_preflight(scenario.environment(), "gpu", root=str(healthy.path))
+    finally:
+        nvml.NVML_OVERRIDE = previous
+    assert [line.split(" ", 2)[1] for line in lines] == ["CUPTI002"]
+    assert lines[0].startswith("tfdoctor: CUPTI002 GPU profiling is restricted to administrators")
+    assert lines[0].endswith("CUPTI cannot trace GPU kernels — Start the docker container with SYS_ADMIN")
+    assert silent == []

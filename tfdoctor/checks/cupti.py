@@ -57,16 +57,25 @@ def profile_blockers(facts: Facts) -> list[Finding]:
     return list(run_checks(checks, intent).findings())
 
 
-def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: str | None = None) -> list[str]:
-    """One line per blocker, for `tfdoctor profile` to print before it runs on a GPU; [] for --device cpu."""
+def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: str | None = None,
+                      root: str = "/") -> list[str]:
+    """One line per blocker, for `tfdoctor profile` to print before it runs on a GPU; [] for --device cpu
+    or a machine without an NVIDIA GPU or driver."""
     if device == "cpu":
         return []
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts.machine import Machine
     from tfdoctor.registry import load_registry
 
+    from tfdoctor.facts.probes.nvidia_presence import nvidia_present
+
+    from pathlib import Path
+
+    machine = Machine(root=Path(root), environ=dict(environ), python=python)
+    if not nvidia_present(machine):
+        return []  # no GPU to profile: nothing to gather
     probes = [p for p in load_registry().probes if p.section in PREFLIGHT_SECTIONS]
-    facts = gather_facts(probes, Machine(environ=dict(environ), python=python))
+    facts = gather_facts(probes, machine)
     lines = []
     for finding in profile_blockers(facts):
         fix = f" — {finding.fixes[0].title}" if finding.fixes else ""

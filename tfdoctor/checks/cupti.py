@@ -63,13 +63,12 @@ def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: 
     or a machine without an NVIDIA GPU or driver."""
     if device == "cpu":
         return []
+    from pathlib import Path
+
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts.machine import Machine
-    from tfdoctor.registry import load_registry
-
     from tfdoctor.facts.probes.nvidia_presence import nvidia_present
-
-    from pathlib import Path
+    from tfdoctor.registry import load_registry
 
     machine = Machine(root=Path(root), environ=dict(environ), python=python)
     if not nvidia_present(machine):

@@ -347,12 +347,8 @@ def loader_runpath(fs: RootedFs, tensorflow: dict[str, Any], wheel_dirs: list[di
     wanted = [posixpath.join(nvidia, f, "lib") for f in GPU_STEP_FOLDERS]
     framework = (tensorflow.get("libraries") or {}).get(FRAMEWORK)
     if isinstance(framework, dict):
+        dirs = expanded_runpath(fs, tensorflow, FRAMEWORK, framework)
         path = posixpath.join(str(tensorflow["site_packages"]), "tensorflow", FRAMEWORK)
-        origin = posixpath.dirname(fs.realpath(path) or path)
-        from tfdoctor.facts.elf import expand_origin
-
-        dirs = list(dict.fromkeys(d for d in (expand_origin(e, origin) for e in framework["runpath"])
-                                  if d.startswith("/")))
         return dirs, all(w in dirs for w in wanted), f"RUNPATH of {path}"
     from tfdoctor import knowledge
 
@@ -380,16 +376,20 @@ def stub_runpath(fs: RootedFs, tensorflow: dict[str, Any], wheel_dirs: list[dict
     if not isinstance(libraries.get(FRAMEWORK), dict):
         nvidia = posixpath.join(str(tensorflow["site_packages"]), "nvidia") + "/"
         return list(dict.fromkeys([*runpath, *(str(d["dir"]) for d in wheel_dirs if str(d["dir"]).startswith(nvidia))]))
-    from tfdoctor.facts.elf import expand_origin
-
     dirs = list(runpath)
     for name, dynamic in libraries.items():
-        if name == FRAMEWORK or not isinstance(dynamic, dict):
-            continue
-        path = posixpath.join(str(tensorflow["site_packages"]), "tensorflow", name)
-        origin = posixpath.dirname(fs.realpath(path) or path)
-        dirs += [d for d in (expand_origin(e, origin) for e in dynamic["runpath"]) if d.startswith("/")]
+        if name != FRAMEWORK and isinstance(dynamic, dict):
+            dirs += expanded_runpath(fs, tensorflow, name, dynamic)
     return list(dict.fromkeys(dirs))
+
+
+def expanded_runpath(fs: RootedFs, tensorflow: dict[str, Any], name: str, dynamic: dict[str, Any]) -> list[str]:
+    """A main library's RUNPATH as folders: $ORIGIN is the real folder of the file (as the loader takes it)."""
+    from tfdoctor.facts.elf import expand_origin
+
+    path = posixpath.join(str(tensorflow["site_packages"]), "tensorflow", name)
+    origin = posixpath.dirname(fs.realpath(path) or path)
+    return list(dict.fromkeys(d for d in (expand_origin(e, origin) for e in dynamic["runpath"]) if d.startswith("/")))
 
 
 def nccl_linkage(tensorflow: dict[str, Any]) -> tuple[str, str] | None:

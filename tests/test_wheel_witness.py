@@ -211,3 +211,11 @@ def test_profile_preflight_on_a_fake_gpu_machine(tmp_path):
     assert lines[0].startswith("tfdoctor: CUPTI002 GPU profiling is restricted to administrators")
     assert lines[0].endswith("CUPTI cannot trace GPU kernels — Start the docker container with SYS_ADMIN")
     assert silent == []
+
+
+def test_the_2_21_cusolver_finding_says_which_library_names_the_folder():
+    (finding,) = findings("cuda001-tf221-cusolver-off-runpath", "CUDA001")
+    assert finding.evidence["on_another_librarys_runpath"].startswith("another TensorFlow library's RUNPATH")
+    # 2.16.1's libtensorflow_cc.so.2 names every folder as well (and still failed: tensorflow#63362).
+    assert all("on_another_librarys_runpath" in f.evidence
+               for f in findings("cuda001-tf2161-runpath-misses-wheels", "CUDA001"))

@@ -142,6 +142,12 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
                                     "cuda_libs.ld_library_path": lib_path}
         if runpath_note and "/site-packages/nvidia/" in folder:
             evidence["runpath"] = runpath_note
+            stubs = facts.peek("cuda_libs.stub_runpath")
+            if isinstance(stubs, list) and folder in stubs:
+                # 2.21's cuSOLVER: libtensorflow_cc.so.2 names the folder, the framework that checks does not.
+                evidence["on_another_librarys_runpath"] = (
+                    "another TensorFlow library's RUNPATH names this folder; the GPU check in "
+                    "libtensorflow_framework.so.2 does not search it")
         yield Finding(
             f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
             f"in {folder}: TensorFlow will not use the GPU",

@@ -43,9 +43,8 @@ NCCL_BANNER = re.compile(rb"NCCL version ([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})(\+
 # states (its `tensorflow` column), and XLA's ptxas exclusion (xla_ptxas.toml).
 MESSAGES = {
     "local-rendezvous-end-of-sequence": b"Local rendezvous is aborting with status",
-    # cpu_feature_guard.cc streams its notice in pieces: the first piece tells the wording apart.
+    # cpu_feature_guard.cc streams the 2.5-2.11 notice in pieces: its first piece names that wording.
     "cpu-instructions-onednn": b"This TensorFlow binary is optimized with ",
-    "cpu-instructions-available": b"This TensorFlow binary is optimized to use available CPU",
     # XLA's ptxas search skips excluded versions (FindPtxAsExecutable: 12.3.103) and logs this at VLOG(2).
     "xla-ptxas-version-excluded": b"which was explicitly excluded",
 }

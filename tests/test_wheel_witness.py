@@ -161,7 +161,8 @@ def test_tensorboard_before_2_2_is_an_intent_to_profile():
 
 
 def test_tfdoctor_profile_on_a_gpu_is_itself_the_intent():
-    from tfdoctor.checks.cupti import profile_blockers, profile_preflight
+    from tfdoctor.checks.cupti import profile_blockers
+    from tfdoctor.profile.cupti_preflight import profile_preflight
 
     facts = load("cupti002-tensorboard-2-1-bundles-the-profiler")
     facts.sections["python"]["watched"]["tensorboard"]["version"] = "2.15.2"
@@ -174,11 +175,10 @@ def test_tfdoctor_profile_on_a_gpu_is_itself_the_intent():
 def test_the_profile_command_prints_the_blockers_before_it_runs(monkeypatch):
     from click.testing import CliRunner
 
-    from tfdoctor.checks import cupti
-    from tfdoctor.profile import cli, runner
+    from tfdoctor.profile import cli, cupti_preflight, runner
 
     order: list[str] = []
-    monkeypatch.setattr(cupti, "profile_preflight",
+    monkeypatch.setattr(cupti_preflight, "profile_preflight",
                         lambda environ, device, python: order.append("preflight") or ["tfdoctor: CUPTI002 blocked"])
 
     def stop(*args, **kwargs):
@@ -193,8 +193,8 @@ def test_the_profile_command_prints_the_blockers_before_it_runs(monkeypatch):
 
 def test_profile_preflight_on_a_fake_gpu_machine(tmp_path):
     """The preflight gathers the GPU facts itself: root in a default Docker container is blocked."""
-    from tfdoctor.checks.cupti import profile_preflight
     from tfdoctor.facts.probes import nvml
+    from tfdoctor.profile.cupti_preflight import profile_preflight
     from tfdoctor.testing.fake_nvml import FakeNvml
 
     scenario = g.by_name("cupti002-root-in-docker")

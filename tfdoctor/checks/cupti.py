@@ -3,7 +3,7 @@ Profiler guide. Neither stops training, so both are warnings unless a profiler p
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tfdoctor.checks.cuda import prepend_fix
@@ -43,43 +43,16 @@ def intends_to_profile(facts: Facts) -> bool:
     return bool(version) and version[:2] < TENSORBOARD_BUNDLED_PROFILER_BEFORE
 
 
-PREFLIGHT_SECTIONS = ("env", "host", "nvml", "gpu_pci", "cuda_libs", "privileges", "python")
-
-
 def profile_blockers(facts: Facts) -> list[Finding]:
     """What keeps `tfdoctor profile` from tracing GPU kernels on this machine: the CUPTI checks with the
-    intent to profile set (their findings are then errors). Pure: `profile_preflight` gathers the facts."""
+    intent to profile set (their findings are then errors). Pure: tfdoctor.profile.cupti_preflight gathers
+    the facts."""
     from tfdoctor.engine import run_checks
     from tfdoctor.registry import load_registry
 
     intent = Facts(facts.sections, {**facts.meta, "intent": PROFILE_INTENT})
     checks = [c for c in load_registry().checks if c.code.startswith("CUPTI")]
     return list(run_checks(checks, intent).findings())
-
-
-def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: str | None = None,
-                      root: str = "/") -> list[str]:
-    """One line per blocker, for `tfdoctor profile` to print before it runs on a GPU; [] for --device cpu
-    or a machine without an NVIDIA GPU or driver."""
-    if device == "cpu":
-        return []
-    from pathlib import Path
-
-    from tfdoctor.engine import gather_facts
-    from tfdoctor.facts.machine import Machine
-    from tfdoctor.facts.probes.nvidia_presence import nvidia_present
-    from tfdoctor.registry import load_registry
-
-    machine = Machine(root=Path(root), environ=dict(environ), python=python)
-    if not nvidia_present(machine):
-        return []  # no GPU to profile: nothing to gather
-    probes = [p for p in load_registry().probes if p.section in PREFLIGHT_SECTIONS]
-    facts = gather_facts(probes, machine)
-    lines = []
-    for finding in profile_blockers(facts):
-        fix = f" — {finding.fixes[0].title}" if finding.fixes else ""
-        lines.append(f"tfdoctor: {finding.code} {finding.message}{fix}")
-    return lines
 
 
 @check("CUPTI001", "cupti-not-resolvable", Severity.WARNING)

@@ -118,3 +118,16 @@ def test_xla_ptxas_exclusion_releases_agree_with_the_wheels():
     for version, record in RECORDS.items():
         carried = any("xla-ptxas-version-excluded" in lib.get("messages", []) for lib in record["libraries"].values())
         assert carried == SpecifierSet(row["tensorflow"], prereleases=True).contains(version), version
+
+
+@pytest.mark.parametrize("version, breaks", [("2.9.3", True), ("2.10.1", True), ("2.11.1", True), ("2.12.1", False)])
+def test_protobuf_4_breaks_the_releases_whose_gencode_predates_it(version, breaks):
+    """2.9-2.11 ship _pb2 modules protobuf 4 refuses ("Descriptors cannot be created directly"); their
+    wheels cap protobuf below 3.20, 2.12's allows 4.x."""
+    from tfdoctor.derive.python_compatibility import known_break_row
+
+    row = known_break_row("protobuf", "4.25.3", version)
+    assert (row is not None and row["severity"] == "error"
+            and "Descriptors cannot be created directly" in row["symptom"]) == breaks
+    cap = next(r for r in RECORDS[version]["requires_dist"] if r.startswith("protobuf"))
+    assert ("<3.20" in cap) == breaks, cap

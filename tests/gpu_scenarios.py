@@ -74,25 +74,49 @@ def link(root: FakeRoot, path: str, target: str) -> None:
         root.symlink(path, target)
 
 
+RECORDS = Path(__file__).resolve().parent / "data" / "wheel_records"
+
+
+def record(version: str) -> dict[str, Any]:
+    """The committed record of a real tensorflow wheel (python -m tfdoctor.knowledge.extract)."""
+    return json.loads((RECORDS / f"tensorflow-{version}.json").read_text())
+
+
+def release(root: FakeRoot, version: str, site: str = SITE) -> dict[str, Any]:
+    """TensorFlow `version` as its real wheel installs it: build_info.py, METADATA (the real Requires-Dist)
+    and the main shared objects with their real NEEDED and RUNPATH, all from the committed record."""
+    wheel = record(version)
+    info = wheel["build_info"]
+    tensorflow(root, version=version, cuda=info["cuda_version"], cudnn=info["cudnn_version"],
+               caps=info["cuda_compute_capabilities"], site=site, requires=wheel["requires_dist"])
+    for name, elf in wheel["libraries"].items():
+        root.write(f"{site}/{name}", shared_object(elf["soname"] or name.rsplit("/", 1)[1],
+                                                   needed=tuple(elf["needed"]), runpath=tuple(elf["runpath"])))
+    return wheel
+
+
 def tensorflow(root: FakeRoot, version: str = "2.15.0", cuda: str | None = "12.2", cudnn: str | None = "8",
-               caps: list[str] | None = None, pins: dict[str, str] | None = None, site: str = SITE) -> None:
+               caps: list[str] | None = None, pins: dict[str, str] | None = None, site: str = SITE,
+               requires: list[str] | None = None) -> None:
     build: dict[str, Any] = {"is_cuda_build": cuda is not None, "is_rocm_build": False, "is_tensorrt_build": False}
     if cuda:
         build.update(cuda_version=cuda, cudnn_version=cudnn, cuda_compute_capabilities=caps or CAPS_215)
     root.write(f"{site}/tensorflow/__init__.py", "")
     root.write(f"{site}/tensorflow/python/platform/build_info.py",
                f"import collections\nbuild_info = collections.OrderedDict({sorted(build.items())!r})\n")
-    requires = "".join(f'Requires-Dist: {n}=={v}; extra == "and-cuda"\n' for n, v in (pins or {}).items())
+    lines = requires if requires is not None else [f'{n}=={v}; extra == "and-cuda"' for n, v in (pins or {}).items()]
+    text = "".join(f"Requires-Dist: {line}\n" for line in lines)
     root.write(f"{site}/tensorflow-{version}.dist-info/METADATA",
-               f"Metadata-Version: 2.1\nName: tensorflow\nVersion: {version}\n{requires}\n")
+               f"Metadata-Version: 2.1\nName: tensorflow\nVersion: {version}\n{text}\n")
 
 
 def wheels(root: FakeRoot, versions: dict[str, str] = PINS_215, only: tuple[str, ...] | None = None,
-           site: str = SITE) -> None:
+           site: str = SITE, cudnn_major: str = "8") -> None:
     for folder, (dist, files) in WHEEL_FILES.items():
         if only is not None and folder not in only:
             continue
         version = versions[dist]
+        files = [f.replace("libcudnn.so.8", f"libcudnn.so.{cudnn_major}") for f in files]
         root.write(f"{site}/{dist.replace('-', '_')}-{version}.dist-info/METADATA",
                    f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n\n")
         root.write(f"{site}/nvidia/{folder}/__init__.py", "")
@@ -422,12 +446,8 @@ def _old_cudnn_minor(root: FakeRoot) -> None:
 
 
 def _pip_without_nccl(gpus: int) -> Callable[[FakeRoot], None]:
-    def build(root: FakeRoot) -> None:
-        driver(root, gpus=gpus)
-        process(root)
-        tensorflow(root, pins=PINS_215)
-        wheels(root, only=tuple(f for f in WHEEL_FILES if f != "nccl"))
-    return build
+    """TensorFlow 2.21 (it loads NCCL: nvidia/nccl/lib on its framework's RUNPATH) without the NCCL wheel."""
+    return _release_pip("2.21.0", gpus=gpus, leave_out=("nccl",))
 
 
 def _static_nccl_two_gpus(root: FakeRoot) -> None:
@@ -446,6 +466,51 @@ def _tf216_pip(root: FakeRoot) -> None:
     process(root)
     tensorflow(root, version="2.16.1", cuda="12.3", pins=PINS_216)
     wheels(root, PINS_216)
+
+
+def _release_pip(version: str, gpus: int = 1, leave_out: tuple[str, ...] = (),
+                 wheel_versions: dict[str, str] | None = None) -> Callable[[FakeRoot], None]:
+    """pip install 'tensorflow[and-cuda]==<version>' from the real wheel's record; `leave_out` wheel folders,
+    `wheel_versions` other nvidia-* versions than the and-cuda extra's."""
+    def build(root: FakeRoot) -> None:
+        driver(root, gpus=gpus)
+        process(root)
+        wheel = release(root, version)
+        floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
+        wheels(root, {**PINS_216, **floors, **(wheel_versions or {})},
+               only=tuple(f for f in WHEEL_FILES if f not in leave_out),
+               cudnn_major=wheel["build_info"]["cudnn_version"])
+    return build
+
+
+# The nvidia-* wheels of CUDA 12.8 (a source build of TensorFlow for Blackwell would pin these).
+WHEELS_128 = {"nvidia-cublas-cu12": "12.8.4.1", "nvidia-cuda-cupti-cu12": "12.8.90", "nvidia-cuda-nvcc-cu12": "12.8.93",
+              "nvidia-cuda-runtime-cu12": "12.8.90", "nvidia-cudnn-cu12": "9.8.0.87", "nvidia-cufft-cu12": "11.3.3.83",
+              "nvidia-cusolver-cu12": "11.7.3.90", "nvidia-cusparse-cu12": "12.5.8.93", "nvidia-nccl-cu12": "2.26.2"}
+
+
+def _ptxas_toolkit(release: str, nvcc: str) -> Callable[[FakeRoot], None]:
+    """TensorFlow 2.17.1 from pip without the nvidia-cuda-nvcc wheel, and /usr/local/cuda -> a CUDA 12.3
+    toolkit whose version.json names its release and its nvcc component (what ptxas --version prints)."""
+    def build(root: FakeRoot) -> None:
+        _release_pip("2.17.1", leave_out=("cuda_nvcc",))(root)
+        base = "/usr/local/cuda-12.3"
+        root.write(f"{base}/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": release},
+                                                       "cuda_nvcc": {"name": "CUDA NVCC", "version": nvcc}}))
+        root.write(f"{base}/bin/ptxas", "#!/bin/sh\n", mode=0o755)
+        root.write(f"{base}/nvvm/libdevice/libdevice.10.bc", b"BC\xc0\xde")
+        link(root, "/usr/local/cuda", base)
+    return build
+
+
+def release_python(version: str) -> dict[str, Any]:
+    """The python section of an interpreter with that real release and its pinned wheels installed."""
+    wheel = record(version)
+    info = wheel["build_info"]
+    floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
+    pins = {name: spec[2:] for name, spec in wheel["and_cuda"].items() if spec.startswith("==")}  # 2.20 on: ranges
+    return {"tf_version": version, "cuda": info["cuda_version"], "cudnn": info["cudnn_version"],
+            "caps": info["cuda_compute_capabilities"], "pins": pins, "installed": floors}
 
 
 WHEEL_LIB_PATH_216 = ":".join(f"{SITE}/nvidia/{folder}/lib" for folder in WHEEL_FILES if folder != "cuda_nvcc")
@@ -498,6 +563,10 @@ XLA_122 = {"XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.2"}
 CUPTI_ENV_OLD = {"LD_LIBRARY_PATH": "/usr/local/cuda/extras/CUPTI/lib64", **XLA_122}
 CUPTI_ENV_RIGHT = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/extras/CUPTI/lib64", **XLA_122}
 PIP_NO_CUPTI = {"pins": PINS_215, "installed": {k: v for k, v in PINS_215.items() if "cupti" not in k}}
+RTX_5090 = [FakeGpu(name="NVIDIA GeForce RTX 5090", compute_capability=(12, 0), memory_total_mib=32607, ecc=None,
+                    remapped=None, mig=None, pcie=(5, 5, 16, 16))]
+DRIVER_575 = {"driver": "575.57.08", "cuda": 12090}
+CUSOLVER_221 = f"{SITE}/nvidia/cusolver/lib"
 TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")]
 RTX_4090_WSL = [FakeGpu(name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), memory_total_mib=24564, ecc=None,
                         remapped=None, mig=None, persistence=None, pci_bus_id="00000000:01:00.0")]
@@ -561,6 +630,11 @@ SCENARIOS: list[Scenario] = [
     Scenario("cupti002-root-in-docker", _root_in_docker, python={**PIP, "profiler": True}, expect=("CUPTI002",)),
     Scenario("cupti002-root-in-kubernetes", _root_in_kubernetes, python={**PIP, "profiler": True},
              env={"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, expect=("CUPTI002",)),
+    # TensorBoard before 2.2 bundled the profile plugin: the intent to profile, as a plugin would be.
+    Scenario("cupti002-tensorboard-2-1-bundles-the-profiler", _root_in_docker,
+             python={**PIP, "installed": {**PIP["installed"], "tensorboard": "2.1.1"}}, expect=("CUPTI002",)),
+    Scenario("healthy-tensorboard-2-1-with-sys-admin", _container_with(CAPS_DOCKER_SYS_ADMIN),
+             python={**PIP, "installed": {**PIP["installed"], "tensorboard": "2.1.1"}}),
     Scenario("healthy-container-with-sys-admin", _container_with(CAPS_DOCKER_SYS_ADMIN),
              python={**PIP, "profiler": True}),
     Scenario("healthy-privileged-container", _container_with(CAPS_PRIVILEGED_OLD_KERNEL),
@@ -573,12 +647,28 @@ SCENARIOS: list[Scenario] = [
              nvml={"driver": "531.41", "cuda": 12010}, expect=("DRV002",)),
     Scenario("cuda002-cudnn-minor-older-than-release", _old_cudnn_minor, python=SYSTEM_118, gpus=V100,
              expect=("CUDA002",)),
-    Scenario("cuda001-nccl-missing-two-gpus", _pip_without_nccl(2), python=PIP, gpus=TWO_A100, expect=("CUDA001",)),
-    Scenario("healthy-one-gpu-without-nccl", _pip_without_nccl(1), python=PIP),
+    # NCCL: compiled into 2.14-2.20 (no libnccl.so.2 needed), loaded by 2.21 (libtensorflow_framework.so.2
+    # names nvidia/nccl/lib on its RUNPATH). 2.21's framework lacks nvidia/cusolver/lib: on LD_LIBRARY_PATH here.
+    Scenario("cuda001-nccl-missing-two-gpus", _pip_without_nccl(2), python=release_python("2.21.0"), gpus=TWO_A100,
+             nvml=DRIVER_575, env={"LD_LIBRARY_PATH": CUSOLVER_221}, expect=("CUDA001",)),
+    Scenario("healthy-tf221-two-gpus-with-nccl", _release_pip("2.21.0", gpus=2), python=release_python("2.21.0"),
+             gpus=TWO_A100, nvml=DRIVER_575, env={"LD_LIBRARY_PATH": CUSOLVER_221}),
+    Scenario("healthy-tf218-two-gpus-without-nccl", _release_pip("2.18.0", gpus=2, leave_out=("nccl",)),
+             python=release_python("2.18.0"), gpus=TWO_A100, nvml=DRIVER_575),
+    Scenario("healthy-one-gpu-without-nccl", _pip_without_nccl(1), python=release_python("2.21.0"), nvml=DRIVER_575,
+             env={"LD_LIBRARY_PATH": CUSOLVER_221}),
+    Scenario("cuda001-tf221-cusolver-off-runpath", _release_pip("2.21.0"), python=release_python("2.21.0"),
+             nvml=DRIVER_575, expect=("CUDA001",)),
+    # RUNPATH is the build's: 2.16.1's framework reaches only nvidia/cuda_runtime/lib, 2.16.2's and 2.17's all.
+    Scenario("cuda001-tf2161-runpath-misses-wheels", _release_pip("2.16.1"), python=release_python("2.16.1"),
+             expect=("CUDA001",)),
+    Scenario("healthy-tf2162-pip", _release_pip("2.16.2"), python=release_python("2.16.2")),
+    Scenario("healthy-tf2170-pip", _release_pip("2.17.0"), python=release_python("2.17.0")),
+    Scenario("healthy-tf2171-pip", _release_pip("2.17.1"), python=release_python("2.17.1")),
     Scenario("healthy-static-nccl-two-gpus", _static_nccl_two_gpus, python=SYSTEM_118, gpus=[
         replace(g, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0)) for g in TWO_A100]),
     Scenario("cuda001-tf216-wheels-off-runpath", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
-             "pins": PINS_216, "installed": PINS_216}, expect=("CUDA001", "CUPTI001")),
+             "pins": PINS_216, "installed": PINS_216}, expect=("CUDA001",)),
     Scenario("healthy-tf216-wheels-on-ld-library-path", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
              "pins": PINS_216, "installed": PINS_216}, env={"LD_LIBRARY_PATH": WHEEL_LIB_PATH_216}),
     Scenario("cuda001-conda-lib-not-on-loader-path", _conda_without_activate_d, python=CONDA_PYTHON,
@@ -595,6 +685,17 @@ SCENARIOS: list[Scenario] = [
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
              env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
              expect=("XLA001",)),
+    # CUDA 12.3 Update 1: version.json says 12.3.1, its ptxas is 12.3.103, which XLA (2.17 on) refuses.
+    Scenario("xla004-ptxas-version-refused", _ptxas_toolkit("12.3.1", "12.3.103"), python=release_python("2.17.1"),
+             expect=("XLA004",)),
+    Scenario("healthy-cuda-123-update-2-ptxas", _ptxas_toolkit("12.3.2", "12.3.107"), python=release_python("2.17.1")),
+    # Blackwell (compute capability 12.0): 2.18's CUDA 12.5 PTX cannot target sm_120; a CUDA 12.8 build with sm_120 can.
+    Scenario("drv003-blackwell-newer-than-every-kernel", _release_pip("2.18.0"), python=release_python("2.18.0"),
+             gpus=RTX_5090, nvml=DRIVER_575, expect=("DRV003",)),
+    Scenario("healthy-blackwell-with-a-cuda-128-build", _release_pip("2.18.0", wheel_versions=WHEELS_128),
+             gpus=RTX_5090, nvml=DRIVER_575,
+             python={**release_python("2.18.0"), "cuda": "12.8.1", "pins": {}, "installed": WHEELS_128,
+                     "caps": ["sm_60", "sm_70", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120", "compute_120"]}),
     Scenario("xla002-ptxas-older-than-build", _old_toolkit_as_cuda, python=PIP, expect=("XLA002",)),
     Scenario("xla003-data-dir-without-libdevice", _pip_machine, python=PIP,
              env={"XLA_FLAGS": "--xla_gpu_autotune_level=2 --xla_gpu_cuda_data_dir=/home/ada/venv/lib/python3.11/"

@@ -23,10 +23,13 @@ def test_every_tensorflow_release_maps_to_a_cuda_the_other_tables_know(row):
     assert cr.soname_row(row["cuda"]) is not None
     assert len(version_tuple(row["cudnn"])) == 2  # major.minor: the figure build_info lacks
     assert row["nccl"] in ("static", "dynamic")
-    # The and-cuda extra (pinned nvidia-* wheels) exists from 2.14; a RUNPATH to them only with it.
+    # The and-cuda extra (nvidia-* wheels) exists from 2.14; a RUNPATH to them only with it.
     assert row["and_cuda"] == (version_tuple(row["tensorflow"]) >= (2, 14))
-    assert not row["runpath_finds_wheels"] or row["and_cuda"]
-    assert (row["nccl"] == "dynamic") == row["and_cuda"]
+    assert not row["runpath"] or row["and_cuda"]
+    assert all(not reaches or row["and_cuda"] for reaches in row.get("runpath_by_build", {}).values())
+    # NCCL is compiled in until 2.20 (the wheels carry its banner: tests/test_wheel_records.py), loaded by 2.21.
+    assert (row["nccl"] == "dynamic") == (version_tuple(row["tensorflow"]) >= (2, 21))
+    assert (row["nccl"] == "static") == ("nccl" not in row["runpath"])
 
 
 def test_releases_are_listed_once_in_order():

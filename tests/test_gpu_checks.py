@@ -82,12 +82,16 @@ def test_libraries_nowhere_get_the_pinned_install():
 
 
 def test_missing_nccl_is_judged_against_the_jobs_layout():
-    (nccl,) = report("cuda001-nccl-missing-two-gpus").findings()
+    (nccl,) = [f for f in report("cuda001-nccl-missing-two-gpus").findings() if f.code == "CUDA001"]
     assert nccl.severity is Severity.WARNING
     assert nccl.message.startswith("libnccl.so.2 is not installed anywhere tfdoctor looked: multi-GPU collectives")
     assert nccl.evidence["visible_gpus"] == 2 and nccl.evidence["nccl_linkage"] == "dynamic"
-    assert nccl.evidence["knowledge"]["row"]["tensorflow"] == "2.15"
-    assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.2", ("pip install 'nvidia-nccl-cu12==2.16.5'",)),)
+    # Judged from the installed wheel's own file, not from a table row.
+    assert nccl.evidence["nccl_linkage_rule"] == (
+        "libtensorflow_framework.so.2's RUNPATH names $ORIGIN/../../nvidia/nccl/lib")
+    assert "knowledge" not in nccl.evidence
+    assert nccl.fixes == (AdminFix("Install libnccl.so.2 for CUDA 12.5.1",
+                                   ("pip install 'tensorflow[and-cuda]==2.21.0'",)),)
     # One GPU, but several workers: collectives cross the workers.
     facts = load("healthy-one-gpu-without-nccl")
     assert check_facts(facts, select=["CUDA001"]).codes() == []
@@ -260,19 +264,21 @@ def test_gpus_known_only_from_proc_leave_health_and_architecture_not_checked():
 def test_a_release_whose_runpath_misses_the_wheels_gets_every_wheel_folder_prepended():
     findings = [f for f in report("cuda001-tf216-wheels-off-runpath").findings() if f.code == "CUDA001"]
     folders = [f.evidence["folder"] for f in findings]
-    assert folders == [f"{g.SITE}/nvidia/{d}/lib" for d in
-                       ("cuda_runtime", "cublas", "cudnn", "cufft", "cusolver", "cusparse", "nccl")]
-    assert all(f.severity is Severity.ERROR or f.evidence["libraries"] == ["libnccl.so.2"] for f in findings)
+    # 2.16.1's framework reaches nvidia/cuda_runtime/lib only (tensorflow_builds runpath_by_build); NCCL is
+    # compiled in, so its folder is no fix.
+    assert folders == [f"{g.SITE}/nvidia/{d}/lib" for d in ("cublas", "cudnn", "cufft", "cusolver", "cusparse")]
+    assert all(f.severity is Severity.ERROR for f in findings)
     assert findings[0].evidence["runpath"] == (
-        "TensorFlow 2.16.1's RUNPATH does not reach site-packages/nvidia/*/lib (tensorflow_builds row 2.16): "
-        "each wheel folder must be on LD_LIBRARY_PATH")
+        "TensorFlow 2.16.1's RUNPATH does not reach every site-packages/nvidia/*/lib folder its loader needs "
+        "(tensorflow_builds row 2.16 (the framework's RUNPATH could not be read)): those must be on LD_LIBRARY_PATH")
     assert [c.value for f in findings for c in f.fixes[0].changes] == folders
     twin = load("healthy-tf216-wheels-on-ld-library-path")
-    assert twin.sections["cuda_libs"]["runpath"] == []
+    assert twin.sections["cuda_libs"]["runpath"] == [f"{g.SITE}/nvidia/cuda_runtime/lib"]
     assert twin.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "LD_LIBRARY_PATH"
     # 2.15 does reach them: the same wheels resolve through the RUNPATH.
     healthy = load("healthy-cuda12-pip")
-    assert healthy.sections["cuda_libs"]["tensorflow"]["runpath_rule"] == "tensorflow_builds row 2.15"
+    assert healthy.sections["cuda_libs"]["tensorflow"]["runpath_rule"] == (
+        "tensorflow_builds row 2.15 (the framework's RUNPATH could not be read)")
     assert healthy.sections["cuda_libs"]["libraries"]["cudnn"]["resolved"]["libcudnn.so.8"]["via"] == "RUNPATH"
 
 

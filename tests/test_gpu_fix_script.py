@@ -11,7 +11,7 @@ import gpu_scenarios as g
 import pytest
 
 from tfdoctor.derive.tf_build import tensorflow_build, wanted_sonames
-from tfdoctor.facts.probes.cuda_libs import probe_cuda_libs, resolve_library
+from tfdoctor.facts.probes.cuda_libs import STUB_LOADED, probe_cuda_libs, resolve_library
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.testing import facts_from
 
@@ -19,9 +19,11 @@ CASES = {
     "cuda001-library-not-on-loader-path": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
                                            "cupti"),
     "cupti001-cupti-not-on-loader-path": ("cupti",),
-    # TensorFlow 2.16's RUNPATH misses the wheels: env.sh must put every wheel folder on LD_LIBRARY_PATH.
-    "cuda001-tf216-wheels-off-runpath": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
-                                         "cupti", "nccl"),
+    # TensorFlow 2.16.1's RUNPATH reaches only cuda_runtime: env.sh must put the other wheel folders on
+    # LD_LIBRARY_PATH (CUPTI and NCCL are found through libtensorflow_cc.so.2's RUNPATH, NCCL is compiled in).
+    "cuda001-tf216-wheels-off-runpath": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse"),
+    "cuda001-tf2161-runpath-misses-wheels": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver",
+                                             "cusparse", "cupti"),
     "cuda001-conda-lib-not-on-loader-path": ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse",
                                              "cupti"),
 }
@@ -37,7 +39,10 @@ def _unresolved(root, env: dict[str, str], keys) -> list[str]:
     cache = [] if not isinstance(facts["ld_cache"], dict) else [(e["soname"], e["path"])
                                                                  for e in facts["ld_cache"]["entries"]]
     lib_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
-    return [wanted[k] for k in keys if resolve_library(wanted[k], lib_path, facts["runpath"], cache,
+    def runpath(key: str) -> list[str]:  # CUPTI and NCCL are opened by their users: every library's RUNPATH
+        return facts["stub_runpath"] if key in STUB_LOADED else facts["runpath"]
+
+    return [wanted[k] for k in keys if resolve_library(wanted[k], lib_path, runpath(k), cache,
                                                        facts["default_dirs"], fs.exists) is None]
 
 

@@ -224,3 +224,78 @@ def test_runtime_file_names(tmp_path: Path):
     assert [names.runtime_of(n) for n in accepted] == ["libiomp5", "libiomp5", "libgomp", "libgomp", "libomp",
                                                       "libomp", "libgomp"]
     assert [names.runtime_of(n) for n in rejected] == [None] * len(rejected)
+
+
+@pytest.mark.parametrize("how", ["CONDA_PREFIX", "--python inside --root", "--python as the tree's path"])
+def test_python_under_root_means_the_trees_interpreter_for_every_probe(make_root, how):
+    """A conda env whose lib/ and TensorFlow's _solib_* both hold libiomp5.so: --python naming the env's
+    interpreter inside --root finds both, as CONDA_PREFIX does (it used to join the root twice: none)."""
+    from tfdoctor.facts.probes import cuda_libs
+    from tfdoctor.facts.rooted_fs import RootedFs
+
+    prefix = "/opt/conda/envs/tf"
+    root = make_root().cpus(cores_per_socket=4)
+    root.write(f"{prefix}/bin/python", "#!/bin/sh\n", mode=0o755)
+    root.write(f"{prefix}/conda-meta/intel-openmp-2023.1.0-hdb19cb5_46306.json", "{}")
+    root.write(f"{prefix}/lib/libiomp5.so", ELF)
+    bundled = "tensorflow/python/_solib_k8/_U@mkl_Ulinux_S_S_Cmkl_Ulibs_Ulinux___Uexternal_Smkl_Ulinux_Slib/libiomp5.so"
+    site = _site(root, prefix)
+    site.tensorflow(name="intel-tensorflow", version="2.15.0", record=("tensorflow/__init__.py", bundled))
+    site.file(bundled, ELF)
+    if how == "CONDA_PREFIX":
+        machine = root.machine({"CONDA_PREFIX": prefix})
+    else:
+        python = f"{root.path}{prefix}/bin/python" if how.endswith("inside --root") else f"{prefix}/bin/python"
+        machine = root.machine({}, python=python)
+    found = openmp_probe.probe_openmp(machine)["runtimes"]
+    assert sorted(r["path"] for r in found) == [f"{prefix}/lib/libiomp5.so",
+                                                f"{prefix}/lib/python3.11/site-packages/{bundled}"]
+    assert cuda_libs.site_packages(machine, RootedFs(machine))[:1] == [f"{prefix}/lib/python3.11/site-packages"]
+
+
+# -- THR109: OpenMP binding variables for a build whose pools are not OpenMP threads ---------------------
+
+def _stock_tensorflow_with_intel_openmp(root: FakeRoot) -> None:
+    site = _site(root)
+    _healthy_tensorflow(site)
+    _intel_openmp(site, root)
+
+
+def test_binding_variables_for_a_stock_build_with_an_openmp_runtime_warn(make_root):
+    root = make_root().cpus(cores_per_socket=8)
+    _stock_tensorflow_with_intel_openmp(root)
+    env = {**VENV, "KMP_AFFINITY": "granularity=fine,compact,1,0", "OMP_PROC_BIND": "false"}
+    report = check_root(root, env=env, select=["THR109"])
+    (finding,) = report.result("THR109").findings
+    assert finding.message == (
+        "KMP_AFFINITY=granularity=fine,compact,1,0 set, but tensorflow-cpu 2.21.0 is a stock build: ops share one "
+        "Eigen intra-op pool (no OpenMP threads to place): when the OpenMP runtime of intel-openmp 2024.2.1 "
+        "initialises on the main thread it binds that thread to one place, and every thread created afterwards, "
+        "TensorFlow's pools included, inherits its mask — all of TensorFlow can end up on one core")
+    assert finding.evidence["openmp.runtimes"] == ["/venv/lib/libiomp5.so"]
+    (fix,) = finding.fixes
+    assert fix.applicability is Applicability.UNSAFE
+    assert [(c.op.value, c.name) for c in fix.changes] == [("unset", "KMP_AFFINITY")]
+    env = {**VENV, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores", "GOMP_CPU_AFFINITY": "0-7"}
+    (finding,) = check_root(root, env=env, select=["THR109"]).result("THR109").findings
+    assert finding.message.startswith("OMP_PROC_BIND=close, OMP_PLACES=cores, GOMP_CPU_AFFINITY=0-7 set, but")
+
+
+@pytest.mark.parametrize("twin", ["no variable", "no OpenMP runtime", "OpenMP-threaded build", "binding off"])
+def test_binding_variables_twins_are_silent(make_root, twin):
+    root = make_root().cpus(cores_per_socket=8)
+    env = {**VENV, "KMP_AFFINITY": "granularity=fine,compact,1,0"}
+    if twin == "no variable":
+        _stock_tensorflow_with_intel_openmp(root)
+        env = VENV
+    elif twin == "no OpenMP runtime":
+        _healthy_tensorflow(_site(root))
+    elif twin == "OpenMP-threaded build":  # intel-tensorflow: the variables place its own teams
+        site = _site(root)
+        bundled = "tensorflow/python/_solib_k8/libiomp5.so"
+        site.tensorflow(name="intel-tensorflow", version="2.15.0", record=("tensorflow/__init__.py", bundled))
+        site.file(bundled, ELF)
+    else:
+        _stock_tensorflow_with_intel_openmp(root)
+        env = {**VENV, "KMP_AFFINITY": "granularity=fine,none", "OMP_PROC_BIND": "false", "OMP_PLACES": "cores"}
+    assert check_root(root, env=env, select=["THR109"]).codes() == []

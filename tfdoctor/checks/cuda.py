@@ -72,12 +72,14 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Resolves each library a CUDA build of TensorFlow dlopens (libcuda, cudart, cuBLAS, cuBLASLt, cuDNN,
     cuFFT, cuSOLVER, cuSPARSE, NCCL) the way the dynamic loader will: LD_LIBRARY_PATH, TensorFlow's
-    RUNPATH (the pip nvidia-* wheels, only in the releases whose RUNPATH really reaches them),
-    /etc/ld.so.cache, the default folders. The names come from the build's CUDA generation
-    (tfdoctor/knowledge/cuda_sonames.toml); what a release links and finds from
-    tfdoctor/knowledge/tensorflow_builds.toml. A missing libnccl.so.2 is a warning only when the
-    build dlopens NCCL and the job has several visible GPUs or workers (TF_CONFIG, WORLD_SIZE,
-    SLURM_NTASKS, …): one GPU and one worker never call it, and releases before 2.14 link it in.
+    RUNPATH, /etc/ld.so.cache, the default folders. TensorFlow's RUNPATH is read from the installed
+    libtensorflow_framework.so.2 itself (its loader's dlopen searches that file's RUNPATH: 2.16.1
+    reaches only nvidia/cuda_runtime/lib, 2.16.2 every wheel folder); only when that file cannot be
+    read does the build's row of tfdoctor/knowledge/tensorflow_builds.toml stand in. The names come
+    from the build's CUDA generation (tfdoctor/knowledge/cuda_sonames.toml). A missing libnccl.so.2
+    is a warning only when the build dlopens NCCL (2.21: nvidia/nccl/lib on the framework's RUNPATH;
+    2.14–2.20 and older compile NCCL in) and the job has several visible GPUs or workers
+    (TF_CONFIG, WORLD_SIZE, SLURM_NTASKS, …): one GPU and one worker never call it.
 
     Why is this bad?
     TensorFlow logs "Could not load dynamic library 'libcudnn.so.8'" once, skips every GPU and runs
@@ -105,10 +107,15 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     missing: list[tuple[str, str]] = []  # (key, library)
     broken: list[str] = []
     lib_path: list[str] = []
+    nccl_evidence: dict[str, Any] = {}
     for key in CORE_LIBRARIES:
         name = wanted.get(key)
         if name is None or (key == "cuda" and not driver_present):
             continue  # no driver at all: DRV001 says so
+        if key == "nccl":
+            nccl_evidence = _nccl_matters(build, facts)
+            if not nccl_evidence.pop("matters"):
+                continue  # one GPU and one worker, or NCCL compiled in: nothing will dlopen it
         view = LibraryView(facts, key)
         lib_path = view.ld_library_path
         if view.resolved(name):
@@ -136,16 +143,17 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
                                     "cuda_libs.ld_library_path": lib_path}
         if runpath_note and "/site-packages/nvidia/" in folder:
             evidence["runpath"] = runpath_note
+            stubs = facts.peek("cuda_libs.stub_runpath")
+            if isinstance(stubs, list) and folder in stubs:
+                # 2.21's cuSOLVER: libtensorflow_cc.so.2 names the folder, the framework that checks does not.
+                evidence["on_another_librarys_runpath"] = (
+                    "another TensorFlow library's RUNPATH names this folder; the GPU check in "
+                    "libtensorflow_framework.so.2 does not search it")
         yield Finding(
             f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
             f"in {folder}: TensorFlow will not use the GPU",
             evidence=evidence, fixes=fixes)
     nccl_missing = [m for m in missing if m[0] == "nccl"]
-    nccl_evidence: dict[str, Any] = {}
-    if nccl_missing:
-        nccl_evidence = _nccl_matters(build, facts)
-        if not nccl_evidence.pop("matters"):
-            nccl_missing = []  # one GPU and one worker, or NCCL linked in: nothing will dlopen it
     for severity, group in ((None, [m for m in missing if m[0] != "nccl"]), (Severity.WARNING, nccl_missing)):
         if not group:
             continue
@@ -167,21 +175,31 @@ def _runpath_note(facts: Facts) -> str | None:
     tensorflow = facts.peek("cuda_libs.tensorflow")
     if not isinstance(tensorflow, dict) or tensorflow.get("runpath_finds_wheels") is not False:
         return None
-    return (f"TensorFlow {tensorflow.get('version')}'s RUNPATH does not reach site-packages/nvidia/*/lib "
-            f"({tensorflow.get('runpath_rule')}): each wheel folder must be on LD_LIBRARY_PATH")
+    return (f"TensorFlow {tensorflow.get('version')}'s RUNPATH does not reach every site-packages/nvidia/*/lib "
+            f"folder its loader needs ({tensorflow.get('runpath_rule')}): those must be on LD_LIBRARY_PATH")
 
 
 def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:
-    """Whether a missing libnccl.so.2 can hurt this job: the build dlopens it (tensorflow_builds says
-    "dynamic"; a release the table does not know is assumed to) and the job has several GPUs or workers."""
+    """Whether a missing libnccl.so.2 can hurt this job: the build dlopens it and the job has several GPUs
+    or workers. How the build links NCCL is read from the installed libtensorflow_framework.so.2 (it
+    names nvidia/nccl/lib on its RUNPATH, or libnccl.so.2 in NEEDED, when it loads NCCL); when that file
+    cannot be read, from the release's row of tensorflow_builds (a release the table lacks is assumed to
+    load it)."""
     from tfdoctor.derive.cuda_releases import tensorflow_release
     from tfdoctor.derive.job_layout import collective_layout
 
-    release = tensorflow_release(build.version)
-    linkage = release.values.get("nccl") if release else None
-    evidence: dict[str, Any] = {"matters": False, "nccl_linkage": linkage or "unknown (assumed dynamic)"}
-    if release is not None:
-        evidence["knowledge"] = release.evidence()
+    tensorflow = facts.peek("cuda_libs.tensorflow")
+    read = tensorflow.get("nccl_linkage") if isinstance(tensorflow, dict) else None
+    evidence: dict[str, Any] = {"matters": False}
+    if read in ("static", "dynamic"):
+        linkage = read
+        evidence.update(nccl_linkage=linkage, nccl_linkage_rule=tensorflow.get("nccl_linkage_rule"))
+    else:
+        release = tensorflow_release(build.version)
+        linkage = release.values.get("nccl") if release else None
+        evidence["nccl_linkage"] = linkage or "unknown (assumed dynamic)"
+        if release is not None:
+            evidence["knowledge"] = release.evidence()
     if linkage == "static":
         return evidence
     layout = collective_layout(facts)
@@ -458,8 +476,13 @@ def arch_support(cc: tuple[int, int], capabilities: tuple[str, ...]) -> str:
 
 
 def jit_gpus(facts: Facts, build: TfBuild) -> list[Any]:
+    """GPUs the driver JIT-compiles TensorFlow's PTX for; not those whose architecture that PTX cannot
+    target at all (DRV003 reports them: a cache cannot help)."""
+    from tfdoctor.derive.cuda_releases import architecture_gap
+
     return [g for g in all_gpus(facts) if g.compute_capability
-            and arch_support(g.compute_capability, build.compute_capabilities) == "ptx"]
+            and arch_support(g.compute_capability, build.compute_capabilities) == "ptx"
+            and architecture_gap(g.compute_capability, build.cuda_version, build.compute_capabilities) is None]
 
 
 @check("CUDA007", "cuda-jit-cache-too-small", Severity.WARNING)

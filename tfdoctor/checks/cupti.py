@@ -23,9 +23,36 @@ CUPTI_STEM = "libcupti.so"
 PERFMON_DRIVER = (565,)  # from R565 CAP_PERFMON opens the counters too
 
 
+# TensorBoard bundled the profile plugin until 2.1 (2.2 moved it to tensorboard-plugin-profile).
+TENSORBOARD_BUNDLED_PROFILER_BEFORE = (2, 2)
+PROFILE_INTENT = "profile"  # facts.meta["intent"] when `tfdoctor profile` asks before it runs
+
+
 def intends_to_profile(facts: Facts) -> bool:
+    """The user will profile: a profiler plugin is installed (tensorboard-plugin-profile, xprof, or a
+    TensorBoard before 2.2, which bundled it), or this is `tfdoctor profile`, whose profiler is ours."""
+    if facts.meta.get("intent") == PROFILE_INTENT:
+        return True
     watched = facts.peek("python.watched")
-    return isinstance(watched, dict) and any(d in watched for d in PROFILER_DISTS)
+    if not isinstance(watched, dict):
+        return False
+    if any(d in watched for d in PROFILER_DISTS):
+        return True
+    tensorboard = watched.get("tensorboard")
+    version = version_tuple(tensorboard.get("version")) if isinstance(tensorboard, dict) else ()
+    return bool(version) and version[:2] < TENSORBOARD_BUNDLED_PROFILER_BEFORE
+
+
+def profile_blockers(facts: Facts) -> list[Finding]:
+    """What keeps `tfdoctor profile` from tracing GPU kernels on this machine: the CUPTI checks with the
+    intent to profile set (their findings are then errors). Pure: tfdoctor.profile.cupti_preflight gathers
+    the facts."""
+    from tfdoctor.engine import run_checks
+    from tfdoctor.registry import load_registry
+
+    intent = Facts(facts.sections, {**facts.meta, "intent": PROFILE_INTENT})
+    checks = [c for c in load_registry().checks if c.code.startswith("CUPTI")]
+    return list(run_checks(checks, intent).findings())
 
 
 @check("CUPTI001", "cupti-not-resolvable", Severity.WARNING)

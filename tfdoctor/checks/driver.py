@@ -4,6 +4,7 @@ build's CUDA, and GPU architectures the build has kernels for."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from tfdoctor.checks.cuda import arch_support
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
@@ -11,6 +12,9 @@ from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, tensorflow_build, 
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
+
+if TYPE_CHECKING:
+    from tfdoctor.derive.cuda_releases import ArchitectureGap
 
 # The release tables (tfdoctor.derive.cuda_releases) are read past each check's `cuda_gpu_setup` gate: a
 # CPU-only TensorFlow never loads them.
@@ -211,6 +215,12 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
             "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU"))
         architectures = ", ".join(build.compute_capabilities)
         if support == "ptx":
+            from tfdoctor.derive.cuda_releases import architecture_gap
+
+            gap = architecture_gap(gpu.compute_capability, build.cuda_version, build.compute_capabilities)
+            if gap is not None:
+                yield _architecture_gap_finding(gpu, build, gap, evidence)
+                continue
             ptx_ok, why = _driver_can_jit(facts, build)
             evidence["driver_can_jit"] = why
             if ptx_ok is False:
@@ -234,6 +244,35 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
                 f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) is older than every architecture "
                 f"this TensorFlow build has kernels for: it cannot run on this GPU",
                 evidence=evidence, fixes=(fix,), severity=Severity.ERROR)
+
+
+def _architecture_gap_finding(gpu: Any, build: TfBuild, gap: ArchitectureGap, evidence: dict[str, Any]) -> Finding:
+    row = gap.row.values
+    arch = f"sm_{gpu.cc_text.replace('.', '')}"
+    runs = (f"TensorFlow releases built with CUDA ≥ {row['cuda']}: {', '.join(gap.releases)}" if gap.releases else
+            f"no tensorflow release tfdoctor knows is built with CUDA ≥ {row['cuda']} (the newest: "
+            f"{knowledge_newest_release()})")
+    steps = [f"Run TensorFlow in {c}" for c in gap.containers]
+    if gap.releases:
+        steps.insert(0, f"pip install 'tensorflow[and-cuda]=={gap.releases[-1]}.*'")
+    steps.append(f"or build TensorFlow from source with CUDA ≥ {row['cuda']} and TF_CUDA_COMPUTE_CAPABILITIES "
+                 f"including {arch}")
+    return Finding(
+        f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}, {row['name']}) cannot run this "
+        f"TensorFlow {build.version or ''} build: it has no sm_{gpu.compute_capability[0]}x kernels "
+        f"and its CUDA {build.cuda_version} PTX is older than the PTX ISA {row['ptx_isa']} (CUDA {row['cuda']}) "
+        f"this architecture needs — GPU ops fail with CUDA_ERROR_INVALID_PTX, XLA with \"PTX version … does not "
+        f"support target '{arch}'\". It runs: {runs}",
+        evidence={**evidence, "knowledge": gap.row.evidence(), "releases_that_run": list(gap.releases)},
+        fixes=(AdminFix(f"Use a TensorFlow built with CUDA ≥ {row['cuda']} for {arch}", tuple(steps)),),
+        severity=Severity.ERROR)
+
+
+def knowledge_newest_release() -> str:
+    from tfdoctor import knowledge
+
+    row = knowledge.table("tensorflow_builds").rows[-1]
+    return f"{row['tensorflow']}, CUDA {row['cuda']}"
 
 
 @check("DRV004", "tensorflow-gpu-on-native-windows", Severity.ERROR)

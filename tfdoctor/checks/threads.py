@@ -665,3 +665,76 @@ def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
             fixes=(AdminFix("If those packages run at once, keep one runtime", _keep_one_steps(gnu)),),
             severity=Severity.INFO,
         )
+
+
+def _binding_settings(facts: Facts) -> dict[str, str]:
+    """The OpenMP variables set that bind threads to places at all (whatever the layout): OMP_PROC_BIND
+    other than false, OMP_PLACES unless binding is off, KMP_AFFINITY of a binding type, GOMP_CPU_AFFINITY."""
+    found: dict[str, str] = {}
+    bind = (facts.env("OMP_PROC_BIND") or "").strip()
+    first = bind.lower().split(",", 1)[0].strip()
+    if first in ("true", "close", "spread", "master", "primary"):
+        found["OMP_PROC_BIND"] = bind
+    places = (facts.env("OMP_PLACES") or "").strip()
+    if places and first != "false":
+        found["OMP_PLACES"] = places
+    kmp = (facts.env("KMP_AFFINITY") or "").strip()
+    if kmp:
+        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]*\]", "", kmp).split(",")}
+        if not tokens & {"none", "disabled"} and _kmp_affinity(kmp)[0] in ("compact", "scatter", "balanced",
+                                                                             "explicit"):
+            found["KMP_AFFINITY"] = kmp
+    gomp = (facts.env("GOMP_CPU_AFFINITY") or "").strip()
+    if gomp:
+        found["GOMP_CPU_AFFINITY"] = gomp
+    return found
+
+
+@check("THR109", "openmp-binding-with-eigen-thread-pools", Severity.WARNING)
+def openmp_binding_with_eigen_thread_pools(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Finds OpenMP binding variables (OMP_PROC_BIND, OMP_PLACES, KMP_AFFINITY, GOMP_CPU_AFFINITY) set for
+    a stock TensorFlow build, whose inter- and intra-op pool threads are Eigen threads, not OpenMP threads
+    (tfdoctor/knowledge/tensorflow_threading.toml), in an environment where an OpenMP runtime can
+    initialise in the process (the openmp probe found libiomp5, libomp or libgomp: numpy or SciPy with
+    MKL, scikit-learn, PyTorch, …).
+
+    Why is this bad?
+    The variables do not bind TensorFlow's threads: they bind the thread that initialises the OpenMP
+    runtime. When that is the main thread (the first numpy/MKL call, or libgomp reading
+    GOMP_CPU_AFFINITY at load), the runtime pins it to its first place, and every thread created
+    after that inherits the main thread's affinity mask — TensorFlow's whole inter-op and intra-op
+    pools then share one core (or one place), and training runs many times slower with no error.
+
+    Example:
+    KMP_AFFINITY=granularity=fine,compact,1,0 (Intel's advice for intel-tensorflow) kept after
+    switching to the stock `tensorflow` wheel, with numpy from conda (MKL, libiomp5).
+
+    Fix:
+    Unset the binding variables: the stock build has no OpenMP team for them to place. To keep a job
+    on some CPUs, bind the whole process instead (taskset, numactl, the scheduler's CPU binding).
+
+    Fix safety:
+    Unsafe: another library's OpenMP threads lose their pinning (usually harmless, occasionally slower).
+    """
+    settings = _binding_settings(facts)
+    if not settings:
+        return
+    model = threading_model(facts)
+    if model.per_op_teams or not model.known:
+        return  # OpenMP-threaded builds: the variables place TensorFlow's own teams (THR105/THR106)
+    copies = openmp_copies(facts)
+    if not copies:
+        return  # no OpenMP runtime can start here: nothing reads the variables
+    runtimes = sorted({c.brought_by() for c in copies})
+    names = ", ".join(f"{k}={v}" for k, v in settings.items())
+    yield Finding(
+        f"{names} set, but {model.why} (no OpenMP threads to place): when the OpenMP runtime of "
+        f"{', '.join(runtimes)} initialises on the main thread it binds that thread to one place, and every "
+        "thread created afterwards, TensorFlow's pools included, inherits its mask — all of TensorFlow can end "
+        "up on one core",
+        evidence={**{f"env.{k}": v for k, v in settings.items()}, "threading_model": model.why,
+                  "openmp.runtimes": [c.path for c in copies]},
+        fixes=(EnvFix("Unset the OpenMP binding variables (bind the process with taskset/numactl instead)",
+                      tuple(unset_env(k) for k in settings), applicability=Applicability.UNSAFE),),
+    )

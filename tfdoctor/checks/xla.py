@@ -185,4 +185,81 @@ def xla_data_dir_without_libdevice(facts: Facts) -> Iterator[Finding]:
         fixes=fixes)
 
 
+def _refusal(version: Any, release: str | None) -> str | None:
+    """Why XLA in this TensorFlow release skips a ptxas of `version` (tfdoctor/knowledge/xla_ptxas.toml), or None."""
+    from tfdoctor import knowledge
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+
+    have = version_tuple(version)
+    if len(have) < 3:
+        return None
+    table = knowledge.table("xla_ptxas")
+    for row in table.rows:
+        # A release the specifier cannot read (None) is given the exclusion: newer XLA keeps it.
+        applies = release is None or version_satisfies(str(release), row["tensorflow"]) is not False
+        if applies and have == version_tuple(row["ptxas"]):
+            return f"XLA refuses ptxas {row['ptxas']} (CUDA {row['cuda']}): {row['why']}"
+    minimum = str(table.data.get("minimum", ""))
+    if minimum and have < version_tuple(minimum):
+        return f"XLA skips any ptxas older than {minimum}"
+    return None
+
+
+@check("XLA004", "xla-ptxas-version-refused", Severity.WARNING)
+def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads the version of every ptxas XLA would try, in XLA's order (the --xla_gpu_cuda_data_dir folder,
+    /usr/local/cuda, the pip nvidia-cuda-nvcc wheel, then PATH) — from the toolkit's version.json
+    "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
+    12.3.1 for CUDA 12.3 Update 1, whose ptxas is 12.3.103) — and compares the first with the versions
+    XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0).
+
+    Why is this bad?
+    XLA skips a refused ptxas without an error: it runs the next one it finds, perhaps of another CUDA,
+    or none and falls back to the driver's PTX compiler ("Couldn't find a suitable version of ptxas"),
+    which compiles XLA's kernels more slowly at every start and fails for PTX newer than the driver.
+
+    Example:
+    /usr/local/cuda → a CUDA 12.3 Update 1 toolkit (ptxas 12.3.103) and no nvidia-cuda-nvcc wheel.
+
+    Fix:
+    Point --xla_gpu_cuda_data_dir at a toolkit or nvidia-cuda-nvcc wheel whose ptxas XLA accepts, or
+    install the nvidia-cuda-nvcc wheel of the build's CUDA.
+
+    Fix safety:
+    Safe: only changes which ptxas XLA runs.
+    """
+    build = cuda_gpu_setup(facts)
+    if build is None:
+        return
+    roots = _roots(facts, "xla_toolchain.candidates")
+    path_ptxas = facts.get("xla_toolchain.path_ptxas") or []
+    if not isinstance(path_ptxas, list):
+        raise NotChecked("xla_toolchain.path_ptxas is not a list of ptxas records")
+    ordered = [(r["ptxas"], r.get("ptxas_version"), r) for r in roots if r.get("ptxas")]
+    ordered += [(p.get("path"), p.get("version"), None) for p in path_ptxas if isinstance(p, dict)]
+    if not ordered:
+        return
+    path, version, _ = ordered[0]
+    if isinstance(version, Unknown):
+        raise NotChecked(f"version of {path} unknown: {version.reason}")
+    why = _refusal(version, build.version)
+    if why is None:
+        return
+    usable = next(((p, v, r) for p, v, r in ordered[1:]
+                   if not isinstance(v, Unknown) and version_tuple(v) and _refusal(v, build.version) is None), None)
+    outcome = (f"it runs {usable[0]} ({usable[1]}) instead" if usable else
+               "no other ptxas qualifies: XLA falls back to the driver's slower PTX compiler")
+    evidence = {"ptxas": path, "ptxas_version": version, "tensorflow.version": build.version,
+                "refusal": why, "candidates": [{"path": p, "version": v} for p, v, _ in ordered]}
+    elsewhere = [r for r in _roots(facts, "xla_toolchain.libdevice_elsewhere")
+                 if r.get("ptxas") and r.get("libdevice") and _refusal(r.get("ptxas_version"), build.version) is None
+                 and version_tuple(r.get("ptxas_version"))]
+    good = [r for _, _, r in ordered[1:] if r and r.get("libdevice")
+            and _refusal(r.get("ptxas_version"), build.version) is None] + elsewhere
+    fixes = (data_dir_fix(facts, good[0]["dir"], f"its ptxas is {good[0]['ptxas_version']}"),) if good else (
+        _nvcc_install(build),)
+    yield Finding(f"XLA will not run ptxas {version} ({path}): {why}; {outcome}", evidence=evidence, fixes=fixes)
+
+
 __all__ = ["Severity", "merge_data_dir"]

@@ -159,3 +159,29 @@ def driver_cuda_ceiling(driver: Any, system: str = "Linux") -> str | None:
         if version_tuple(driver) and version_tuple(driver) >= version_tuple(row[column]):
             best = max(best, version_tuple(row["cuda"]))
     return ".".join(map(str, best)) if best else None
+
+
+@dataclass(frozen=True)
+class ArchitectureGap:
+    """A GPU whose architecture needs PTX newer than the build's CUDA writes, and the builds that run on it."""
+
+    row: Row  # gpu_architectures: compute capability, name, the first CUDA that can target it
+    releases: tuple[str, ...]  # tensorflow_builds releases built with at least that CUDA
+    containers: tuple[str, ...]
+
+
+def architecture_gap(compute_capability: tuple[int, int], build_cuda: Any,
+                     capabilities: tuple[str, ...]) -> ArchitectureGap | None:
+    """The gap when a GPU of this compute capability cannot run a build: no SASS of its major in
+    `capabilities` and the build's CUDA older than the one its architecture needs (gpu_architectures)."""
+    table = knowledge.table("gpu_architectures")
+    wanted = f"{compute_capability[0]}.{compute_capability[1]}"
+    row = next((r for r in table.rows if r["compute_capability"] == wanted), None)
+    if row is None or not version_tuple(build_cuda) or version_tuple(build_cuda)[:2] >= version_tuple(row["cuda"]):
+        return None
+    if any(c.startswith(f"sm_{compute_capability[0]}") and c[3:].rstrip("af").isdigit()
+           and int(c[3:].rstrip("af")) // 10 == compute_capability[0] for c in capabilities):
+        return None  # SASS of this major: no PTX to compile
+    releases = tuple(r["tensorflow"] for r in knowledge.table("tensorflow_builds").rows
+                     if version_tuple(r["cuda"])[:2] >= version_tuple(row["cuda"]))
+    return ArchitectureGap(Row("gpu_architectures", row), releases, tuple(table.data.get("containers", ())))

@@ -311,3 +311,52 @@ def end_children() -> None:
     """End every tracked child's group that is still running (tfdoctor is leaving)."""
     for process in list(_children):
         end_group(process)
+
+
+class RangeReader:
+    """Reads of chosen byte ranges of one regular file (an ELF's headers and dynamic section, never the
+    gigabyte around them): each read at most `limit` bytes, all of them together at most `budget`, none
+    after `deadline`. Opened like read_probe_file (FIFOs, devices and sockets refused); use as a context
+    manager. Raises OSError (SpecialFileError, IsADirectoryError…) on open and TimeoutError or
+    BudgetExceeded while reading."""
+
+    def __init__(self, host_path: str | os.PathLike[str], budget: int, limit: int = CHUNK,
+                 deadline: float | None = None) -> None:
+        self._fd = os.open(host_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            status = os.fstat(self._fd)
+            if stat.S_ISDIR(status.st_mode):
+                raise IsADirectoryError(21, "Is a directory")
+            if not stat.S_ISREG(status.st_mode):
+                raise SpecialFileError(file_kind(status.st_mode))
+            os.set_blocking(self._fd, True)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.size = status.st_size
+        self.left = budget
+        self.limit = limit
+        self.deadline = deadline
+
+    def __call__(self, offset: int, size: int) -> bytes:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeoutError("reading took longer than the time allowed")
+        size = min(size, self.limit)
+        if size > self.left:
+            raise BudgetExceeded(f"more than the {self.left + size} bytes allowed")
+        data = os.pread(self._fd, size, offset) if offset >= 0 else b""
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> RangeReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class BudgetExceeded(OSError):
+    """A RangeReader asked for more bytes in all than it was allowed."""

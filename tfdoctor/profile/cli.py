@@ -85,6 +85,10 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
         # The profiler would fail to write under it and the profile would be silently lost.
         raise UsageError(f"--logdir {logdir}: not a directory")
     environ = _environment(env_file)
+    from tfdoctor.profile.cupti_preflight import profile_preflight  # CUPTI's privileges, before a GPU run
+
+    for line in profile_preflight(environ, device, python):
+        click.echo(line, err=True)
     chosen = "script" if script else workload
     target = logdir or tempfile.mkdtemp(prefix="tfdoctor-profile-")
     from tfdoctor.profile.facts import profile_section

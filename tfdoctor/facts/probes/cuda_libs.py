@@ -120,14 +120,28 @@ def default_dirs(arch: str) -> list[str]:
     return [*dirs, "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 
 
+def python_prefix(machine: Machine) -> str | None:
+    """The environment prefix of --python, as a path on the probed machine: the folder above its bin/ (a
+    venv or conda env). --python names a file on this host (it is run as given); under --root, a path inside
+    the root is that tree's interpreter and is read without the root (one join with the root, not two),
+    any other path is taken as the tree's own. Every probe that reads --python's environment asks here."""
+    if not machine.python:
+        return None
+    path = machine.python
+    if not machine.is_live:
+        root = os.fspath(machine.root).rstrip("/")
+        if path.startswith(root + "/"):
+            path = machine.unroot(path)
+    return posixpath.dirname(posixpath.dirname(path))
+
+
 def site_packages(machine: Machine, fs: RootedFs) -> list[str]:
     """The site-packages folders TensorFlow may live in: this interpreter's path (live, no --python) or
     the --python interpreter's prefix, then those of $VIRTUAL_ENV, $CONDA_PREFIX and the system."""
     found: list[str] = []
     if machine.is_live and not machine.python:
         found += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    # --python PATH: that environment's prefix is the folder above its bin/ (a venv or conda env).
-    other = posixpath.dirname(posixpath.dirname(machine.python)) if machine.python else None
+    other = python_prefix(machine)
     prefixes = [other, machine.environ.get("VIRTUAL_ENV"), machine.environ.get("CONDA_PREFIX"), "/usr/local", "/usr"]
     for prefix in filter(None, prefixes):
         lib = posixpath.join(prefix, "lib")
@@ -175,6 +189,16 @@ def _tensorflow(fs: RootedFs, packages: list[str]) -> dict[str, Any] | None:
         info["requires_dist"] = requires
         return info
     return None
+
+
+def witness(fs: RootedFs, tensorflow: dict[str, Any]) -> None:
+    """What the installed TensorFlow's shared objects say about themselves, added to its record: their
+    dynamic sections and the NCCL linkage they show."""
+    tensorflow["libraries"] = tensorflow_libraries(fs, str(tensorflow["site_packages"]))
+    linkage = nccl_linkage(tensorflow)
+    tensorflow["nccl_linkage"] = linkage[0] if linkage else Unknown("libtensorflow_framework.so.2 not read")
+    if linkage:
+        tensorflow["nccl_linkage_rule"] = linkage[1]
 
 
 def read_tf_build_info(path: str) -> dict[str, Any]:
@@ -270,19 +294,121 @@ def toolkit_version(fs: RootedFs, root: str) -> str | None:
     return match.group(1) if match else None
 
 
-def runpath_finds_wheels(version: str | None) -> tuple[bool, str]:
-    """Whether this TensorFlow's RUNPATH reaches site-packages/nvidia/*/lib, and by which rule: the
-    release's row of tfdoctor/knowledge/tensorflow_builds.toml (2.16 and 2.17 carry a RUNPATH that does
-    not), else any release from 2.14 (an unreleased or unknown version is given the benefit)."""
+# The shared objects TensorFlow's own loader lives in and beside (site-packages/tensorflow/...): tsl's
+# dso_loader, which dlopens the CUDA libraries, is in the framework, so its RUNPATH is the one the loader
+# searches (a dlopen searches the RUNPATH of the object that calls it). The others are recorded as evidence.
+FRAMEWORK = "libtensorflow_framework.so.2"
+MAIN_LIBRARIES = (FRAMEWORK, "libtensorflow_cc.so.2", "python/_pywrap_tensorflow_internal.so")
+# Wheel folders (site-packages/nvidia/<folder>/lib) every GPU step loads from: TensorFlow skips every GPU
+# when one of these libraries cannot be opened ("Cannot dlopen some GPU libraries").
+GPU_STEP_FOLDERS = ("cublas", "cuda_runtime", "cudnn", "cufft", "cusolver", "cusparse")
+STUB_LOADED = ("cupti", "nccl")  # opened by the code that uses them: searched on stub_runpath
+ELF_READ_BUDGET = 1024 * 1024  # headers + dynamic segment + strings; 2.21's framework RUNPATH is ~24 KB
+ELF_READ_SECONDS = 0.5
+
+
+def read_elf_dynamic(fs: RootedFs, path: str) -> dict[str, Any] | Unknown:
+    """NEEDED, RUNPATH, RPATH and SONAME of a shared object, from a few bounded reads (never the whole file)."""
+    import time
+
+    from tfdoctor.facts.bounded import BudgetExceeded, RangeReader
+    from tfdoctor.facts.elf import ElfError, read_dynamic
+
+    if not fs.is_file(path):
+        return Unknown(f"{path} does not exist")
+    try:
+        with RangeReader(fs.host_path(path), ELF_READ_BUDGET, deadline=time.monotonic() + ELF_READ_SECONDS) as read_at:
+            return read_dynamic(read_at).as_dict()
+    except ElfError as exc:
+        return Unknown(f"{path}: {exc}")
+    except (BudgetExceeded, TimeoutError) as exc:
+        return Unknown(f"{path}: not read ({exc})")
+    except OSError as exc:
+        return Unknown(f"{path} not readable: {exc.strerror or exc}")
+
+
+def tensorflow_libraries(fs: RootedFs, folder: str) -> dict[str, Any]:
+    """The dynamic sections of TensorFlow's main shared objects that exist, by path under tensorflow/."""
+    found: dict[str, Any] = {}
+    for name in MAIN_LIBRARIES:
+        path = posixpath.join(folder, "tensorflow", name)
+        if fs.is_file(path):
+            found[name] = read_elf_dynamic(fs, path)
+    return found
+
+
+def loader_runpath(fs: RootedFs, tensorflow: dict[str, Any], wheel_dirs: list[dict[str, str | None]]
+                   ) -> tuple[list[str], bool, str]:
+    """(the folders TensorFlow's dlopen searches after LD_LIBRARY_PATH, whether they reach every wheel folder
+    a GPU step loads from, the rule used). The installed framework's own RUNPATH first; when it cannot
+    be read, the build's row of tfdoctor/knowledge/tensorflow_builds.toml; a release the table lacks is
+    given the pip wheel folders (the RUNPATH every release from 2.14 to 2.20 carries)."""
+    nvidia = posixpath.join(str(tensorflow["site_packages"]), "nvidia")
+    wanted = [posixpath.join(nvidia, f, "lib") for f in GPU_STEP_FOLDERS]
+    framework = (tensorflow.get("libraries") or {}).get(FRAMEWORK)
+    if isinstance(framework, dict):
+        dirs = expanded_runpath(fs, tensorflow, FRAMEWORK, framework)
+        path = posixpath.join(str(tensorflow["site_packages"]), "tensorflow", FRAMEWORK)
+        return dirs, all(w in dirs for w in wanted), f"RUNPATH of {path}"
     from tfdoctor import knowledge
 
-    wanted = version_tuple(version)[:2]
+    present = [str(d["dir"]) for d in wheel_dirs if str(d["dir"]).startswith(nvidia + "/")]
+    version = tensorflow.get("version")
+    wanted_mm = version_tuple(version)[:2]
     for row in knowledge.table("tensorflow_builds").rows:
-        if version_tuple(row["tensorflow"])[:2] == wanted:
-            return bool(row["runpath_finds_wheels"]), f"tensorflow_builds row {row['tensorflow']}"
-    if not wanted:
-        return True, "version unknown: assumed to carry the RUNPATH"
-    return wanted >= RUNPATH_SINCE, f"not in tensorflow_builds: from {'.'.join(map(str, RUNPATH_SINCE))} on"
+        if version_tuple(row["tensorflow"])[:2] == wanted_mm:
+            reaches = row.get("runpath_by_build", {}).get(version, row.get("runpath", []))
+            dirs = [d for d in present if posixpath.basename(posixpath.dirname(d)) in reaches]
+            return dirs, all(f in reaches for f in GPU_STEP_FOLDERS), (
+                f"tensorflow_builds row {row['tensorflow']} (the framework's RUNPATH could not be read)")
+    if not wanted_mm or wanted_mm >= RUNPATH_SINCE:
+        return present, True, "not in tensorflow_builds: assumed to carry the pip wheel folders"
+    return [], False, f"not in tensorflow_builds: before {'.'.join(map(str, RUNPATH_SINCE))}, no RUNPATH"
+
+
+def stub_runpath(fs: RootedFs, tensorflow: dict[str, Any], wheel_dirs: list[dict[str, str | None]],
+                 runpath: list[str]) -> list[str]:
+    """Where CUPTI (the profiler) and NCCL (collectives) are searched: every main library's RUNPATH, the
+    framework's first. Bazel puts a wheel folder on the RUNPATH of the library that links that wheel's loader
+    stub (2.14-2.19: cuda_cupti only on libtensorflow_cc.so.2's), and those libraries are opened from there,
+    not by the GPU-registration check that needs the framework's. Without readable files: every pip folder."""
+    libraries = tensorflow.get("libraries") or {}
+    if not isinstance(libraries.get(FRAMEWORK), dict):
+        nvidia = posixpath.join(str(tensorflow["site_packages"]), "nvidia") + "/"
+        return list(dict.fromkeys([*runpath, *(str(d["dir"]) for d in wheel_dirs if str(d["dir"]).startswith(nvidia))]))
+    dirs = list(runpath)
+    for name, dynamic in libraries.items():
+        if name != FRAMEWORK and isinstance(dynamic, dict):
+            dirs += expanded_runpath(fs, tensorflow, name, dynamic)
+    return list(dict.fromkeys(dirs))
+
+
+def expanded_runpath(fs: RootedFs, tensorflow: dict[str, Any], name: str, dynamic: dict[str, Any]) -> list[str]:
+    """A main library's RUNPATH as folders: $ORIGIN is the real folder of the file (as the loader takes it)."""
+    from tfdoctor.facts.elf import expand_origin
+
+    path = posixpath.join(str(tensorflow["site_packages"]), "tensorflow", name)
+    origin = posixpath.dirname(fs.realpath(path) or path)
+    return list(dict.fromkeys(d for d in (expand_origin(e, origin) for e in dynamic["runpath"]) if d.startswith("/")))
+
+
+def nccl_linkage(tensorflow: dict[str, Any]) -> tuple[str, str] | None:
+    """("dynamic"|"static", why) as the installed framework says it, or None when it cannot be read.
+
+    A framework that dlopens NCCL names it: libnccl.so.2 in NEEDED or a nccl folder on its RUNPATH (2.21);
+    the 2.14-2.20 wheels compile NCCL in (their libraries carry its "NCCL version" banner) and name neither."""
+    framework = (tensorflow.get("libraries") or {}).get(FRAMEWORK)
+    if not isinstance(framework, dict):
+        return None
+    build_info = tensorflow.get("build_info")
+    if isinstance(build_info, dict) and build_info.get("is_cuda_build") is False:
+        return "none", "not a CUDA build"
+    if any(n.startswith("libnccl.so") for n in framework["needed"]):
+        return "dynamic", f"{FRAMEWORK} NEEDs libnccl.so"
+    reaching = [e for e in framework["runpath"] if e.rstrip("/").endswith("nccl/lib")]
+    if reaching:
+        return "dynamic", f"{FRAMEWORK}'s RUNPATH names {reaching[0]}"
+    return "static", f"{FRAMEWORK} neither NEEDs libnccl.so nor names a nccl folder on its RUNPATH"
 
 
 def conda_environment(machine: Machine, fs: RootedFs) -> dict[str, Any] | None:
@@ -343,17 +469,20 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     packages = site_packages(machine, fs)
     tensorflow = _tensorflow(fs, packages)
     if not nvidia_present(machine):
+        # No GPU: nothing the loader finds matters, and the pre-job hook skips the ELF reads.
         return {"arch": arch, "ld_library_path": ld_library_path, "site_packages": packages,
                 "tensorflow": tensorflow, "libraries": Unknown(NO_NVIDIA)}
+    if tensorflow:
+        witness(fs, tensorflow)
     runpath: list[str] = []
     wheel_dirs: list[dict[str, str | None]] = []
-    if tensorflow:
-        tensorflow["runpath_finds_wheels"], tensorflow["runpath_rule"] = runpath_finds_wheels(tensorflow["version"])
     for folder in packages:
-        dirs = wheel_lib_dirs(fs, folder)
-        wheel_dirs += dirs
-        if tensorflow and folder == tensorflow["site_packages"] and tensorflow["runpath_finds_wheels"]:
-            runpath += [str(d["dir"]) for d in dirs]
+        wheel_dirs += wheel_lib_dirs(fs, folder)
+    stubs: list[str] = []
+    if tensorflow:
+        runpath, tensorflow["runpath_finds_wheels"], tensorflow["runpath_rule"] = loader_runpath(
+            fs, tensorflow, wheel_dirs)
+        stubs = stub_runpath(fs, tensorflow, wheel_dirs, runpath)
     ld_cache = _read_ld_cache(machine, fs, arch)
     cache_pairs = [] if isinstance(ld_cache, Unknown) else [(e["soname"], e["path"]) for e in ld_cache["entries"]]
     defaults = default_dirs(arch)
@@ -395,8 +524,9 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     for key, entry in libraries.items():
         names = sorted({f["name"] for f in entry["files"]} | {s for s, _ in cache_pairs
                                                              if matches_stem(s, LIBRARIES[key])})
+        searched = stubs if key in STUB_LOADED else runpath
         for name in names:
-            found = loader_candidates(name, ld_library_path, runpath, cache_pairs, defaults, fs.exists)
+            found = loader_candidates(name, ld_library_path, searched, cache_pairs, defaults, fs.exists)
             if found:
                 entry["resolved"][name] = found[0]
                 if len(found) > 1:
@@ -405,6 +535,7 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
         "arch": arch,
         "ld_library_path": ld_library_path,
         "runpath": runpath,
+        "stub_runpath": stubs,
         "ld_cache": ld_cache,
         "default_dirs": defaults,
         "site_packages": packages,

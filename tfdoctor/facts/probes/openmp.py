@@ -273,7 +273,9 @@ def site_folders(machine: Machine, fs: RootedFs, prefix: str | None) -> list[str
 
 def environment_prefix(machine: Machine) -> str | None:
     if machine.python:
-        return posixpath.dirname(posixpath.dirname(machine.python))
+        from tfdoctor.facts.probes.cuda_libs import python_prefix
+
+        return python_prefix(machine)  # --python under --root means what it means to every probe
     if machine.is_live:
         return sys.prefix
     return machine.environ.get("VIRTUAL_ENV") or machine.environ.get("CONDA_PREFIX")

@@ -55,6 +55,23 @@ def parse_ptxas_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def nvcc_version(fs: RootedFs, root: str) -> str | None:
+    """The version of the toolkit's nvcc component (which ships ptxas), from version.json: what
+    `ptxas --version` prints. The toolkit's own release differs: CUDA 12.3 Update 1 is "cuda" 12.3.1 and
+    "cuda_nvcc" 12.3.103, the version XLA refuses."""
+    text = fs.read_text(posixpath.join(root, "version.json"), limit=1024 * 1024)
+    if not text:
+        return None
+    import json
+
+    try:
+        component = json.loads(text).get("cuda_nvcc")
+    except (ValueError, AttributeError):
+        return None
+    version = component.get("version") if isinstance(component, dict) else None
+    return str(version) if isinstance(version, str) and version[:1].isdigit() else None
+
+
 def _nvcc_wheel_version(fs: RootedFs, packages_dir: str) -> str | None:
     for entry in fs.listdir(packages_dir):
         match = re.match(r"^nvidia_cuda_nvcc_cu[0-9]+-([0-9][^-]*)\.dist-info$", entry)
@@ -65,14 +82,14 @@ def _nvcc_wheel_version(fs: RootedFs, packages_dir: str) -> str | None:
 
 def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None, wheel: str | None,
                    run: bool = True) -> Any:
-    """From the wheel or the toolkit's version files; running `ptxas --version` (live only) is the last
-    resort, and only for the ptxas XLA will use."""
+    """From the wheel, the toolkit's version.json (its cuda_nvcc component, then the toolkit release) or
+    version.txt; running `ptxas --version` (live only) is the last resort, and only for the ptxas XLA will use."""
     import subprocess
 
     if wheel:
         return wheel
     if root:
-        version = toolkit_version(fs, root)
+        version = nvcc_version(fs, root) or toolkit_version(fs, root)
         if version:
             return version
     conda = _conda_nvcc_version(fs, ptxas)

@@ -3,6 +3,8 @@ INSTALLER), TensorFlow's build_info.py, bundled shared libraries. Read by pyenv_
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -71,6 +73,17 @@ BUILD_INFO_CUDA = (
 )
 
 
+def record_line(site: Path, relative: str) -> str:
+    """A RECORD line as pip writes it: the file's sha256 (urlsafe base64, no padding) and size, read from
+    the file under `site`; empty fields for a file that is not there (yet)."""
+    path = Path(site) / relative
+    if not path.is_file():
+        return f"{relative},,\n"
+    data = path.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{relative},sha256={digest},{len(data)}\n"
+
+
 class FakeSitePackages:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -95,7 +108,7 @@ class FakeSitePackages:
         if top_level is not None:
             (folder / "top_level.txt").write_text("".join(f"{t}\n" for t in top_level))
         if record is not None:
-            (folder / "RECORD").write_text("".join(f"{r},sha256=x,1\n" for r in record)
+            (folder / "RECORD").write_text("".join(record_line(self.path, r) for r in record)
                                            + f"{folder.name}/RECORD,,\n")
         if installer is not None:
             (folder / "INSTALLER").write_text(installer + "\n")

@@ -117,6 +117,18 @@ def library_deleted(e: Environment) -> None:
     (e.site.path / "tensorflow/libtensorflow_framework.so.2").unlink()
 
 
+def library_truncated(e: Environment) -> None:
+    """A copy of the environment that ran out of space: the file is there, cut short (issue 27 item 1)."""
+    new(e)
+    (e.site.path / "tensorflow/python/_pywrap_tensorflow_internal.so").write_bytes(b"\x7f")
+
+
+def library_altered(e: Environment) -> None:
+    """Same size, other bytes: only a hash tells."""
+    new(e)
+    (e.site.path / "tensorflow/python/_pywrap_tensorflow_internal.so").write_bytes(b"\x00ELF")
+
+
 def second_tensorflow_uninstalled(e: Environment) -> None:
     new(e)
     pip = FakePip(e.site)
@@ -191,6 +203,8 @@ SITUATIONS = [
     Situation("2.21 + keras 2.15.0", lambda e: new(e, keras="2.15.0"), (("PKG005", "error"),)),
     Situation("2.15 + keras 3.11.3", lambda e: old(e, keras="3.11.3"), (("PKG005", "error"),)),
     Situation("2.21 with a shared object deleted", library_deleted, (("PKG011", "error"),)),
+    Situation("2.21 with a shared object truncated", library_truncated, (("PKG011", "error"),)),
+    Situation("2.21 with a shared object altered, same size", library_altered, (("PKG011", "error"),)),
     Situation("2.21 + tf-keras, then uninstall tensorflow", second_tensorflow_uninstalled, (("PKG011", "error"),)),
     Situation("2.21 + numpy of a cp310 wheel", numpy_for_python_3_10, (("PKG012", "error"),)),
     Situation("2.15 + PYTHONPATH holding numpy 2.1.3", numpy_2_on_pythonpath,
@@ -343,9 +357,40 @@ def test_a_pth_folder_ahead_of_nothing_is_named_with_its_file(tmp_path):
 def test_damaged_install_lists_what_is_missing(tmp_path):
     report = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 with a shared object deleted")).check()
     (finding,) = report.findings()
-    assert finding.message == ("tensorflow-cpu 2.21.0 is damaged: 1 of the 7 shared objects and __init__.py files "
-                               "its RECORD lists are missing (first: tensorflow/libtensorflow_framework.so.2)")
+    assert finding.message == ("tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files "
+                               "its RECORD lists, 1 missing (first: tensorflow/libtensorflow_framework.so.2) "
+                               "(existence and size checked for every file, sha256 for 3 shared objects "
+                               "(0 KiB, budget 4 MiB))")
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)
+
+
+def test_truncated_shared_object_is_found_by_its_size(tmp_path):
+    """Issue 27 item 1: _pywrap_tfe.so cut to 4096 bytes passed the existence check; import dies with SIGBUS."""
+    report = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 with a shared object truncated")).check()
+    (finding,) = report.findings()
+    assert finding.message == (
+        "tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files its RECORD lists, 1 of "
+        "another size than installed (tensorflow/python/_pywrap_tensorflow_internal.so is 1 bytes, RECORD says 4); "
+        "import tensorflow dies with a bus error (SIGBUS, exit 135) or fails to load a truncated or altered shared "
+        "object (existence and size checked for every file, sha256 for 3 shared objects (0 KiB, budget 4 MiB))")
+    assert finding.evidence["python.watched.tensorflow-cpu.record.size_mismatch"] == [
+        {"path": "tensorflow/python/_pywrap_tensorflow_internal.so", "recorded": 4, "actual": 1}]
+    assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)
+
+
+def test_altered_shared_object_is_found_by_its_hash_within_the_budget(tmp_path):
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 with a shared object altered, same size"))
+    (finding,) = environment.check().findings()
+    assert "1 with another sha256 than installed (first: tensorflow/python/_pywrap_tensorflow_internal.so)" \
+        in finding.message
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    dist_dir = str(environment.site.path / "tensorflow_cpu-2.21.0.dist-info")
+    outside_budget = verify_record(dist_dir, str(environment.site), hash_budget=3)  # no file fits: sizes only
+    assert (outside_budget["hashed"], outside_budget["hash_mismatch_count"], outside_budget["size_checked"]) == (0, 0, 7)
+    within = verify_record(dist_dir, str(environment.site))
+    assert (within["hashed"], within["hashed_bytes"], within["hash_mismatch"]) == (
+        4, 16, ["tensorflow/python/_pywrap_tensorflow_internal.so"])
 
 
 def test_wheel_for_another_python(tmp_path):

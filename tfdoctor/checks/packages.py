@@ -631,18 +631,23 @@ def pure_python_protobuf(facts: Facts) -> Iterator[Finding]:
 def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Verifies the installed TensorFlow distribution against its RECORD (the list of files pip
-    installed): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`) and every `__init__.py` it lists
-    must still exist. Hashes are not compared (it runs on every `tfdoctor check`: about 5 ms for the
-    15000-line RECORD of TensorFlow 2.21).
+    installed, with each one's size and sha256): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`)
+    and every `__init__.py` it lists must still exist with the size the RECORD gives (a stat each), and
+    the smallest shared objects are hashed too, up to a budget of bytes read (4 MiB: TensorFlow 2.21's
+    shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). The finding says what was done:
+    sizes compared, how many files hashed.
 
     Why is this bad?
     A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_
     framework.so.2: cannot open shared object file", "No module named tensorflow.python…") or a later
-    import of one of its modules. The usual cause is uninstalling a second TensorFlow distribution that
-    shared the files (PKG002), or a clean-up that deleted large files.
+    import of one of its modules. A truncated one is worse: the loader maps it and the process dies
+    with a bus error (SIGBUS, exit 135) at import, with no Python traceback. The usual causes are
+    uninstalling a second TensorFlow distribution that shared the files (PKG002), a clean-up that
+    deleted large files, a full disk or an interrupted copy of the environment.
 
     Example:
-    `pip install tensorflow-cpu tf-keras` (pulls tensorflow too), then `pip uninstall tensorflow`.
+    `pip install tensorflow-cpu tf-keras` (pulls tensorflow too), then `pip uninstall tensorflow`; or
+    a venv copied with rsync that ran out of space, leaving `_pywrap_tfe.so` at 4096 bytes.
 
     Fix:
     `pip install --force-reinstall --no-deps '<tensorflow>==<version>'`: puts its files back, changes
@@ -657,17 +662,52 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     record = facts.peek(f"python.watched.{dist.name}.record")
     if isinstance(record, Unknown):
         raise NotChecked(f"python.watched.{dist.name}.record unknown: {record.reason}")
-    if not isinstance(record, Mapping) or not record.get("missing_count"):
+    if not isinstance(record, Mapping):
         return
     missing = [str(m) for m in record.get("missing", [])]
+    resized = [m for m in record.get("size_mismatch", []) if isinstance(m, Mapping)]
+    rehashed = [str(m) for m in record.get("hash_mismatch", [])]
+    missing_count = int(record.get("missing_count") or 0)
+    resized_count = int(record.get("size_mismatch_count") or 0)
+    rehashed_count = int(record.get("hash_mismatch_count") or 0)
+    if not (missing_count or resized_count or rehashed_count):
+        return
+    key = f"python.watched.{dist.name}.record"
+    problems: list[str] = []
+    evidence: dict[str, Any] = {}
+    if missing_count:
+        problems.append(f"{missing_count} missing (first: {', '.join(missing[:3])})")
+        evidence.update({f"{key}.missing_count": missing_count, f"{key}.missing": missing})
+    if resized_count:
+        shown = ", ".join(f"{m.get('path')} is {m.get('actual')} bytes, RECORD says {m.get('recorded')}"
+                          for m in resized[:3])
+        problems.append(f"{resized_count} of another size than installed ({shown})")
+        evidence.update({f"{key}.size_mismatch_count": resized_count, f"{key}.size_mismatch": list(resized)})
+    if rehashed_count:
+        problems.append(f"{rehashed_count} with another sha256 than installed (first: {', '.join(rehashed[:3])})")
+        evidence.update({f"{key}.hash_mismatch_count": rehashed_count, f"{key}.hash_mismatch": rehashed})
+    symptom = ""
+    if resized_count or rehashed_count:
+        symptom = ("; import tensorflow dies with a bus error (SIGBUS, exit 135) or fails to load a truncated "
+                   "or altered shared object")
+    done = _verification_done(record)
+    evidence[f"{key}.verified"] = done
     yield Finding(
-        f"{dist.name} {dist.version} is damaged: {record['missing_count']} of the {record.get('checked')} shared "
-        f"objects and __init__.py files its RECORD lists are missing (first: {', '.join(missing[:3])})",
-        evidence={f"python.watched.{dist.name}.record.missing_count": record["missing_count"],
-                  f"python.watched.{dist.name}.record.missing": missing},
+        f"{dist.name} {dist.version} is damaged: of the {record.get('checked')} shared objects and __init__.py "
+        f"files its RECORD lists, {'; '.join(problems)}{symptom} ({done})",
+        evidence=evidence,
         fixes=(AdminFix(f"Reinstall {dist.name} {dist.version}'s files",
                         (f"{_pip(facts)} install --force-reinstall --no-deps '{dist.pin()}'",)),),
     )
+
+
+def _verification_done(record: Mapping[str, Any]) -> str:
+    """What the RECORD verification did: existence and size of every file, sha256 of how many."""
+    if "size_checked" not in record:  # a facts file recorded before sizes were compared
+        return "existence checked, sizes and hashes not compared"
+    budget = int(record.get("hash_budget") or 0)
+    return (f"existence and size checked for every file, sha256 for {record.get('hashed', 0)} shared objects "
+            f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB)")
 
 
 def _interpreter_tag(facts: Facts) -> tuple[int, int] | None:

@@ -177,8 +177,9 @@ def _module_name(filename):
 
 
 def _record_entries(text, needle):
-    """Paths of the RECORD lines whose path contains `needle` (found with bytes.find: a RECORD has ~15000
-    lines, and splitting them all costs more than the whole rest of the snapshot)."""
+    """(path, hash, size) of the RECORD lines whose path contains `needle` (found with bytes.find: a RECORD
+    has ~15000 lines, and splitting them all costs more than the whole rest of the snapshot). hash is the
+    RECORD's "sha256=..." (b"" when absent), size its byte count (None when absent)."""
     found = []
     at = text.find(needle)
     while at != -1:
@@ -187,7 +188,10 @@ def _record_entries(text, needle):
         end = len(text) if end == -1 else end
         comma = text.find(b",", start, end)
         if comma != -1 and comma >= at:
-            found.append(text[start:comma].decode("utf-8", "replace"))
+            rest = text[comma + 1:end].rstrip(b"\r").split(b",")
+            digest = rest[0] if rest else b""
+            size = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else None
+            found.append((text[start:comma].decode("utf-8", "replace"), digest, size))
         at = text.find(needle, end)
     return found
 
@@ -202,11 +206,32 @@ elif sys.platform == "darwin":
     SHARED_SUFFIXES = (b".so", b".dylib")
 else:
     SHARED_SUFFIXES = (b".so",)
+# Hashing is the costly part of verifying (TensorFlow 2.21's shared objects are ~1 GB): the smallest shared
+# objects are hashed, smallest first, until this many bytes have been read; every size is compared (a stat).
+HASH_BUDGET = 4 * 1024 * 1024
 
 
-def verify_record(dist_dir, location):
-    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists still exist:
-    {"checked": N, "missing_count": M, "missing": [first paths]}, or an unknown with the reason."""
+def _sha256_record(path, size):
+    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding), reading `size` bytes."""
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+    return b"sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=")
+
+
+def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
+    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists are still there
+    as installed: each one's existence and size (a stat), and the sha256 of the smallest shared objects
+    within `hash_budget` bytes. {"checked": N, "missing_count", "missing": [first paths], "size_mismatch_count",
+    "size_mismatch": [{"path", "recorded", "actual"}], "hashed": H, "hashed_bytes", "hash_budget",
+    "hash_mismatch_count", "hash_mismatch": [paths]}, or an unknown with the reason."""
     path = os.path.join(dist_dir, "RECORD")
     try:
         if os.path.getsize(path) > RECORD_LIMIT:
@@ -215,20 +240,45 @@ def verify_record(dist_dir, location):
             text = handle.read(RECORD_LIMIT)
     except OSError as exc:
         return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
-    wanted = [p for p in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")]
+    wanted = {p: (d, s) for p, d, s in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")}
+    shared = set()
     for needle in SHARED_SUFFIXES:
-        wanted.extend(p for p in _record_entries(text, needle) if _SHARED_OBJECT.search(p))
-    missing = []
+        for p, d, s in _record_entries(text, needle):
+            if _SHARED_OBJECT.search(p):
+                wanted[p] = (d, s)
+                shared.add(p)
+    missing, wrong_size, hashable = [], [], []
     count = 0
     base = location.rstrip(os.sep) + os.sep
-    for relative in sorted(set(wanted)):
+    for relative in sorted(wanted):
         if relative.startswith(("/", "..")):
             continue  # scripts and headers outside site-packages
         count += 1
-        # os.access: the same stat as os.path.exists without its Python frame (TensorFlow lists ~600).
-        if not os.access(base + relative, os.F_OK):
+        digest, size = wanted[relative]
+        try:
+            actual = os.stat(base + relative).st_size
+        except OSError:
             missing.append(relative)
-    return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED]}
+            continue
+        if size is not None and actual != size:
+            wrong_size.append({"path": relative, "recorded": size, "actual": actual})
+        elif relative in shared and digest.startswith(b"sha256=") and size is not None:
+            hashable.append((size, relative, digest))
+    hashed, hashed_bytes, wrong_hash = 0, 0, []
+    for size, relative, digest in sorted(hashable):
+        if hashed_bytes + size > hash_budget:
+            break
+        try:
+            if _sha256_record(base + relative, size) != digest:
+                wrong_hash.append(relative)
+        except OSError:
+            continue
+        hashed += 1
+        hashed_bytes += size
+    return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED],
+            "size_checked": count - len(missing), "size_mismatch_count": len(wrong_size),
+            "size_mismatch": wrong_size[:MISSING_LISTED], "hashed": hashed, "hashed_bytes": hashed_bytes,
+            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash), "hash_mismatch": wrong_hash[:MISSING_LISTED]}
 
 
 def _top_level(dist_dir):

@@ -561,12 +561,17 @@ def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
 @check("PKG007", "tf-keras-version-mismatch", Severity.ERROR)
 def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Compares the major.minor of an installed tf-keras (or tf-keras-nightly) with the installed TensorFlow's.
+    Finds an installed tf-keras (or tf-keras-nightly) of another major.minor than the installed TensorFlow
+    and says what that pair really does, from the `tf-keras` rows of
+    tfdoctor/knowledge/python_compatibility.toml: pairs measured in real environments
+    (benchmarks/python_env_truth.py: import, a one-step fit, save and load as .h5, .keras and SavedModel
+    with TF_USE_LEGACY_KERAS=1) keep their measured verdict; other pairs are a warning. Severity per finding.
 
     Why is this bad?
-    tf-keras is released in lockstep with TensorFlow and reaches into TensorFlow's internal modules; a
-    tf-keras of another minor version fails at import or, with TF_USE_LEGACY_KERAS set, breaks tf.keras
-    itself with missing attributes.
+    tf-keras is released with each TensorFlow minor and reaches into TensorFlow's internal modules. Some
+    pairs break: tf-keras 2.17 under TensorFlow 2.21 fails at import on numpy 2 ("`np.Inf` was removed in
+    the NumPy 2.0 release"). Others work: tf-keras 2.20.1 under TensorFlow 2.21 imports, trains and
+    saves (an info: TensorFlow tests only its own minor).
 
     Example:
     TensorFlow 2.21.0 with tf-keras 2.17.0 left over from an older environment.
@@ -588,11 +593,13 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     name, version = found
     if not dist.release or release_tuple(version)[:2] == dist.release[:2]:
         return
+    coupling = compat.tf_keras_coupling(version, dist.version)
     yield Finding(
-        f"{name} {version} does not match TensorFlow {dist.version} (major.minor must be equal)",
+        f"{name} {version} is of another minor than TensorFlow {dist.version}: " + _coupling_text(coupling),
         evidence={f"python.distributions.{name}.version": version,
-                  f"python.watched.{dist.name}.version": dist.version},
+                  f"python.watched.{dist.name}.version": dist.version, "sources": list(coupling.sources)},
         fixes=(AdminFix(f"Install the tf-keras of TensorFlow {dist.version}", (_tf_keras_install(facts, dist),)),),
+        severity=SEVERITY[coupling.severity],
     )
 
 

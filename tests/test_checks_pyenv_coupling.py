@@ -129,6 +129,14 @@ def library_altered(e: Environment) -> None:
     (e.site.path / "tensorflow/python/_pywrap_tensorflow_internal.so").write_bytes(b"\x00ELF")
 
 
+def tensorflow_2_15_on_pythonpath(e: Environment) -> None:
+    """PYTHONPATH into another venv's site-packages holding tensorflow 2.15.1 (issue 27 item 4)."""
+    new(e)
+    other = e.folder("old-venv/lib/site-packages")
+    other.tensorflow(name="tensorflow", version="2.15.1", requires=("numpy<2.0.0,>=1.23.5",), requires_python=">=3.9")
+    e.env["PYTHONPATH"] = str(other)
+
+
 def second_tensorflow_uninstalled(e: Environment) -> None:
     new(e)
     pip = FakePip(e.site)
@@ -210,6 +218,8 @@ SITUATIONS = [
     Situation("2.15 + PYTHONPATH holding numpy 2.1.3", numpy_2_on_pythonpath,
               (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 + a bare numpy on PYTHONPATH", bare_numpy_on_pythonpath, (("PKG013", "warning"),)),
+    Situation("2.21 installed, 2.15.1 on PYTHONPATH", tensorflow_2_15_on_pythonpath,
+              (("PKG013", "warning"), ("PKG005", "error"), ("PKG010", "error"))),  # numpy 2, keras 3
     Situation("2.15 + numpy 2.1.3 in the user site", numpy_2_in_the_user_site,
               (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 without ml_dtypes", remove("ml_dtypes"), (("PKG009", "error"),)),
@@ -264,7 +274,9 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
             raise AssertionError(f"a step the test cannot apply: {step}")
 
 
-FIXABLE = [s for s in SITUATIONS if s.codes and s.name != "intel-tensorflow-avx512 on an AVX2 CPU"]
+# The shadowing TensorFlow's first fix (PYTHONPATH unset) is checked by its own test below.
+FIXABLE = [s for s in SITUATIONS if s.codes and s.name not in ("intel-tensorflow-avx512 on an AVX2 CPU",
+                                                               "2.21 installed, 2.15.1 on PYTHONPATH")]
 
 
 @pytest.mark.parametrize("situation", FIXABLE, ids=[s.name for s in FIXABLE])
@@ -320,7 +332,28 @@ def test_shadowing_from_pythonpath_is_named_and_the_fix_addresses_it(tmp_path):
     assert pkg005.fixes[0].changes[0].op is EnvOp.UNSET
     pkg013 = next(f for f in report.findings() if f.code == "PKG013")
     assert pkg013.message == (f"numpy is imported from the PYTHONPATH entry {shared}, ahead of the numpy 1.26.4 "
-                              f"installed in {environment.site}")
+                              f"installed in {environment.site}: numpy 2.1.3 is what `import numpy` loads, not the "
+                              "1.26.4 installed in the environment")
+
+
+def test_shadowing_tensorflow_names_the_release_really_imported(tmp_path):
+    """Issue 27 item 4: the PYTHONPATH entry supplies TensorFlow 2.15.1; the checks judge that one, and PKG002
+    does not count a distribution in another folder as sharing the package."""
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 installed, 2.15.1 on PYTHONPATH"))
+    report = environment.check()
+    other = environment.folder("old-venv/lib/site-packages")
+    pkg013 = next(f for f in report.findings() if f.code == "PKG013")
+    assert pkg013.message == (
+        f"tensorflow-cpu is imported from the PYTHONPATH entry {other}, ahead of the tensorflow-cpu 2.21.0 installed "
+        f"in {environment.site}: TensorFlow 2.15.1 (tensorflow) is what `import tensorflow` loads, not the 2.21.0 "
+        "installed in the environment")
+    assert pkg013.fixes[0].changes[0].op is EnvOp.UNSET
+    kept = installed_tensorflow(environment.facts())
+    assert (kept.name, kept.version) == ("tensorflow", "2.15.1")
+    pkg005 = next(f for f in report.findings() if f.code == "PKG005")  # numpy 2 under the 2.15 really imported
+    assert pkg005.message.startswith("numpy 2.4.6 is outside TensorFlow 2.15.1's range numpy<2.0.0,>=1.23.5")
+    environment.env.pop("PYTHONPATH")  # the healthy twin: the venv's own 2.21
+    assert environment.check().codes() == []
 
 
 def test_user_site_winning_over_the_venv_is_named_and_ignored_by_the_fix(tmp_path):
@@ -328,7 +361,8 @@ def test_user_site_winning_over_the_venv_is_named_and_ignored_by_the_fix(tmp_pat
     report = environment.check()
     pkg013 = next(f for f in report.findings() if f.code == "PKG013")
     assert pkg013.message == (f"numpy is imported from the user site-packages {environment.user}, ahead of the "
-                              f"numpy 1.26.4 installed in {environment.site}")
+                              f"numpy 1.26.4 installed in {environment.site}: numpy 2.1.3 is what `import numpy` "
+                              "loads, not the 1.26.4 installed in the environment")
     (change,) = pkg013.fixes[0].changes
     assert (change.op, change.name, change.value) == (EnvOp.SET, "PYTHONNOUSERSITE", "1")
 

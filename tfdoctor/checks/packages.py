@@ -24,11 +24,13 @@ from tfdoctor.derive.tensorflow_distribution import (
     installed_tensorflow,
     installed_version,
     marker_environment,
+    release_tuple,
+    sharing_providers,
     tensorflow_distributions,
-    tensorflow_providers,
     top_level_import_name,
 )
 from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
@@ -182,7 +184,7 @@ def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Manual: which build to keep is the user's decision.
     """
-    providers = tensorflow_providers(facts)
+    providers = sharing_providers(facts)
     if len(providers) < 2:
         return
     same_version = len({d.version for d in providers}) == 1
@@ -588,8 +590,6 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     found = _installed_tf_keras(facts)
     if found is None:
         return
-    from tfdoctor.derive.tensorflow_distribution import release_tuple
-
     name, version = found
     if not dist.release or release_tuple(version)[:2] == dist.release[:2]:
         return
@@ -819,20 +819,39 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
         )
 
 
-def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(where the imported copy is, what it shadows) when a foreign path entry wins for `name`."""
+def _tensorflow_at(facts: Facts, location: str) -> TensorflowDistribution | None:
+    """The TensorFlow distribution installed in `location`, of whatever name."""
+    for dist in tensorflow_distributions(facts):
+        if dist.provides_tensorflow and os.path.normpath(dist.location) == os.path.normpath(location):
+            return dist
+    return None
+
+
+def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(where the imported copy is, what it shadows, what gets imported) when a foreign path entry wins for
+    `name`; the last is "" when the imported copy's version is not known (no metadata)."""
     location = str(info.get("location", ""))
     imported = info.get("import_location")
     version = str(info.get("version", ""))
     if isinstance(imported, str) and imported and os.path.normpath(imported) != os.path.normpath(location) \
             and _is_foreign(_origin(facts, imported)):
-        return imported, f"the {name} {version} installed in {location} (the imported copy has no metadata)"
+        if name in TENSORFLOW_DISTS and (other := _tensorflow_at(facts, imported)) is not None:
+            return imported, f"the {name} {version} installed in {location}", _consequence(
+                "TensorFlow", f"{other.version} ({other.name})", version, "tensorflow")
+        return imported, f"the {name} {version} installed in {location} (the imported copy has no metadata)", ""
     shadowed = info.get("shadowed")
     if isinstance(shadowed, list) and shadowed and _is_foreign(_origin(facts, location)):
         versions = info.get("shadowed_versions")
         other = versions[0] if isinstance(versions, list) and versions else "another version"
-        return location, f"the {name} {other} installed in {shadowed[0]}"
+        label = "TensorFlow" if name in TENSORFLOW_DISTS else name
+        return location, f"the {name} {other} installed in {shadowed[0]}", _consequence(
+            label, version, str(other), IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", "."))
     return None
+
+
+def _consequence(label: str, imported: str, installed: str, module: str) -> str:
+    """What the job really gets: the release `import <module>` loads, not the one installed."""
+    return f"{label} {imported} is what `import {module}` loads, not the {installed} installed in the environment"
 
 
 @check("PKG013", "package-shadowed-from-outside-the-environment", Severity.WARNING)
@@ -867,11 +886,12 @@ def package_shadowed_from_outside_the_environment(facts: Facts) -> Iterator[Find
         found = _shadowing(facts, name, info)
         if found is None:
             continue
-        imported, shadowed = found
+        imported, shadowed, consequence = found
         origin = _origin(facts, imported)
         fix = _origin_fix(facts, name, imported)
         yield Finding(
-            f"{name} is imported from {_describe_origin(origin, imported)}, ahead of {shadowed}",
+            f"{name} is imported from {_describe_origin(origin, imported)}, ahead of {shadowed}"
+            + (f": {consequence}" if consequence else ""),
             evidence={f"python.watched.{name}.location": info.get("location"),
                       f"python.watched.{name}.import_location": info.get("import_location"),
                       "python.path_origins": origin},

@@ -22,7 +22,10 @@ TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflo
 WATCHED_PREFIXES = ("nvidia-",)
 WATCHED = ("keras", "tf-keras", "tf_keras", "numpy", "protobuf", "ml-dtypes", "tensorboard",
            "tensorflow-io-gcs-filesystem", "h5py", "tensorboard-plugin-profile", "xprof", "optuna",
-           "transformers", "grpcio", "wrapt")
+           "transformers", "grpcio", "wrapt",
+           # add-ons built against one TensorFlow release (their Requires-Dist names it)
+           "tensorflow-text", "tensorflow-io", "tensorflow-addons", "tensorflow-decision-forests",
+           "tensorflow-recommenders", "tensorflow-serving-api")
 # Import packages whose name is not the distribution's (the default is the name with "-" as "_").
 IMPORT_NAMES = {"protobuf": "google/protobuf", "absl-py": "absl", "google-pasta": "pasta", "libclang": "clang",
                 "tensorflow-io-gcs-filesystem": "tensorflow_io_gcs_filesystem", "grpcio": "grpc",
@@ -465,6 +468,30 @@ def path_origins(paths, environ, site_dirs=None, user_site=None):
     return origins
 
 
+_GENCODE = re.compile(r"^# Protobuf Python Version: ([0-9][0-9A-Za-z.+-]{0,40})$", re.MULTILINE)
+GENCODE_PROBE = ("tensorflow", "core", "framework", "attr_value_pb2.py")
+
+
+def read_gencode(path):
+    """The protobuf version TensorFlow's generated code was made with: the "# Protobuf Python Version: X"
+    line protoc writes at the top of every _pb2 module from protobuf 5.26 on (those modules then check the
+    runtime through google.protobuf.runtime_version). None when the line is absent (older generated code)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
+    try:
+        head = os.read(fd, 1024).decode("utf-8", "replace")
+    except OSError as exc:
+        return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
+    finally:
+        os.close(fd)
+    match = _GENCODE.search(head)
+    if match is None:
+        return None
+    return {"version": match.group(1), "checks_runtime": "runtime_version" in head, "file": path}
+
+
 def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
@@ -487,6 +514,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")
     build_info_path = _find_package(paths, "tensorflow", "python", "platform", "build_info.py")
+    gencode_path = _find_package(paths, *GENCODE_PROBE) if tf_package else None
     return {
         "executable": sys.executable,
         "version": python_version(),
@@ -504,6 +532,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
         "tensorflow": {
             "package_dir": os.path.dirname(tf_package) if tf_package else None,
             "build_info": read_build_info(build_info_path) if build_info_path else None,
+            "protobuf_gencode": read_gencode(gencode_path) if gencode_path else None,
         },
     }
 

@@ -43,11 +43,15 @@ DOWNLOADS = [
     ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
-# (above), then saves and loads the model as .h5, .keras and a SavedModel.
+# (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
+# which numpy 2 removed), then saves and loads the model as .h5, .keras and a SavedModel.
 SAVE_AND_LOAD = """
 import tempfile, tf_keras
 folder = tempfile.mkdtemp()
 assert tf.keras.__name__.startswith("tf_keras"), tf.keras.__name__
+callbacks = [tf.keras.callbacks.EarlyStopping(monitor="loss"), tf.keras.callbacks.ReduceLROnPlateau(monitor="loss"),
+             tf.keras.callbacks.ModelCheckpoint(f"{folder}/best.h5", monitor="loss", save_best_only=True)]
+model.fit(np.zeros((8, 4)), np.zeros((8, 1)), epochs=1, steps_per_epoch=1, verbose=0, callbacks=callbacks)
 for name in ("m.h5", "m.keras"):
     model.save(f"{folder}/{name}")
     tf.keras.models.load_model(f"{folder}/{name}")
@@ -187,14 +191,17 @@ def restore_truncated(venv: Venv, scratch: Path) -> None:
 
 
 def protobuf_in_user_site(version: str) -> Callable[[Venv, Path], dict[str, str]]:
-    """protobuf installed with `pip install --user` (PYTHONUSERBASE points at a scratch folder), in a venv
-    that sees the user site: it is imported ahead of the venv's own protobuf."""
+    """protobuf installed with `pip install --user` (PYTHONUSERBASE points at a scratch folder) and the venv's
+    own protobuf uninstalled: the venv sees the user site (include-system-site-packages), where it puts it
+    after its own site-packages, so the user site's copy is the one imported only without the venv's (outside
+    a venv the user site comes first)."""
     def setup(venv: Venv, scratch: Path) -> dict[str, str]:
         base = scratch / f"userbase-protobuf-{version}"
         python = venv.site.parent.name  # python3.X
         target = base / "lib" / python / "site-packages"
         if not target.exists():
             venv.pip("install", "--no-deps", "--target", str(target), f"protobuf=={version}")
+        venv.pip("uninstall", "-y", "protobuf")
         venv.system_site_packages(True)
         return {"PYTHONUSERBASE": str(base)}
     return setup
@@ -329,7 +336,7 @@ SITUATIONS = [
     tf_keras_pair("2.19.0", True),
     tf_keras_pair("2.18.0", True),
     tf_keras_pair("2.17.0", False),
-    Situation("2.21 + protobuf 4.25.8 in the user site", NEW, False, ("PKG005",),
+    Situation("2.21 + protobuf 4.25.8 from the user site (the venv's own uninstalled)", NEW, False, ("PKG005",),
               setup=protobuf_in_user_site("4.25.8"), teardown=hide_user_site),
     Situation("2.21 + ml-dtypes 0.3.2 (below the floor, built for numpy 1)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "ml-dtypes==0.3.2")),

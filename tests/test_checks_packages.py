@@ -259,11 +259,14 @@ def test_tf_keras_version_mismatch(site):
     finding = report.findings()[0]
     assert finding.severity.label == "error"
     assert finding.message == (
-        "tf-keras 2.17.0 is of another minor than TensorFlow 2.21.0: import tf_keras fails under numpy 2: "
+        "tf-keras 2.17.0 is of another minor than TensorFlow 2.21.0: it imports, trains and saves, but the callbacks "
+        "that track a best value fail as they start under numpy 2 (ModelCheckpoint, EarlyStopping, ReduceLROnPlateau): "
         "AttributeError: `np.Inf` was removed in the NumPy 2.0 release. Use `np.inf` instead.")
     assert finding.evidence == {"python.distributions.tf-keras.version": "2.17.0",
                                 "python.watched.tensorflow-cpu.version": "2.21.0",
                                 "sources": ["benchmarks/python_env_truth.py (2.21 + tf-keras 2.17.0)",
+                                            "https://github.com/keras-team/tf-keras/blob/v2.17.0/tf_keras/src/"
+                                            "callbacks.py",
                                             "https://numpy.org/devdocs/numpy_2_0_migration_guide.html"]}
     assert finding.fixes[0].steps == (f"{PIP} install --no-deps 'tf-keras>=2.21,<2.22'",)
 

@@ -32,6 +32,7 @@ def test_tensorflow_wheel_facts(tmp_path):
     assert snap["tensorflow"] == {
         "package_dir": str(site.path / "tensorflow"),
         "build_info": {"is_cuda_build": False, "is_rocm_build": False, "is_tensorrt_build": False},
+        "protobuf_gencode": None,  # the fake wheel has no _pb2 module
     }
     assert snap["distributions"]["ml-dtypes"] == {"version": "0.6.0", "location": str(site)}
     assert "top_level" not in snap["watched"]["numpy"]  # only TensorFlow distributions carry it

@@ -37,7 +37,8 @@ def test_every_row_is_well_formed_and_cites_a_listed_source(row):
         if "installed" in row:
             SpecifierSet(row["installed"])
     elif row["kind"] in ("tf-keras", "protobuf-gencode"):
-        SpecifierSet(row.get("tensorflow", "")), SpecifierSet(row.get("tf_keras", "")), SpecifierSet(row.get("runtime", ""))
+        for key in ("tensorflow", "tf_keras", "runtime", "gencode"):
+            SpecifierSet(row.get(key, ""))
         assert row["severity"] in compat.SEVERITIES and (row.get("why") or row.get("symptom"))
         if row["severity"] == "error":
             assert row.get("symptom"), "an error names how it breaks"
@@ -93,7 +94,7 @@ def test_narrowed_rows_come_before_the_row_they_narrow():
 
 def test_every_relation_and_tf_keras_pair_has_a_last_resort_row():
     for relation in (compat.RUNTIME_OLDER, compat.ONE_MAJOR_NEWER, compat.MAJORS_NEWER):
-        assert compat.gencode_coupling(relation, "99.0.0") is not None, relation
+        assert compat.gencode_coupling(relation, "99.0.0", "1.0.0") is not None, relation
     last = list(compat.rows("tf-keras"))[-1]
     assert (last["tensorflow"], last["tf_keras"]) == (">=0", ">=0")
 

@@ -153,11 +153,14 @@ def gencode_relation(runtime: tuple[int, ...], gencode: tuple[int, ...]) -> str 
     return MAJORS_NEWER if ahead >= 2 else None
 
 
-def gencode_coupling(relation: str, runtime: str) -> Coupling | None:
-    """The first `protobuf-gencode` row for this relation (and, when the row narrows it, this runtime)."""
+def gencode_coupling(relation: str, runtime: str, gencode: str) -> Coupling | None:
+    """The first `protobuf-gencode` row for this relation (and, when the row narrows them, this runtime and
+    this gencode version)."""
     for row in rows("protobuf-gencode"):
-        narrowed = row.get("runtime")
-        if row["relation"] == relation and (narrowed is None or version_satisfies(runtime, str(narrowed)) is True):
+        if row["relation"] != relation:
+            continue
+        if all(row.get(key) is None or version_satisfies(value, str(row[key])) is True
+               for key, value in (("runtime", runtime), ("gencode", gencode))):
             return coupling_of(row)
     return None
 

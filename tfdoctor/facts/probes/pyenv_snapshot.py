@@ -281,7 +281,8 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
     return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED],
             "size_checked": count - len(missing), "size_mismatch_count": len(wrong_size),
             "size_mismatch": wrong_size[:MISSING_LISTED], "hashed": hashed, "hashed_bytes": hashed_bytes,
-            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash), "hash_mismatch": wrong_hash[:MISSING_LISTED]}
+            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash),
+            "hash_mismatch": wrong_hash[:MISSING_LISTED]}
 
 
 def _top_level(dist_dir):

@@ -26,6 +26,8 @@ from tfdoctor.derive.requirement_ranges import (
     version_satisfies,
 )
 from tfdoctor.derive.tensorflow_distribution import (
+    IMPORT_NAMES,
+    TENSORFLOW_DISTS,
     TensorflowDistribution,
     build_info,
     installed_tensorflow,
@@ -37,7 +39,6 @@ from tfdoctor.derive.tensorflow_distribution import (
     top_level_import_name,
 )
 from tfdoctor.facts import Facts, NotChecked, Unknown
-from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
 

@@ -12,7 +12,9 @@
    one's existence and size, sha256 of the smallest within the hash budget; part of 1), against reading the
    same RECORD line by line, the obvious way (existence only).
 5. The whole `tfdoctor check --python PATH` against `PATH -c "import tensorflow"` in that environment: the
-   pre-job hook's budget (5 %, docs/writing-a-check.md) for an inspected environment.
+   pre-job hook's budget (5 %, docs/writing-a-check.md) for an inspected environment. With
+   `--ab BEFORE AFTER` (two `tfdoctor` scripts, regular installs of two commits), both are measured turn by
+   turn in the same run, with the import.
 The processes of 2, 3 and 5 are fresh interpreters, interleaved so machine load hits both alike.
 """
 
@@ -103,7 +105,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", default=sys.executable, help="the environment to inspect")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--ab", nargs=2, metavar="TFDOCTOR", help="only 5., for two tfdoctor scripts")
     args = parser.parse_args()
+    if args.ab:
+        return check_python_ab(args.python, args.ab, args.runs)
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
 
     snap = median_ms(pyenv_snapshot.snapshot, args.runs, warm=False)
@@ -167,3 +172,20 @@ def check_python_budget(python: str, runs: int) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def check_python_ab(python: str, scripts: list[str], runs: int) -> int:
+    """5. with two installs: `check --python` of each and `import tensorflow`, turn by turn."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    commands = [[script, "check", "--python", python] for script in scripts] + [[python, "-c", "import tensorflow"]]
+    for command in commands:
+        run_once(command, env=env)  # warm the page cache and .pyc files; not counted
+    times: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for command, found in zip(commands, times, strict=True):
+            found.append(run_once(command, env=env).seconds)
+    medians = [statistics.median(t) for t in times]
+    print(f"5. check --python {python}, {runs} rounds turn by turn, load average {os.getloadavg()[0]:.2f}: "
+          f"import tensorflow {medians[2] * 1000:.0f} ms; " + "; ".join(
+              f"{script}: {m * 1000:.0f} ms ({m / medians[2] * 100:.1f} %)" for script, m in zip(scripts, medians[:2], strict=True)))
+    return 0 if medians[1] / medians[2] <= 0.05 else 1

@@ -185,7 +185,8 @@ def check_python_ab(python: str, scripts: list[str], runs: int) -> int:
         for command, found in zip(commands, times, strict=True):
             found.append(run_once(command, env=env).seconds)
     medians = [statistics.median(t) for t in times]
+    each = [f"{script}: {m * 1000:.0f} ms ({m / medians[2] * 100:.1f} %)"
+            for script, m in zip(scripts, medians[:2], strict=True)]
     print(f"5. check --python {python}, {runs} rounds turn by turn, load average {os.getloadavg()[0]:.2f}: "
-          f"import tensorflow {medians[2] * 1000:.0f} ms; " + "; ".join(
-              f"{script}: {m * 1000:.0f} ms ({m / medians[2] * 100:.1f} %)" for script, m in zip(scripts, medians[:2], strict=True)))
+          f"import tensorflow {medians[2] * 1000:.0f} ms; " + "; ".join(each))
     return 0 if medians[1] / medians[2] <= 0.05 else 1

@@ -40,7 +40,7 @@ DOWNLOADS = [
     ("wrapt==1.16.0", True), ("intel-tensorflow-avx512==2.14.0", True), ("intel-tensorflow==2.14.0", False),
     ("tensorflow-cpu==2.20.0", False), ("tf-keras==2.20.1", True), ("tf-keras==2.19.0", True),
     ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
-    ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True),
+    ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
 # (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
@@ -345,6 +345,8 @@ SITUATIONS = [
               setup=pip_state("install", "--no-deps", "protobuf==6.33.6")),
     Situation("2.20 + protobuf 7.34.0 (two majors above its generated code, no cap)", PREVIOUS, True,
               setup=pip_state("install", "--no-deps", "protobuf==7.34.0")),
+    Situation("2.20 + protobuf 5.28.0 (in its range, older than its generated code 5.28.3)", PREVIOUS, False,
+              ("PKG016",), setup=pip_state("install", "--no-deps", "protobuf==5.28.0")),
 ]
 
 

@@ -574,14 +574,16 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     Finds an installed tf-keras (or tf-keras-nightly) of another major.minor than the installed TensorFlow
     and says what that pair really does, from the `tf-keras` rows of
     tfdoctor/knowledge/python_compatibility.toml: pairs measured in real environments
-    (benchmarks/python_env_truth.py: import, a one-step fit, save and load as .h5, .keras and SavedModel
-    with TF_USE_LEGACY_KERAS=1) keep their measured verdict; other pairs are a warning. Severity per finding.
+    (benchmarks/python_env_truth.py with TF_USE_LEGACY_KERAS=1: import, a one-step fit, a fit with the
+    callbacks that track a best value, save and load as .h5, .keras and SavedModel) keep their measured
+    verdict; other pairs are a warning. Severity per finding.
 
     Why is this bad?
     tf-keras is released with each TensorFlow minor and reaches into TensorFlow's internal modules. Some
-    pairs break: tf-keras 2.17 under TensorFlow 2.21 fails at import on numpy 2 ("`np.Inf` was removed in
-    the NumPy 2.0 release"). Others work: tf-keras 2.20.1 under TensorFlow 2.21 imports, trains and
-    saves (an info: TensorFlow tests only its own minor).
+    pairs break: tf-keras 2.17 under TensorFlow 2.21 imports and trains, but ModelCheckpoint, EarlyStopping
+    and ReduceLROnPlateau fail as they start on numpy 2 ("`np.Inf` was removed in the NumPy 2.0 release").
+    Others work: tf-keras 2.20.1 under TensorFlow 2.21 imports, trains and saves (an info: TensorFlow tests
+    only its own minor).
 
     Example:
     TensorFlow 2.21.0 with tf-keras 2.17.0 left over from an older environment.

@@ -170,9 +170,6 @@ def check_python_budget(python: str, runs: int) -> int:
     return 0 if ratio <= 0.05 else 1
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def check_python_ab(python: str, scripts: list[str], runs: int) -> int:
     """5. with two installs: `check --python` of each and `import tensorflow`, turn by turn."""
@@ -190,3 +187,7 @@ def check_python_ab(python: str, scripts: list[str], runs: int) -> int:
     print(f"5. check --python {python}, {runs} rounds turn by turn, load average {os.getloadavg()[0]:.2f}: "
           f"import tensorflow {medians[2] * 1000:.0f} ms; " + "; ".join(each))
     return 0 if medians[1] / medians[2] <= 0.05 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

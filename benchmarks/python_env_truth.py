@@ -30,6 +30,17 @@ PYTHON = sys.executable
 TFDOCTOR = [sys.executable, "-m", "tfdoctor"]
 NEW, OLD = "2.21.0", "2.15.1"
 PREVIOUS = "2.20.0"  # protobuf>=5.28.0 without a cap, generated code of protobuf 5.28.3
+
+
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            return " avx512f" in handle.read(1 << 20)
+    except OSError:
+        return False
+
+
+HAS_AVX512 = _has_avx512()
 INTEL = "intel-2.14.0"  # intel-tensorflow 2.14.0 (Intel's build), with numpy held below 2
 # Downloaded once into --cache/wheels (and a cp310 numpy for the copied-site-packages situation).
 DOWNLOADS = [
@@ -322,7 +333,9 @@ SITUATIONS = [
     Situation("intel-tensorflow 2.14 (numpy < 2) on this AVX2 CPU", INTEL, True),
     Situation("intel-tensorflow 2.14 + numpy 2.1.3 (its numpy range has no cap)", INTEL, False, ("PKG010",),
               setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
-    Situation("intel-tensorflow-avx512 2.14 on this CPU without AVX-512", INTEL, False, ("PKG015",),
+    # Healthy where this CPU has AVX-512 (an AMD EPYC of Zen 4 does), broken with SIGILL where it does not.
+    Situation(f"intel-tensorflow-avx512 2.14 on this CPU {'with' if HAS_AVX512 else 'without'} AVX-512", INTEL,
+              HAS_AVX512, () if HAS_AVX512 else ("PKG015",),
               setup=chain(pip_state("uninstall", "-y", "intel-tensorflow"),
                           pip_state("install", "--no-deps", "intel-tensorflow-avx512==2.14.0")),
               teardown=lambda venv, scratch: swap_back_intel(venv)),

@@ -176,3 +176,31 @@ def test_python_option_without_tensorflow_says_install_it_there(tmp_path):
     assert done.returncode == 0
     assert f"PKG001 tensorflow-not-installed: TensorFlow is not installed for {venv}/bin/python\n" in done.stdout
     assert "--python PATH" not in done.stdout
+
+
+def test_record_hash_is_spelled_as_pip_writes_it(tmp_path):
+    """sha256 through OpenSSL's _hashlib and binascii (cheaper imports), the RECORD's urlsafe base64."""
+    import base64
+    import hashlib
+
+    from tfdoctor.facts.probes.pyenv_snapshot import _sha256_record
+
+    for data in (b"", b"\x7fELF", bytes(range(256)) * 9000):
+        path = tmp_path / "lib.so"
+        path.write_bytes(data)
+        expected = b"sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+        assert _sha256_record(str(path), len(data)) == expected
+
+
+def test_the_installed_tensorflow_verifies_against_its_own_record():
+    """The test environment's real wheel: every size matches, the hashed shared objects match."""
+    import site
+
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    found = [d for folder in site.getsitepackages() for d in glob.glob(f"{folder}/tensorflow*-*.dist-info")]
+    if not found:
+        pytest.skip("no TensorFlow installed in the test environment")
+    record = verify_record(found[0], str(Path(found[0]).parent))
+    assert record["checked"] > 100 and record["hashed"] > 0
+    assert (record["missing_count"], record["size_mismatch_count"], record["hash_mismatch_count"]) == (0, 0, 0)

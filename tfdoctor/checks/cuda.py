@@ -11,16 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
-from tfdoctor.derive.tf_build import (
-    TfBuild,
-    cuda_gpu_setup,
-    gpu_host,
-    major_minor,
-    tensorflow_build,
-    version_tuple,
-    wanted_sonames,
-)
-from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
+from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
 
@@ -201,6 +193,9 @@ def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:
 def _not_checked_without_gpu(facts: Facts) -> None:
     """A CUDA build on a host without a GPU (a login node): the libraries are resolved on the GPU node, so
     the check is not "passed" here; PKG018 judges the nvidia-* wheels against the build meanwhile."""
+    from tfdoctor.derive.tf_build import gpu_host, tensorflow_build
+    from tfdoctor.facts import NotChecked
+
     build = tensorflow_build(facts)
     if build is not None and build.is_cuda_build and not gpu_host(facts):
         raise NotChecked("no NVIDIA GPU or driver on this host: the CUDA libraries are resolved where the job "

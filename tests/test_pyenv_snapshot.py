@@ -204,3 +204,20 @@ def test_the_installed_tensorflow_verifies_against_its_own_record():
     record = verify_record(found[0], str(Path(found[0]).parent))
     assert record["checked"] > 100 and record["hashed"] > 0
     assert (record["missing_count"], record["size_mismatch_count"], record["hash_mismatch_count"]) == (0, 0, 0)
+
+
+def test_a_fifo_listed_as_a_shared_object_of_size_zero_is_never_opened(tmp_path):
+    """A hostile RECORD line `x.so,sha256=…,0` over a FIFO: its size matches, but it is not hashed (opening a
+    FIFO for reading would wait for a writer)."""
+    import os
+
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    os.mkfifo(site.path / "tensorflow/planted.so")
+    dist_dir = site.path / "tensorflow_cpu-2.21.0.dist-info"
+    with open(dist_dir / "RECORD", "a", encoding="utf-8") as handle:
+        handle.write("tensorflow/planted.so,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n")
+    record = verify_record(str(dist_dir), str(site))
+    assert (record["checked"], record["missing_count"], record["size_mismatch_count"]) == (8, 0, 0)
+    assert record["hashed"] == 4  # the four real shared objects, not the FIFO

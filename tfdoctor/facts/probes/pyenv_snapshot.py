@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from stat import S_ISREG
 
 # Distributions whose full metadata matters; every other one is listed by name and version only.
 # Keep in step with tfdoctor/knowledge/python_compatibility.toml (a test compares them).
@@ -236,7 +237,12 @@ def _sha256_record(path, size):
     import binascii
 
     digest = _sha256()
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a file swapped for a FIFO since the stat cannot hold us
+    if not S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as handle:
         while True:
             chunk = handle.read(1 << 20)
             if not chunk:
@@ -276,13 +282,15 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
         count += 1
         digest, size = wanted[relative]
         try:
-            actual = os.stat(base + relative).st_size
+            status = os.stat(base + relative)
         except OSError:
             missing.append(relative)
             continue
+        actual = status.st_size
         if size is not None and actual != size:
             wrong_size.append({"path": relative, "recorded": size, "actual": actual})
-        elif relative in shared and digest.startswith(b"sha256=") and size is not None:
+        elif relative in shared and digest.startswith(b"sha256=") and size is not None \
+                and S_ISREG(status.st_mode):  # never open a FIFO or a device planted under a listed name
             hashable.append((size, relative, digest))
     hashed, hashed_bytes, wrong_hash = 0, 0, []
     for size, relative, digest in sorted(hashable):

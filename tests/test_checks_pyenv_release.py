@@ -5,6 +5,7 @@ fake environment that fires has a healthy twin that stays silent."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,20 @@ def test_on_a_gpu_host_the_wheel_is_judged_too_without_the_login_node_note(site)
 def test_cpu_build_with_stray_nvidia_wheels_is_not_judged(site):
     site.tensorflow().healthy_dependencies().dist("nvidia-cudnn-cu12", "8.9.7.29", top_level=("nvidia",))
     assert run(site, select=("PKG", "CUDA")).codes() == []
+
+
+def test_a_newer_patch_than_a_215_pin_fits_and_an_older_cudnn_does_not(site):
+    """tensorflow[and-cuda]==2.15.1 pins nvidia-cudnn-cu12==8.9.4.25: 8.9.7.29 loads (same major, newer);
+    8.6.0.163 is older than the build."""
+    build_info_215 = BUILD_INFO_CUDA.replace("'12.5.1'", "'12.2'").replace("('cudnn_version', '9')",
+                                                                          "('cudnn_version', '8')")
+    requires = ('nvidia-cudnn-cu12==8.9.4.25; extra == "and-cuda"', 'nvidia-cublas-cu12==12.2.5.6; extra == "and-cuda"',
+                "numpy<2.0.0,>=1.23.5")
+    site.tensorflow(name="tensorflow", version="2.15.1", build_info=build_info_215, requires=requires)
+    site.healthy_dependencies(numpy="1.26.4")
+    site.dist("nvidia-cublas-cu12", "12.2.5.6").dist("nvidia-cudnn-cu12", "8.9.7.29")
+    assert run(site, select=("PKG018",)).codes() == []
+    site.dist("nvidia-cudnn-cu12", "8.6.0.163")
+    shutil.rmtree(site.path / "nvidia_cudnn_cu12-8.9.7.29.dist-info")
+    (finding,) = run(site, select=("PKG018",)).findings()
+    assert finding.severity.label == "error" and "fails at the first convolution" in finding.message

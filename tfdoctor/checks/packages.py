@@ -1181,16 +1181,22 @@ def _nvidia_wheel_problem(wheel: str, installed: str, specifier: str, cudnn_majo
             return Severity.ERROR, (
                 f"TensorFlow asks the loader for libcudnn.so.{cudnn_major}, which this wheel does not have: on a GPU "
                 "node TensorFlow logs 'Cannot dlopen some GPU libraries', skips every GPU and runs on the CPU")
-        if specifier and version_satisfies(installed, specifier) is False:
+        if _below_floor(installed, specifier):
             return Severity.ERROR, (
                 "on a GPU node TensorFlow loads it, then fails at the first convolution: 'Loaded runtime CuDNN "
                 "library: … but source was compiled with: … CuDNN library needs to have matching major version and "
                 "equal or higher minor version', then 'DNN library initialization failed'")
         return None
-    if specifier and version_satisfies(installed, specifier) is False:
-        return Severity.WARNING, ("outside the range this build was tested with: on a GPU node an older minor may "
+    if _below_floor(installed, specifier):
+        return Severity.WARNING, ("older than the build was tested with: on a GPU node an older minor may "
                                   "lack functions TensorFlow calls (a failed cuBLAS/cuFFT handle at first use)")
     return None
+
+
+def _below_floor(installed: str, specifier: str) -> bool:
+    """Older than the and-cuda extra asks for. A newer release of the same major is not judged: the libraries
+    are backward compatible within a major (and 2.15's `==` pins would otherwise refuse every later patch)."""
+    return bool(specifier) and compat.violated_bound(installed, specifier) == compat.BELOW_FLOOR
 
 
 @check("PKG018", "nvidia-wheels-do-not-fit-tensorflow-build", Severity.ERROR)
@@ -1201,7 +1207,7 @@ def nvidia_wheels_do_not_fit_tensorflow_build(facts: Facts) -> Iterator[Finding]
     `and-cuda` extra in its METADATA. It does so whether or not this host has a GPU: the pre-job check often
     runs on a login node while the job runs on GPU nodes, where the same environment is used. Severity by
     what will happen there: a cuDNN of another major, or older than the build's, is an error; another
-    library outside the tested range a warning.
+    library older than the extra asks for a warning (a newer release of the same major is fine).
 
     Why is this bad?
     TensorFlow dlopens libcudnn.so.<the build's major>: with cuDNN 8 wheels under a cuDNN 9 build, every GPU is

@@ -8,9 +8,14 @@
 2. The snapshot under another interpreter (`--python`), against that interpreter's bare start-up.
 3. The PKG and CPU checks over the inspected environment's facts, against importing
    `packaging.specifiers`, which TensorFlow's plain numeric ranges let the checks skip.
-4. Verifying this interpreter's TensorFlow against its RECORD (shared objects and __init__.py files,
-   part of 1), against reading the same RECORD line by line, the obvious way.
-Both processes of 2 and 3 are fresh interpreters, interleaved so machine load hits both alike.
+4. Verifying this interpreter's TensorFlow against its RECORD (shared objects and __init__.py files: each
+   one's existence and size, sha256 of the smallest within the hash budget; part of 1), against reading the
+   same RECORD line by line, the obvious way (existence only).
+5. The whole `tfdoctor check --python PATH` against `PATH -c "import tensorflow"` in that environment: the
+   pre-job hook's budget (5 %, docs/writing-a-check.md) for an inspected environment. With
+   `--ab BEFORE AFTER` (two `tfdoctor` scripts, regular installs of two commits), both are measured turn by
+   turn in the same run, with the import.
+The processes of 2, 3 and 5 are fresh interpreters, interleaved so machine load hits both alike.
 """
 
 from __future__ import annotations
@@ -55,8 +60,10 @@ def all_metadata() -> None:
 def record_line(runs: int) -> None:
     """4.: TensorFlow's RECORD verified as the snapshot does it, against splitting it into lines."""
     import glob
+    import site
 
-    found = sorted(glob.glob(os.path.join(os.path.dirname(os.__file__), "site-packages", "tensorflow*-*.dist-info")))
+    found = sorted(d for folder in site.getsitepackages()  # this interpreter's (a venv's own when in one)
+                   for d in glob.glob(os.path.join(folder, "tensorflow*-*.dist-info")))
     found = [d for d in found if os.path.exists(os.path.join(d, "RECORD"))]
     if not found:
         print("4. no TensorFlow RECORD in this interpreter's site-packages: not measured")
@@ -74,8 +81,12 @@ def record_line(runs: int) -> None:
     verify = median_ms(lambda: pyenv_snapshot.verify_record(dist_dir, location), runs, warm=True)
     lines = median_ms(by_lines, runs, warm=True)
     checked = pyenv_snapshot.verify_record(dist_dir, location)
-    print(f"4. RECORD of {os.path.basename(dist_dir)}: median {verify:.1f} ms ({checked['checked']} files checked, "
-          f"{checked['missing_count']} missing); baseline reading it line by line: {lines:.1f} ms "
+    sizes_only = median_ms(lambda: pyenv_snapshot.verify_record(dist_dir, location, hash_budget=0), runs, warm=True)
+    print(f"4. RECORD of {os.path.basename(dist_dir)}: median {verify:.1f} ms ({checked['checked']} files: existence "
+          f"and size; sha256 of {checked['hashed']} shared objects, {checked['hashed_bytes'] // 1024} KiB within the "
+          f"{checked['hash_budget'] // (1024 * 1024)} MiB budget; {checked['missing_count']} missing, "
+          f"{checked['size_mismatch_count']} resized, {checked['hash_mismatch_count']} altered); without hashing: "
+          f"{sizes_only:.1f} ms; baseline reading it line by line (existence only): {lines:.1f} ms "
           f"({verify / lines:.2f}x)")
     real = pyenv_snapshot.verify_record
     with_record, without = [], []
@@ -94,7 +105,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", default=sys.executable, help="the environment to inspect")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--ab", nargs=2, metavar="TFDOCTOR", help="only 5., for two tfdoctor scripts")
     args = parser.parse_args()
+    if args.ab:
+        return check_python_ab(args.python, args.ab, args.runs)
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
 
     snap = median_ms(pyenv_snapshot.snapshot, args.runs, warm=False)
@@ -128,7 +142,67 @@ def main() -> int:
     print(f"3. running the PKG+CPU checks over those facts: median {(checks - floor) * 1000:.0f} ms; baseline "
           f"importing packaging.specifiers+requirements: {(packaging - floor2) * 1000:.0f} ms (each above the "
           "same process that loads the facts and the checks)")
-    return 0
+    return check_python_budget(args.python, max(3, args.runs // 4))
+
+
+def check_python_budget(python: str, runs: int) -> int:
+    """5.: the pre-job hook with --python against importing TensorFlow in that environment, interleaved."""
+    import shutil
+
+    script = shutil.which("tfdoctor", path=str(Path(sys.executable).parent))
+    check = [script, "check", "--python", python] if script else [sys.executable, "-m", "tfdoctor", "check",
+                                                                   "--python", python]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    baseline = [python, "-c", "import tensorflow"]
+    if run_once([python, "-c", "import tensorflow.python.platform.build_info"], env=env).returncode != 0:
+        print(f"5. {python} cannot import tensorflow: no baseline, not measured")
+        return 0
+    run_once(check, env=env)  # warm the page cache and .pyc files; not counted
+    run_once(baseline, env=env)
+    hook, imports = [], []
+    for _ in range(runs):
+        hook.append(run_once(check, env=env).seconds)
+        imports.append(run_once(baseline, env=env).seconds)
+    ratio = statistics.median(hook) / statistics.median(imports)
+    print(f"5. tfdoctor check --python {python}: median {statistics.median(hook) * 1000:.0f} ms over {runs} runs; "
+          f"baseline `import tensorflow` there: {statistics.median(imports) * 1000:.0f} ms; ratio "
+          f"{ratio * 100:.1f} % (budget 5 %); load average {os.getloadavg()[0]:.2f}")
+    return 0 if ratio <= 0.05 else 1
+
+
+
+def _wall_and_cpu(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time, and CPU time (user + system) of the process and the children it waited for (the snapshot's
+    interpreter): steadier than wall time on a loaded machine."""
+    import subprocess
+    import time
+
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(process.pid, 0)
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def check_python_ab(python: str, scripts: list[str], runs: int) -> int:
+    """5. with two installs: `check --python` of each and `import tensorflow`, turn by turn."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    commands = [[script, "check", "--python", python] for script in scripts] + [[python, "-c", "import tensorflow"]]
+    for command in commands:
+        run_once(command, env=env)  # warm the page cache and .pyc files; not counted
+    times: list[list[float]] = [[] for _ in commands]
+    cpu: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for command, found, used in zip(commands, times, cpu, strict=True):
+            seconds, cpu_seconds = _wall_and_cpu(command, env)
+            found.append(seconds)
+            used.append(cpu_seconds)
+    medians = [statistics.median(t) for t in times]
+    cpus = [statistics.median(c) for c in cpu]
+    each = [f"{script}: {m * 1000:.0f} ms ({m / medians[2] * 100:.1f} %), CPU {c * 1000:.0f} ms"
+            for script, m, c in zip(scripts, medians[:2], cpus[:2], strict=True)]
+    print(f"5. check --python {python}, {runs} rounds turn by turn, load average {os.getloadavg()[0]:.2f}: "
+          f"import tensorflow {medians[2] * 1000:.0f} ms (CPU {cpus[2] * 1000:.0f} ms); " + "; ".join(each))
+    return 0 if medians[1] / medians[2] <= 0.05 else 1
 
 
 if __name__ == "__main__":

@@ -29,6 +29,18 @@ from pathlib import Path
 PYTHON = sys.executable
 TFDOCTOR = [sys.executable, "-m", "tfdoctor"]
 NEW, OLD = "2.21.0", "2.15.1"
+PREVIOUS = "2.20.0"  # protobuf>=5.28.0 without a cap, generated code of protobuf 5.28.3
+
+
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            return " avx512f" in handle.read(1 << 20)
+    except OSError:
+        return False
+
+
+HAS_AVX512 = _has_avx512()
 INTEL = "intel-2.14.0"  # intel-tensorflow 2.14.0 (Intel's build), with numpy held below 2
 # Downloaded once into --cache/wheels (and a cp310 numpy for the copied-site-packages situation).
 DOWNLOADS = [
@@ -37,7 +49,26 @@ DOWNLOADS = [
     ("numpy==2.1.3", True), ("keras==3.11.3", True), ("keras==2.15.0", True), ("keras==3.6.0", True),
     ("protobuf==5.29.5", True), ("ml-dtypes==0.4.1", True), ("h5py==3.15.1", True), ("tensorboard==2.16.2", True),
     ("wrapt==1.16.0", True), ("intel-tensorflow-avx512==2.14.0", True), ("intel-tensorflow==2.14.0", False),
+    ("tensorflow-cpu==2.20.0", False), ("tf-keras==2.20.1", True), ("tf-keras==2.19.0", True),
+    ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
+    ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
 ]
+# What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
+# (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
+# which numpy 2 removed), then saves and loads the model as .h5, .keras and a SavedModel.
+SAVE_AND_LOAD = """
+import tempfile, tf_keras
+folder = tempfile.mkdtemp()
+assert tf.keras.__name__.startswith("tf_keras"), tf.keras.__name__
+callbacks = [tf.keras.callbacks.EarlyStopping(monitor="loss"), tf.keras.callbacks.ReduceLROnPlateau(monitor="loss"),
+             tf.keras.callbacks.ModelCheckpoint(f"{folder}/best.h5", monitor="loss", save_best_only=True)]
+model.fit(np.zeros((8, 4)), np.zeros((8, 1)), epochs=1, steps_per_epoch=1, verbose=0, callbacks=callbacks)
+for name in ("m.h5", "m.keras"):
+    model.save(f"{folder}/{name}")
+    tf.keras.models.load_model(f"{folder}/{name}")
+tf.saved_model.save(model, f"{folder}/saved")
+tf.saved_model.load(f"{folder}/saved")
+"""
 TRUTH = """
 import numpy as np
 import tensorflow as tf
@@ -57,6 +88,14 @@ class Venv:
         # (whose numpy>=1.23.5 has no cap: numpy is held below 2 as its users had to).
         self.requirements = (["intel-tensorflow==2.14.0", "numpy<2"] if tensorflow == INTEL
                              else [f"tensorflow-cpu=={tensorflow}"])
+
+    def system_site_packages(self, visible: bool) -> None:
+        """Turn the user site on or off (pyvenv.cfg's include-system-site-packages), as a venv made with
+        --system-site-packages has it."""
+        config = self.root / "pyvenv.cfg"
+        lines = [line for line in config.read_text().splitlines() if not line.startswith("include-system-site")]
+        lines.append(f"include-system-site-packages = {'true' if visible else 'false'}")
+        config.write_text("\n".join(lines) + "\n")
 
     @property
     def site(self) -> Path:
@@ -94,6 +133,7 @@ class Venv:
 
 # Packages the situations change; restored to the base version after each.
 TOUCHED = ("numpy", "keras", "protobuf", "ml-dtypes", "h5py", "wrapt", "libclang", "tensorboard")
+
 
 
 @dataclass
@@ -148,6 +188,40 @@ def target_folder(requirement: str) -> Callable[[Venv, Path], Path]:
     return make
 
 
+def truncate_library(venv: Venv, scratch: Path) -> dict[str, str]:
+    """_pywrap_tfe.so cut to 4096 bytes, as an interrupted copy or a full disk leaves it (issue 27 item 1)."""
+    library = venv.site / "tensorflow" / "python" / "_pywrap_tfe.so"
+    shutil.copy2(library, scratch / library.name)
+    with open(library, "r+b") as handle:
+        handle.truncate(4096)
+    return {}
+
+
+def restore_truncated(venv: Venv, scratch: Path) -> None:
+    shutil.move(str(scratch / "_pywrap_tfe.so"), str(venv.site / "tensorflow" / "python" / "_pywrap_tfe.so"))
+
+
+def protobuf_in_user_site(version: str) -> Callable[[Venv, Path], dict[str, str]]:
+    """protobuf installed with `pip install --user` (PYTHONUSERBASE points at a scratch folder) and the venv's
+    own protobuf uninstalled: the venv sees the user site (include-system-site-packages), where it puts it
+    after its own site-packages, so the user site's copy is the one imported only without the venv's (outside
+    a venv the user site comes first)."""
+    def setup(venv: Venv, scratch: Path) -> dict[str, str]:
+        base = scratch / f"userbase-protobuf-{version}"
+        python = venv.site.parent.name  # python3.X
+        target = base / "lib" / python / "site-packages"
+        if not target.exists():
+            venv.pip("install", "--no-deps", "--target", str(target), f"protobuf=={version}")
+        venv.pip("uninstall", "-y", "protobuf")
+        venv.system_site_packages(True)
+        return {"PYTHONUSERBASE": str(base)}
+    return setup
+
+
+def hide_user_site(venv: Venv, scratch: Path) -> None:
+    venv.system_site_packages(False)
+
+
 def drop_second_tensorflow(venv: Venv, scratch: Path) -> None:
     """Undo `pip install tf-keras` without --no-deps: it pulled the `tensorflow` distribution."""
     venv.pip("uninstall", "-y", "tf-keras")
@@ -193,6 +267,15 @@ def swap_back_intel(venv: Venv) -> None:
 
 def uninstall_after(name: str) -> Callable[[Venv, Path], None]:
     return lambda venv, scratch: venv.pip("uninstall", "-y", name)
+
+
+def tf_keras_pair(version: str, healthy: bool) -> Situation:
+    """tf-keras of another minor under 2.21, --no-deps, TF_USE_LEGACY_KERAS=1: import, fit, save and load."""
+    return Situation(f"2.21 + tf-keras {version} --no-deps, TF_USE_LEGACY_KERAS=1", NEW, healthy,
+                     () if healthy else ("PKG007",),
+                     setup=chain(pip_state("install", "--no-deps", f"tf-keras=={version}"),
+                                 env_state(TF_USE_LEGACY_KERAS="1")),
+                     teardown=uninstall_after("tf-keras"), extra=SAVE_AND_LOAD)
 
 
 SITUATIONS = [
@@ -250,13 +333,33 @@ SITUATIONS = [
     Situation("intel-tensorflow 2.14 (numpy < 2) on this AVX2 CPU", INTEL, True),
     Situation("intel-tensorflow 2.14 + numpy 2.1.3 (its numpy range has no cap)", INTEL, False, ("PKG010",),
               setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
-    Situation("intel-tensorflow-avx512 2.14 on this CPU without AVX-512", INTEL, False, ("PKG015",),
+    # Healthy where this CPU has AVX-512 (an AMD EPYC of Zen 4 does), broken with SIGILL where it does not.
+    Situation(f"intel-tensorflow-avx512 2.14 on this CPU {'with' if HAS_AVX512 else 'without'} AVX-512", INTEL,
+              HAS_AVX512, () if HAS_AVX512 else ("PKG015",),
               setup=chain(pip_state("uninstall", "-y", "intel-tensorflow"),
                           pip_state("install", "--no-deps", "intel-tensorflow-avx512==2.14.0")),
               teardown=lambda venv, scratch: swap_back_intel(venv)),
     Situation("2.21 + transformers 4 without tf-keras", NEW, False, ("PKG014",),
               setup=pip_state("install", "transformers<5"), teardown=uninstall_after("transformers"),
               extra="from transformers import TFBertModel; TFBertModel.__name__"),
+    # -- issue 27 and issue 23 item 3
+    Situation("2.21 with _pywrap_tfe.so truncated to 4096 bytes", NEW, False, ("PKG011",),
+              setup=truncate_library, teardown=restore_truncated),
+    tf_keras_pair("2.20.1", True),
+    tf_keras_pair("2.19.0", True),
+    tf_keras_pair("2.18.0", True),
+    tf_keras_pair("2.17.0", False),
+    Situation("2.21 + protobuf 4.25.8 from the user site (the venv's own uninstalled)", NEW, False, ("PKG005",),
+              setup=protobuf_in_user_site("4.25.8"), teardown=hide_user_site),
+    Situation("2.21 + ml-dtypes 0.3.2 (below the floor, built for numpy 1)", NEW, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.3.2")),
+    Situation("2.20 as installed", PREVIOUS, True),
+    Situation("2.20 + protobuf 6.33.6 (one major above its generated code, no cap)", PREVIOUS, True,
+              setup=pip_state("install", "--no-deps", "protobuf==6.33.6")),
+    Situation("2.20 + protobuf 7.34.0 (two majors above its generated code, no cap)", PREVIOUS, True,
+              setup=pip_state("install", "--no-deps", "protobuf==7.34.0")),
+    Situation("2.20 + protobuf 5.28.0 (in its range, older than its generated code 5.28.3)", PREVIOUS, False,
+              ("PKG016",), setup=pip_state("install", "--no-deps", "protobuf==5.28.0")),
 ]
 
 
@@ -280,7 +383,8 @@ class Outcome:
 
 def clean_environment(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
-                                                             "TF_USE_LEGACY_KERAS", "PYTHONNOUSERSITE")}
+                                                             "TF_USE_LEGACY_KERAS", "PYTHONNOUSERSITE",
+                                                             "PYTHONUSERBASE")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env.update(extra)
     return env
@@ -335,13 +439,13 @@ def download(cache: Path) -> Path:
     wheels = cache / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     marker = wheels / ".complete"
-    if not marker.exists():
+    if not marker.exists() or marker.read_text() != repr(DOWNLOADS):
         for requirement, no_deps in DOWNLOADS:
             subprocess.run([PYTHON, "-m", "pip", "download", "-q", "-d", str(wheels), "--only-binary=:all:",
                             *(["--no-deps"] if no_deps else []), requirement], check=True, timeout=1800)
         subprocess.run([PYTHON, "-m", "pip", "download", "-q", "-d", str(cache / "wheels-cp310"), "--only-binary=:all:",
                         "--python-version", "3.10", "--no-deps", "numpy==2.2.6"], check=True, timeout=1800)
-        marker.write_text("ok")
+        marker.write_text(repr(DOWNLOADS))
     return wheels
 
 
@@ -368,7 +472,7 @@ def main() -> int:
     args = parser.parse_args()
     wheels = download(args.cache)
     chosen = [s for s in SITUATIONS if not args.only or any(part in s.name for part in args.only)]
-    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL)}
+    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL, PREVIOUS)}
     for key in {s.tensorflow for s in chosen}:
         venvs[key].ensure()
     scratch = args.cache / "scratch"

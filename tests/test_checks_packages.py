@@ -179,7 +179,7 @@ def test_dependencies_outside_range_one_finding_each(site):
         ("ml-dtypes 0.4.1 is outside TensorFlow 2.21.0's range ml-dtypes<1.0.0,>=0.5.1", "error"),
     ]
     assert findings[3].message.endswith(": import tensorflow fails: AttributeError: module 'ml_dtypes' has no "
-                                        "attribute … (TensorFlow registers the dtypes it was built with)")
+                                        "attribute 'float4_e2m1fn' (TensorFlow registers the dtypes it was built with)")
     assert findings[1].evidence == {"python.distributions.numpy.version": "1.24.4",
                                     "python.watched.tensorflow-cpu.requires_dist": "numpy>=1.26.0"}
     assert findings[3].fixes == (AdminFix("Install ml-dtypes<1.0.0,>=0.5.1 next to TensorFlow 2.21.0", (
@@ -257,10 +257,34 @@ def test_tf_keras_version_mismatch(site):
     report = run(site)
     assert report.codes() == ["PKG007"]
     finding = report.findings()[0]
-    assert finding.message == "tf-keras 2.17.0 does not match TensorFlow 2.21.0 (major.minor must be equal)"
+    assert finding.severity.label == "error"
+    assert finding.message == (
+        "tf-keras 2.17.0 is of another minor than TensorFlow 2.21.0: it imports, trains and saves, but the callbacks "
+        "that track a best value fail as they start under numpy 2 (ModelCheckpoint, EarlyStopping, ReduceLROnPlateau): "
+        "AttributeError: `np.Inf` was removed in the NumPy 2.0 release. Use `np.inf` instead.")
     assert finding.evidence == {"python.distributions.tf-keras.version": "2.17.0",
-                                "python.watched.tensorflow-cpu.version": "2.21.0"}
+                                "python.watched.tensorflow-cpu.version": "2.21.0",
+                                "sources": ["benchmarks/python_env_truth.py (2.21 + tf-keras 2.17.0)",
+                                            "https://github.com/keras-team/tf-keras/blob/v2.17.0/tf_keras/src/"
+                                            "callbacks.py",
+                                            "https://numpy.org/devdocs/numpy_2_0_migration_guide.html"]}
     assert finding.fixes[0].steps == (f"{PIP} install --no-deps 'tf-keras>=2.21,<2.22'",)
+
+
+def test_tf_keras_one_minor_behind_measured_to_work_is_an_info(site):
+    """Issue 27 item 2: tf-keras 2.20.1 under 2.21 with TF_USE_LEGACY_KERAS=1 imports, trains, saves and loads."""
+    site.tensorflow().healthy_dependencies().dist("tf_keras", "2.20.1", top_level=("tf_keras",))
+    report = run(site, env={"TF_USE_LEGACY_KERAS": "1"})
+    (finding,) = report.findings()
+    assert (finding.code, finding.severity.label) == ("PKG007", "info")
+    assert "measured to import, train, and save and load" in finding.message
+
+
+def test_tf_keras_pair_never_measured_is_a_warning(site):
+    site.tensorflow(version="2.20.0").healthy_dependencies().dist("tf_keras", "2.21.0", top_level=("tf_keras",))
+    (finding,) = run(site).findings()
+    assert (finding.code, finding.severity.label) == ("PKG007", "warning")
+    assert finding.message.startswith("tf-keras 2.21.0 is of another minor than TensorFlow 2.20.0: a pair not measured")
 
 
 def test_tf_keras_patch_difference_is_fine(site):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import check_facts
 from fake_pip import FakePip
-from fake_site_packages import FakeSitePackages
+from fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
 from tfdoctor.engine import Report
@@ -105,6 +105,15 @@ def numpy_2_in_the_user_site(e: Environment) -> None:
     e.user.dist("numpy", "2.1.3", top_level=("numpy",)).file("numpy/__init__.py")  # pip install --user numpy
 
 
+def protobuf_4_in_the_user_site(e: Environment) -> None:
+    """`pip install --user protobuf==4.25.8`, and the environment's own protobuf gone (issue 27 item 5)."""
+    new(e)
+    e.site.file("tensorflow/core/framework/attr_value_pb2.py", pb2_header("6.31.1"))
+    shutil.rmtree(next(e.site.path.glob("protobuf-*.dist-info")))
+    e.user_site = True
+    e.user.dist("protobuf", "4.25.8", top_level=("google",)).file("google/protobuf/__init__.py")
+
+
 def bare_numpy_on_pythonpath(e: Environment) -> None:
     new(e)
     e.site.file("numpy/__init__.py")
@@ -115,6 +124,26 @@ def bare_numpy_on_pythonpath(e: Environment) -> None:
 def library_deleted(e: Environment) -> None:
     new(e)
     (e.site.path / "tensorflow/libtensorflow_framework.so.2").unlink()
+
+
+def library_truncated(e: Environment) -> None:
+    """A copy of the environment that ran out of space: the file is there, cut short (issue 27 item 1)."""
+    new(e)
+    (e.site.path / "tensorflow/python/_pywrap_tensorflow_internal.so").write_bytes(b"\x7f")
+
+
+def library_altered(e: Environment) -> None:
+    """Same size, other bytes: only a hash tells."""
+    new(e)
+    (e.site.path / "tensorflow/python/_pywrap_tensorflow_internal.so").write_bytes(b"\x00ELF")
+
+
+def tensorflow_2_15_on_pythonpath(e: Environment) -> None:
+    """PYTHONPATH into another venv's site-packages holding tensorflow 2.15.1 (issue 27 item 4)."""
+    new(e)
+    other = e.folder("old-venv/lib/site-packages")
+    other.tensorflow(name="tensorflow", version="2.15.1", requires=("numpy<2.0.0,>=1.23.5",), requires_python=">=3.9")
+    e.env["PYTHONPATH"] = str(other)
 
 
 def second_tensorflow_uninstalled(e: Environment) -> None:
@@ -184,6 +213,12 @@ SITUATIONS = [
     Situation("2.21 without libclang", remove("libclang"), (("PKG009", "warning"),)),
     Situation("2.15 + a .pth adding numpy 2 after site-packages", numpy_2_in_pth_after_site, ()),
     Situation("intel-tensorflow-avx512 on an AVX-512 CPU", avx512_build, (), cpu_flags=tuple(AVX512_FLAGS)),
+    Situation("2.21 + tf-keras 2.20.1, TF_USE_LEGACY_KERAS=1", lambda e: (new(e), e.site.dist(
+        "tf_keras", "2.20.1", requires=("tensorflow<2.21,>=2.20",), top_level=("tf_keras",))),
+        (("PKG007", "info"),), env=(("TF_USE_LEGACY_KERAS", "1"),)),
+    Situation("2.20 + protobuf 6.33.6 (gencode 5.28.3, no cap)", lambda e: (e.site.tensorflow(
+        version="2.20.0", requires=TF_2_20_REQUIRES, gencode="5.28.3"), e.site.healthy_dependencies(
+        protobuf="6.33.6")), (("PKG016", "info"),)),
     # broken: an error naming the cause
     Situation("2.15 + numpy 2.1.3", lambda e: old(e, numpy="2.1.3"), (("PKG005", "error"),)),
     Situation("2.21 + protobuf 5.29.5", lambda e: new(e, protobuf="5.29.5"), (("PKG005", "error"),)),
@@ -191,14 +226,19 @@ SITUATIONS = [
     Situation("2.21 + keras 2.15.0", lambda e: new(e, keras="2.15.0"), (("PKG005", "error"),)),
     Situation("2.15 + keras 3.11.3", lambda e: old(e, keras="3.11.3"), (("PKG005", "error"),)),
     Situation("2.21 with a shared object deleted", library_deleted, (("PKG011", "error"),)),
+    Situation("2.21 with a shared object truncated", library_truncated, (("PKG011", "error"),)),
+    Situation("2.21 with a shared object altered, same size", library_altered, (("PKG011", "error"),)),
     Situation("2.21 + tf-keras, then uninstall tensorflow", second_tensorflow_uninstalled, (("PKG011", "error"),)),
     Situation("2.21 + numpy of a cp310 wheel", numpy_for_python_3_10, (("PKG012", "error"),)),
     Situation("2.15 + PYTHONPATH holding numpy 2.1.3", numpy_2_on_pythonpath,
               (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 + a bare numpy on PYTHONPATH", bare_numpy_on_pythonpath, (("PKG013", "warning"),)),
+    Situation("2.21 installed, 2.15.1 on PYTHONPATH", tensorflow_2_15_on_pythonpath,
+              (("PKG013", "warning"), ("PKG005", "error"), ("PKG010", "error"))),  # numpy 2, keras 3
     Situation("2.15 + numpy 2.1.3 in the user site", numpy_2_in_the_user_site,
               (("PKG005", "error"), ("PKG013", "warning"))),
     Situation("2.21 without ml_dtypes", remove("ml_dtypes"), (("PKG009", "error"),)),
+    Situation("2.21 + protobuf 4.25.8 from the user site", protobuf_4_in_the_user_site, (("PKG005", "error"),)),
     Situation("2.21 without wrapt", remove("wrapt"), (("PKG009", "error"),)),
     Situation("2.21 + transformers 4 without tf-keras", transformers_without_tf_keras, (("PKG014", "error"),)),
     Situation("intel-tensorflow-avx512 on an AVX2 CPU", avx512_build, (("PKG015", "error"),)),
@@ -250,7 +290,9 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
             raise AssertionError(f"a step the test cannot apply: {step}")
 
 
-FIXABLE = [s for s in SITUATIONS if s.codes and s.name != "intel-tensorflow-avx512 on an AVX2 CPU"]
+# The shadowing TensorFlow's first fix (PYTHONPATH unset) is checked by its own test below.
+FIXABLE = [s for s in SITUATIONS if s.codes and s.name not in ("intel-tensorflow-avx512 on an AVX2 CPU",
+                                                               "2.21 installed, 2.15.1 on PYTHONPATH")]
 
 
 @pytest.mark.parametrize("situation", FIXABLE, ids=[s.name for s in FIXABLE])
@@ -294,6 +336,15 @@ def test_numpy_2_under_a_numpy_1_build_names_the_symptom(tmp_path):
         f"{PIP} install 'numpy<2.0.0,>=1.23.5' 'tensorflow-cpu==2.15.1'",)),)
 
 
+def test_protobuf_4_from_the_user_site_quotes_the_import_error_it_causes(tmp_path):
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 + protobuf 4.25.8 from the user site"))
+    (finding,) = environment.check().findings()
+    assert finding.message == (
+        f"protobuf 4.25.8 (imported from the user site-packages {environment.user}) is outside TensorFlow 2.21.0's "
+        "range protobuf<8.0.0,>=6.31.1: import tensorflow fails: ImportError: cannot import name 'runtime_version' "
+        "from 'google.protobuf' (the generated _pb2 modules import it; protobuf has it from 5.26)")
+
+
 def test_shadowing_from_pythonpath_is_named_and_the_fix_addresses_it(tmp_path):
     environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.15 + PYTHONPATH holding numpy 2.1.3"))
     report = environment.check()
@@ -306,7 +357,28 @@ def test_shadowing_from_pythonpath_is_named_and_the_fix_addresses_it(tmp_path):
     assert pkg005.fixes[0].changes[0].op is EnvOp.UNSET
     pkg013 = next(f for f in report.findings() if f.code == "PKG013")
     assert pkg013.message == (f"numpy is imported from the PYTHONPATH entry {shared}, ahead of the numpy 1.26.4 "
-                              f"installed in {environment.site}")
+                              f"installed in {environment.site}: numpy 2.1.3 is what `import numpy` loads, not the "
+                              "1.26.4 installed in the environment")
+
+
+def test_shadowing_tensorflow_names_the_release_really_imported(tmp_path):
+    """Issue 27 item 4: the PYTHONPATH entry supplies TensorFlow 2.15.1; the checks judge that one, and PKG002
+    does not count a distribution in another folder as sharing the package."""
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 installed, 2.15.1 on PYTHONPATH"))
+    report = environment.check()
+    other = environment.folder("old-venv/lib/site-packages")
+    pkg013 = next(f for f in report.findings() if f.code == "PKG013")
+    assert pkg013.message == (
+        f"tensorflow-cpu is imported from the PYTHONPATH entry {other}, ahead of the tensorflow-cpu 2.21.0 installed "
+        f"in {environment.site}: TensorFlow 2.15.1 (tensorflow) is what `import tensorflow` loads, not the 2.21.0 "
+        "installed in the environment")
+    assert pkg013.fixes[0].changes[0].op is EnvOp.UNSET
+    kept = installed_tensorflow(environment.facts())
+    assert (kept.name, kept.version) == ("tensorflow", "2.15.1")
+    pkg005 = next(f for f in report.findings() if f.code == "PKG005")  # numpy 2 under the 2.15 really imported
+    assert pkg005.message.startswith("numpy 2.4.6 is outside TensorFlow 2.15.1's range numpy<2.0.0,>=1.23.5")
+    environment.env.pop("PYTHONPATH")  # the healthy twin: the venv's own 2.21
+    assert environment.check().codes() == []
 
 
 def test_user_site_winning_over_the_venv_is_named_and_ignored_by_the_fix(tmp_path):
@@ -314,7 +386,8 @@ def test_user_site_winning_over_the_venv_is_named_and_ignored_by_the_fix(tmp_pat
     report = environment.check()
     pkg013 = next(f for f in report.findings() if f.code == "PKG013")
     assert pkg013.message == (f"numpy is imported from the user site-packages {environment.user}, ahead of the "
-                              f"numpy 1.26.4 installed in {environment.site}")
+                              f"numpy 1.26.4 installed in {environment.site}: numpy 2.1.3 is what `import numpy` "
+                              "loads, not the 1.26.4 installed in the environment")
     (change,) = pkg013.fixes[0].changes
     assert (change.op, change.name, change.value) == (EnvOp.SET, "PYTHONNOUSERSITE", "1")
 
@@ -343,9 +416,42 @@ def test_a_pth_folder_ahead_of_nothing_is_named_with_its_file(tmp_path):
 def test_damaged_install_lists_what_is_missing(tmp_path):
     report = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 with a shared object deleted")).check()
     (finding,) = report.findings()
-    assert finding.message == ("tensorflow-cpu 2.21.0 is damaged: 1 of the 7 shared objects and __init__.py files "
-                               "its RECORD lists are missing (first: tensorflow/libtensorflow_framework.so.2)")
+    assert finding.message == ("tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files "
+                               "its RECORD lists, 1 missing (first: tensorflow/libtensorflow_framework.so.2) "
+                               "(existence and size checked for every file, sha256 for 3 shared objects "
+                               "(0 KiB, budget 4 MiB))")
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)
+
+
+def test_truncated_shared_object_is_found_by_its_size(tmp_path):
+    """Issue 27 item 1: _pywrap_tfe.so cut to 4096 bytes passed the existence check; import dies with SIGBUS."""
+    report = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.21 with a shared object truncated")).check()
+    (finding,) = report.findings()
+    assert finding.message == (
+        "tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files its RECORD lists, 1 of "
+        "another size than installed (tensorflow/python/_pywrap_tensorflow_internal.so is 1 bytes, RECORD says 4); "
+        "import tensorflow dies with a bus error (SIGBUS, exit 135) or fails to load a truncated or altered shared "
+        "object (existence and size checked for every file, sha256 for 3 shared objects (0 KiB, budget 4 MiB))")
+    assert finding.evidence["python.watched.tensorflow-cpu.record.size_mismatch"] == [
+        {"path": "tensorflow/python/_pywrap_tensorflow_internal.so", "recorded": 4, "actual": 1}]
+    assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)
+
+
+def test_altered_shared_object_is_found_by_its_hash_within_the_budget(tmp_path):
+    altered = next(s for s in SITUATIONS if s.name == "2.21 with a shared object altered, same size")
+    environment = make(tmp_path, altered)
+    (finding,) = environment.check().findings()
+    assert "1 with another sha256 than installed (first: tensorflow/python/_pywrap_tensorflow_internal.so)" \
+        in finding.message
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    dist_dir = str(environment.site.path / "tensorflow_cpu-2.21.0.dist-info")
+    outside_budget = verify_record(dist_dir, str(environment.site), hash_budget=3)  # no file fits: sizes only
+    assert (outside_budget["hashed"], outside_budget["hash_mismatch_count"]) == (0, 0)
+    assert outside_budget["size_checked"] == 7
+    within = verify_record(dist_dir, str(environment.site))
+    assert (within["hashed"], within["hashed_bytes"], within["hash_mismatch"]) == (
+        4, 16, ["tensorflow/python/_pywrap_tensorflow_internal.so"])
 
 
 def test_wheel_for_another_python(tmp_path):

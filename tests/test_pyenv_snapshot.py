@@ -32,6 +32,7 @@ def test_tensorflow_wheel_facts(tmp_path):
     assert snap["tensorflow"] == {
         "package_dir": str(site.path / "tensorflow"),
         "build_info": {"is_cuda_build": False, "is_rocm_build": False, "is_tensorrt_build": False},
+        "protobuf_gencode": None,  # the fake wheel has no _pb2 module
     }
     assert snap["distributions"]["ml-dtypes"] == {"version": "0.6.0", "location": str(site)}
     assert "top_level" not in snap["watched"]["numpy"]  # only TensorFlow distributions carry it
@@ -175,3 +176,48 @@ def test_python_option_without_tensorflow_says_install_it_there(tmp_path):
     assert done.returncode == 0
     assert f"PKG001 tensorflow-not-installed: TensorFlow is not installed for {venv}/bin/python\n" in done.stdout
     assert "--python PATH" not in done.stdout
+
+
+def test_record_hash_is_spelled_as_pip_writes_it(tmp_path):
+    """sha256 through OpenSSL's _hashlib and binascii (cheaper imports), the RECORD's urlsafe base64."""
+    import base64
+    import hashlib
+
+    from tfdoctor.facts.probes.pyenv_snapshot import _sha256_record
+
+    for data in (b"", b"\x7fELF", bytes(range(256)) * 9000):
+        path = tmp_path / "lib.so"
+        path.write_bytes(data)
+        expected = b"sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+        assert _sha256_record(str(path), len(data)) == expected
+
+
+def test_the_installed_tensorflow_verifies_against_its_own_record():
+    """The test environment's real wheel: every size matches, the hashed shared objects match."""
+    import site
+
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    found = [d for folder in site.getsitepackages() for d in glob.glob(f"{folder}/tensorflow*-*.dist-info")]
+    if not found:
+        pytest.skip("no TensorFlow installed in the test environment")
+    record = verify_record(found[0], str(Path(found[0]).parent))
+    assert record["checked"] > 100 and record["hashed"] > 0
+    assert (record["missing_count"], record["size_mismatch_count"], record["hash_mismatch_count"]) == (0, 0, 0)
+
+
+def test_a_fifo_listed_as_a_shared_object_of_size_zero_is_never_opened(tmp_path):
+    """A hostile RECORD line `x.so,sha256=…,0` over a FIFO: its size matches, but it is not hashed (opening a
+    FIFO for reading would wait for a writer)."""
+    import os
+
+    from tfdoctor.facts.probes.pyenv_snapshot import verify_record
+
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    os.mkfifo(site.path / "tensorflow/planted.so")
+    dist_dir = site.path / "tensorflow_cpu-2.21.0.dist-info"
+    with open(dist_dir / "RECORD", "a", encoding="utf-8") as handle:
+        handle.write("tensorflow/planted.so,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n")
+    record = verify_record(str(dist_dir), str(site))
+    assert (record["checked"], record["missing_count"], record["size_mismatch_count"]) == (8, 0, 0)
+    assert record["hashed"] == 4  # the four real shared objects, not the FIFO

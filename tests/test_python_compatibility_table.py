@@ -12,7 +12,7 @@ from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
 from tfdoctor.knowledge import table
 
 TABLE = table(compat.TABLE)
-KINDS = ("dependency", "needs-tf-keras", "python-support", "distribution")
+KINDS = ("dependency", "needs-tf-keras", "python-support", "distribution", "tf-keras", "protobuf-gencode", "addon")
 
 
 def _row_id(row: dict) -> str:
@@ -34,6 +34,19 @@ def test_every_row_is_well_formed_and_cites_a_listed_source(row):
         assert row.get("why") or row.get("symptom")
         if row["severity"] == "error":
             assert row.get("symptom"), "an error names how it breaks"
+        if "installed" in row:
+            SpecifierSet(row["installed"])
+    elif row["kind"] in ("tf-keras", "protobuf-gencode"):
+        for key in ("tensorflow", "tf_keras", "runtime", "gencode"):
+            SpecifierSet(row.get(key, ""))
+        assert row["severity"] in compat.SEVERITIES and (row.get("why") or row.get("symptom"))
+        if row["severity"] == "error":
+            assert row.get("symptom"), "an error names how it breaks"
+        if row["kind"] == "protobuf-gencode":
+            assert row["relation"] in (compat.RUNTIME_OLDER, compat.ONE_MAJOR_NEWER, compat.MAJORS_NEWER)
+    elif row["kind"] == "addon":
+        assert row["package"] == canonical_name(row["package"]) and isinstance(row["compiled"], bool)
+        assert row["symptom"]
     elif row["kind"] == "needs-tf-keras":
         SpecifierSet(row["versions"])
         SpecifierSet(row["tensorflow"])
@@ -64,9 +77,38 @@ def test_fallbacks_come_after_every_specific_row():
 def test_no_two_rows_claim_the_same_case():
     seen = set()
     for row in compat.rows("dependency"):
-        key = (row["package"], row["tensorflow"], row["when"])
+        key = (row["package"], row["tensorflow"], row["when"], row.get("installed"))
         assert key not in seen, key
         seen.add(key)
+
+
+def test_narrowed_rows_come_before_the_row_they_narrow():
+    """A row with `installed` after the same case without it would never be reached."""
+    seen: set[tuple[str, str, str]] = set()
+    for row in compat.rows("dependency"):
+        case = (row["package"], row["tensorflow"], row["when"])
+        assert not ("installed" in row and case in seen), case
+        if "installed" not in row:
+            seen.add(case)
+
+
+def test_every_relation_and_tf_keras_pair_has_a_last_resort_row():
+    for relation in (compat.RUNTIME_OLDER, compat.ONE_MAJOR_NEWER, compat.MAJORS_NEWER):
+        assert compat.gencode_coupling(relation, "99.0.0", "1.0.0") is not None, relation
+    last = list(compat.rows("tf-keras"))[-1]
+    assert (last["tensorflow"], last["tf_keras"]) == (">=0", ">=0")
+
+
+def test_symptoms_follow_the_installed_version():
+    """Issue 27 item 5: the quoted symptom is the one that version produces."""
+    def symptom(package: str, installed: str, tensorflow: str) -> str:
+        return compat.bound_coupling(package, installed, tensorflow, compat.BELOW_FLOOR).symptom
+
+    assert "cannot import name 'runtime_version'" in symptom("protobuf", "4.25.8", "2.21.0")
+    assert "mismatched Protobuf Gencode/Runtime major versions" in symptom("protobuf", "5.29.5", "2.21.0")
+    assert "Runtime version cannot be older" in symptom("protobuf", "5.27.0", "2.20.0")
+    assert "numpy.core.umath failed to import" in symptom("ml-dtypes", "0.3.2", "2.21.0")
+    assert "float4_e2m1fn" in symptom("ml-dtypes", "0.4.1", "2.21.0")
 
 
 def test_python_support_is_one_row_per_release_and_never_drops_the_newest_python():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fake_site_packages import TF_2_21_REQUIRES, FakeSitePackages
+from fake_site_packages import TF_2_21_REQUIRES, FakeSitePackages, record_line
 
 from tfdoctor.facts.parse import parse_cpulist
 from tfdoctor.testing import FakeRoot
@@ -296,7 +296,7 @@ def tensorflow_profiler(root: FakeRoot, env: PythonEnv) -> FakeSitePackages:
 def _record(site: FakeSitePackages, name: str, version: str, files: tuple[str, ...]) -> None:
     folder = f"{name.replace('-', '_')}-{version}.dist-info"
     (site.path / folder / "RECORD").write_text(
-        "".join(f"{f},sha256=AAAA,1024\n" for f in files)
+        "".join(record_line(site.path, f) for f in files)
         + "".join(f"{folder}/{m},,\n" if m == "RECORD" else f"{folder}/{m},sha256=AAAA,100\n"
                   for m in ("METADATA", "WHEEL", "INSTALLER", "top_level.txt", "RECORD")))
 

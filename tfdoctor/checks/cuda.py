@@ -98,6 +98,7 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     """
     build = cuda_gpu_setup(facts)
     if build is None:
+        _not_checked_without_gpu(facts)
         return
     from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
 
@@ -208,6 +209,18 @@ def _nccl_matters(build: TfBuild, facts: Facts) -> dict[str, Any]:
     return evidence
 
 
+def _not_checked_without_gpu(facts: Facts) -> None:
+    """A CUDA build on a host without a GPU (a login node): the libraries are resolved on the GPU node, so
+    the check is not "passed" here; PKG018 judges the nvidia-* wheels against the build meanwhile."""
+    from tfdoctor.derive.tf_build import gpu_host, tensorflow_build
+    from tfdoctor.facts import NotChecked
+
+    build = tensorflow_build(facts)
+    if build is not None and build.is_cuda_build and not gpu_host(facts):
+        raise NotChecked("no NVIDIA GPU or driver on this host: the CUDA libraries are resolved where the job "
+                         "runs (PKG018 compares the nvidia-* wheels with the build here)")
+
+
 def _listing(names: list[str], verb: bool = True) -> str:
     text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     return f"{text} {'is' if len(names) == 1 else 'are'}" if verb else text
@@ -237,6 +250,7 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
     """
     build = cuda_gpu_setup(facts)
     if build is None:
+        _not_checked_without_gpu(facts)
         return
     from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
 

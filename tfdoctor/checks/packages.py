@@ -12,20 +12,30 @@ each fix to a fake environment and runs the checks again).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfdoctor.derive import python_compatibility as compat
-from tfdoctor.derive.requirement_ranges import Requirement, marker_applies, parse_requirement, version_satisfies
+from tfdoctor.derive.requirement_ranges import (
+    Requirement,
+    canonical_name,
+    marker_applies,
+    parse_requirement,
+    version_satisfies,
+)
 from tfdoctor.derive.tensorflow_distribution import (
+    IMPORT_NAMES,
+    TENSORFLOW_DISTS,
     TensorflowDistribution,
     build_info,
     installed_tensorflow,
     installed_version,
     marker_environment,
+    release_tuple,
+    sharing_providers,
     tensorflow_distributions,
-    tensorflow_providers,
     top_level_import_name,
 )
 from tfdoctor.facts import Facts, NotChecked, Unknown
@@ -182,7 +192,7 @@ def several_tensorflow_distributions(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Manual: which build to keep is the user's decision.
     """
-    providers = tensorflow_providers(facts)
+    providers = sharing_providers(facts)
     if len(providers) < 2:
         return
     same_version = len({d.version for d in providers}) == 1
@@ -561,12 +571,19 @@ def legacy_keras_requested_but_missing(facts: Facts) -> Iterator[Finding]:
 @check("PKG007", "tf-keras-version-mismatch", Severity.ERROR)
 def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Compares the major.minor of an installed tf-keras (or tf-keras-nightly) with the installed TensorFlow's.
+    Finds an installed tf-keras (or tf-keras-nightly) of another major.minor than the installed TensorFlow
+    and says what that pair really does, from the `tf-keras` rows of
+    tfdoctor/knowledge/python_compatibility.toml: pairs measured in real environments
+    (benchmarks/python_env_truth.py with TF_USE_LEGACY_KERAS=1: import, a one-step fit, a fit with the
+    callbacks that track a best value, save and load as .h5, .keras and SavedModel) keep their measured
+    verdict; other pairs are a warning. Severity per finding.
 
     Why is this bad?
-    tf-keras is released in lockstep with TensorFlow and reaches into TensorFlow's internal modules; a
-    tf-keras of another minor version fails at import or, with TF_USE_LEGACY_KERAS set, breaks tf.keras
-    itself with missing attributes.
+    tf-keras is released with each TensorFlow minor and reaches into TensorFlow's internal modules. Some
+    pairs break: tf-keras 2.17 under TensorFlow 2.21 imports and trains, but ModelCheckpoint, EarlyStopping
+    and ReduceLROnPlateau fail as they start on numpy 2 ("`np.Inf` was removed in the NumPy 2.0 release").
+    Others work: tf-keras 2.20.1 under TensorFlow 2.21 imports, trains and saves (an info: TensorFlow tests
+    only its own minor).
 
     Example:
     TensorFlow 2.21.0 with tf-keras 2.17.0 left over from an older environment.
@@ -583,16 +600,16 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
     found = _installed_tf_keras(facts)
     if found is None:
         return
-    from tfdoctor.derive.tensorflow_distribution import release_tuple
-
     name, version = found
     if not dist.release or release_tuple(version)[:2] == dist.release[:2]:
         return
+    coupling = compat.tf_keras_coupling(version, dist.version)
     yield Finding(
-        f"{name} {version} does not match TensorFlow {dist.version} (major.minor must be equal)",
+        f"{name} {version} is of another minor than TensorFlow {dist.version}: " + _coupling_text(coupling),
         evidence={f"python.distributions.{name}.version": version,
-                  f"python.watched.{dist.name}.version": dist.version},
+                  f"python.watched.{dist.name}.version": dist.version, "sources": list(coupling.sources)},
         fixes=(AdminFix(f"Install the tf-keras of TensorFlow {dist.version}", (_tf_keras_install(facts, dist),)),),
+        severity=SEVERITY[coupling.severity],
     )
 
 
@@ -631,18 +648,23 @@ def pure_python_protobuf(facts: Facts) -> Iterator[Finding]:
 def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Verifies the installed TensorFlow distribution against its RECORD (the list of files pip
-    installed): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`) and every `__init__.py` it lists
-    must still exist. Hashes are not compared (it runs on every `tfdoctor check`: about 5 ms for the
-    15000-line RECORD of TensorFlow 2.21).
+    installed, with each one's size and sha256): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`)
+    and every `__init__.py` it lists must still exist with the size the RECORD gives (a stat each), and
+    the smallest shared objects are hashed too, up to a budget of bytes read (4 MiB: TensorFlow 2.21's
+    shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). The finding says what was done:
+    sizes compared, how many files hashed.
 
     Why is this bad?
     A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_
     framework.so.2: cannot open shared object file", "No module named tensorflow.python…") or a later
-    import of one of its modules. The usual cause is uninstalling a second TensorFlow distribution that
-    shared the files (PKG002), or a clean-up that deleted large files.
+    import of one of its modules. A truncated one is worse: the loader maps it and the process dies
+    with a bus error (SIGBUS, exit 135) at import, with no Python traceback. The usual causes are
+    uninstalling a second TensorFlow distribution that shared the files (PKG002), a clean-up that
+    deleted large files, a full disk or an interrupted copy of the environment.
 
     Example:
-    `pip install tensorflow-cpu tf-keras` (pulls tensorflow too), then `pip uninstall tensorflow`.
+    `pip install tensorflow-cpu tf-keras` (pulls tensorflow too), then `pip uninstall tensorflow`; or
+    a venv copied with rsync that ran out of space, leaving `_pywrap_tfe.so` at 4096 bytes.
 
     Fix:
     `pip install --force-reinstall --no-deps '<tensorflow>==<version>'`: puts its files back, changes
@@ -657,17 +679,52 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     record = facts.peek(f"python.watched.{dist.name}.record")
     if isinstance(record, Unknown):
         raise NotChecked(f"python.watched.{dist.name}.record unknown: {record.reason}")
-    if not isinstance(record, Mapping) or not record.get("missing_count"):
+    if not isinstance(record, Mapping):
         return
     missing = [str(m) for m in record.get("missing", [])]
+    resized = [m for m in record.get("size_mismatch", []) if isinstance(m, Mapping)]
+    rehashed = [str(m) for m in record.get("hash_mismatch", [])]
+    missing_count = int(record.get("missing_count") or 0)
+    resized_count = int(record.get("size_mismatch_count") or 0)
+    rehashed_count = int(record.get("hash_mismatch_count") or 0)
+    if not (missing_count or resized_count or rehashed_count):
+        return
+    key = f"python.watched.{dist.name}.record"
+    problems: list[str] = []
+    evidence: dict[str, Any] = {}
+    if missing_count:
+        problems.append(f"{missing_count} missing (first: {', '.join(missing[:3])})")
+        evidence.update({f"{key}.missing_count": missing_count, f"{key}.missing": missing})
+    if resized_count:
+        shown = ", ".join(f"{m.get('path')} is {m.get('actual')} bytes, RECORD says {m.get('recorded')}"
+                          for m in resized[:3])
+        problems.append(f"{resized_count} of another size than installed ({shown})")
+        evidence.update({f"{key}.size_mismatch_count": resized_count, f"{key}.size_mismatch": list(resized)})
+    if rehashed_count:
+        problems.append(f"{rehashed_count} with another sha256 than installed (first: {', '.join(rehashed[:3])})")
+        evidence.update({f"{key}.hash_mismatch_count": rehashed_count, f"{key}.hash_mismatch": rehashed})
+    symptom = ""
+    if resized_count or rehashed_count:
+        symptom = ("; import tensorflow dies with a bus error (SIGBUS, exit 135) or fails to load a truncated "
+                   "or altered shared object")
+    done = _verification_done(record)
+    evidence[f"{key}.verified"] = done
     yield Finding(
-        f"{dist.name} {dist.version} is damaged: {record['missing_count']} of the {record.get('checked')} shared "
-        f"objects and __init__.py files its RECORD lists are missing (first: {', '.join(missing[:3])})",
-        evidence={f"python.watched.{dist.name}.record.missing_count": record["missing_count"],
-                  f"python.watched.{dist.name}.record.missing": missing},
+        f"{dist.name} {dist.version} is damaged: of the {record.get('checked')} shared objects and __init__.py "
+        f"files its RECORD lists, {'; '.join(problems)}{symptom} ({done})",
+        evidence=evidence,
         fixes=(AdminFix(f"Reinstall {dist.name} {dist.version}'s files",
                         (f"{_pip(facts)} install --force-reinstall --no-deps '{dist.pin()}'",)),),
     )
+
+
+def _verification_done(record: Mapping[str, Any]) -> str:
+    """What the RECORD verification did: existence and size of every file, sha256 of how many."""
+    if "size_checked" not in record:  # a facts file recorded before sizes were compared
+        return "existence checked, sizes and hashes not compared"
+    budget = int(record.get("hash_budget") or 0)
+    return (f"existence and size checked for every file, sha256 for {record.get('hashed', 0)} shared objects "
+            f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB)")
 
 
 def _interpreter_tag(facts: Facts) -> tuple[int, int] | None:
@@ -772,20 +829,39 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
         )
 
 
-def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(where the imported copy is, what it shadows) when a foreign path entry wins for `name`."""
+def _tensorflow_at(facts: Facts, location: str) -> TensorflowDistribution | None:
+    """The TensorFlow distribution installed in `location`, of whatever name."""
+    for dist in tensorflow_distributions(facts):
+        if dist.provides_tensorflow and os.path.normpath(dist.location) == os.path.normpath(location):
+            return dist
+    return None
+
+
+def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(where the imported copy is, what it shadows, what gets imported) when a foreign path entry wins for
+    `name`; the last is "" when the imported copy's version is not known (no metadata)."""
     location = str(info.get("location", ""))
     imported = info.get("import_location")
     version = str(info.get("version", ""))
     if isinstance(imported, str) and imported and os.path.normpath(imported) != os.path.normpath(location) \
             and _is_foreign(_origin(facts, imported)):
-        return imported, f"the {name} {version} installed in {location} (the imported copy has no metadata)"
+        if name in TENSORFLOW_DISTS and (other := _tensorflow_at(facts, imported)) is not None:
+            return imported, f"the {name} {version} installed in {location}", _consequence(
+                "TensorFlow", f"{other.version} ({other.name})", version, "tensorflow")
+        return imported, f"the {name} {version} installed in {location} (the imported copy has no metadata)", ""
     shadowed = info.get("shadowed")
     if isinstance(shadowed, list) and shadowed and _is_foreign(_origin(facts, location)):
         versions = info.get("shadowed_versions")
         other = versions[0] if isinstance(versions, list) and versions else "another version"
-        return location, f"the {name} {other} installed in {shadowed[0]}"
+        label = "TensorFlow" if name in TENSORFLOW_DISTS else name
+        return location, f"the {name} {other} installed in {shadowed[0]}", _consequence(
+            label, version, str(other), IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", "."))
     return None
+
+
+def _consequence(label: str, imported: str, installed: str, module: str) -> str:
+    """What the job really gets: the release `import <module>` loads, not the one installed."""
+    return f"{label} {imported} is what `import {module}` loads, not the {installed} installed in the environment"
 
 
 @check("PKG013", "package-shadowed-from-outside-the-environment", Severity.WARNING)
@@ -820,11 +896,12 @@ def package_shadowed_from_outside_the_environment(facts: Facts) -> Iterator[Find
         found = _shadowing(facts, name, info)
         if found is None:
             continue
-        imported, shadowed = found
+        imported, shadowed, consequence = found
         origin = _origin(facts, imported)
         fix = _origin_fix(facts, name, imported)
         yield Finding(
-            f"{name} is imported from {_describe_origin(origin, imported)}, ahead of {shadowed}",
+            f"{name} is imported from {_describe_origin(origin, imported)}, ahead of {shadowed}"
+            + (f": {consequence}" if consequence else ""),
             evidence={f"python.watched.{name}.location": info.get("location"),
                       f"python.watched.{name}.import_location": info.get("import_location"),
                       "python.path_origins": origin},
@@ -919,3 +996,272 @@ def tensorflow_build_needs_missing_cpu_instructions(facts: Facts) -> Iterator[Fi
                         (f"{pip} uninstall -y {dist.name}",
                          f"{pip} install --no-deps 'intel-tensorflow=={dist.version}'")),),
     )
+
+
+def _protobuf_requirement(facts: Facts, dist: TensorflowDistribution) -> str | None:
+    """TensorFlow's protobuf specifier ("" when it names protobuf without a range), None when it does not."""
+    for requirement, _ in _applicable_requirements(facts, dist):
+        if requirement.name == "protobuf":
+            return requirement.specifier
+    return None
+
+
+_RELATION_TEXT = {compat.RUNTIME_OLDER: "older than", compat.ONE_MAJOR_NEWER: "one major newer than",
+                  compat.MAJORS_NEWER: "two or more majors newer than"}
+
+
+@check("PKG016", "protobuf-runtime-against-tensorflow-gencode", Severity.ERROR)
+def protobuf_runtime_against_tensorflow_gencode(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares the installed protobuf runtime with the protobuf version TensorFlow's generated code was made
+    with, read from the installed wheel (the `# Protobuf Python Version:` line of
+    tensorflow/core/framework/attr_value_pb2.py, written from protobuf 5.26 on), when the protobuf version is
+    inside the range TensorFlow declares (outside it, PKG005 reports it). The verdicts are the
+    `protobuf-gencode` rows of tfdoctor/knowledge/python_compatibility.toml: a runtime older than the
+    generated code is an error; a runtime one major newer, allowed by a requirement without a cap, is an
+    info; two or more majors newer, an info where measured to work, an error for the runtimes known to
+    refuse it, a warning otherwise.
+
+    Why is this bad?
+    Generated code from protobuf 5.26 on checks the runtime at import
+    (google.protobuf.runtime_version): an older runtime is refused ("VersionError: … Runtime version cannot
+    be older than the linked gencode version"). A newer major is supported one major back only. TensorFlow
+    2.20 requires protobuf>=5.28.0 without a cap while its code was generated by protobuf 5.28.3: protobuf
+    5.28.0 is refused although pip accepts it, protobuf 6 works (outside what TensorFlow tested), and
+    protobuf 7, which pip installs with it, is outside protobuf's guarantee (it was measured to work).
+
+    Example:
+    tensorflow-cpu 2.20.0 (gencode 5.28.3, protobuf>=5.28.0) with protobuf 6.33.6 (info) or 5.28.0 (error).
+
+    Fix:
+    `pip install 'protobuf>=<gencode>,<next major>' '<tensorflow>==<version>'`: the major of the generated
+    code, at least its version.
+
+    Fix safety:
+    Manual: other packages may need the protobuf that is there now.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    gencode = facts.peek("python.tensorflow.protobuf_gencode")
+    if not isinstance(gencode, Mapping) or isinstance(gencode, Unknown) or not gencode.get("checks_runtime"):
+        return  # generated code before protobuf 5.26 does not check the runtime: PKG005's table decides
+    runtime = installed_version(facts, "protobuf")
+    specifier = _protobuf_requirement(facts, dist)
+    if runtime is None or specifier is None or version_satisfies(runtime, specifier) is False:
+        return
+    generated = str(gencode.get("version", ""))
+    runtime_release, generated_release = release_tuple(runtime), release_tuple(generated)
+    if not runtime_release or not generated_release:
+        return
+    relation = compat.gencode_relation(runtime_release, generated_release)
+    capped = any(c.strip().startswith("<") for c in specifier.split(","))
+    if relation is None or (relation != compat.RUNTIME_OLDER and capped):
+        return  # the same major, or a newer major TensorFlow names in its own cap
+    coupling = compat.gencode_coupling(relation, runtime, generated)
+    if coupling is None:
+        return
+    major = generated_release[0]
+    wanted = f"protobuf>={generated},<{major + 1}"
+    range_text = f"protobuf{specifier}" if specifier else "protobuf without a range"
+    yield Finding(
+        f"protobuf {runtime} is {_RELATION_TEXT[relation]} the protobuf {generated} TensorFlow {dist.version}'s "
+        f"generated code was made with, and TensorFlow asks for {range_text}: " + _coupling_text(coupling),
+        evidence={"python.distributions.protobuf.version": runtime,
+                  "python.tensorflow.protobuf_gencode.version": generated,
+                  "python.tensorflow.protobuf_gencode.file": gencode.get("file"),
+                  f"python.watched.{dist.name}.requires_dist": f"protobuf{specifier}",
+                  "sources": list(coupling.sources)},
+        fixes=_dependency_fixes(facts, dist, "protobuf", wanted),
+        severity=SEVERITY[coupling.severity],
+    )
+
+
+_EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*['"]([A-Za-z0-9._-]{1,80})['"]""")
+
+
+def _addon_tensorflow_requirement(facts: Facts, requires: Any) -> tuple[str, str] | None:
+    """(line, specifier) of an add-on's requirement on a TensorFlow distribution: unconditional, for this
+    platform, or under an extra named after TensorFlow (tensorflow-addons, tensorflow-io: `extra ==
+    'tensorflow'`), since that extra names the release its compiled ops were built against."""
+    if not isinstance(requires, (list, tuple)):
+        return None
+    environment = marker_environment(facts)
+    for line in requires:
+        requirement = parse_requirement(str(line))
+        if requirement is None or requirement.name not in TENSORFLOW_DISTS or not requirement.specifier:
+            continue
+        marker = requirement.marker
+        if marker is not None:
+            extra = _EXTRA_CLAUSE.search(marker)
+            if extra is not None and canonical_name(extra.group(1)) not in TENSORFLOW_DISTS:
+                continue  # an extra of its own (tests, docs)
+            if extra is None and not marker_applies(marker, environment):
+                continue
+        return str(line), requirement.specifier
+    return None
+
+
+@check("PKG017", "addon-built-for-another-tensorflow", Severity.ERROR)
+def addon_built_for_another_tensorflow(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Reads the TensorFlow release each installed add-on names in its METADATA (tensorflow-text,
+    tensorflow-io, tensorflow-addons, tensorflow-decision-forests, tensorflow-recommenders,
+    tensorflow-serving-api: the `addon` rows of tfdoctor/knowledge/python_compatibility.toml) and compares
+    it with the installed TensorFlow. An error for add-ons that ship compiled ops, a warning for pure-Python
+    ones. The message names the symptom.
+
+    Why is this bad?
+    Custom ops are shared objects compiled against one TensorFlow's C++ ABI, which changes with every
+    release: loaded into another, they fail with "undefined symbol: _ZN10tensorflow…", or the graph that
+    uses them fails with "Op type not registered". pip installs them side by side when the add-on was
+    installed with --no-deps, before a TensorFlow upgrade, or from a cached requirements file.
+
+    Example:
+    tensorflow-text 2.20.0 (tensorflow<2.21,>=2.20.0) next to tensorflow-cpu 2.21.0.
+
+    Fix:
+    `pip install '<add-on>' '<tensorflow>==<version>'`: with TensorFlow pinned, pip picks the add-on
+    release built for it (there may be none yet for a new TensorFlow: then keep TensorFlow's previous
+    release).
+
+    Fix safety:
+    Manual: it changes installed packages.
+    """
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    watched = facts.get("python.watched")
+    if not isinstance(watched, Mapping):
+        raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
+    for addon in compat.addons():
+        info = watched.get(addon.package)
+        if not isinstance(info, Mapping):
+            continue
+        found = _addon_tensorflow_requirement(facts, info.get("requires_dist"))
+        if found is None:
+            continue
+        line, specifier = found
+        if version_satisfies(dist.version, specifier) is not False:
+            continue
+        version = str(info.get("version", ""))
+        yield Finding(
+            f"{addon.package} {version} was built for TensorFlow {specifier} (its METADATA), and TensorFlow "
+            f"{dist.version} is installed: {addon.symptom}",
+            evidence={f"python.watched.{addon.package}.requires_dist": line,
+                      f"python.watched.{dist.name}.version": dist.version, "sources": list(addon.sources)},
+            fixes=(AdminFix(f"Install the {addon.package} release built for TensorFlow {dist.version}",
+                            (f"{_pip(facts)} install '{addon.package}' '{dist.pin()}'",)),),
+            severity=Severity.ERROR if addon.compiled else Severity.WARNING,
+        )
+
+
+def _and_cuda_requirements(dist: TensorflowDistribution) -> dict[str, tuple[str, str]]:
+    """The nvidia-* wheels TensorFlow's `and-cuda` extra asks for: name -> (specifier, METADATA line)."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in dist.requires_dist:
+        requirement = parse_requirement(line)
+        if requirement is None or not requirement.name.startswith("nvidia-") or requirement.marker is None:
+            continue
+        extra = _EXTRA_CLAUSE.search(requirement.marker)
+        if extra is not None and canonical_name(extra.group(1)) == "and-cuda":
+            found[requirement.name] = (requirement.specifier, line)
+    return found
+
+
+_CUDNN_WHEEL = re.compile(r"nvidia-cudnn-cu[0-9]+")
+
+
+def _nvidia_wheel_problem(wheel: str, installed: str, specifier: str, cudnn_major: int | None
+                          ) -> tuple[Severity, str] | None:
+    """(severity, what will happen on a GPU node) for one nvidia-* wheel against the build; None when it fits."""
+    if _CUDNN_WHEEL.fullmatch(wheel) and cudnn_major is not None:
+        have = release_tuple(installed)
+        if have and have[0] != cudnn_major:
+            return Severity.ERROR, (
+                f"TensorFlow asks the loader for libcudnn.so.{cudnn_major}, which this wheel does not have: on a GPU "
+                "node TensorFlow logs 'Cannot dlopen some GPU libraries', skips every GPU and runs on the CPU")
+        if _below_floor(installed, specifier):
+            return Severity.ERROR, (
+                "on a GPU node TensorFlow loads it, then fails at the first convolution: 'Loaded runtime CuDNN "
+                "library: … but source was compiled with: … CuDNN library needs to have matching major version and "
+                "equal or higher minor version', then 'DNN library initialization failed'")
+        return None
+    if _below_floor(installed, specifier):
+        return Severity.WARNING, ("older than the build was tested with: on a GPU node an older minor may "
+                                  "lack functions TensorFlow calls (a failed cuBLAS/cuFFT handle at first use)")
+    return None
+
+
+def _below_floor(installed: str, specifier: str) -> bool:
+    """Older than the and-cuda extra asks for. A newer release of the same major is not judged: the libraries
+    are backward compatible within a major (and 2.15's `==` pins would otherwise refuse every later patch)."""
+    return bool(specifier) and compat.violated_bound(installed, specifier) == compat.BELOW_FLOOR
+
+
+@check("PKG018", "nvidia-wheels-do-not-fit-tensorflow-build", Severity.ERROR)
+def nvidia_wheels_do_not_fit_tensorflow_build(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    For a CUDA build of TensorFlow installed with its nvidia-* wheels (`tensorflow[and-cuda]`), compares each
+    installed wheel with what the build needs: the cuDNN major of build_info.py and the ranges of the
+    `and-cuda` extra in its METADATA. It does so whether or not this host has a GPU: the pre-job check often
+    runs on a login node while the job runs on GPU nodes, where the same environment is used. Severity by
+    what will happen there: a cuDNN of another major, or older than the build's, is an error; another
+    library older than the extra asks for a warning (a newer release of the same major is fine).
+
+    Why is this bad?
+    TensorFlow dlopens libcudnn.so.<the build's major>: with cuDNN 8 wheels under a cuDNN 9 build, every GPU is
+    skipped ("Cannot dlopen some GPU libraries") and the job trains on the CPU, tens of times slower, without
+    failing. A cuDNN older than the build fails at the first convolution. On a CPU-only host nothing shows:
+    the CUDA checks (CUDA001, CUDA002) only run where a GPU is.
+
+    Example:
+    `pip install 'tensorflow[and-cuda]==2.21.0'`, then `pip install nvidia-cudnn-cu12==8.9.7.29` for another
+    framework; checked on the login node.
+
+    Fix:
+    `pip install '<wheel><range of the and-cuda extra>'`.
+
+    Fix safety:
+    Manual: it changes installed packages (other frameworks in the environment may want the other version).
+    """
+    dist = installed_tensorflow(facts)
+    info = build_info(facts)
+    if dist is None or info is None or info.get("is_cuda_build") is not True:
+        return
+    watched = facts.get("python.watched")
+    if not isinstance(watched, Mapping):
+        raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
+    wheels = {name: str(v.get("version", "")) for name, v in watched.items()
+              if name.startswith("nvidia-") and isinstance(v, Mapping)}
+    if not wheels:
+        return  # CUDA from the system: resolved where the GPUs are (CUDA001, CUDA002)
+    cudnn = release_tuple(str(info.get("cudnn_version") or ""))
+    wanted = _and_cuda_requirements(dist)
+    from tfdoctor.derive.tf_build import gpu_host
+
+    here = "" if gpu_host(facts) else " (this host has no NVIDIA GPU: the job will meet it on a GPU node)"
+    pip = _pip(facts)
+    for wheel, installed in sorted(wheels.items()):
+        specifier, line = wanted.get(wheel, ("", ""))
+        problem = _nvidia_wheel_problem(wheel, installed, specifier, cudnn[0] if cudnn else None)
+        if problem is None:
+            continue
+        severity, consequence = problem
+        needs = [f"cuDNN {info.get('cudnn_version')}"] if _CUDNN_WHEEL.fullmatch(wheel) and cudnn else []
+        if specifier:
+            needs.append(f"tensorflow[and-cuda] asks for {wheel}{specifier}")
+        evidence: dict[str, Any] = {f"python.watched.{wheel}.version": installed,
+                                    "python.tensorflow.build_info.cudnn_version": info.get("cudnn_version"),
+                                    "gpu_on_this_host": not here}
+        if line:
+            evidence[f"python.watched.{dist.name}.requires_dist"] = line
+        target = f"{wheel}{specifier}" if specifier else f"{wheel}>={cudnn[0]},<{cudnn[0] + 1}"
+        yield Finding(
+            f"{wheel} {installed} does not fit TensorFlow {dist.version}'s CUDA build ({'; '.join(needs)}): "
+            f"{consequence}{here}",
+            evidence=evidence,
+            fixes=(AdminFix(f"Install the {wheel} TensorFlow {dist.version} was built for",
+                            (f"{pip} install '{target}'",)),),
+            severity=severity,
+        )

@@ -42,8 +42,13 @@ def coupling_of(row: Mapping[str, Any]) -> Coupling:
                     tuple(row.get("source", ())))
 
 
-def _applies(row: Mapping[str, Any], package: str, tensorflow: str) -> bool:
-    return row.get("package") in (package, "*") and version_satisfies(tensorflow, str(row["tensorflow"])) is True
+def _applies(row: Mapping[str, Any], package: str, tensorflow: str, installed: str | None = None) -> bool:
+    """The row is about this package and TensorFlow release, and (when it narrows itself with `installed`)
+    about this installed version."""
+    if row.get("package") not in (package, "*") or version_satisfies(tensorflow, str(row["tensorflow"])) is not True:
+        return False
+    narrowed = row.get("installed")
+    return narrowed is None or (installed is not None and version_satisfies(installed, str(narrowed)) is True)
 
 
 def known_break_row(package: str, installed: str, tensorflow: str) -> Mapping[str, Any] | None:
@@ -114,7 +119,7 @@ def bound_coupling(package: str, installed: str | None, tensorflow: str, bound: 
             return found
     fallback = None
     for row in rows("dependency"):
-        if row["when"] != bound or not _applies(row, package, tensorflow):
+        if row["when"] != bound or not _applies(row, package, tensorflow, installed):
             continue
         if row["package"] == package:
             return coupling_of(row)
@@ -122,6 +127,56 @@ def bound_coupling(package: str, installed: str | None, tensorflow: str, bound: 
     if fallback is None:  # the consistency test keeps a "*" row for every kind
         return Coupling("warning", "outside TensorFlow's declared range", "", ())
     return coupling_of(fallback)
+
+
+def tf_keras_coupling(tf_keras: str, tensorflow: str) -> Coupling:
+    """How a tf-keras of another major.minor behaves under this TensorFlow: the first `tf-keras` row whose
+    ranges hold both (the table ends with a row for every pair)."""
+    for row in rows("tf-keras"):
+        if version_satisfies(tensorflow, str(row["tensorflow"])) is True \
+                and version_satisfies(tf_keras, str(row["tf_keras"])) is True:
+            return coupling_of(row)
+    return Coupling("warning", "a tf-keras of another minor than TensorFlow", "", ())
+
+
+# How a protobuf runtime relates to the protobuf version TensorFlow's generated code was made with.
+RUNTIME_OLDER, ONE_MAJOR_NEWER, MAJORS_NEWER = "runtime-older", "one-major-newer", "majors-newer"
+
+
+def gencode_relation(runtime: tuple[int, ...], gencode: tuple[int, ...]) -> str | None:
+    """runtime-older, one-major-newer, majors-newer, or None (same major, not older)."""
+    if runtime[:3] < gencode[:3]:
+        return RUNTIME_OLDER
+    ahead = runtime[0] - gencode[0]
+    if ahead == 1:
+        return ONE_MAJOR_NEWER
+    return MAJORS_NEWER if ahead >= 2 else None
+
+
+def gencode_coupling(relation: str, runtime: str, gencode: str) -> Coupling | None:
+    """The first `protobuf-gencode` row for this relation (and, when the row narrows them, this runtime and
+    this gencode version)."""
+    for row in rows("protobuf-gencode"):
+        if row["relation"] != relation:
+            continue
+        if all(row.get(key) is None or version_satisfies(value, str(row[key])) is True
+               for key, value in (("runtime", runtime), ("gencode", gencode))):
+            return coupling_of(row)
+    return None
+
+
+class Addon(NamedTuple):
+    """An add-on package built against one TensorFlow release."""
+
+    package: str
+    compiled: bool  # ships custom-op shared objects compiled against TensorFlow's C++ ABI
+    symptom: str
+    sources: tuple[str, ...]
+
+
+def addons() -> tuple[Addon, ...]:
+    return tuple(Addon(str(r["package"]), bool(r.get("compiled")), str(r.get("symptom", "")),
+                       tuple(r.get("source", ()))) for r in rows("addon"))
 
 
 class TfKerasNeed(NamedTuple):

@@ -9,6 +9,7 @@ Shared by the PKG and CPU checks. `packaging` is imported only where a specifier
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -104,9 +105,28 @@ def tensorflow_providers(facts: Facts) -> list[TensorflowDistribution]:
     return sorted(providers, key=lambda d: (-(d.installed_at or 0.0), d.name))
 
 
-def installed_tensorflow(facts: Facts) -> TensorflowDistribution | None:
-    """The distribution `import tensorflow` loads, or None when TensorFlow is not installed."""
+def imported_location(facts: Facts) -> str | None:
+    """The path entry `import tensorflow` takes the package from (the folder holding tensorflow/)."""
+    package_dir = facts.peek("python.tensorflow.package_dir")
+    return os.path.dirname(package_dir) if isinstance(package_dir, str) and package_dir else None
+
+
+def sharing_providers(facts: Facts) -> list[TensorflowDistribution]:
+    """The providers whose files are in the folder `import tensorflow` loads from (installed last first):
+    distributions in other folders (another venv's site-packages on PYTHONPATH) share no files with it."""
     providers = tensorflow_providers(facts)
+    where = imported_location(facts)
+    if where:
+        here = [d for d in providers if os.path.normpath(d.location) == os.path.normpath(where)]
+        if here:
+            return here
+    return providers
+
+
+def installed_tensorflow(facts: Facts) -> TensorflowDistribution | None:
+    """The distribution `import tensorflow` loads, or None when TensorFlow is not installed: of those in the
+    folder the package is imported from, the one installed last."""
+    providers = sharing_providers(facts)
     return providers[0] if providers else None
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from stat import S_ISREG
 
 # Distributions whose full metadata matters; every other one is listed by name and version only.
 # Keep in step with tfdoctor/knowledge/python_compatibility.toml (a test compares them).
@@ -22,7 +23,10 @@ TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflo
 WATCHED_PREFIXES = ("nvidia-",)
 WATCHED = ("keras", "tf-keras", "tf_keras", "numpy", "protobuf", "ml-dtypes", "tensorboard",
            "tensorflow-io-gcs-filesystem", "h5py", "tensorboard-plugin-profile", "xprof", "optuna",
-           "transformers", "grpcio", "wrapt")
+           "transformers", "grpcio", "wrapt",
+           # add-ons built against one TensorFlow release (their Requires-Dist names it)
+           "tensorflow-text", "tensorflow-io", "tensorflow-addons", "tensorflow-decision-forests",
+           "tensorflow-recommenders", "tensorflow-serving-api")
 # Import packages whose name is not the distribution's (the default is the name with "-" as "_").
 IMPORT_NAMES = {"protobuf": "google/protobuf", "absl-py": "absl", "google-pasta": "pasta", "libclang": "clang",
                 "tensorflow-io-gcs-filesystem": "tensorflow_io_gcs_filesystem", "grpcio": "grpc",
@@ -182,8 +186,9 @@ def _module_name(filename):
 
 
 def _record_entries(text, needle):
-    """Paths of the RECORD lines whose path contains `needle` (found with bytes.find: a RECORD has ~15000
-    lines, and splitting them all costs more than the whole rest of the snapshot)."""
+    """(path, hash, size) of the RECORD lines whose path contains `needle` (found with bytes.find: a RECORD
+    has ~15000 lines, and splitting them all costs more than the whole rest of the snapshot). hash is the
+    RECORD's "sha256=..." (b"" when absent), size its byte count (None when absent)."""
     found = []
     at = text.find(needle)
     while at != -1:
@@ -192,7 +197,10 @@ def _record_entries(text, needle):
         end = len(text) if end == -1 else end
         comma = text.find(b",", start, end)
         if comma != -1 and comma >= at:
-            found.append(text[start:comma].decode("utf-8", "replace"))
+            rest = text[comma + 1:end].rstrip(b"\r").split(b",")
+            digest = rest[0] if rest else b""
+            size = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else None
+            found.append((text[start:comma].decode("utf-8", "replace"), digest, size))
         at = text.find(needle, end)
     return found
 
@@ -207,11 +215,54 @@ elif sys.platform == "darwin":
     SHARED_SUFFIXES = (b".so", b".dylib")
 else:
     SHARED_SUFFIXES = (b".so",)
+# Hashing is the costly part of verifying (TensorFlow 2.21's shared objects are ~1 GB): the smallest shared
+# objects are hashed, smallest first, until this many bytes have been read; every size is compared (a stat).
+HASH_BUDGET = 4 * 1024 * 1024
 
 
-def verify_record(dist_dir, location):
-    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists still exist:
-    {"checked": N, "missing_count": M, "missing": [first paths]}, or an unknown with the reason."""
+def _sha256():
+    """A sha256 object from OpenSSL's _hashlib (importing it costs ~2 ms; `hashlib` ~10 ms more on a loaded
+    node, building every constructor it offers), hashlib's where _hashlib is missing."""
+    try:
+        import _hashlib
+
+        return _hashlib.openssl_sha256()
+    except (ImportError, AttributeError, ValueError):
+        import hashlib
+
+        return hashlib.sha256()
+
+
+# base64's urlsafe alphabet from the standard one (binascii, which base64 itself would import).
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _sha256_record(path, size):
+    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding)."""
+    import binascii
+
+    digest = _sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a file swapped for a FIFO since the stat cannot hold us
+    if not S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+    encoded = binascii.b2a_base64(digest.digest(), newline=False).translate(_URLSAFE)
+    return b"sha256=" + encoded.rstrip(b"=")
+
+
+def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
+    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists are still there
+    as installed: each one's existence and size (a stat), and the sha256 of the smallest shared objects
+    within `hash_budget` bytes. {"checked": N, "missing_count", "missing": [first paths], "size_mismatch_count",
+    "size_mismatch": [{"path", "recorded", "actual"}], "hashed": H, "hashed_bytes", "hash_budget",
+    "hash_mismatch_count", "hash_mismatch": [paths]}, or an unknown with the reason."""
     path = os.path.join(dist_dir, "RECORD")
     try:
         if os.path.getsize(path) > RECORD_LIMIT:
@@ -219,20 +270,48 @@ def verify_record(dist_dir, location):
         text = _read_bytes(path, RECORD_LIMIT)
     except OSError as exc:
         return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
-    wanted = [p for p in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")]
+    wanted = {p: (d, s) for p, d, s in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")}
+    shared = set()
     for needle in SHARED_SUFFIXES:
-        wanted.extend(p for p in _record_entries(text, needle) if _SHARED_OBJECT.search(p))
-    missing = []
+        for p, d, s in _record_entries(text, needle):
+            if _SHARED_OBJECT.search(p):
+                wanted[p] = (d, s)
+                shared.add(p)
+    missing, wrong_size, hashable = [], [], []
     count = 0
     base = location.rstrip(os.sep) + os.sep
-    for relative in sorted(set(wanted)):
+    for relative in sorted(wanted):
         if relative.startswith(("/", "..")):
             continue  # scripts and headers outside site-packages
         count += 1
-        # os.access: the same stat as os.path.exists without its Python frame (TensorFlow lists ~600).
-        if not os.access(base + relative, os.F_OK):
+        digest, size = wanted[relative]
+        try:
+            status = os.stat(base + relative)
+        except OSError:
             missing.append(relative)
-    return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED]}
+            continue
+        actual = status.st_size
+        if size is not None and actual != size:
+            wrong_size.append({"path": relative, "recorded": size, "actual": actual})
+        elif relative in shared and digest.startswith(b"sha256=") and size is not None \
+                and S_ISREG(status.st_mode):  # never open a FIFO or a device planted under a listed name
+            hashable.append((size, relative, digest))
+    hashed, hashed_bytes, wrong_hash = 0, 0, []
+    for size, relative, digest in sorted(hashable):
+        if hashed_bytes + size > hash_budget:
+            break
+        try:
+            if _sha256_record(base + relative, size) != digest:
+                wrong_hash.append(relative)
+        except OSError:
+            continue
+        hashed += 1
+        hashed_bytes += size
+    return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED],
+            "size_checked": count - len(missing), "size_mismatch_count": len(wrong_size),
+            "size_mismatch": wrong_size[:MISSING_LISTED], "hashed": hashed, "hashed_bytes": hashed_bytes,
+            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash),
+            "hash_mismatch": wrong_hash[:MISSING_LISTED]}
 
 
 def _top_level(dist_dir):
@@ -419,6 +498,30 @@ def path_origins(paths, environ, site_dirs=None, user_site=None):
     return origins
 
 
+_GENCODE = re.compile(r"^# Protobuf Python Version: ([0-9][0-9A-Za-z.+-]{0,40})$", re.MULTILINE)
+GENCODE_PROBE = ("tensorflow", "core", "framework", "attr_value_pb2.py")
+
+
+def read_gencode(path):
+    """The protobuf version TensorFlow's generated code was made with: the "# Protobuf Python Version: X"
+    line protoc writes at the top of every _pb2 module from protobuf 5.26 on (those modules then check the
+    runtime through google.protobuf.runtime_version). None when the line is absent (older generated code)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
+    try:
+        head = os.read(fd, 1024).decode("utf-8", "replace")
+    except OSError as exc:
+        return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
+    finally:
+        os.close(fd)
+    match = _GENCODE.search(head)
+    if match is None:
+        return None
+    return {"version": match.group(1), "checks_runtime": "runtime_version" in head, "file": path}
+
+
 def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
@@ -441,6 +544,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")
     build_info_path = _find_package(paths, "tensorflow", "python", "platform", "build_info.py")
+    gencode_path = _find_package(paths, *GENCODE_PROBE) if tf_package else None
     return {
         "executable": sys.executable,
         "version": python_version(),
@@ -458,6 +562,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
         "tensorflow": {
             "package_dir": os.path.dirname(tf_package) if tf_package else None,
             "build_info": read_build_info(build_info_path) if build_info_path else None,
+            "protobuf_gencode": read_gencode(gencode_path) if gencode_path else None,
         },
     }
 

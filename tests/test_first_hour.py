@@ -36,3 +36,94 @@ def test_doc_summary_first_sentence_of_the_first_section():
     assert doc_summary(doc) == "Finds X (e.g. Y) in v1.2 of the thing."
     assert doc_summary("A lint rule's one line.\n\nWhat it does:\n  more") == "A lint rule's one line."
     assert doc_summary("") == ""
+
+
+# -- item 7: a GPU check on a host with no GPU is "not applicable", not "passed" ----------------------
+
+def _no_gpu_facts(pci: object) -> "Facts":
+    from tfdoctor.facts import Facts
+
+    return Facts({"host": {"system": "Linux", "nvidia_driver": None}, "gpu_pci": {"devices": pci}},
+                 {"hostname": "cpu01"})
+
+
+def _gpu_module():
+    import types
+
+    from tfdoctor.model import Finding, Severity
+    from tfdoctor.registry import check
+
+    module = types.ModuleType("fake_gpu_checks")
+
+    @check("CUDA901", "gpu-check-that-finds-nothing", Severity.WARNING)
+    def quiet(facts):
+        """What it does: x"""
+        return iter(())
+
+    @check("CUDA902", "gpu-check-that-finds-something", Severity.ERROR)
+    def loud(facts):
+        """What it does: x"""
+        yield Finding("a CUDA build without a GPU")
+
+    @check("GPU105", "log-level-like", Severity.INFO)
+    def cpu_too(facts):
+        """What it does: x"""
+        return iter(())
+
+    @check("THR901", "cpu-check", Severity.WARNING)
+    def cpu(facts):
+        """What it does: x"""
+        return iter(())
+
+    module.quiet, module.loud, module.cpu_too, module.cpu = quiet, loud, cpu_too, cpu
+    return module
+
+
+def _statuses(facts) -> dict[str, tuple[str, str]]:
+    from tfdoctor.engine import run_checks
+    from tfdoctor.registry import load_registry
+
+    registry = load_registry(check_modules=[_gpu_module()], probe_modules=[])
+    return {r.code: (r.status.value, r.reason) for r in run_checks(registry.checks, facts).results}
+
+
+def test_gpu_checks_are_not_applicable_without_a_gpu_but_findings_stay():
+    statuses = _statuses(_no_gpu_facts([]))
+    assert statuses["CUDA901"] == ("not-applicable", "no NVIDIA GPU or driver on this host (the PCI bus lists "
+                                                     "none, /proc/driver/nvidia is absent)")
+    assert statuses["CUDA902"] == ("failed", "")  # a finding is never hidden
+    assert statuses["GPU105"] == ("passed", "")  # matters on a CPU too
+    assert statuses["THR901"] == ("passed", "")
+
+
+def test_gpu_checks_keep_passed_when_the_bus_could_not_be_read_or_shows_a_gpu():
+    from tfdoctor.facts import Unknown
+
+    assert _statuses(_no_gpu_facts(Unknown("no /sys")))["CUDA901"] == ("passed", "")
+    assert _statuses(_no_gpu_facts([{"address": "0000:3b:00.0"}]))["CUDA901"] == ("passed", "")
+
+
+def test_check_verbose_and_json_say_not_applicable(tmp_path):
+    import json
+
+    from tfdoctor.facts import Facts
+
+    facts = Facts.load(str(REPO / "tests" / "snapshots" / "cpu-only-vm-tensorflow-2.21.json"))
+    facts.sections["gpu_pci"] = {"devices": []}
+    path = tmp_path / "facts.json"
+    path.write_text(facts.dumps())
+    done = run_cli(["check", "--facts", str(path), "-v"])
+    lines = done.stdout.splitlines()
+    assert "- CUDA005 cuda-visible-devices-hides-every-gpu: not applicable: no NVIDIA GPU or driver on this " \
+           "host (the PCI bus lists none, /proc/driver/nvidia is absent)" in lines
+    assert not [line for line in lines if line.startswith("✓ CUDA")]
+    assert any(line.startswith("✓ THR101 ") for line in lines)
+    document = json.loads(run_cli(["check", "--facts", str(path), "--format", "json"]).stdout)
+    assert document["schema_version"] == 3
+    record = next(r for r in document["results"] if r["code"] == "CUDA005")
+    assert (record["status"], record["reason"].startswith("no NVIDIA GPU")) == ("not-applicable", True)
+    assert document["summary"]["not-applicable"] == sum(
+        r["status"] == "not-applicable" for r in document["results"]) > 20
+    import jsonschema
+
+    jsonschema.validate(document, json.loads((REPO / "tfdoctor" / "schema" / "report.schema.json").read_text()))

@@ -61,7 +61,7 @@ def cli() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
               help="Exit 1 when a finding is at or above this level (default: error, or the config's).")
-@click.option("-v", "--verbose", is_flag=True, help="Also list passed and not-checked checks.")
+@click.option("-v", "--verbose", is_flag=True, help="Also list passed, not-applicable and not-checked checks.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Pre-job hook form: nothing when healthy, one line per finding at or above --fail-on.")
 @click.option("--list-checks", is_flag=True, help="List every registered check and exit.")

@@ -165,19 +165,21 @@ class Status(str, enum.Enum):
     PASSED = "passed"  # ran, found nothing
     FAILED = "failed"  # ran, yielded findings (written "info" in JSON when all of them are info)
     NOT_CHECKED = "not-checked"  # a fact it needs is unknown
+    NOT_APPLICABLE = "not-applicable"  # nothing here for it to look at (a GPU check without a GPU)
     CRASHED = "crashed"  # the check raised
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's outcome: passed, failed with findings, not checked or crashed (with the reason)."""
+    """One check's outcome: passed, failed with findings, not checked, not applicable or crashed (with the
+    reason)."""
 
     code: str
     name: str
     severity: Severity
     status: Status
     findings: tuple[Finding, ...] = ()
-    reason: str = ""  # why not checked, or what the crash was
+    reason: str = ""  # why not checked or not applicable, or what the crash was
 
     @property
     def worst(self) -> Severity | None:

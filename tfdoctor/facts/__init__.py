@@ -39,6 +39,14 @@ class NotChecked(Exception):
         self.reason = reason
 
 
+class NotApplicable(Exception):
+    """Raised by a check that cannot apply to this machine (a GPU check on a host without a GPU)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class FactsFileError(Exception):
     """A facts file that cannot be replayed: not JSON, another schema version, wrong shape."""
 

@@ -36,7 +36,7 @@ def _result_lines(explained: ExplainedMessage) -> list[str]:
     from tfdoctor.report.text import fix_lines
 
     lines: list[str] = []
-    passed, unchecked = [], []
+    passed, unchecked, inapplicable = [], [], []
     for result in explained.results:
         if result.status is Status.FAILED:
             for finding in result.findings:
@@ -49,11 +49,16 @@ def _result_lines(explained: ExplainedMessage) -> list[str]:
             passed.append(result.code)
         elif result.status is Status.NOT_CHECKED:
             unchecked.append(f"{result.code} ({result.reason})")
+        elif result.status is Status.NOT_APPLICABLE:
+            inapplicable.append((result.code, result.reason))
         else:
             lines.append(f"    {result.code} {result.name}: check crashed: {result.reason}")
     if passed:
         lines.append(f"    checked, nothing found: {', '.join(passed)}")
     lines.extend(f"    not checked: {item}" for item in unchecked)
+    for reason in dict.fromkeys(reason for _, reason in inapplicable):
+        codes = ", ".join(code for code, why in inapplicable if why == reason)
+        lines.append(f"    not applicable here: {codes} ({reason})")
     return lines
 
 

@@ -7,6 +7,7 @@ import sys
 
 from conftest import REPO
 
+from tfdoctor.facts import Facts
 from tfdoctor.registry import doc_summary
 
 
@@ -40,9 +41,7 @@ def test_doc_summary_first_sentence_of_the_first_section():
 
 # -- item 7: a GPU check on a host with no GPU is "not applicable", not "passed" ----------------------
 
-def _no_gpu_facts(pci: object) -> "Facts":
-    from tfdoctor.facts import Facts
-
+def _no_gpu_facts(pci: object) -> Facts:
     return Facts({"host": {"system": "Linux", "nvidia_driver": None}, "gpu_pci": {"devices": pci}},
                  {"hostname": "cpu01"})
 
@@ -105,8 +104,6 @@ def test_gpu_checks_keep_passed_when_the_bus_could_not_be_read_or_shows_a_gpu():
 
 def test_check_verbose_and_json_say_not_applicable(tmp_path):
     import json
-
-    from tfdoctor.facts import Facts
 
     facts = Facts.load(str(REPO / "tests" / "snapshots" / "cpu-only-vm-tensorflow-2.21.json"))
     facts.sections["gpu_pci"] = {"devices": []}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 from tfdoctor.facts import Facts
@@ -124,3 +125,84 @@ def test_check_verbose_and_json_say_not_applicable(tmp_path):
     import jsonschema
 
     jsonschema.validate(document, json.loads((REPO / "tfdoctor" / "schema" / "report.schema.json").read_text()))
+
+
+# -- item 3: the batch-script hook says nothing about an info suggestion it deliberately left out ------
+
+BF16_VM = REPO / "tests" / "snapshots" / "cpu-only-vm-tensorflow-2.21.json"  # avx512_bf16: MP105, info
+MP105_NOTE = ("tfdoctor: MP105 not applied (unsafe fix: add --unsafe-fixes to apply it): Set the Keras policy to "
+              "mixed_bfloat16 (this CPU has avx512_bf16)\n")
+
+
+def test_fix_print_quiet_is_silent_on_a_healthy_bf16_machine():
+    loud = run_cli(["fix", "--print", "--facts", str(BF16_VM)])
+    assert (loud.returncode, loud.stderr) == (0, MP105_NOTE)
+    quiet = run_cli(["fix", "--print", "--quiet", "--facts", str(BF16_VM)])
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    assert quiet.stdout == loud.stdout
+    assert "Nothing to change" in quiet.stdout
+
+
+def test_fix_write_quiet_writes_the_script_and_says_nothing(tmp_path):
+    done = run_cli(["fix", "--write", str(tmp_path / "env.sh"), "-q", "--facts", str(BF16_VM)])
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert (tmp_path / "env.sh").read_text().startswith("# shellcheck shell=sh")
+
+
+def test_quiet_notes_keep_what_needs_attention():
+    from tfdoctor.fixes.plan import plan_fixes
+    from tfdoctor.model import AdminFix, Applicability, Finding, Severity, set_env
+    from tfdoctor.model import EnvFix
+
+    findings = [
+        Finding("bf16 unused", fixes=(EnvFix("Set A", (set_env("A", "1"),), Applicability.UNSAFE),),
+                severity=Severity.INFO, code="MP105", name="n"),
+        Finding("bad", fixes=(EnvFix("Set B", (set_env("B", "1"),), Applicability.UNSAFE),),
+                severity=Severity.WARNING, code="THR101", name="n"),
+        Finding("no driver", fixes=(AdminFix("Load the driver", ("modprobe nvidia",)),),
+                severity=Severity.ERROR, code="DRV001", name="n"),
+    ]
+    plan = plan_fixes(findings)
+    assert plan.notes(quiet=True) == [
+        "tfdoctor: DRV001 needs an administrator: Load the driver", "    modprobe nvidia",
+        "tfdoctor: THR101 not applied (unsafe fix: add --unsafe-fixes to apply it): Set B"]
+    assert len(plan.notes()) == 4
+
+
+# -- Done when: `check --quiet` (and the batch form of fix) print nothing at all on every healthy machine --
+
+def _healthy_params():
+    from healthy import MACHINES
+
+    return [pytest.param(m, id=m.name) for m in MACHINES]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from healthy import collect
+
+    done: dict[str, object] = {}
+
+    def get(machine):
+        if machine.name not in done:
+            done[machine.name] = collect(machine, tmp_path_factory.mktemp(machine.name))
+        return done[machine.name]
+
+    return get
+
+
+@pytest.mark.parametrize("machine", _healthy_params())
+def test_healthy_machine_hook_prints_nothing_at_all(machine, recorded, capsys):
+    from tfdoctor.cli import main
+
+    if machine.false_alarms:
+        pytest.skip(f"known false alarms: {sorted(machine.false_alarms)}")
+    facts = str(recorded(machine))
+    for args in (["check", "--facts", facts, "--quiet"], ["fix", "--print", "--quiet", "--facts", facts]):
+        with pytest.raises(SystemExit) as leaving:
+            main(args)
+        done = capsys.readouterr()
+        assert leaving.value.code == 0, (args[0], done.err)
+        assert done.err == "", (args[0], done.err)
+        if args[0] == "check":
+            assert done.out == ""

@@ -265,6 +265,10 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default=None, help="Same as --format (sh or fish).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Batch-script form: standard error says only what needs attention (administrator steps and "
+                   "fixes left out for warnings and errors); an info finding's fix left out on purpose, and the "
+                   "'written to' line, are not repeated at every job start.")
 @click.option("--validate", is_flag=True,
               help="Measure each fix with the micro-profile (interleaved runs); drop fixes measured slower.")
 @click.option("--validate-workload", type=click.Choice(["cnn", "matmul", "pyfunc"]), default="cnn",
@@ -273,7 +277,8 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
         write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool,
-        write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn") -> None:
+        write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn",
+        quiet: bool = False) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -302,12 +307,14 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     try:
         if write_path:
             write_file(write_path, script, force=force)
-            _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
+            if not quiet:
+                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
         if write_python:
             from tfdoctor.fixes.render_python import render_python
 
             write_file(write_python, render_python(plan, header), force=force)
-            _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
+            if not quiet:
+                _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
         if write_launcher:
             from tfdoctor.fixes.render_launcher import write_launcher_file
 
@@ -316,7 +323,7 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         raise UsageError(str(exc)) from None
     if print_script or (not write_path and not write_python and not write_launcher):
         _emit(script)
-    _emit(_plan_notes(plan), err=True)
+    _emit(_plan_notes(plan, quiet), err=True)
 
 
 def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
@@ -335,15 +342,9 @@ def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
     return render_sh(plan, header)
 
 
-def _plan_notes(plan: Any) -> str:
+def _plan_notes(plan: Any, quiet: bool = False) -> str:
     """Admin steps and skipped fixes go to stderr, so `eval "$(tfdoctor fix --print)"` never runs them."""
-    lines = []
-    for fix_, source in plan.admin:
-        lines.append(f"tfdoctor: {source.code} needs an administrator: {fix_.title}")
-        lines.extend(f"    {step}" for step in fix_.steps)
-    for skipped in plan.skipped:
-        lines.append(f"tfdoctor: {skipped.source.code} not applied ({skipped.reason}): {skipped.title}")
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in plan.notes(quiet))
 
 
 _run_mark = 0

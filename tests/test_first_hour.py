@@ -151,8 +151,7 @@ def test_fix_write_quiet_writes_the_script_and_says_nothing(tmp_path):
 
 def test_quiet_notes_keep_what_needs_attention():
     from tfdoctor.fixes.plan import plan_fixes
-    from tfdoctor.model import AdminFix, Applicability, Finding, Severity, set_env
-    from tfdoctor.model import EnvFix
+    from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 
     findings = [
         Finding("bf16 unused", fixes=(EnvFix("Set A", (set_env("A", "1"),), Applicability.UNSAFE),),

@@ -205,3 +205,102 @@ def test_healthy_machine_hook_prints_nothing_at_all(machine, recorded, capsys):
         assert done.err == "", (args[0], done.err)
         if args[0] == "check":
             assert done.out == ""
+
+
+# -- item 5: explain --log sees what check sees, counts what it did not recognise, knows a host has no GPU --
+
+VERSION_ERROR = ("google.protobuf.runtime_version.VersionError: Detected mismatched Protobuf Gencode/Runtime major "
+                 "versions when loading tensorflow/core/framework/attr_value.proto: gencode 6.31.1 runtime 5.29.5. "
+                 "Same major version is required.")
+RETRACING = ("WARNING:tensorflow:5 out of the last 5 calls to <function TensorFlowTrainer.make_train_function.<locals>"
+             ".one_step_on_iterator at 0x0000023D61AF5440> triggered tf.function retracing. Tracing is expensive.")
+CUINIT = ("2023-10-02 09:14:11.441297: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:274] failed "
+          "call to cuInit: UNKNOWN ERROR (303)")
+
+
+def _facts_file(tmp_path, edit) -> str:
+    facts = Facts.load(str(BF16_VM))
+    edit(facts.sections)
+    path = tmp_path / "facts.json"
+    path.write_text(facts.dumps())
+    return str(path)
+
+
+def _explain(tmp_path, lines: list[str], facts: str) -> tuple[int, dict]:
+    import json
+
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    done = run_cli(["explain", "--log", str(log), "--facts", facts, "--format", "json"])
+    assert done.stderr == ""
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_protobuf_version_error_is_traced_to_the_finding_check_reports(tmp_path):
+    def old_protobuf(sections):
+        sections["python"]["watched"]["protobuf"]["version"] = "5.29.5"
+
+    facts = _facts_file(tmp_path, old_protobuf)
+    check = run_cli(["check", "--facts", facts, "--quiet"])
+    assert any(line.startswith("tfdoctor: error: PKG005") and "protobuf" in line for line in check.stdout.splitlines())
+    status, report = _explain(tmp_path, ["Traceback (most recent call last):", VERSION_ERROR], facts)
+    assert status == 1
+    (message,) = report["messages"]
+    assert (message["id"], message["verdict"], message["line"]) == ("protobuf-runtime-version-error", "error", 2)
+    assert "PKG005" in [c["code"] for c in message["checks"] if c["status"] == "failed"]
+
+
+def test_retracing_warning_is_known(tmp_path):
+    status, report = _explain(tmp_path, [RETRACING], str(BF16_VM))
+    assert status == 0
+    assert [(m["id"], m["verdict"]) for m in report["messages"]] == [("tf-function-retracing", "unconfirmed")]
+    assert "reduce_retracing=True" in report["messages"][0]["advice"]
+
+
+def test_unrecognised_lines_are_counted_and_the_error_looking_ones_listed(tmp_path):
+    import json
+
+    lines = ["Epoch 1/3", "", RETRACING, "RuntimeError: nobody knows this one",
+             "E0000 00:00:1738697930.202924    7665 some_op.cc:12] an absl error line",
+             "469/469 - 3s - loss: 0.2", "Traceback (most recent call last):"]
+    status, report = _explain(tmp_path, lines, str(BF16_VM))
+    assert status == 0
+    assert report["unrecognised"] == {"lines": 5, "error_looking_total": 3, "error_looking": [
+        {"line": 4, "text": "RuntimeError: nobody knows this one"},
+        {"line": 5, "text": "E0000 00:00:1738697930.202924 7665 some_op.cc:12] an absl error line"},  # excerpt
+        {"line": 7, "text": "Traceback (most recent call last):"}]}
+    import jsonschema
+
+    jsonschema.validate(report, json.loads((REPO / "tfdoctor" / "schema" / "explain-log.schema.json").read_text()))
+    text = run_cli(["explain", "--log", str(tmp_path / "train.log"), "--facts", str(BF16_VM)]).stdout
+    assert "5 non-blank line(s) not recognised, 3 of them look like errors:\n    line 4: RuntimeError: nobody" in text
+
+
+def test_nothing_recognised_still_counts_the_lines(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("hello\nFATAL: out of cheese\n")
+    done = run_cli(["explain", "--log", str(log)])
+    assert done.stdout.splitlines()[-2:] == ["2 non-blank line(s) not recognised, 1 of them look like errors:",
+                                             "    line 2: FATAL: out of cheese"]
+
+
+def test_cuinit_failure_on_a_host_without_gpu_says_there_is_no_gpu(tmp_path):
+    def no_gpu(sections):
+        sections["gpu_pci"] = {"devices": []}
+
+    status, report = _explain(tmp_path, [CUINIT], _facts_file(tmp_path, no_gpu))
+    assert status == 0
+    (message,) = report["messages"]
+    assert message["id"] == "cuinit-failed"
+    assert {c["status"] for c in message["checks"]} == {"not-applicable"}
+    assert message["advice"].startswith("There is no GPU here")
+    assert "reboot" not in message["advice"]
+    text = run_cli(["explain", "--log", str(tmp_path / "train.log"), "--facts", str(tmp_path / "facts.json")]).stdout
+    assert "cuinit-failed — line 1, from TensorFlow/XLA (cuda_driver): there is no GPU on this machine" in text
+    assert "    what to do: There is no GPU here: the CUDA build of TensorFlow" in text
+
+
+def test_cuinit_failure_on_a_gpu_host_keeps_the_driver_advice(tmp_path):
+    _, report = _explain(tmp_path, [CUINIT], str(REPO / "tests" / "snapshots" / "gpu" / "healthy-cuda12-pip.json"))
+    (message,) = report["messages"]
+    assert "reboot" in message["advice"]

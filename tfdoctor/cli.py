@@ -193,14 +193,17 @@ def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
         except FactsFileError as exc:
             raise UsageError(str(exc)) from None
     explained = explain_sightings(sightings, results)
+    from tfdoctor.logs.unrecognised import unrecognised
+
+    unknown = unrecognised(log.text, (n for s in sightings for n in s.lines))
     if fmt == "json":
         from tfdoctor.logs.render import render_json
 
-        _emit(render_json(log, explained, facts_meta))
+        _emit(render_json(log, explained, facts_meta, unknown))
     else:
         from tfdoctor.logs.render import render_text
 
-        _emit(render_text(log, explained, checked=bool(codes)))
+        _emit(render_text(log, explained, checked=bool(codes), unknown=unknown))
     if any(item.crashed for item in explained):
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)

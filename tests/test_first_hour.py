@@ -304,3 +304,59 @@ def test_cuinit_failure_on_a_gpu_host_keeps_the_driver_advice(tmp_path):
     _, report = _explain(tmp_path, [CUINIT], str(REPO / "tests" / "snapshots" / "gpu" / "healthy-cuda12-pip.json"))
     (message,) = report["messages"]
     assert "reboot" in message["advice"]
+
+
+# -- item 4: terminal tables fit the terminal (80 columns), folding columns rather than words ------------
+
+def _tune_result():
+    from tfdoctor.derive.cpu_budget import CpuBudget
+    from tfdoctor.tune.results import TrialRecord
+    from tfdoctor.tune.search import TuneResult
+    from tfdoctor.tune.space import default_space
+
+    space = default_space(CpuBudget(16, "affinity", 16, tuple(range(16)), 8, 1))
+    params = {"TF_NUM_INTRAOP_THREADS": 8, "TF_NUM_INTEROP_THREADS": 2, "OMP_NUM_THREADS": 8, "KMP_BLOCKTIME": "0",
+              "KMP_AFFINITY": "granularity=fine,compact,1,0", "OMP_PROC_BIND": "close", "TF_ENABLE_ONEDNN_OPTS": "1"}
+    records = [TrialRecord(1, "current", {**params, "TF_NUM_INTRAOP_THREADS": 16}, "ok", 101.5, 2.0),
+               TrialRecord(2, "search", params, "ok", 130.25, 2.0)]
+    return space, TuneResult(records, stopped="budget of 2 trials reached")
+
+
+def _assert_fits(text: str, width: int, words: list[str]) -> None:
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width, text
+    for word in words:  # never broken across lines
+        assert word in text, (word, text)
+
+
+def test_tune_table_fits_80_columns_by_folding_the_parameters():
+    from tfdoctor.tune.progress import render_summary
+
+    space, result = _tune_result()
+    narrow = render_summary(space, result, True, "tune.jsonl", width=80)
+    _assert_fits(narrow, 80, ["KMP_AFFINITY=granularity=fine,compact,1,0", "INTRAOP=16", "OMP_PROC_BIND=close",
+                              "130.2"])
+    assert "settings" in narrow
+    wide = render_summary(space, result, True, "tune.jsonl", width=200)
+    _assert_fits(wide, 200, ["granularity=fine,compact,1,0", "INTRAOP", "OMP_PROC_BIND"])
+    assert "settings" not in wide  # one column per parameter where they fit
+
+
+def test_tune_table_takes_the_terminal_width(monkeypatch):
+    from tfdoctor.tune.progress import render_summary
+
+    monkeypatch.setenv("COLUMNS", "80")
+    space, result = _tune_result()
+    assert max(len(line) for line in render_summary(space, result, True, "t.jsonl").splitlines()) <= 80
+
+
+def test_compare_fits_an_80_column_terminal(tmp_path):
+    import json
+
+    from tfdoctor.testing.fleet import write_fleet
+
+    files = write_fleet(tmp_path, 3, {"node03": {"driver": "535.104.05", "gpus": 3}})
+    done = run_cli(["compare", *map(str, files)], env={"COLUMNS": "80"})
+    assert done.returncode == 1, done.stderr
+    _assert_fits(done.stdout, 80, ["535.104.05", "node03", "550.54.15"])
+    assert json.loads(run_cli(["compare", "--format", "json", *map(str, files)]).stdout)["differences"]

@@ -360,3 +360,126 @@ def test_compare_fits_an_80_column_terminal(tmp_path):
     assert done.returncode == 1, done.stderr
     _assert_fits(done.stdout, 80, ["535.104.05", "node03", "550.54.15"])
     assert json.loads(run_cli(["compare", "--format", "json", *map(str, files)]).stdout)["differences"]
+
+
+# -- item 6 and issue 22 item 7: the report page tells one story and leads with what to do next ----------
+
+def _report(tmp_path, *args: str) -> str:
+    out = tmp_path / "page.html"
+    done = run_cli(["report", "-o", str(out), "--force", *args])
+    assert done.returncode == 0, done.stderr
+    return out.read_text()
+
+
+def _input_bound_profile(tmp_path):
+    import json
+
+    from report_inputs import profile_document
+
+    document = profile_document(({"input": 80.0, "host_compute": 20.0},))
+    document["profile"].update(input_share=0.8, input_bound=True)
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_report_title_names_the_checked_machine_not_this_one(tmp_path):
+    import socket
+
+    page = _report(tmp_path, "--facts", str(BF16_VM))
+    assert "<title>tfdoctor report — vm</title>" in page
+    assert socket.gethostname() == "vm" or f"— {socket.gethostname()}<" not in page
+
+
+def test_report_leads_with_the_ordered_fixes_and_their_copy_buttons(tmp_path):
+    import re
+
+    snapshot = REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json"
+    page = _report(tmp_path, "--facts", str(snapshot))
+    sections = re.findall(r'<section id="report-([a-z]+)">', page)
+    assert sections[:2] == ["next", "check"]
+    nxt = page[page.index('<section id="report-next">'):page.index('<section id="report-check">')]
+    items = re.findall(r"<li>(.*?)</li>", nxt, re.S)
+    badges = [re.search(r'badge (\w+)', item).group(1) for item in items]
+    assert badges == sorted(badges, key=["error", "warning", "info"].index)  # worst first
+    assert badges[0] == "error" and all('class="copy"' in item for item in items)
+    assert 'data-copy="export OMP_NUM_THREADS=' in nxt
+    assert "tfdoctor fix --write env.sh &amp;&amp; . ./env.sh" in nxt
+
+
+def test_report_check_section_runs_the_prof_checks_on_the_included_profile(tmp_path):
+    page = _report(tmp_path, "--facts", str(BF16_VM), "--profile", str(_input_bound_profile(tmp_path)))
+    check = page[page.index('<section id="report-check">'):page.index('<section id="report-profile">')]
+    assert "profile was not collected" not in page
+    assert "<b>PROF001</b>" in check and "waited for input 80% of each step" in check
+    nxt = page[page.index('<section id="report-next">'):page.index('<section id="report-check">')]
+    assert "Parallelize and prefetch the tf.data pipeline" in nxt
+    alone = _report(tmp_path, "--facts", str(BF16_VM))  # without a profile: not checked, and said so
+    assert "profile was not collected" in alone
+
+
+def _tune_file(tmp_path, values: list[float], current: tuple[float, float], leader: float):
+    from tfdoctor.tune.results import ResultsLog, TrialRecord
+    from tfdoctor.tune.space import int_param
+
+    space = [int_param("TF_NUM_INTRAOP_THREADS", 1, 8), int_param("TF_NUM_INTEROP_THREADS", 1, 4)]
+    header = {"space": [p.to_json() for p in space], "seeds": {}, "maximize": True, "budget": len(values),
+              "time_limit": None, "seed": 1, "objective": {"command": ["python", "train.py"]}}
+    path = tmp_path / "tune.jsonl"
+    if path.exists():
+        path.unlink()
+    log = ResultsLog.create(path, header)
+    for number, value in enumerate(values):
+        phase = "current" if number == 0 else "search"
+        params = {"TF_NUM_INTRAOP_THREADS": 2 if number == 0 else 1 + number % 8,
+                  "TF_NUM_INTEROP_THREADS": 2 if number == 0 else 1 + number % 4}
+        log.append(TrialRecord(number, phase, params, "ok", current[0] if number == 0 else value, 1.0))
+    best = {"TF_NUM_INTRAOP_THREADS": 2, "TF_NUM_INTEROP_THREADS": 3}
+    log.append(TrialRecord(len(values), "confirm", best, "ok", leader, 1.0, role="leader"))
+    log.append(TrialRecord(len(values) + 1, "confirm", {"TF_NUM_INTRAOP_THREADS": 2, "TF_NUM_INTEROP_THREADS": 2},
+                           "ok", current[1], 1.0, role="current"))
+    return path
+
+
+def test_tune_plots_need_ten_trials_and_say_why_they_are_absent(tmp_path):
+    page = _report(tmp_path, "--no-check", "--tune", str(_tune_file(tmp_path, [0, 90, 95, 99], (80, 82), 100)))
+    assert 'id="plot-tune-history"' in page
+    assert 'id="plot-tune-importances"' not in page and 'id="plot-tune-surface"' not in page
+    assert "No parameter importances or surface: 4 trial(s) to replay, and these plots need at least 10" in page
+    many = _report(tmp_path, "--no-check", "--tune", str(_tune_file(
+        tmp_path, [0, 90, 95, 99, 40, 85, 97, 70, 60, 98, 91, 93], (80, 82), 100)))
+    assert 'id="plot-tune-surface"' in many and "No parameter importances" not in many
+
+
+def test_a_winner_worse_than_the_current_settings_is_said_so(tmp_path):
+    page = _report(tmp_path, "--no-check", "--tune", str(_tune_file(tmp_path, [0, 90, 95, 99], (100, 104), 95)))
+    assert "The winner measured 6.9% worse than the current settings.</b> Keep your current settings" in page
+    fine = _report(tmp_path, "--no-check", "--tune", str(_tune_file(tmp_path, [0, 90, 95, 99], (80, 82), 100)))
+    assert "worse than the current settings" not in fine
+
+
+def test_fleet_of_two_nodes_shows_facts_as_rows_grouped_by_section(tmp_path):
+    import re
+
+    from tfdoctor.testing.fleet import write_fleet
+
+    files = write_fleet(tmp_path / "two", 2, {"node02": {"driver": "535.104.05", "gpus": 2}})
+    page = _report(tmp_path, "--no-check", "--compare", *map(str, files))
+    assert "<title>tfdoctor report — 2 nodes</title>" in page
+    groups = re.findall(r"<summary>([a-z_]+) — (\d+) fact\(s\) differ</summary>", page)
+    assert [g for g, _ in groups] == sorted({g for g, _ in groups}, key=[g for g, _ in groups].index)
+    assert {"nvml", "host"} <= {g for g, _ in groups}
+    assert page.count('<table class="fleet facts-as-rows">') == len(groups)
+    # Two nodes have no majority: neither is marked odd; each value sits under its node.
+    assert "<tr><td>nvml.driver_version</td><td>550.54.15</td><td>535.104.05</td></tr>" in page
+    nvml = int(dict(groups)["nvml"])
+    assert nvml > 12 and re.search(r'<details class="group"><summary>nvml', page)  # a long group starts closed
+
+
+def test_fleet_of_many_nodes_keeps_nodes_as_rows_per_group(tmp_path):
+    from tfdoctor.testing.fleet import write_fleet
+
+    files = write_fleet(tmp_path / "eight", 8, {"node05": {"driver": "535.104.05"}})
+    page = _report(tmp_path, "--no-check", "--compare", *map(str, files))
+    assert '<table class="fleet">' in page and "facts-as-rows" not in page
+    assert '<span class="node odd" title="node05">node05</span>' in page

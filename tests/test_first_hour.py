@@ -483,3 +483,63 @@ def test_fleet_of_many_nodes_keeps_nodes_as_rows_per_group(tmp_path):
     page = _report(tmp_path, "--no-check", "--compare", *map(str, files))
     assert '<table class="fleet">' in page and "facts-as-rows" not in page
     assert '<span class="node odd" title="node05">node05</span>' in page
+
+
+# -- the hook's fast path: `check` in its hook forms without click, exactly as the command line runs it ---
+
+FAST_FORMS = [
+    ["check", "--quiet"],
+    ["check", "--fail-on", "error", "--quiet", "--timeout", "10"],
+    ["check", "--fail-on=warning", "-q"],
+    ["check", "--format", "json", "--select", "THR,CPU", "--ignore", "THR105"],
+    ["check", "-v"],
+    ["check"],
+]
+
+
+def test_parse_check_takes_only_the_hook_forms():
+    from tfdoctor.hook import parse_check
+
+    options = parse_check(["check", "--fail-on", "error", "--quiet", "--timeout", "10", "--select", "thr,cpu002",
+                           "--select", "NUMA", "--root", "/r"])
+    assert options is not None
+    assert (options.fail_on, options.quiet, options.verbose, options.fmt) == ("error", True, False, "text")
+    assert (options.gather.timeout, options.gather.root, options.gather.select) == (10.0, "/r",
+                                                                                    ("THR", "CPU002", "NUMA"))
+    for argv in (["fix", "--print"], ["check", "--help"], ["check", "--list-checks"], ["check", "-qv"],
+                 ["check", "--fail-on", "fatal"], ["check", "--timeout", "soon"], ["check", "--timeout", "-1"],
+                 ["check", "--timeout"], ["check", "extra"], ["check", "--bogus"], ["check", "--format", "yaml"],
+                 [], ["--version"]):
+        assert parse_check(argv) is None, argv
+
+
+@pytest.mark.parametrize("argv", FAST_FORMS, ids=" ".join)
+def test_fast_path_answers_exactly_as_the_command_line(argv, tmp_path):
+    import os
+
+    snapshot = str(REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json")
+    args = [*argv, "--facts", snapshot]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    fast = subprocess.run([sys.executable, "-c", "import sys; from tfdoctor.console import main; "
+                           f"sys.argv = ['tfdoctor', *{args!r}]; main()"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    full = subprocess.run([sys.executable, "-c", f"from tfdoctor.cli import main; main({args!r})"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
+    assert fast.returncode in (0, 1) and fast.stdout.strip()  # it ran and leaves with check's own exit
+
+
+def test_fast_path_never_imports_click_and_usage_errors_still_exit_2(tmp_path):
+    import os
+
+    code = ("import sys; from tfdoctor.console import main; sys.argv = ['tfdoctor', 'check', '--quiet', "
+            "'--facts', sys.argv[1]]\ntry:\n    main()\nfinally:\n    print('click' in sys.modules, file=sys.stderr)")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    healthy = str(REPO / "tests" / "snapshots" / "gpu" / "healthy-cuda12-pip.json")
+    done = subprocess.run([sys.executable, "-c", code, healthy], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "False\n")
+    missing = subprocess.run([sys.executable, "-c", code, str(tmp_path / "nope.json")], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("tfdoctor: error: ") and missing.stderr.endswith("False\n")

@@ -7,7 +7,6 @@ above --fail-on, 1 something was, 2 usage error, 3 tfdoctor failed; also in the 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,44 +68,13 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
           python: str | None, timeout: float | None, fmt: str, fail_on: str | None, verbose: bool,
           quiet: bool, list_checks: bool) -> None:
     """Check this machine (or recorded facts) and report findings."""
-    from tfdoctor.engine import should_fail
+    from tfdoctor.check_command import CheckOptions, run_check
 
     if list_checks:
         _emit(_list_checks())
         return
-    config = _config()
-    opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
-    report = _build_report(opts, config)
-    level = fail_on or config.fail_on
-    if fmt == "json":
-        from tfdoctor.report.json_report import render_json
-
-        _emit(render_json(report))
-    elif quiet:
-        from tfdoctor.model import Severity
-        from tfdoctor.report.text import render_quiet
-
-        _emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
-        _emit(_abandoned_note(), err=True)
-    else:
-        from tfdoctor.report.text import render_text
-
-        color = None if sys.stdout.isatty() else False
-        _emit(render_text(report, verbose=verbose, color=color))
-    if report.crashed() and level != "never":
-        raise SystemExit(EXIT_INTERNAL)
-    raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
-
-
-def _abandoned_note() -> str:
-    """The hook must not pass silently for want of time: say which probes ran out of it (on stderr)."""
-    from tfdoctor.engine import abandoned_probes
-
-    abandoned = abandoned_probes(since=_run_mark)
-    if not abandoned:
-        return ""
-    return (f"tfdoctor: not checked: probe(s) {', '.join(sorted(abandoned))} did not finish within the "
-            "--timeout budget; raise --timeout to check them\n")
+    gather = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
+    run_check(CheckOptions(gather, fmt, fail_on, verbose, quiet))
 
 
 def _list_checks() -> str:
@@ -350,48 +318,21 @@ def _plan_notes(plan: Any, quiet: bool = False) -> str:
     return "".join(line + "\n" for line in plan.notes(quiet))
 
 
-_run_mark = 0
-
-
 def main(argv: list[str] | None = None) -> None:
-    global _run_mark
-    from tfdoctor.engine import abandoned_mark
+    from tfdoctor.usage import leave, run_guarded, start_run
 
-    # Only this invocation's abandoned probes count (tests call main() many times in one process).
-    _run_mark = abandoned_mark()
-    code = EXIT_OK
+    start_run()
+    leave(run_guarded(lambda: _click_main(argv)))
+
+
+def _click_main(argv: list[str] | None) -> None:
+    """click's own errors as tfdoctor's: a usage error exits 2, an abort 3 (the rest: run_guarded)."""
     try:
         returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
-        code = returned if isinstance(returned, int) else EXIT_OK
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
     except click.exceptions.Abort:
         _emit("tfdoctor: aborted\n", err=True)
-        code = EXIT_INTERNAL
+        raise SystemExit(EXIT_INTERNAL) from None
     except click.ClickException as exc:
         exc.show()
-        code = EXIT_USAGE if isinstance(exc, (click.UsageError, UsageError)) else EXIT_INTERNAL
-    except KeyboardInterrupt:
-        code = 130
-    except BrokenPipeError:
-        code = EXIT_OK
-    except Exception as exc:
-        if os.environ.get("TFDOCTOR_DEBUG"):
-            raise
-        from tfdoctor.facts.redact import excerpt
-
-        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
-              "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
-        code = EXIT_INTERNAL
-    _leave(code)
-
-
-def _leave(code: int) -> None:
-    from tfdoctor.engine import abandoned_probes
-
-    if abandoned_probes(since=_run_mark):
-        # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+        raise SystemExit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INTERNAL) from None
+    raise SystemExit(returned if isinstance(returned, int) else EXIT_OK)

@@ -7,6 +7,9 @@ gc.freeze() puts them out of its reach. The pre-job hook takes about a tenth les
 (benchmarks/check_speed_ab.py). The collector is on again before any command runs: a long `tune` or
 `lint` collects its garbage as usual. Only this entry point does it: code that imports tfdoctor.cli
 (tests, tools embedding it) keeps its collector as it set it.
+
+The pre-job hook's own forms of `check` do not import the command line at all: tfdoctor/hook.py parses
+them without click and runs the function the click command runs, with the collector paused throughout.
 """
 
 from __future__ import annotations

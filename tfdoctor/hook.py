@@ -66,5 +66,15 @@ def run(options: object) -> None:
     from tfdoctor.usage import leave, run_guarded, start_run
 
     assert isinstance(options, CheckOptions)
+
+    def body() -> None:
+        try:
+            run_check(options)
+        except KeyboardInterrupt:  # as click reports it for the command line's commands
+            from tfdoctor.usage import EXIT_INTERNAL, emit
+
+            emit("\ntfdoctor: aborted\n", err=True)
+            raise SystemExit(EXIT_INTERNAL) from None
+
     start_run()
-    leave(run_guarded(lambda: run_check(options)))
+    leave(run_guarded(body))

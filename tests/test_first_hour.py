@@ -543,3 +543,64 @@ def test_fast_path_never_imports_click_and_usage_errors_still_exit_2(tmp_path):
                              capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 2
     assert missing.stderr.startswith("tfdoctor: error: ") and missing.stderr.endswith("False\n")
+
+
+# -- records: dataclass behaviour for the hook's classes, without importing dataclasses --------------------
+
+def test_record_behaves_as_the_dataclass_it_replaces():
+    import copy
+
+    from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
+    from tfdoctor.records import FrozenInstanceError, field, record
+
+    @record(frozen=True)
+    class Point:
+        """A test record."""
+
+        x: int
+        y: int = 0
+        tags: dict = field(default_factory=dict)
+        kind: str = field(default="point", init=False)
+
+    p = Point(1, y=2)
+    assert (p.x, p.y, p.tags, p.kind) == (1, 2, {}, "point")
+    assert p == Point(x=1, y=2) and p != Point(1, 3) and Point(1).tags is not Point(1).tags
+    assert repr(p) == "test_record_behaves_as_the_dataclass_it_replaces.<locals>.Point(x=1, y=2, tags={}, kind='point')"
+    with pytest.raises(FrozenInstanceError):
+        p.x = 5  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.y
+    for bad in (lambda: Point(), lambda: Point(1, 2, {}, "x"), lambda: Point(1, z=3), lambda: Point(1, x=2),
+                lambda: Point(1, kind="other")):
+        with pytest.raises(TypeError):
+            bad()
+    assert hash(Point(1, 2, ())) == hash(Point(1, 2, ()))  # type: ignore[arg-type]
+    assert copy.deepcopy(p) == p and copy.copy(p) == p
+
+    @record
+    class Mutable:
+        """A mutable one: assignable, unhashable as a dataclass with eq is."""
+
+        items: list = field(default_factory=list)
+
+    m = Mutable()
+    m.items = [1]
+    assert m == Mutable([1]) and Mutable.__hash__ is None
+    finding = Finding("slow", evidence={"a": 1}, fixes=(EnvFix("Set A", (set_env("A", "1"),)),),
+                      severity=Severity.WARNING, code="THR101", name="n")
+    assert finding == Finding("slow", {"a": 1}, (EnvFix("Set A", (set_env("A", "1"),)),), Severity.WARNING,
+                              "THR101", "n")
+    assert AdminFix("Load it", ("modprobe x",)).kind == "admin"
+    with pytest.raises(FrozenInstanceError):
+        finding.message = "fast"  # type: ignore[misc]
+
+
+def test_the_hook_imports_neither_click_nor_dataclasses(tmp_path):
+    import os
+
+    code = ("import sys\nfrom tfdoctor.console import main\nsys.argv = ['tfdoctor', 'check', '--quiet', '--facts', "
+            "sys.argv[1]]\ntry:\n    main()\nfinally:\n    print(sorted(m for m in ('click', 'dataclasses', 'inspect') "
+            "if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(BF16_VM)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "[]\n")

@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor import __version__
@@ -21,6 +20,7 @@ from tfdoctor.facts import Facts, NotApplicable, NotChecked, Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.redact import excerpt
 from tfdoctor.model import CheckResult, Finding, Severity, Status
+from tfdoctor.records import field, record
 from tfdoctor.registry import CheckSpec, ProbeSpec
 
 _abandoned: list[threading.Thread] = []
@@ -165,7 +165,7 @@ def _hostname() -> str:
         return socket.gethostname()
 
 
-@dataclass
+@record
 class Report:
     """What one run found: every check's result, the facts they read and the plugins that failed to load."""
 

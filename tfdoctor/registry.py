@@ -13,10 +13,10 @@ import importlib
 import re
 import types
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from tfdoctor.model import Finding, Severity
+from tfdoctor.records import record
 
 CHECK_GROUP = "tfdoctor.checks"
 PROBE_GROUP = "tfdoctor.probes"
@@ -265,7 +265,7 @@ def _load(value: str) -> object:
     return obj
 
 
-@dataclass
+@record
 class Registry:
     """The checks and probes found, and the plugins that failed to load."""
 

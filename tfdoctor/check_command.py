@@ -8,13 +8,15 @@ same function. Both therefore behave the same, byte for byte.
 from __future__ import annotations
 
 import sys
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
 
 from tfdoctor.gather import GatherOptions
+from tfdoctor.records import record
 from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, emit
 
 
-class CheckOptions(NamedTuple):
+@record(frozen=True)
+class CheckOptions:
     """`check`'s options as parsed (by click or by the hook's parser)."""
 
     gather: GatherOptions

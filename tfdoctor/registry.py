@@ -66,7 +66,7 @@ def doc_summary(doc: str) -> str:
         body.append(line.strip())
     text = " ".join(body)
     # The first sentence: up to a full stop followed by a space (not "e.g. " or "v1.2").
-    match = re.search(r"(?<![ .][a-z]\.)(?<!\be\.g)(?<!\bi\.e)\.(?=\s)", text)
+    match = re.search(r"(?<!\be\.g)(?<!\bi\.e)\.(?=\s)", text)
     return text[: match.end()] if match else text
 
 

@@ -194,12 +194,12 @@ def test_list_checks():
 
 
 def test_internal_error_is_exit_3_without_traceback(monkeypatch, capsys):
-    import tfdoctor.cli as cli
+    import tfdoctor.gather as gather
 
     def explode(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(cli, "_build_report", explode)
+    monkeypatch.setattr(gather, "build_report", explode)  # what `check` calls (tfdoctor/check_command.py)
     monkeypatch.delenv("TFDOCTOR_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit_info:
         main(["check", "--facts", str(SNAPSHOT)])

@@ -66,7 +66,8 @@ def test_json_output_names_the_odd_nodes_and_exit_code_is_1(fleet16: list[Path],
     assert len(data["nodes"]) == 16 and data["unreadable"] == []
 
 
-def test_table_output(fleet16: list[Path], capsys) -> None:
+def test_table_output(fleet16: list[Path], capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # the table takes the terminal's width (80 when none)
     code, out, _ = run_cli(["compare", *map(str, fleet16)], capsys)
     assert code == 1
     assert "Facts that differ across 16 node(s)" in out

@@ -58,7 +58,7 @@ def report_page(tmp_path_factory) -> dict[str, Any]:
     assert '<section id="report-profile">' in alone and alone.count("<section ") == 1
     (work / "profile.json").write_text(profile.stdout)
     (work / "metric.py").write_text(METRIC_SCRIPT)
-    tune = tfdoctor("tune", "--budget", "8", "--repeats", "2", "--leaders", "2", "--seed", "5", "--results",
+    tune = tfdoctor("tune", "--budget", "12", "--repeats", "2", "--leaders", "2", "--seed", "5", "--results",
                     str(work / "tune.jsonl"), "--metric", r"images/sec: ([0-9.]+)", "--", sys.executable,
                     str(work / "metric.py"))
     assert tune.returncode == 0, tune.stderr
@@ -100,7 +100,7 @@ def test_page_loads_without_console_errors(report_page):
 
 
 def test_every_section_with_input_is_present(report_page):
-    assert report_page["sections"] == ["report-check", "report-profile", "report-tune", "report-fleet"]
+    assert report_page["sections"] == ["report-next", "report-check", "report-profile", "report-tune", "report-fleet"]
 
 
 def test_every_plot_renders_with_data_and_a_size(report_page):

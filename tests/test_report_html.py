@@ -53,11 +53,14 @@ def test_fleet_section_puts_the_odd_node_first_and_marks_its_value(tmp_path, cap
     assert code == 0, err
     page = out.read_text()
     assert '<section id="report-fleet">' in page and 'id="report-check"' not in page
-    rows = rows_of(page, "fleet")
-    assert rows[0][0] == "gpu03"  # off the majority in the most facts
-    assert "535.104.05" in rows[0]
+    # Three nodes: the nodes are columns, the odd node (off the majority in the most facts) first, and each
+    # differing fact a row of its group.
+    assert re.search(r'<table class="fleet facts-as-rows"><thead><tr><th>fact</th><th><span class="node odd" '
+                     r'title="gpu03">gpu03</span></th><th><span class="node', page)
+    assert ('<tr><td>nvml.driver_version</td><td><span class="differs">535.104.05</span></td><td>550.54.15</td>'
+            '<td>550.54.15</td></tr>') in page
+    assert re.search(r"<summary>nvml — \d+ fact\(s\) differ</summary>", page)
     assert re.search(r'<span class="differs">535\.104\.05</span>', page)
-    assert '<span class="node odd" title="gpu03">gpu03</span>' in page
     assert "odd node out: " in visible_text(page) and "gpu03" in visible_text(page).split("odd node out:")[1][:20]
 
 

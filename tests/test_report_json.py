@@ -70,7 +70,7 @@ def test_schema_2_accepts_the_info_status_and_requires_default_severity():
     schema = json.loads((REPO / "tfdoctor" / "schema" / "report.schema.json").read_text())
     registry = load_registry(check_modules=[_module()], probe_modules=[])
     document = report_to_json(run_checks(registry.checks, Facts({}, {})))
-    assert document["schema_version"] == 2
+    assert document["schema_version"] == 3
     jsonschema.validate(document, schema)
     del document["results"][0]["default_severity"]
     with pytest.raises(jsonschema.ValidationError, match="default_severity"):

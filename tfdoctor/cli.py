@@ -7,7 +7,6 @@ above --fail-on, 1 something was, 2 usage error, 3 tfdoctor failed; also in the 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,7 @@ def cli() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
               help="Exit 1 when a finding is at or above this level (default: error, or the config's).")
-@click.option("-v", "--verbose", is_flag=True, help="Also list passed and not-checked checks.")
+@click.option("-v", "--verbose", is_flag=True, help="Also list passed, not-applicable and not-checked checks.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Pre-job hook form: nothing when healthy, one line per finding at or above --fail-on.")
 @click.option("--list-checks", is_flag=True, help="List every registered check and exit.")
@@ -69,44 +68,13 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
           python: str | None, timeout: float | None, fmt: str, fail_on: str | None, verbose: bool,
           quiet: bool, list_checks: bool) -> None:
     """Check this machine (or recorded facts) and report findings."""
-    from tfdoctor.engine import should_fail
+    from tfdoctor.check_command import CheckOptions, run_check
 
     if list_checks:
         _emit(_list_checks())
         return
-    config = _config()
-    opts = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
-    report = _build_report(opts, config)
-    level = fail_on or config.fail_on
-    if fmt == "json":
-        from tfdoctor.report.json_report import render_json
-
-        _emit(render_json(report))
-    elif quiet:
-        from tfdoctor.model import Severity
-        from tfdoctor.report.text import render_quiet
-
-        _emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
-        _emit(_abandoned_note(), err=True)
-    else:
-        from tfdoctor.report.text import render_text
-
-        color = None if sys.stdout.isatty() else False
-        _emit(render_text(report, verbose=verbose, color=color))
-    if report.crashed() and level != "never":
-        raise SystemExit(EXIT_INTERNAL)
-    raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
-
-
-def _abandoned_note() -> str:
-    """The hook must not pass silently for want of time: say which probes ran out of it (on stderr)."""
-    from tfdoctor.engine import abandoned_probes
-
-    abandoned = abandoned_probes(since=_run_mark)
-    if not abandoned:
-        return ""
-    return (f"tfdoctor: not checked: probe(s) {', '.join(sorted(abandoned))} did not finish within the "
-            "--timeout budget; raise --timeout to check them\n")
+    gather = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
+    run_check(CheckOptions(gather, fmt, fail_on, verbose, quiet))
 
 
 def _list_checks() -> str:
@@ -193,14 +161,17 @@ def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
         except FactsFileError as exc:
             raise UsageError(str(exc)) from None
     explained = explain_sightings(sightings, results)
+    from tfdoctor.logs.unrecognised import unrecognised
+
+    unknown = unrecognised(log.text, (n for s in sightings for n in s.lines))
     if fmt == "json":
         from tfdoctor.logs.render import render_json
 
-        _emit(render_json(log, explained, facts_meta))
+        _emit(render_json(log, explained, facts_meta, unknown))
     else:
         from tfdoctor.logs.render import render_text
 
-        _emit(render_text(log, explained, checked=bool(codes)))
+        _emit(render_text(log, explained, checked=bool(codes), unknown=unknown))
     if any(item.crashed for item in explained):
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)
@@ -261,6 +232,10 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default=None, help="Same as --format (sh or fish).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Batch-script form: standard error says only what needs attention (administrator steps and "
+                   "fixes left out for warnings and errors); an info finding's fix left out on purpose, and the "
+                   "'written to' line, are not repeated at every job start.")
 @click.option("--validate", is_flag=True,
               help="Measure each fix with the micro-profile (interleaved runs); drop fixes measured slower.")
 @click.option("--validate-workload", type=click.Choice(["cnn", "matmul", "pyfunc"]), default="cnn",
@@ -269,7 +244,8 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
 def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None, root: str | None,
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
         write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool,
-        write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn") -> None:
+        write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn",
+        quiet: bool = False) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -298,12 +274,14 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     try:
         if write_path:
             write_file(write_path, script, force=force)
-            _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
+            if not quiet:
+                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
         if write_python:
             from tfdoctor.fixes.render_python import render_python
 
             write_file(write_python, render_python(plan, header), force=force)
-            _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
+            if not quiet:
+                _emit(f"tfdoctor: {len(plan.python)} in-process fix(es) written to {write_python}\n", err=True)
         if write_launcher:
             from tfdoctor.fixes.render_launcher import write_launcher_file
 
@@ -312,7 +290,7 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         raise UsageError(str(exc)) from None
     if print_script or (not write_path and not write_python and not write_launcher):
         _emit(script)
-    _emit(_plan_notes(plan), err=True)
+    _emit(_plan_notes(plan, quiet), err=True)
 
 
 def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
@@ -331,62 +309,26 @@ def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
     return render_sh(plan, header)
 
 
-def _plan_notes(plan: Any) -> str:
+def _plan_notes(plan: Any, quiet: bool = False) -> str:
     """Admin steps and skipped fixes go to stderr, so `eval "$(tfdoctor fix --print)"` never runs them."""
-    lines = []
-    for fix_, source in plan.admin:
-        lines.append(f"tfdoctor: {source.code} needs an administrator: {fix_.title}")
-        lines.extend(f"    {step}" for step in fix_.steps)
-    for skipped in plan.skipped:
-        lines.append(f"tfdoctor: {skipped.source.code} not applied ({skipped.reason}): {skipped.title}")
-    return "".join(line + "\n" for line in lines)
-
-
-_run_mark = 0
+    return "".join(line + "\n" for line in plan.notes(quiet))
 
 
 def main(argv: list[str] | None = None) -> None:
-    global _run_mark
-    from tfdoctor.engine import abandoned_mark
+    from tfdoctor.usage import leave, run_guarded, start_run
 
-    # Only this invocation's abandoned probes count (tests call main() many times in one process).
-    _run_mark = abandoned_mark()
-    code = EXIT_OK
+    start_run()
+    leave(run_guarded(lambda: _click_main(argv)))
+
+
+def _click_main(argv: list[str] | None) -> None:
+    """click's own errors as tfdoctor's: a usage error exits 2, an abort 3 (the rest: run_guarded)."""
     try:
         returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
-        code = returned if isinstance(returned, int) else EXIT_OK
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
     except click.exceptions.Abort:
         _emit("tfdoctor: aborted\n", err=True)
-        code = EXIT_INTERNAL
+        raise SystemExit(EXIT_INTERNAL) from None
     except click.ClickException as exc:
         exc.show()
-        code = EXIT_USAGE if isinstance(exc, (click.UsageError, UsageError)) else EXIT_INTERNAL
-    except KeyboardInterrupt:
-        code = 130
-    except BrokenPipeError:
-        code = EXIT_OK
-    except Exception as exc:
-        if os.environ.get("TFDOCTOR_DEBUG"):
-            raise
-        from tfdoctor.facts.redact import excerpt
-
-        _emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
-              "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
-        code = EXIT_INTERNAL
-    _leave(code)
-
-
-def _leave(code: int) -> None:
-    from tfdoctor.engine import abandoned_probes
-    from tfdoctor.facts.bounded import end_children
-
-    end_children()  # a child of an abandoned probe (a --python that ignores SIGTERM) must not outlive us
-
-    if abandoned_probes(since=_run_mark):
-        # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+        raise SystemExit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INTERNAL) from None
+    raise SystemExit(returned if isinstance(returned, int) else EXIT_OK)

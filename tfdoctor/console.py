@@ -7,6 +7,9 @@ gc.freeze() puts them out of its reach. The pre-job hook takes about a tenth les
 (benchmarks/check_speed_ab.py). The collector is on again before any command runs: a long `tune` or
 `lint` collects its garbage as usual. Only this entry point does it: code that imports tfdoctor.cli
 (tests, tools embedding it) keeps its collector as it set it.
+
+The pre-job hook's own forms of `check` do not import the command line at all: tfdoctor/hook.py parses
+them without click and runs the function the click command runs, with the collector paused throughout.
 """
 
 from __future__ import annotations
@@ -29,4 +32,16 @@ def load_cli() -> Callable[..., None]:
 
 
 def main() -> None:
+    import sys
+
+    # The pre-job hook's forms of `check` skip click (tfdoctor/hook.py); every other command line goes
+    # through it. The collector stays paused for the hook's short run: it makes no garbage worth a walk.
+    from tfdoctor.hook import parse_check
+
+    options = parse_check(sys.argv[1:])
+    if options is not None:
+        from tfdoctor.hook import run
+
+        gc.disable()
+        run(options)
     load_cli()()

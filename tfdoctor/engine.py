@@ -13,14 +13,14 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor import __version__
-from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.facts import Facts, NotApplicable, NotChecked, Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.redact import excerpt
 from tfdoctor.model import CheckResult, Finding, Severity, Status
+from tfdoctor.records import field, record
 from tfdoctor.registry import CheckSpec, ProbeSpec
 
 _abandoned: list[threading.Thread] = []
@@ -165,7 +165,7 @@ def _hostname() -> str:
         return socket.gethostname()
 
 
-@dataclass
+@record
 class Report:
     """What one run found: every check's result, the facts they read and the plugins that failed to load."""
 
@@ -191,7 +191,8 @@ class Report:
         return [r for r in self.results if r.status is Status.CRASHED]
 
     def counts(self) -> dict[str, int]:
-        counts = {s.label: 0 for s in Severity} | {"not-checked": 0, "crashed": 0, "passed": 0}
+        counts = {s.label: 0 for s in Severity} | {
+            "not-checked": 0, "crashed": 0, "passed": 0, "not-applicable": 0}
         for result in self.results:
             if result.status is Status.FAILED:
                 for finding in result.findings:
@@ -206,6 +207,9 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
         raw = list(spec.func(facts) or ())
     except NotChecked as exc:
         return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
+                           reason=excerpt(exc.reason, REASON_CHARS))
+    except NotApplicable as exc:
+        return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_APPLICABLE,
                            reason=excerpt(exc.reason, REASON_CHARS))
     except Exception as exc:
         import traceback  # only for a crashed check: off the healthy hook's path
@@ -225,8 +229,14 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
         )
         for f in raw
     )
-    status = Status.FAILED if findings else Status.PASSED
-    return CheckResult(spec.code, spec.name, spec.severity, status, findings)
+    if not findings:
+        from tfdoctor.derive.applicability import gpu_only, no_gpu_reason
+
+        reason = no_gpu_reason(facts) if gpu_only(spec.code) else None
+        if reason:
+            return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_APPLICABLE, reason=reason)
+        return CheckResult(spec.code, spec.name, spec.severity, Status.PASSED)
+    return CheckResult(spec.code, spec.name, spec.severity, Status.FAILED, findings)
 
 
 def run_checks(

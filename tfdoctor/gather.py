@@ -11,8 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import click
-
 from tfdoctor.usage import UsageError
 
 DEFAULT_TIMEOUT = 5.0
@@ -31,6 +29,8 @@ class GatherOptions(NamedTuple):
 
 def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every command that looks at a machine shares."""
+    import click  # only the command line's modules declare options: the hook's fast path never does
+
     options = [
         click.option("--select", multiple=True, metavar="CODES",
                      help="Only these checks (comma-separated codes or prefixes, e.g. THR,CPU002)."),

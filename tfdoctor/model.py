@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from tfdoctor.records import field, record
 
 
 class Severity(enum.IntEnum):
@@ -50,7 +51,7 @@ class EnvOp(str, enum.Enum):
     PREPEND = "prepend"  # prepend one entry to a ':'-separated path list unless it is already there
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvChange:
     """One change to an environment variable: set it, unset it, or prepend an entry to a path list."""
 
@@ -77,7 +78,7 @@ def prepend_path(name: str, entry: str) -> EnvChange:
     return EnvChange(EnvOp.PREPEND, name, entry)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvFix:
     """Environment changes that a sourced script applies."""
 
@@ -95,7 +96,7 @@ class EnvFix:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PythonFix:
     """Code that must run inside the training process (what no environment variable can set)."""
 
@@ -109,7 +110,7 @@ class PythonFix:
                 "code": self.code}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AdminFix:
     """Instructions for an administrator: shown to the user, never written into a script."""
 
@@ -139,7 +140,7 @@ def fix_from_json(data: Mapping[str, Any]) -> Fix:
     raise ValueError(f"unknown fix kind {kind!r}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One problem a check observed. `code`, `name` and `severity` are filled in by the engine."""
 
@@ -165,19 +166,21 @@ class Status(str, enum.Enum):
     PASSED = "passed"  # ran, found nothing
     FAILED = "failed"  # ran, yielded findings (written "info" in JSON when all of them are info)
     NOT_CHECKED = "not-checked"  # a fact it needs is unknown
+    NOT_APPLICABLE = "not-applicable"  # nothing here for it to look at (a GPU check without a GPU)
     CRASHED = "crashed"  # the check raised
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckResult:
-    """One check's outcome: passed, failed with findings, not checked or crashed (with the reason)."""
+    """One check's outcome: passed, failed with findings, not checked, not applicable or crashed (with the
+    reason)."""
 
     code: str
     name: str
     severity: Severity
     status: Status
     findings: tuple[Finding, ...] = ()
-    reason: str = ""  # why not checked, or what the crash was
+    reason: str = ""  # why not checked or not applicable, or what the crash was
 
     @property
     def worst(self) -> Severity | None:

@@ -13,10 +13,10 @@ import importlib
 import re
 import types
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from tfdoctor.model import Finding, Severity
+from tfdoctor.records import record
 
 CHECK_GROUP = "tfdoctor.checks"
 PROBE_GROUP = "tfdoctor.probes"
@@ -48,7 +48,26 @@ class CheckSpec(NamedTuple):
 
     @property
     def summary(self) -> str:
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+        return doc_summary(self.doc)
+
+
+def doc_summary(doc: str) -> str:
+    """One line for a listing: the doc's first line, or, when the doc opens with a section heading
+    ("What it does:"), the first sentence of that section's body."""
+    lines = doc.strip().splitlines()
+    if not lines:
+        return ""
+    if lines[0].rstrip(":").strip() not in DOC_SECTIONS:
+        return lines[0].strip()
+    body: list[str] = []
+    for line in lines[1:]:
+        if not line.strip() or line.rstrip(":").strip() in DOC_SECTIONS:
+            break
+        body.append(line.strip())
+    text = " ".join(body)
+    # The first sentence: up to a full stop followed by a space (not "e.g. " or "v1.2").
+    match = re.search(r"(?<!\be\.g)(?<!\bi\.e)\.(?=\s)", text)
+    return text[: match.end()] if match else text
 
 
 class ProbeSpec(NamedTuple):
@@ -246,7 +265,7 @@ def _load(value: str) -> object:
     return obj
 
 
-@dataclass
+@record
 class Registry:
     """The checks and probes found, and the plugins that failed to load."""
 

@@ -12,25 +12,33 @@ Exit codes (also in the README):
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
-
-import click
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-class UsageError(click.ClickException):
-    """Bad input the user can correct: exit 2 with a one-line message, never a traceback."""
+class UsageError(Exception):
+    """Bad input the user can correct: exit 2 with a one-line message, never a traceback.
+
+    Not a click exception: the pre-job hook's fast path (tfdoctor/hook.py) raises and shows it without
+    importing click; `run_guarded` turns it into exit 2 for every command."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def format_message(self) -> str:
+        return self.message
 
     def show(self, file: Any = None) -> None:
         from tfdoctor.facts.redact import redact_text
 
-        click.echo(f"tfdoctor: error: {redact_text(self.format_message())}", err=True)
+        emit(f"tfdoctor: error: {redact_text(self.format_message())}\n", err=True)
 
 
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
@@ -49,6 +57,8 @@ def emit(text: str, err: bool = False) -> None:
 
 def project_config() -> Any:
     """The [tool.tfdoctor] configuration found from the current directory up; malformed → exit 2."""
+    from pathlib import Path
+
     from tfdoctor.config import Config, ConfigError, find_config_file, load_config
 
     warnings: list[str] = []
@@ -59,3 +69,57 @@ def project_config() -> Any:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     return config
+
+
+_run_mark = 0
+
+
+def start_run() -> None:
+    """Only this invocation's abandoned probes count (tests call main() many times in one process)."""
+    global _run_mark
+    from tfdoctor.engine import abandoned_mark
+
+    _run_mark = abandoned_mark()
+
+
+def abandoned_since_start() -> list[str]:
+    from tfdoctor.engine import abandoned_probes
+
+    return list(abandoned_probes(since=_run_mark))
+
+
+def run_guarded(body: Callable[[], object]) -> int:
+    """Run a command's body and return its exit code: SystemExit's code, 2 for a usage error, 130 on ^C,
+    0 on a closed pipe, 3 with a one-line message (never a traceback) for anything else."""
+    try:
+        body()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
+    except UsageError as exc:
+        exc.show()
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:
+        if os.environ.get("TFDOCTOR_DEBUG"):
+            raise
+        from tfdoctor.facts.redact import excerpt
+
+        emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
+             "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+def leave(code: int) -> None:
+    bounded = sys.modules.get("tfdoctor.facts.bounded")  # not imported: no child was started
+    if bounded is not None:
+        bounded.end_children()  # a child of an abandoned probe (a --python that ignores SIGTERM) must not outlive us
+    if abandoned_since_start():
+        # A probe stuck in C code (a hung driver call) would hold the interpreter at shutdown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -125,7 +125,7 @@ def tensorflow_not_installed(facts: Facts) -> Iterator[Finding]:
     then every package check below says nothing about the environment that matters.
 
     Example:
-    `pipx install tfdoctor && tfdoctor check` while the job runs ~/venvs/train/bin/python.
+    `pipx install .` (in tfdoctor's clone), then `tfdoctor check` while the job runs ~/venvs/train/bin/python.
 
     Fix:
     Point tfdoctor at the job's interpreter with `--python PATH`, or install TensorFlow there.

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tfdoctor.records import record
 
 SCHEMA_VERSION = 1
 # A facts file of a large node is a few hundred KB; parsed JSON takes several times its size in memory.
@@ -21,7 +22,7 @@ UNKNOWN_KEY = "$unknown"
 _MISSING: Any = object()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Unknown:
     """A fact that could not be read, and why."""
 
@@ -33,6 +34,14 @@ class Unknown:
 
 class NotChecked(Exception):
     """Raised by `Facts.get` for an unknown fact: the check cannot run and says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotApplicable(Exception):
+    """Raised by a check that cannot apply to this machine (a GPU check on a host without a GPU)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

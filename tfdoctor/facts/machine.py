@@ -16,11 +16,11 @@ import errno
 import functools
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from tfdoctor.facts import Unknown
+from tfdoctor.records import field, record
 
 T = TypeVar("T")
 
@@ -28,7 +28,7 @@ PROBE_FILE_LIMIT = 4 * 1024 * 1024  # /proc/cpuinfo of 512 CPUs is ~1 MB; nothin
 _MAX_LINKS = 40
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Machine:
     """The machine probes read: a root ("/" or a fake tree), its environment, the interpreter to inspect, a
     time limit."""

@@ -19,6 +19,7 @@ class Source:
     code: str
     name: str
     message: str
+    severity: Severity | None = None  # the finding's; quiet notes (fix --quiet) leave out info ones
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,29 @@ class FixPlan:
     def is_empty(self) -> bool:
         return not (self.env or self.python or self.admin)
 
+    def notes(self, quiet: bool = False) -> list[str]:
+        """What the script does not do, for standard error: steps for an administrator, and fixes left
+        out. `quiet` (a batch script's form) keeps only those of warnings and errors: an info finding's fix
+        left out on purpose (unsafe or manual) is a suggestion `check` shows, not news at every job start."""
+        lines = []
+        for fix, source in self.admin:
+            if quiet and not _news(source):
+                continue
+            lines.append(f"tfdoctor: {source.code} needs an administrator: {fix.title}")
+            lines.extend(f"    {step}" for step in fix.steps)
+        for skipped in self.skipped:
+            if quiet and not _news(skipped.source):
+                continue
+            lines.append(f"tfdoctor: {skipped.source.code} not applied ({skipped.reason}): {skipped.title}")
+        return lines
+
+
+def _news(source: Source) -> bool:
+    return source.severity is not None and source.severity >= Severity.WARNING
+
 
 def _source(finding: Finding) -> Source:
-    return Source(finding.code, finding.name, finding.message)
+    return Source(finding.code, finding.name, finding.message, finding.severity)
 
 
 def plan_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:

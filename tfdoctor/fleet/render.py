@@ -58,21 +58,29 @@ def render_json(comparison: Comparison, checks: ChecksSummary | None = None) -> 
 
 
 def render_table(comparison: Comparison, checks: ChecksSummary | None = None, color: bool | None = None,
-                 width: int = 120) -> str:
+                 width: int | None = None) -> str:
+    """The comparison at `width` columns (default: the terminal's, see tfdoctor.report.tables)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(force_terminal=color, no_color=color is False, width=width, highlight=False)
+    from tfdoctor.report.tables import terminal_width
+
+    console = Console(force_terminal=color, no_color=color is False, width=width or terminal_width(),
+                      highlight=False)
     with console.capture() as capture:
         for bad in comparison.unreadable:
             console.print(f"[red]unreadable:[/] {escape(redact_text(f'{bad.source}: {bad.error}'))}", markup=True)
         total = len(comparison.nodes)
         if comparison.differences:
             table = Table(title=f"Facts that differ across {total} node(s)", show_lines=False, expand=False)
-            table.add_column("fact", overflow="fold")
-            table.add_column("majority", overflow="fold")
-            table.add_column("differing: value (nodes)", overflow="fold")
+            # A fact's dotted path has no space to wrap at: it keeps its line up to half the width, and
+            # the values (which have spaces) wrap in what is left.
+            fact_width = min(max(len(d.fact) for d in comparison.differences), console.width // 2)
+            value_width = max(8, (console.width - fact_width - 10) // 2)  # 10: the rules and padding
+            table.add_column("fact", overflow="fold", width=fact_width)
+            table.add_column("majority", overflow="fold", max_width=value_width)
+            table.add_column("differing: value (nodes)", overflow="fold", max_width=value_width)
             for d in comparison.differences:
                 if d.has_majority:
                     majority_nodes = dict(d.holders)[d.majority]
@@ -105,7 +113,7 @@ def _print_checks(console: Any, checks: ChecksSummary) -> None:
         console.print(f"Checks: no finding on any of {total} node(s).")
         return
     table = Table(title=f"Check findings across {total} node(s)")
-    table.add_column("code")
+    table.add_column("code", overflow="fold")
     table.add_column("severity")
     table.add_column("nodes", overflow="fold")
     table.add_column("message (first node)", overflow="fold")

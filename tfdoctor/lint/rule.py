@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor.model import Applicability, Severity
-from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, validate_identity
+from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, doc_summary, validate_identity
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
 
@@ -119,7 +119,7 @@ class LintRuleSpec:
 
     @property
     def summary(self) -> str:
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+        return doc_summary(self.doc)
 
 
 def lint_rule(code: str, name: str, severity: Severity, preview: bool = False) -> Callable[[RuleFunc], RuleFunc]:

@@ -25,6 +25,12 @@ class ExplainedMessage:
     def crashed(self) -> bool:
         return any(r.status is Status.CRASHED for r in self.results)
 
+    @property
+    def without_gpu(self) -> bool:
+        """The related GPU checks had nothing to look at: this machine has no NVIDIA GPU or driver."""
+        return (any(r.status is Status.NOT_APPLICABLE for r in self.results)
+                and not any(r.findings for r in self.results))
+
 
 def verdict(sighting: Sighting, results: Sequence[CheckResult]) -> str:
     """error/warning/info: a related check found that; unconfirmed: the message signals a problem but no

@@ -13,6 +13,7 @@ from tfdoctor import knowledge
 TABLE = "log_messages"
 _FIELDS = {"id": str, "origin": str, "pattern": str, "meaning": str, "harmless": bool, "checks": list,
            "advice": str, "source": str, "examples": list}
+_OPTIONAL = {"without_gpu": str}
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _NEWLINE = re.compile("\n")
 
@@ -30,6 +31,7 @@ class LogMessage:
     advice: str
     source: str
     examples: tuple[str, ...]
+    without_gpu: str = ""  # the advice when the machine has no NVIDIA GPU or driver ("" = `advice`)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Sighting:
     line: int
     text: str
     count: int
+    lines: tuple[int, ...] = ()  # every line (1-based) the message occurs on
 
 
 @cache
@@ -52,6 +55,9 @@ def known_messages() -> tuple[LogMessage, ...]:
         for field, kind in _FIELDS.items():
             if not isinstance(row.get(field), kind):
                 raise knowledge.KnowledgeError(f"{TABLE}: {name}: {field} must be a {kind.__name__}")
+        for field, kind in _OPTIONAL.items():
+            if field in row and not isinstance(row[field], kind):
+                raise knowledge.KnowledgeError(f"{TABLE}: {name}: {field} must be a {kind.__name__}")
         if not _ID.match(row["id"]):
             raise knowledge.KnowledgeError(f"{TABLE}: {name}: id must be kebab-case")
         try:
@@ -63,6 +69,7 @@ def known_messages() -> tuple[LogMessage, ...]:
             id=row["id"], origin=row["origin"], pattern=pattern, meaning=row["meaning"],
             harmless=row["harmless"], checks=tuple(str(c) for c in row["checks"]), advice=row["advice"],
             source=row["source"], examples=tuple(str(e) for e in row["examples"]),
+            without_gpu=row.get("without_gpu", ""),
         ))
     return tuple(messages)
 
@@ -149,5 +156,6 @@ def find_messages(text: str, messages: Sequence[LogMessage] | None = None) -> li
             continue
         line = min(lines)
         end = text.find("\n", starts[line])
-        found.append(Sighting(message, line + 1, text[starts[line]:end if end >= 0 else len(text)], len(lines)))
+        found.append(Sighting(message, line + 1, text[starts[line]:end if end >= 0 else len(text)], len(lines),
+                              tuple(sorted(n + 1 for n in lines))))
     return sorted(found, key=lambda s: (s.line, s.message.id))

@@ -14,6 +14,7 @@ from tfdoctor import __version__
 from tfdoctor.facts.redact import excerpt
 from tfdoctor.logs.explanation import ERROR, HARMLESS, INFO, UNCONFIRMED, WARNING, ExplainedMessage, counts
 from tfdoctor.logs.read import LogText
+from tfdoctor.logs.unrecognised import Unrecognised
 from tfdoctor.model import Status
 
 EXPLAIN_LOG_SCHEMA_VERSION = 1
@@ -36,7 +37,7 @@ def _result_lines(explained: ExplainedMessage) -> list[str]:
     from tfdoctor.report.text import fix_lines
 
     lines: list[str] = []
-    passed, unchecked = [], []
+    passed, unchecked, inapplicable = [], [], []
     for result in explained.results:
         if result.status is Status.FAILED:
             for finding in result.findings:
@@ -49,15 +50,44 @@ def _result_lines(explained: ExplainedMessage) -> list[str]:
             passed.append(result.code)
         elif result.status is Status.NOT_CHECKED:
             unchecked.append(f"{result.code} ({result.reason})")
+        elif result.status is Status.NOT_APPLICABLE:
+            inapplicable.append((result.code, result.reason))
         else:
             lines.append(f"    {result.code} {result.name}: check crashed: {result.reason}")
     if passed:
         lines.append(f"    checked, nothing found: {', '.join(passed)}")
     lines.extend(f"    not checked: {item}" for item in unchecked)
+    for reason in dict.fromkeys(reason for _, reason in inapplicable):
+        codes = ", ".join(code for code, why in inapplicable if why == reason)
+        lines.append(f"    not applicable here: {codes} ({reason})")
     return lines
 
 
-def render_text(log: LogText, explained: Sequence[ExplainedMessage], checked: bool) -> str:
+NO_GPU_HEADLINE = "there is no GPU on this machine"
+
+
+def _advice(item: ExplainedMessage) -> str:
+    message = item.sighting.message
+    return message.without_gpu if item.without_gpu and message.without_gpu else message.advice
+
+
+def _unrecognised_lines(unknown: Unrecognised | None, hint: bool = True) -> list[str]:
+    if unknown is None:
+        return []
+    if not unknown.lines:
+        return ["Every non-blank line was recognised."]
+    out = [f"{unknown.lines} non-blank line(s) not recognised, {unknown.error_looking_total} of them look like "
+           "errors" + (":" if unknown.error_looking else ".")]
+    out += [f"    line {number}: {echo_line(text)}" for number, text in unknown.error_looking]
+    if unknown.error_looking_total > len(unknown.error_looking):
+        out.append(f"    … and {unknown.error_looking_total - len(unknown.error_looking)} more")
+    if unknown.error_looking and hint:
+        out.append("tfdoctor does not know these messages: docs/log-messages.md says how to add one.")
+    return out
+
+
+def render_text(log: LogText, explained: Sequence[ExplainedMessage], checked: bool,
+                unknown: Unrecognised | None = None) -> str:
     out = [f"tfdoctor: {log.source}: {log.lines} line(s) read"
            + (f" (the last {log.bytes_read // 1024} KiB; {log.bytes_skipped // 1024} KiB before them skipped)"
               if log.bytes_skipped else "")
@@ -65,30 +95,33 @@ def render_text(log: LogText, explained: Sequence[ExplainedMessage], checked: bo
            + f", {len(explained)} known message(s)"]
     if not explained:
         out.append("No message tfdoctor knows was found (docs/log-messages.md lists them, and how to add one).")
+        out += _unrecognised_lines(unknown, hint=False)
         return "\n".join(out) + "\n"
     for item in explained:
         message, sighting = item.sighting.message, item.sighting
         times = f" ({sighting.count}×)" if sighting.count > 1 else ""
+        headline = NO_GPU_HEADLINE if item.without_gpu and item.verdict == UNCONFIRMED else HEADLINE[item.verdict]
         out += ["", f"{GLYPH[item.verdict]} {message.id} — line {sighting.line}{times}, from {message.origin}: "
-                    f"{HEADLINE[item.verdict]}",
+                    f"{headline}",
                 f"    > {echo_line(sighting.text)}",
                 f"    means: {message.meaning}"]
         if item.verdict in (ERROR, WARNING, INFO):
             out.append("    on this machine:")
         out += _result_lines(item)
         if item.verdict in (UNCONFIRMED, HARMLESS) or not checked:
-            out.append(f"    what to do: {message.advice}")
+            out.append(f"    what to do: {_advice(item)}")
         out.append(f"    source of this wording: {message.source}")
     tally = counts(explained)
     out += ["", "tfdoctor: " + ", ".join(f"{tally[v]} {v}" for v in (ERROR, WARNING, INFO, UNCONFIRMED, HARMLESS))]
+    out += _unrecognised_lines(unknown)
     if any(item.results for item in explained):
         out.append("Run `tfdoctor explain CODE` for what a check looks at, `tfdoctor fix` to apply the safe fixes.")
     return "\n".join(out) + "\n"
 
 
 def explanation_to_json(log: LogText, explained: Sequence[ExplainedMessage],
-                        facts_meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {
+                        facts_meta: Mapping[str, Any] | None, unknown: Unrecognised | None = None) -> dict[str, Any]:
+    document = {
         "schema_version": EXPLAIN_LOG_SCHEMA_VERSION,
         "tfdoctor_version": __version__,
         "log": {"source": log.source, "lines": log.lines, "bytes_read": log.bytes_read,
@@ -105,7 +138,7 @@ def explanation_to_json(log: LogText, explained: Sequence[ExplainedMessage],
                 "text": echo_line(item.sighting.text),
                 "meaning": item.sighting.message.meaning,
                 "harmless": item.sighting.message.harmless,
-                "advice": item.sighting.message.advice,
+                "advice": _advice(item),
                 "source": item.sighting.message.source,
                 "verdict": item.verdict,
                 "checks": [r.to_json() for r in item.results],
@@ -113,7 +146,13 @@ def explanation_to_json(log: LogText, explained: Sequence[ExplainedMessage],
             for item in explained
         ],
     }
+    if unknown is not None:
+        document["unrecognised"] = {
+            "lines": unknown.lines, "error_looking_total": unknown.error_looking_total,
+            "error_looking": [{"line": number, "text": echo_line(text)} for number, text in unknown.error_looking]}
+    return document
 
 
-def render_json(log: LogText, explained: Sequence[ExplainedMessage], facts_meta: Mapping[str, Any] | None) -> str:
-    return json.dumps(explanation_to_json(log, explained, facts_meta), indent=2, ensure_ascii=True) + "\n"
+def render_json(log: LogText, explained: Sequence[ExplainedMessage], facts_meta: Mapping[str, Any] | None,
+                unknown: Unrecognised | None = None) -> str:
+    return json.dumps(explanation_to_json(log, explained, facts_meta, unknown), indent=2, ensure_ascii=True) + "\n"

@@ -3,6 +3,11 @@
 Schema 2 (from schema 1): a result's "severity" is that of its worst finding (the check's declared one
 moved to "default_severity"), and a result whose findings are all info has "status": "info", not
 "failed". Every schema-1 field is still there with the same name and type.
+
+Schema 3 (from schema 2): a check with nothing to look at on this machine (a GPU check on a host with no
+NVIDIA GPU or driver) has "status": "not-applicable" and its "reason", where schema 2 said "passed"; the
+summary counts them under "not-applicable". Nothing else changed: a reader of "failed" and "info" records
+reads schema 3 as it read schema 2.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 from tfdoctor import __version__
 from tfdoctor.engine import Report
 
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 
 
 def report_to_json(report: Report) -> dict[str, Any]:

@@ -63,6 +63,8 @@ def _result_rows(result: CheckResult, verbose: bool) -> list[tuple[str, str]]:
         return [(f"‼ {result.code} {result.name}: check crashed: {result.reason}", "bold magenta")]
     if verbose and result.status is Status.NOT_CHECKED:
         return [(f"? {result.code} {result.name}: not checked: {result.reason}", "dim")]
+    if verbose and result.status is Status.NOT_APPLICABLE:
+        return [(f"- {result.code} {result.name}: not applicable: {result.reason}", "dim")]
     if verbose and result.status is Status.PASSED:
         return [(f"✓ {result.code} {result.name}", "green")]
     return []
@@ -72,6 +74,8 @@ def summary_line(report: Report) -> str:
     c = report.counts()
     parts = [f"{c['error']} error(s)", f"{c['warning']} warning(s)", f"{c['info']} info"]
     parts.append(f"{c['passed']} check(s) passed")
+    if c["not-applicable"]:
+        parts.append(f"{c['not-applicable']} not applicable")
     if c["not-checked"]:
         parts.append(f"{c['not-checked']} not checked")
     if c["crashed"]:

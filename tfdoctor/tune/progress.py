@@ -53,12 +53,17 @@ def _settings_text(space: Space, params: dict[str, Any]) -> str:
     return " ".join(f"{p.name}={params.get(p.name)}" for p in space.parameters)
 
 
-def render_summary(space: Space, result: TuneResult, maximize: bool, results_path: str) -> str:
+def render_summary(space: Space, result: TuneResult, maximize: bool, results_path: str,
+                   width: int | None = None) -> str:
+    """The ranked trials and the verdict, at `width` columns (default: the terminal's). When the parameters
+    cannot each have a column at that width, they fold into one "settings" column (NAME=value, one per
+    line) rather than being broken mid-word."""
     from rich.console import Console
-    from rich.table import Table
+
+    from tfdoctor.report.tables import fits, terminal_width
 
     buffer = io.StringIO()
-    console = Console(file=buffer, width=160, no_color=True, highlight=False)
+    console = Console(file=buffer, width=width or terminal_width(), no_color=True, highlight=False)
     groups: dict[tuple[Any, ...], list[TrialRecord]] = {}
     for record in result.records:
         if record.ok and record.phase != "verify":  # a verify run changes a subset: no point of the table
@@ -67,21 +72,9 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
             groups.setdefault(key, []).append(record)
     sign = 1 if maximize else -1
     ranked = sorted(groups.items(), key=lambda kv: -sign * statistics.median([r.value for r in kv[1]]))  # type: ignore[misc]
-    table = Table(title=f"tfdoctor tune: {len(result.records)} trials ({sum(not r.ok for r in result.records)} failed)")
-    table.add_column("rank", justify="right")
-    table.add_column("median", justify="right")
-    table.add_column("runs", justify="right")
-    table.add_column("spread", justify="right")
-    table.add_column("seed")
-    for name in space.names():
-        table.add_column(name.replace("TF_NUM_", "").replace("_THREADS", ""), overflow="fold")
-    for rank, (key, records) in enumerate(ranked[:TABLE_ROWS], start=1):
-        values = [r.value for r in records]
-        spread = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0  # type: ignore[arg-type]
-        role = "current" if key == ("current",) else ",".join(sorted({r.phase for r in records} & {"rule"}))
-        params = records[0].params
-        table.add_row(str(rank), f"{statistics.median(values):.4g}", str(len(values)),  # type: ignore[arg-type]
-                      f"{spread * 100:.1f} %", role, *[str(params.get(n)) for n in space.names()])
+    table = _summary_table(space, result, ranked, folded=False)
+    if not fits(console, table):
+        table = _summary_table(space, result, ranked, folded=True)
     console.print(table)
     lines = [f"search stopped: {result.stopped}; results in {results_path}"]
     lines.extend(verdict_lines(space, result))
@@ -119,6 +112,42 @@ def verdict_lines(space: Space, result: TuneResult) -> list[str]:
         outcome = "kept" if name in verdict.changes else "left as it is"
         lines.append(f"  {name}: the change with it against without it: {test.describe()}: {outcome}")
     return lines
+
+
+def _short(name: str) -> str:
+    return name.replace("TF_NUM_", "").replace("_THREADS", "")
+
+
+def _summary_table(space: Space, result: TuneResult, ranked: list[Any], folded: bool) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    # Folded: no vertical rules either, so that a long preset (KMP_AFFINITY=granularity=fine,compact,1,0)
+    # keeps its line in 80 columns.
+    table = Table(title=f"tfdoctor tune: {len(result.records)} trials ({sum(not r.ok for r in result.records)} failed)",
+                  box=box.SIMPLE_HEAD if folded else box.HEAVY_HEAD, show_edge=not folded, pad_edge=not folded,
+                  collapse_padding=folded)
+    table.add_column("rank", justify="right")
+    table.add_column("median", justify="right")
+    table.add_column("runs", justify="right")
+    table.add_column("spread", justify="right")
+    table.add_column("seed")
+    if folded:
+        table.add_column("settings", overflow="fold")
+    else:
+        for name in space.names():
+            table.add_column(_short(name), overflow="fold")
+    for rank, (key, records) in enumerate(ranked[:TABLE_ROWS], start=1):
+        values = [r.value for r in records]
+        spread = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0  # type: ignore[arg-type]
+        role = "current" if key == ("current",) else ",".join(sorted({r.phase for r in records} & {"rule"}))
+        params = records[0].params
+        settings = [str(params.get(n)) for n in space.names()]
+        if folded:
+            settings = ["\n".join(f"{_short(n)}={v}" for n, v in zip(space.names(), settings, strict=True))]
+        table.add_row(str(rank), f"{statistics.median(values):.4g}", str(len(values)),  # type: ignore[arg-type]
+                      f"{spread * 100:.1f} %", role, *settings)
+    return table
 
 
 def effect_lines(result: TuneResult) -> list[str]:

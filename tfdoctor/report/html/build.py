@@ -61,12 +61,42 @@ def _fleet(paths: tuple[str, ...]) -> Section:
     return fleet_section(compare(nodes, unreadable))
 
 
+def with_profile(report: Any, documents: tuple[Mapping[str, Any], ...]) -> Any:
+    """The check report with its PROF checks run again on the profile the page includes (the first run
+    given), so the Check section never says "profile was not collected" beside a profile."""
+    from tfdoctor.engine import Report, run_checks
+    from tfdoctor.facts import Facts, from_jsonable
+    from tfdoctor.registry import load_registry
+
+    run = next((d["profile"] for d in documents if isinstance(d, Mapping) and isinstance(d.get("profile"), Mapping)),
+               None)
+    codes = {r.code for r in report.results if r.code.startswith("PROF")}
+    if run is None or not codes:
+        return report
+    facts = Facts({**report.facts.sections, "profile": from_jsonable(dict(run))}, report.facts.meta)
+    rerun = {r.code: r for r in run_checks([c for c in load_registry().checks if c.code in codes], facts).results}
+    return Report([rerun.get(r.code, r) for r in report.results], facts, list(report.plugin_errors))
+
+
+def page_host(inputs: ReportInputs, local: str) -> str:
+    """Whose page this is: the checked facts' host (a --facts file from another machine names that
+    machine), else the fleet's size, else this host."""
+    if inputs.check is not None:
+        return str(inputs.check.facts.meta.get("hostname") or local)
+    if inputs.compare and not inputs.profiles and not inputs.tune:
+        return f"{len(inputs.compare)} nodes"
+    return local
+
+
 def build_sections(inputs: ReportInputs) -> list[Section]:
     builders: list[Callable[[], Section]] = []
     if inputs.check is not None:
         from tfdoctor.report.html.check_section import check_section
+        from tfdoctor.report.html.next_section import next_section
 
-        builders.append(lambda: check_section(inputs.check))
+        checked = with_profile(inputs.check, inputs.profiles)
+        builders.append(lambda: next_section(checked))
+        builders.append(lambda: check_section(checked))
     if inputs.profiles:
         builders.append(lambda: _profile(inputs.profiles))
     builders.extend((lambda p=p: _tune(p)) for p in inputs.tune)

@@ -100,7 +100,7 @@ def check_section(report: Report) -> Section:
     counts = report.counts()
     badges = "".join(
         f'<span><span class="badge {k}">{text(counts.get(k, 0))}</span> {text(k)}</span>'
-        for k in ("error", "warning", "info", "passed", "not-checked", "crashed")
+        for k in ("error", "warning", "info", "passed", "not-applicable", "not-checked", "crashed")
     )
     parts = [
         '<dl class="summary">'

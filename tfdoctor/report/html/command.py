@@ -42,7 +42,7 @@ def report(output: str, force: bool, profiles: tuple[str, ...], tune_file: str |
 
     Exit codes: 0 written; 2 usage error (a bad or unreadable input, FILE exists without --force, the
     plotting extra missing); 3 tfdoctor failed."""
-    from tfdoctor.report.html.build import ReportInputError, ReportInputs, build_report_page
+    from tfdoctor.report.html.build import ReportInputError, ReportInputs, build_report_page, page_host
 
     if more_compare and not compare_files:
         raise UsageError(f"unexpected argument {more_compare[0]!r}: facts files of a fleet follow --compare")
@@ -54,7 +54,7 @@ def report(output: str, force: bool, profiles: tuple[str, ...], tune_file: str |
         compare=(*compare_files, *more_compare),
     )
     try:
-        html = build_report_page(inputs, title=f"tfdoctor report — {socket.gethostname()}",
+        html = build_report_page(inputs, title=f"tfdoctor report — {page_host(inputs, socket.gethostname())}",
                                  subtitle=time.strftime("%Y-%m-%d %H:%M %Z"))
     except ReportInputError as exc:
         raise UsageError(str(exc)) from None

@@ -83,6 +83,8 @@ button.copy{cursor:pointer;border:1px solid var(--line);background:#fff;border-r
 dl.summary{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px} dl.summary dt{color:var(--muted)}
 .plot{min-height:360px} .scroll{overflow-x:auto;max-width:100%} .scroll table{width:auto}
 .scroll td{max-width:28em;overflow-wrap:anywhere} span.node{white-space:nowrap}
+ol.next li{margin:8px 0} .warn-note{border-left:4px solid var(--warn);padding:4px 10px;background:#fff8e1}
+details.group{margin:6px 0} details.group summary{cursor:pointer;font-weight:600}
 """
 
 # Clipboard access needs a secure context; a report opened from a file may not have one, so fall

@@ -16,6 +16,11 @@ from tfdoctor.report.html.plots import figure_div, plot_text, require
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
 
+# Importances (optuna's fANOVA: a random forest fitted to the trials) and the contour (interpolated between
+# trials) say little from a handful of points: below this many replayed trials they are left out, and the
+# page says why. Ten is also where optuna's TPE sampler stops sampling at random (n_startup_trials).
+MIN_TRIALS_FOR_SHAPE = 10
+
 
 def replay_study(space: Space, records: Sequence[TrialRecord], maximize: bool) -> Any:
     """An in-memory optuna study holding every successful trial of the results file but the confirmation
@@ -116,7 +121,17 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
         rows.append((text(label), f'<span class="num">{median:.4g}</span>',
                      text(f"{min(values):.4g} – {max(values):.4g} ({len(values)} runs)"),
                      text("—" if role == "winner" else f"{gain:+.1%}")))
-    return table(("settings", "median", "spread", "winner's gain"), rows)
+    note = ""
+    current = measured.get("current")
+    if current:
+        median = statistics.median(current)
+        worse = best < median if maximize else best > median
+        if worse:
+            loss = (1 - best / median) if maximize else (best / median - 1)
+            note = (f'<p class="warn-note"><b>The winner measured {loss:.1%} worse than the current settings.</b> '
+                    "Keep your current settings: the search found nothing better than them within its budget "
+                    "and noise (more trials, or a steadier machine, may).</p>")
+    return table(("settings", "median", "spread", "winner's gain"), rows) + note
 
 
 def _effects(summary: Mapping[str, Any]) -> str:
@@ -158,6 +173,12 @@ def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], sour
     if len(study.trials) >= 1:
         parts.append(figure_div(vis.plot_optimization_history(study), "plot-tune-history"))
         plots += 1
+    if len(study.trials) < MIN_TRIALS_FOR_SHAPE:
+        parts.append(f'<p class="muted">No parameter importances or surface: {text(len(study.trials))} trial(s) '
+                     f"to replay, and these plots need at least {MIN_TRIALS_FOR_SHAPE} (a forest fitted to fewer "
+                     "points, or a surface interpolated between them, shows the noise more than the parameters). "
+                     "A longer tune (--budget, or --resume with a larger one) draws them.</p>")
+        return Section("tune", "Tune", "".join(parts), plots)
     ranked = importances(study)
     if ranked:
         parts.append("<h3>Which parameters mattered</h3>")
@@ -169,7 +190,7 @@ def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], sour
         pair = list(ranked)[:2]
     else:
         pair = [p for p in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS") if p in space.names()]
-    if len(pair) == 2 and len(study.trials) >= 3:
+    if len(pair) == 2:
         parts.append(f"<h3>{text(pair[0])} × {text(pair[1])}</h3>")
         parts.append(figure_div(vis.plot_contour(study, params=pair), "plot-tune-surface", height=460))
         plots += 1

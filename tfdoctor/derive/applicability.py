@@ -1,0 +1,36 @@
+"""Which checks cannot apply to a machine: a GPU check on a host with no NVIDIA GPU and no driver.
+
+Such a check ran and found nothing, but "passed" would claim it looked at something: its result is
+"not applicable", with the reason. Only positive evidence of absence counts: the PCI bus was read and
+lists no NVIDIA GPU, and no driver is loaded. When the bus could not be read the check keeps its own
+verdict. A finding is never hidden: only a check that found nothing becomes not applicable.
+"""
+
+from __future__ import annotations
+
+from tfdoctor.facts import Facts
+
+# The checks about NVIDIA GPUs, by code prefix (longest match wins, as in --select). GPU105
+# (TF_CPP_MIN_LOG_LEVEL) and GPU106 (deterministic ops) matter on a CPU too; XLA1xx parse flags that
+# XLA's CPU backend reads as well; NUMA101 sizes the thread pools of CPU-only ranks bound to a node too.
+GPU_ONLY_PREFIXES = ("CUDA", "CUPTI", "DRV", "GPU0", "GPU101", "GPU102", "GPU103", "GPU104", "NUMA00", "NUMA102",
+                     "XLA0")
+
+NO_GPU = "no NVIDIA GPU or driver on this host"
+
+
+def no_gpu_reason(facts: Facts) -> str | None:
+    """Why no GPU check can apply here, or None when a GPU may be present (or it cannot be told)."""
+    devices = facts.peek("nvml.devices")
+    if isinstance(devices, list) and devices:
+        return None
+    if facts.peek("host.nvidia_driver") or facts.peek("host.wsl2.detected") is True:
+        return None
+    pci = facts.peek("gpu_pci.devices")
+    if not isinstance(pci, list) or pci:
+        return None
+    return f"{NO_GPU} (the PCI bus lists none, /proc/driver/nvidia is absent)"
+
+
+def gpu_only(code: str) -> bool:
+    return code.startswith(GPU_ONLY_PREFIXES)

@@ -37,6 +37,13 @@ class FakeClock:
         return self.now
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """The fake-clock comparisons must not read the real machine's load: on a busy box the real
+    /proc/stat made describe() add "other processes used 100 % of the CPUs" to an exact expected text."""
+    monkeypatch.setattr("tfdoctor.profile.compare.busy_ticks", lambda: None)
+
+
 def fake_sessions(step_time, clock: FakeClock, *, setup: float = 4.0, chunk: float = 0.5, cpu_time=None,
                   hang: tuple[str, int] | None = None, fail: str | None = None, devices=("CPU",)):
     """A session factory whose processes report step_time(env, snippet, round, chunk) for every step (and
@@ -305,3 +312,14 @@ def test_validate_drops_a_fix_measured_slower_and_keeps_the_rest():
     assert reasons["Use mixed precision"].startswith("measured slower: step CPU time ×7.00")
     script = render_sh(validated, "header")
     assert "TF_ENABLE_ONEDNN_OPTS" not in script and "TF_NUM_INTRAOP_THREADS='2'" in script
+
+
+def test_a_busy_machine_is_named_in_the_verdict(monkeypatch):
+    # busy, total jiffies: others used 90 of every 100 ticks while the comparison ran (our children none)
+    ticks = iter([(0, 0), (90, 100)])
+    monkeypatch.setattr("tfdoctor.profile.compare.busy_ticks", lambda: next(ticks))
+    monkeypatch.setattr("tfdoctor.profile.compare._children_cpu", lambda: 0.0)
+    clock = FakeClock()
+    result = compare(A, B, session=fake_sessions(noise, clock, setup=16.0, chunk=0.25), clock=clock, budget=60)
+    assert result.foreign_cpu == pytest.approx(0.9)
+    assert "; other processes used 90% of the CPUs meanwhile)" in result.describe()

@@ -72,6 +72,17 @@ def test_2_21_framework_lacks_cusolver_which_only_libtensorflow_cc_names():
     (finding,) = findings("cuda001-tf221-cusolver-off-runpath", "CUDA001")
     assert finding.evidence["libraries"] == ["libcusolver.so.11"]
     assert finding.evidence["folder"] == f"{g.SITE}/nvidia/cusolver/lib"
+    # Not proven to fail on a GPU (its framework reaches every other wheel): a warning with the fix, not an error.
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("libcusolver.so.11 may not be found by TensorFlow")
+    assert "Could not load dynamic library" in finding.evidence["unverified"]
+    assert ld_library_path_fixes(load("cuda001-tf221-cusolver-off-runpath")) == [f"{g.SITE}/nvidia/cusolver/lib"]
+
+
+def test_2_16_1s_missing_folders_stay_errors():
+    """Its framework reaches no wheel but cuda_runtime: the shape that failed for everyone (tensorflow#63362)."""
+    severities = {f.severity for f in findings("cuda001-tf2161-runpath-misses-wheels", "CUDA001")}
+    assert severities == {Severity.ERROR}
 
 
 def test_a_release_newer_than_the_tables_is_judged_from_its_own_files(tmp_path):

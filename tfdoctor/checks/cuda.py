@@ -79,7 +79,10 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     from the build's CUDA generation (tfdoctor/knowledge/cuda_sonames.toml). A missing libnccl.so.2
     is a warning only when the build dlopens NCCL (2.21: nvidia/nccl/lib on the framework's RUNPATH;
     2.14–2.20 and older compile NCCL in) and the job has several visible GPUs or workers
-    (TF_CONFIG, WORLD_SIZE, SLURM_NTASKS, …): one GPU and one worker never call it.
+    (TF_CONFIG, WORLD_SIZE, SLURM_NTASKS, …): one GPU and one worker never call it. A library whose
+    wheel folder only another TensorFlow library's RUNPATH names, in a build whose framework reaches
+    cuDNN's wheel (2.21's cuSOLVER, named by libtensorflow_cc.so.2 alone), is a warning: no GPU run has
+    shown that it fails there.
 
     Why is this bad?
     TensorFlow logs "Could not load dynamic library 'libcudnn.so.8'" once, skips every GPU and runs
@@ -142,14 +145,27 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
                 "$CONDA_PREFIX/etc/conda/activate.d/env_vars.sh")),)
         evidence: dict[str, Any] = {"libraries": names, "folder": folder, "found_at": dict(found),
                                     "cuda_libs.ld_library_path": lib_path}
+        unproven = False
         if runpath_note and "/site-packages/nvidia/" in folder:
             evidence["runpath"] = runpath_note
             stubs = facts.peek("cuda_libs.stub_runpath")
             if isinstance(stubs, list) and folder in stubs:
-                # 2.21's cuSOLVER: libtensorflow_cc.so.2 names the folder, the framework that checks does not.
+                # 2.21's cuSOLVER: libtensorflow_cc.so.2 names the folder, the framework does not.
                 evidence["on_another_librarys_runpath"] = (
                     "another TensorFlow library's RUNPATH names this folder; the GPU check in "
                     "libtensorflow_framework.so.2 does not search it")
+                # A framework that reaches cuDNN's wheel was built to find its wheels; that it misses this one
+                # folder, which another of its libraries names, is not proven to fail on a GPU (2.21; no public
+                # report either way). A framework that reaches none of them is (2.16.1: tensorflow#63362).
+                unproven = _framework_reaches(facts, "cudnn")
+        if unproven:
+            evidence["unverified"] = ("no run on a GPU has shown whether TensorFlow finds it there; if the log says "
+                                      "\"Could not load dynamic library\" for it, apply the fix")
+            yield Finding(
+                f"{_listing(names, verb=False)} may not be found by TensorFlow: only another of its libraries' RUNPATH names "
+                f"{folder}, not libtensorflow_framework.so.2's",
+                evidence=evidence, fixes=fixes, severity=Severity.WARNING)
+            continue
         yield Finding(
             f"{_listing(names)} not resolvable by the loader, but {'it exists' if len(names) == 1 else 'they exist'} "
             f"in {folder}: TensorFlow will not use the GPU",
@@ -169,6 +185,13 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             + ("multi-GPU collectives will fail" if severity else "TensorFlow will not use the GPU")
             + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
             evidence=evidence, fixes=(_install_fix(build, [k for k, _ in group], names),), severity=severity)
+
+
+def _framework_reaches(facts: Facts, wheel: str) -> bool:
+    """Whether libtensorflow_framework.so.2's own RUNPATH (cuda_libs.runpath) reaches nvidia/<wheel>/lib."""
+    runpath = facts.peek("cuda_libs.runpath")
+    return isinstance(runpath, list) and any(
+        isinstance(d, str) and d.endswith(f"/site-packages/nvidia/{wheel}/lib") for d in runpath)
 
 
 def _runpath_note(facts: Facts) -> str | None:

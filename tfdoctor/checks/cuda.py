@@ -162,8 +162,8 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             evidence["unverified"] = ("no run on a GPU has shown whether TensorFlow finds it there; if the log says "
                                       "\"Could not load dynamic library\" for it, apply the fix")
             yield Finding(
-                f"{_listing(names, verb=False)} may not be found by TensorFlow: only another of its libraries' RUNPATH names "
-                f"{folder}, not libtensorflow_framework.so.2's",
+                f"{_listing(names, verb=False)} may not be found by TensorFlow: only another of its libraries' "
+                f"RUNPATH names {folder}, not libtensorflow_framework.so.2's",
                 evidence=evidence, fixes=fixes, severity=Severity.WARNING)
             continue
         yield Finding(

@@ -20,6 +20,7 @@ from conftest import REPO
 from report_inputs import profile_document
 from test_report_browser import CHROMIUM_ARGS, chromium
 
+from tfdoctor.report.html.tune_section import MIN_TRIALS_FOR_SHAPE
 from tfdoctor.tune.results import ResultsLog, TrialRecord
 from tfdoctor.tune.space import choice_param, int_param
 
@@ -45,17 +46,22 @@ def _hostile_profile(path: Path) -> Path:
     return path
 
 
+# Enough trials for every tune plot (importances and the surface need MIN_TRIALS_FOR_SHAPE): the hostile
+# values must reach all of them.
+TRIALS = MIN_TRIALS_FOR_SHAPE + 2
+
+
 def _hostile_results(path: Path) -> Path:
     space = [int_param("TF_NUM_INTRAOP_THREADS", 1, 8), choice_param("KMP_AFFINITY", tuple(HOSTILE))]
     log = ResultsLog.create(path, {"space": [p.to_json() for p in space], "seeds": {}, "maximize": True,
-                                   "budget": 8, "time_limit": None, "seed": 1,
+                                   "budget": TRIALS, "time_limit": None, "seed": 1,
                                    "objective": {"command": ["python", "train.py"]}})
-    for number in range(8):
+    for number in range(TRIALS):
         params = {"TF_NUM_INTRAOP_THREADS": number % 8 + 1, "KMP_AFFINITY": HOSTILE[number % len(HOSTILE)]}
         log.append(TrialRecord(number, "rule" if number == 0 else "search", params, "ok", 50.0 + number * 3, 1.0))
     for offset, role in enumerate(("leader", "rule")):
         params = {"TF_NUM_INTRAOP_THREADS": 8, "KMP_AFFINITY": HOSTILE[3]}
-        log.append(TrialRecord(8 + offset, "confirm", params, "ok", 72.0, 1.0, role=role))
+        log.append(TrialRecord(TRIALS + offset, "confirm", params, "ok", 72.0, 1.0, role=role))
     return path
 
 
@@ -136,8 +142,8 @@ def test_tune_html_shows_choice_values_as_text(work):
     metric = work / "metric.py"
     metric.write_text("import os\nprint('v:', len(os.environ.get('KMP_AFFINITY', '')) + "
                       "int(os.environ.get('TF_NUM_INTRAOP_THREADS', '1')))\n")
-    done = tfdoctor("tune", "--space", str(space), "--budget", "8", "--repeats", "1", "--leaders", "2", "--seed",
-                    "3", "--results", str(work / "tune.jsonl"), "--html", str(work / "tune.html"), "--metric",
+    done = tfdoctor("tune", "--space", str(space), "--budget", str(TRIALS), "--repeats", "1", "--leaders", "2",
+                    "--seed", "3", "--results", str(work / "tune.jsonl"), "--html", str(work / "tune.html"), "--metric",
                     r"v: ([0-9]+)", "--", sys.executable, str(metric), cwd=work)
     assert done.returncode == 0, done.stderr
     _assert_text_only(_open(work / "tune.html"))

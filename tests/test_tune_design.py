@@ -111,3 +111,21 @@ def test_an_alias_of_two_factors_acting_together_is_not_confirmed():
         flagged_alias += {**rule, names[k]: highs[names[k]]} in tried
         assert not found[names[k]].matters, seed
     assert flagged_alias > 0  # the design saw an effect of the third factor: the confirmation said no
+
+
+def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monkeypatch, capsys):
+    """`--screening two-level`: the seven parameters are screened in 7 runs (the rule seed is the eighth
+    row) and more only to confirm an effect; the intra-op pool, the only parameter the job depends on,
+    is the one written."""
+    pytest.importorskip("optuna")
+    from tests.test_tune_verdict import INTRA, _cli
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import load_results
+
+    with pytest.raises(SystemExit) as exit_:
+        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "16", "--screening", "two-level"))
+    assert exit_.value.code == 0
+    _header, records = load_results(tmp_path / "r.jsonl")
+    screen = [r for r in records if r.phase == "screen"]
+    assert 7 <= len(screen) <= 9  # the design, then the seed again and the intra-op step to confirm
+    assert f"verdict: change {INTRA}=4 (everything else as it is now)" in capsys.readouterr().out

@@ -107,12 +107,16 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
 @click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
               help="Measured seconds per trial of the built-in micro-benchmark.")
+@click.option("--screening", type=click.Choice(["one-at-a-time", "two-level"]), default="one-at-a-time",
+              show_default=True,
+              help="How the tune finds the parameters that matter: each moved alone, or a two-level design that "
+                   "moves them together (7 runs for the default space; docs/tune.md).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
-         plot_alias: str | None = None) -> None:
+         plot_alias: str | None = None, screening: str = "one-at-a-time") -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -219,7 +223,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError(str(exc)) from None
 
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
-                            maximize=bool(maximize), seed=seed)
+                            maximize=bool(maximize), seed=seed, screening=screening)
     from tfdoctor.tune.progress import TuneProgress
 
     done = sum(1 for r in previous if r.phase in SEARCH_PHASES)

@@ -26,6 +26,12 @@ SKIPPED_SECTIONS = frozenset({"python", "keras"})
 
 def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
     """The job's CPU budget and the NUMA bindings to try, from the same probes `check` runs."""
+    budget, launchers, _facts = _node_facts()
+    return budget, launchers
+
+
+def _node_facts() -> tuple[Any, dict[str, tuple[str, ...]], Any]:
+    """The CPU budget, the NUMA bindings and the facts they were read from (a shared tune records them)."""
     from tfdoctor.derive.cpu_budget import cpu_budget
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts import NotChecked
@@ -41,7 +47,7 @@ def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
         raise UsageError(f"cannot size the search space: the CPU budget is unknown ({exc.reason})") from None
     from tfdoctor.tune.numa_binding import numa_launchers
 
-    return budget, numa_launchers(facts)
+    return budget, numa_launchers(facts), facts
 
 
 def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: float | None,
@@ -111,12 +117,18 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               show_default=True,
               help="How the tune finds the parameters that matter: each moved alone, or a two-level design that "
                    "moves them together (7 runs for the default space; docs/tune.md).")
+@click.option("--storage", metavar="FILE|URL",
+              help="Share one tune among several workers (nodes) through optuna's storage: a journal file on a "
+                   "shared filesystem, or a database URL (sqlite:///…, postgresql://…). docs/tune.md.")
+@click.option("--study", "study_name", metavar="NAME", default="tfdoctor-tune", show_default=True,
+              help="The study's name in --storage (every worker of one tune gives the same).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
-         plot_alias: str | None = None, screening: str = "one-at-a-time") -> None:
+         plot_alias: str | None = None, screening: str = "one-at-a-time", storage: str | None = None,
+         study_name: str = "tfdoctor-tune") -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -146,6 +158,13 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("give --html FILE or --plot FILE, not both (they are the same option)")
         plot_path, plot_option = plot_alias, "--plot"
     _check_output_paths(write_path, plot_path, force, plot_option)
+    if storage is not None:
+        if resume:
+            raise UsageError("--storage continues the study it names: run the same command again, without --resume")
+        if time_limit is not None:
+            raise UsageError("--storage shares a budget of trials among the workers: give --budget, not --time")
+        if not storage.strip():
+            raise UsageError("--storage needs a journal file or a database URL")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -197,7 +216,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     else:
         maximize = True if maximize is None else maximize
         objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
-        cpu, launchers = _facts_budget()
+        cpu, launchers, node_facts = _node_facts()
         space = default_space(cpu, launchers)
         if space_file:
             try:
@@ -211,6 +230,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
         path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
+        if storage and not results:  # workers on one shared folder: one results file each
+            path = time.strftime(f"tfdoctor-tune-%Y%m%d-%H%M%S-{socket.gethostname()}-{os.getpid()}.jsonl")
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
                   "time_limit": time_limit, "seed": seed,
@@ -227,6 +248,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     from tfdoctor.tune.progress import TuneProgress
 
     done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
+    if storage:
+        from tfdoctor.tune.shared_cli import shared_tune
+
+        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log)
+        if shared is None:
+            return  # another worker writes the winner
+        previous, settings = shared
+        done = len(previous)
     if finished_note:
         _out(finished_note, err=True)
         result = Tuner(space, objective, None, settings, seeds, previous, current_env=current_env).replay(

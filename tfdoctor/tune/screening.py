@@ -247,8 +247,9 @@ class TwoLevelDesign:
     be the alias of two others acting together, and the step measures it alone. It matters when the step
     shows at least CONFIRMED_SHARE of the design's effect, the same way, and the design and the step
     together (inverse-variance weighted) pass MATTERS_SIGMAS — or when the step alone passes
-    MATTERS_SIGMAS of its own noise (strong interactions can turn the design's average around). The pools are factors too (their best step
-    starts the narrowed search) though the search varies them whatever their effect."""
+    MATTERS_SIGMAS of its own noise (strong interactions can turn the design's average around). The pools
+    are factors too (their best step starts the narrowed search) though the search varies them whatever
+    their effect."""
 
     space: Space
     seed: Mapping[str, Any]
@@ -289,7 +290,8 @@ class TwoLevelDesign:
             logs.append(_log_mean(values))
         sign = 1.0 if self.maximize else -1.0
         runs = len(rows)
-        columns = [sign * sum(row[j] * y for row, y in zip(rows, logs)) * 2 / runs for j in range(runs - 1)]
+        columns = [sign * sum(row[j] * y for row, y in zip(rows, logs, strict=True)) * 2 / runs
+                   for j in range(runs - 1)]
         spare = columns[len(factors):]
         sigma = DESIGN_NOISE
         if spare:  # a spare column's effect has variance sigma^2 * 4 / N

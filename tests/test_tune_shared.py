@@ -1,0 +1,112 @@
+"""One tune over several workers through optuna's storage (tfdoctor.tune.shared): the budget is the study's,
+no configuration is measured twice, every worker contributes, one worker writes the winner, and a node
+whose facts are off the majority is named and its trials left out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.tune_fakes import METRIC, FakeJob
+from tfdoctor.derive.cpu_budget import CpuBudget
+from tfdoctor.facts import Facts
+from tfdoctor.tune.results import load_results, load_summary
+from tfdoctor.tune.space import apply_space_file, default_space, rule_based_settings
+
+optuna = pytest.importorskip("optuna")
+
+INTRA = "TF_NUM_INTRAOP_THREADS"
+THREADS = (INTRA, "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
+SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
+FAKE = REPO / "tests" / "tune_fakes.py"
+BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
+
+
+def _worker(tmp_path: Path, index: int, budget: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY",
+                                                             "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}
+    env.update(FAKE_JOB_STATE=str(tmp_path / f"runs-{index}"), FAKE_JOB_SEED=str(index), FAKE_JOB_DEPENDS=INTRA,
+               PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "tfdoctor", "tune", "--storage", "study.journal", "--study", "t", "--budget",
+            str(budget), "--space", "space.toml", "--seed", str(index), "--results", f"r{index}.jsonl",
+            "--write", "env.sh", "--metric", METRIC, "--", sys.executable, str(FAKE)]
+    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_share_one_journal_file_study(tmp_path):
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    budget = 16
+    workers = [_worker(tmp_path, i, budget) for i in (1, 2)]
+    outputs = [w.communicate(timeout=600) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    journal = optuna.storages.journal.JournalFileBackend(str(tmp_path / "study.journal"))
+    storage = optuna.storages.JournalStorage(journal)
+    trials = optuna.load_study(storage=storage, study_name="t").get_trials()
+    measured = [t for t in trials if "worker" in t.user_attrs]
+    assert len(measured) == budget  # the budget is the study's, not each worker's
+    assert sorted(t.number for t in measured) == list(range(budget))
+    keys = [json.dumps(t.user_attrs["params"], sort_keys=True) for t in measured]
+    assert len(set(keys)) == budget  # no configuration measured twice
+    assert len({t.user_attrs["worker"] for t in measured}) == 2  # both contributed
+    assert sum(1 for t in trials if t.user_attrs.get("over_budget")) == 2  # each stopped at the budget
+    # the winner written once: by the worker handed trial budget + 1, whose results file has the summary
+    writers = [i for i in (1, 2) if load_summary(tmp_path / f"r{i}.jsonl") is not None]
+    assert len(writers) == 1, outputs
+    assert sum("writes the winner; this one is done" in err for _out, err in outputs) == 1
+    _header, records = load_results(tmp_path / f"r{writers[0]}.jsonl")
+    assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
+    assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
+
+
+def _facts(processors: int) -> dict:
+    facts = Facts({"cpu": {"cpuinfo": {"processors": processors, "model_name": "Test CPU"}}}, {"hostname": "x"})
+    return json.loads(facts.dumps())
+
+
+def test_a_node_unlike_the_others_is_named_and_its_trials_left_out(tmp_path):
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {
+        **{n: {"low": 1, "high": 4} for n in THREADS},
+        **{n: {"drop": True} for n in ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}}})
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "odd", True, 1, rule_based_settings(BUDGET, space))
+    # three nodes alike, one planted with other facts (fewer CPUs): each measures a share of the trials
+    for name, cpus in (("n1", 64), ("n2", 64), ("n3", 64), ("odd", 32)):
+        record_node(study, name, _facts(cpus))
+    budget = 12
+    # one after the other: the odd node and n1 leave after 4 trials each, n2 measures the rest
+    for name in ("odd", "n1"):
+        left = run_worker(study, space, FakeJob(INTRA, seed=len(name)), budget, name, name + ":1", seed=3, limit=4)
+        assert len(left.measured) == 4 and not left.writer
+    final = run_worker(study, space, FakeJob(INTRA, seed=5), budget, "n2", "n2:1", seed=3)
+    assert final.writer and len(final.measured) == 4
+    assert final.excluded == {"odd": {"cpu.cpuinfo.processors": 32}}
+    odd_trials = {t.number for t in study.get_trials() if t.user_attrs.get("node") == "odd"}
+    assert odd_trials == {0, 1, 2, 3}
+    assert len(final.records) == budget - 4
+    chosen = {json.dumps(r.params, sort_keys=True) for r in final.records}
+    odd_params = {json.dumps(t.user_attrs["params"], sort_keys=True) for t in study.get_trials()
+                  if t.user_attrs.get("node") == "odd"}
+    assert not chosen & odd_params
+    assert [r.phase for r in final.records] == ["search"] * (budget - 4)  # trial 0 (the rule seed) was odd's
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--storage", "study.journal", "--time", "60"], "give --budget, not --time"),
+    (["--storage", ".", "--budget", "4"], "--storage .: not a regular file"),
+    (["--storage", "study.journal", "--budget", "4", "--resume", "r.jsonl"], "without --resume"),
+])
+def test_a_storage_that_cannot_be_used_is_a_usage_error(tmp_path, extra, message):
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    (tmp_path / "r.jsonl").write_text("")
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", *extra, *(
+        [] if "--resume" in extra else ["--space", "space.toml", "--metric", METRIC, "--", sys.executable, str(FAKE)])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr

@@ -110,3 +110,24 @@ def test_a_storage_that_cannot_be_used_is_a_usage_error(tmp_path, extra, message
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_database_url_is_optunas_rdb_storage(tmp_path):
+    """`--storage sqlite:///…`: the same study through optuna's RDBStorage (SQLAlchemy)."""
+    pytest.importorskip("sqlalchemy")
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
+    assert isinstance(storage, optuna.storages.RDBStorage)
+    study = open_study(storage, "db", True, 2, rule_based_settings(BUDGET, space))
+    again = open_study(open_storage(f"sqlite:///{tmp_path / 'tune.db'}"), "db", True, 3, None)  # a second worker
+    for name in ("a", "b"):
+        record_node(study, name, _facts(8))
+    first = run_worker(study, space, FakeJob(INTRA, seed=1), 8, "a", "a:1", seed=1, limit=5)
+    second = run_worker(again, space, FakeJob(INTRA, seed=2), 8, "b", "b:1", seed=2)
+    assert (len(first.measured), len(second.measured)) == (5, 3) and second.writer and not first.writer
+    assert second.excluded == {} and len(second.records) == 8
+    assert second.records[0].phase == "rule" and second.records[0].params == rule_based_settings(BUDGET, space)
+    with pytest.raises(Exception, match="maximize"):
+        open_study(storage, "db", False, 2, None)  # a worker that would minimize the same study

@@ -7,6 +7,7 @@ Skipped, with the reason, where Slurm cannot be installed or started (no root, n
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -26,13 +27,24 @@ optuna = pytest.importorskip("optuna")
 TFDOCTOR = str(Path(sys.executable).parent / "tfdoctor")
 FAKE = REPO / "tests" / "tune_fakes.py"
 BUDGET = 12
-# The batch script of docs/tune.md, with the fake job as the command and a small budget.
-ARRAY_SCRIPT = f"""#!/bin/sh
-export FAKE_JOB_STATE="runs-$SLURM_ARRAY_TASK_ID" FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS
-{TFDOCTOR} tune --storage tune.journal --study "tune-$SLURM_ARRAY_JOB_ID" \\
-    --budget {BUDGET} --space space.toml --results "tune-$SLURM_ARRAY_TASK_ID.jsonl" --write env.sh \\
-    --metric '{METRIC}' -- {sys.executable} {FAKE}
-"""
+
+
+def _array_script() -> str:
+    """The batch script of docs/tune.md (the same in docs/batch.md), with the fake job as the command, a
+    small budget and the space of the fake."""
+    blocks = [re.search(r"```sh\n(#!/bin/sh\n#SBATCH --array.*?)```", (REPO / "docs" / page).read_text(), re.S)
+              for page in ("tune.md", "batch.md")]
+    assert all(blocks) and blocks[0].group(1) == blocks[1].group(1)
+    script = blocks[0].group(1)
+    script = script.replace("tfdoctor tune ", f"{TFDOCTOR} tune ").replace("--budget 64", f"--budget {BUDGET} "
+                                                                           "--space space.toml")
+    script = script.replace("-- python train.py --steps 200", f"-- {sys.executable} {FAKE}")
+    script = script.replace("'images/sec: ([0-9.]+)'", f"'{METRIC}'")
+    assert str(FAKE) in script and "--space space.toml" in script and METRIC in script
+    return script.replace("#!/bin/sh\n", "#!/bin/sh\nexport FAKE_JOB_STATE=\"runs-$SLURM_ARRAY_TASK_ID\" "
+                          "FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS\n", 1)
+
+
 SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n"
                      for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"))
 
@@ -57,7 +69,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
 def test_a_two_task_array_tunes_to_the_end_and_writes_the_winner_once(slurm: LocalSlurm) -> None:
     base = slurm.base
     (base / "space.toml").write_text(SPACE_TOML)
-    (base / "tune.sh").write_text(ARRAY_SCRIPT)
+    (base / "tune.sh").write_text(_array_script())
     done = slurm.client(["sbatch", "--wait", "--array=0-1", "--ntasks=1", "--cpus-per-task=1", "--export=ALL",
                          "--job-name", "tune", "--output", str(base / "tune-%a.out"), "--chdir", str(base),
                          str(base / "tune.sh")], timeout=600)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,9 @@ def test_two_workers_share_one_journal_file_study(tmp_path):
     writers = [i for i in (1, 2) if load_summary(tmp_path / f"r{i}.jsonl") is not None]
     assert len(writers) == 1, outputs
     assert sum("writes the winner; this one is done" in err for _out, err in outputs) == 1
+    shares = [re.search(r"tfdoctor: \S+:\d+ measured (\d+) of the study's 16 trials \(\d worker\(s\) in all\)", err)
+              for _out, err in outputs]
+    assert all(shares) and sum(int(m.group(1)) for m in shares) == budget  # the lines docs/tune.md shows
     _header, records = load_results(tmp_path / f"r{writers[0]}.jsonl")
     assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
     assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
@@ -131,3 +135,28 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     assert second.records[0].phase == "rule" and second.records[0].params == rule_based_settings(BUDGET, space)
     with pytest.raises(Exception, match="maximize"):
         open_study(storage, "db", False, 2, None)  # a worker that would minimize the same study
+
+
+def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, capsys):
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.search import TuneSettings
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+    from tfdoctor.tune.shared_cli import shared_tune
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    seeds = {"rule": rule_based_settings(BUDGET, space)}
+    journal = str(tmp_path / "s.journal")
+    study = open_study(open_storage(journal), "w", True, 1, seeds["rule"])
+    for name, processors in (("n1", 64), ("n3", 64), ("node07", 32)):
+        record_node(study, name, _facts(processors))
+    run_worker(study, space, FakeJob(INTRA, seed=1), 8, "node07", "node07:1", seed=1, limit=3)
+    facts = Facts.from_json({**_facts(64), "meta": {"hostname": "n2"}})
+    log = ResultsLog.create(tmp_path / "r.jsonl", {"space": space.to_json()})
+    shared = shared_tune(journal, "w", space, FakeJob(INTRA, seed=2), seeds, TuneSettings(budget=8, seed=1), facts, log)
+    err = capsys.readouterr().err
+    assert ("tfdoctor: node node07 is unlike the others (cpu.cpuinfo.processors=32); its trials are left out of "
+            "the winner") in err
+    assert shared is not None
+    records, settings = shared
+    assert len(records) == 5 and settings.budget == 5  # the 3 trials of node07 left out
+    assert f"tfdoctor: n2:{os.getpid()} measured 5 of the study's 8 trials (2 worker(s) in all)" in err

@@ -117,16 +117,16 @@ def _key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _taken(study: Any, space: Space, number: int) -> set[tuple[Any, ...]]:
-    """The configurations of the other trials, measured or being measured (a lower number wins a tie)."""
+    """The configurations of the other trials, measured or being measured. Each worker records its
+    configuration before it looks: of two workers that chose the same one at once, the second to look
+    sees the first's (both may move; neither measures it twice)."""
     from optuna.trial import TrialState
 
     keys = set()
     for trial in study.get_trials(deepcopy=False):
         params = trial.user_attrs.get("params")
-        if trial.number == number or params is None:
-            continue
-        if trial.state in (TrialState.COMPLETE, TrialState.RUNNING) and (
-                trial.state == TrialState.COMPLETE or trial.number < number):
+        if trial.number != number and params is not None and trial.state in (TrialState.COMPLETE,
+                                                                               TrialState.RUNNING):
             keys.add(_key(space, params))
     return keys
 
@@ -166,16 +166,20 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
             study.tell(trial, state=TrialState.FAIL)
             out.writer = trial.number == budget
             break
-        params = dict(trial.params)
+        params: dict[str, Any] | None = dict(trial.params)
         trial.set_user_attr("params", params)
-        taken = _taken(study, space, trial.number)
-        if _key(space, params) in taken:
-            fresh = _unmeasured(space, taken, params, rng)
-            if fresh is None:
-                study.tell(trial, state=TrialState.FAIL)
-                continue
-            params = fresh
+        for _attempt in range(100):
+            taken = _taken(study, space, trial.number)
+            if _key(space, params) not in taken:  # type: ignore[arg-type]
+                break
+            params = _unmeasured(space, taken, params, rng)  # type: ignore[arg-type]
+            if params is None:
+                break
             trial.set_user_attr("params", params)
+        if params is None:  # every configuration is taken: nothing measured, nothing recorded
+            trial.set_user_attr("params", None)
+            study.tell(trial, state=TrialState.FAIL)
+            continue
         for name, value in (("node", node), ("worker", worker)):
             trial.set_user_attr(name, value)
         measurement = objective.measure(space.env_changes(params), space.launcher(params))

@@ -129,3 +129,25 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
     screen = [r for r in records if r.phase == "screen"]
     assert 7 <= len(screen) <= 9  # the design, then the seed again and the intra-op step to confirm
     assert f"verdict: change {INTRA}=4 (everything else as it is now)" in capsys.readouterr().out
+
+
+def test_a_resumed_tune_screens_with_the_design_it_was_recorded_with(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("optuna")
+    from tests.test_tune_verdict import INTRA, _cli
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import load_results
+
+    with pytest.raises(SystemExit):
+        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "9", "--screening", "two-level"))
+    header, first = load_results(tmp_path / "r.jsonl")
+    assert header["screening"] == "two-level"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl", "--budget", "16"])
+    assert exit_.value.code == 0
+    _header, records = load_results(tmp_path / "r.jsonl")
+    assert [r.phase for r in first].count("screen") == 7  # the design, within the first budget of 9
+    later = [r for r in records[len(first):] if r.phase == "screen"]
+    # The continuation only confirms what the design flagged (the seed again, the intra-op step): one at a
+    # time it would step through every other blocktime choice, 0, 10 and 50.
+    assert len(later) <= 3 and not any(r.params["KMP_BLOCKTIME"] in ("0", "10", "50") for r in later)

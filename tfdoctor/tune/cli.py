@@ -209,6 +209,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             if budget is None and time_limit is None:
                 time_limit = header.get("time_limit")  # a killed --time tune resumes with its full time again
         seed = header.get("seed")
+        # The design the tune screened with (a results file from before the choice: one-at-a-time).
+        screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
+            "one-at-a-time")
         current_env = header.get("current_env")
         if not isinstance(current_env, dict):
             current_env = None  # a results file from before it was recorded: the current seed stands in
@@ -234,7 +237,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             path = time.strftime(f"tfdoctor-tune-%Y%m%d-%H%M%S-{socket.gethostname()}-{os.getpid()}.jsonl")
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
-                  "time_limit": time_limit, "seed": seed,
+                  "time_limit": time_limit, "seed": seed, "screening": screening,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
                   "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}

@@ -20,7 +20,8 @@ def _space():
     return default_space(BUDGET)
 
 
-@pytest.mark.parametrize("factors, runs", [(1, 4), (3, 4), (4, 8), (5, 8), (7, 8), (11, 12)])
+@pytest.mark.parametrize("factors, runs", [(1, 4), (3, 4), (4, 8), (5, 8), (7, 8), (11, 12), (12, 20), (19, 20),
+                                           (23, 24)])
 def test_the_design_is_orthogonal_and_ends_with_every_factor_low(factors, runs):
     rows = plackett_burman(factors)
     assert len(rows) == runs
@@ -33,7 +34,21 @@ def test_the_design_is_orthogonal_and_ends_with_every_factor_low(factors, runs):
 
 def test_more_factors_than_the_largest_design_is_an_error():
     with pytest.raises(ValueError):
-        plackett_burman(12)
+        plackett_burman(24)
+
+
+def test_a_space_too_large_for_the_design_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    from tests.test_tune_verdict import _cli
+    from tfdoctor.cli import main
+
+    argv = _cli(tmp_path, monkeypatch, None, "--screening", "two-level")
+    extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
+    (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert "--screening two-level screens at most 23 parameters; the space has 27" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()  # refused before anything was written
 
 
 def test_the_high_level_is_the_choice_farthest_from_the_seed():

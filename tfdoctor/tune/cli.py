@@ -226,6 +226,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                 space = apply_space_file(space, load_space_file(space_file), f"--space {space_file}")
             except SpaceError as exc:
                 raise UsageError(str(exc)) from None
+        from tfdoctor.tune.screening import MAX_FACTORS
+
+        if screening == "two-level" and len(space.parameters) > MAX_FACTORS:
+            raise UsageError(f"--screening two-level screens at most {MAX_FACTORS} parameters; the space has "
+                             f"{len(space.parameters)} (drop some in --space, or use --screening one-at-a-time)")
         seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
         current_env = {p.name: os.environ.get(p.name) for p in space.parameters if p.target == "env"}
         axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created

@@ -197,7 +197,9 @@ class OneAtATime:
 # -- a two-level screening design ----------------------------------------------------------------
 # Plackett–Burman generators: the first row of a cyclic design of N runs (N - 1 columns); the others are
 # its cyclic shifts, and a last row has every factor at its low level (here: the rule seed itself).
-PB_GENERATORS = {4: "++-", 8: "+++-+--", 12: "++-+++---+-"}
+PB_GENERATORS = {4: "++-", 8: "+++-+--", 12: "++-+++---+-", 20: "++--++++-+-+----++-",
+                 24: "+++++-+-++--++--+-+----"}
+MAX_FACTORS = max(PB_GENERATORS) - 1
 DESIGN_NOISE = 0.02  # the noise of one run assumed before the design's spare columns say more
 FLAG_SIGMAS = 2.5  # a design effect past this many standard errors is confirmed by a one-at-a-time run
 MATTERS_SIGMAS = 3.0  # ... and the design and the confirmation together must pass this many
@@ -207,7 +209,7 @@ CONFIRMED_SHARE = 0.5  # ... with the step alone showing at least this share of 
 def plackett_burman(factors: int) -> list[tuple[int, ...]]:
     """The rows (+1 high / -1 low per factor) of the smallest Plackett–Burman design with room for
     `factors` columns; the first `factors` columns are used, the spare ones estimate the noise. Its
-    last row is every factor low. ValueError past 11 factors."""
+    last row is every factor low. ValueError past MAX_FACTORS."""
     for runs, generator in sorted(PB_GENERATORS.items()):
         if factors <= runs - 1:
             signs = [1 if c == "+" else -1 for c in generator]

@@ -34,13 +34,13 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import simulated_objective as sim
 
 from tfdoctor.derive.cpu_budget import CpuBudget
-from tfdoctor.tune.space import Space, default_space
+from tfdoctor.tune.space import Space, apply_space_file, default_space
 
 CORES, PER_SOCKET = 28, 14
 NOISE = 0.02
@@ -160,11 +160,48 @@ def all_matter_clearly(p: Params) -> float:
     return value
 
 
+# The host of issue 28: 56 logical CPUs (2 sockets × 14 cores × 2 hardware threads), intra 1..56 × inter
+# 1..12 = 672 thread configurations; with the five other knobs of the default space, or without them.
+WIDE_CPUS, WIDE_CORES = 56, 28
+WIDE_BUDGET = CpuBudget(cpus=WIDE_CPUS, source="simulated", host_cpus=WIDE_CPUS, allowed=tuple(range(WIDE_CPUS)),
+                        physical_cores=WIDE_CORES, sockets=2)
+WIDE_UNSET_MEANS = {**UNSET_MEANS, "TF_NUM_INTRAOP_THREADS": WIDE_CPUS, "TF_NUM_INTEROP_THREADS": WIDE_CPUS,
+                    "OMP_NUM_THREADS": WIDE_CPUS}
+OTHER_FIVE = ("OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")
+
+
+def wide_space(seven: bool = True) -> Space:
+    """The default space on the 56-CPU host with inter-op narrowed to 1..12 (a space file would); without
+    `seven`, the two pools only."""
+    spec: dict[str, Any] = {"TF_NUM_INTEROP_THREADS": {"low": 1, "high": 12}}
+    if not seven:
+        spec.update({name: {"drop": True} for name in OTHER_FIVE})
+    return apply_space_file(default_space(WIDE_BUDGET), {"parameters": spec})
+
+
+def wide_threads(p: Params) -> float:
+    """Hardware threads: a core's second thread adds a quarter of a core; an op whose threads span both
+    sockets (past 28 logical CPUs) loses 10 %; the rest as simulated_objective (soft saturation of the 56
+    logical CPUs, contention past them, up to 6 branches side by side)."""
+    intra, inter = p["TF_NUM_INTRAOP_THREADS"], p["TF_NUM_INTEROP_THREADS"]
+    cores = min(intra, WIDE_CORES) + 0.25 * max(0, intra - WIDE_CORES)
+    amdahl = 1.0 / (0.05 + 0.95 / cores) * (0.9 if intra > WIDE_CORES else 1.0)
+    concurrent = min(inter, sim.GRAPH_WIDTH)
+    overlap = sum(0.8**k for k in range(concurrent))
+    demand = intra * concurrent
+    share = (1.0 + (demand / WIDE_CPUS) ** 4) ** (-1.0 / 4)
+    contention = 1.0 / (1.0 + 0.1 * max(0.0, demand / WIDE_CPUS - 1.0))
+    return 40.0 * amdahl * overlap * share * contention * (1.0 - 0.006 * max(0, inter - concurrent))
+
+
 @dataclass(frozen=True)
 class Job:
     name: str
     throughput: Callable[[Params], float]
     matters: tuple[str, ...]  # the parameters that change the result (for the report's check)
+    space: Callable[[], Space] = space  # the space the tune searches
+    budget: CpuBudget = BUDGET  # the simulated host's
+    unset_means: Mapping[str, Any] = field(default_factory=lambda: UNSET_MEANS)
 
     def measure(self, params: Params, rng: random.Random) -> float:
         return self.throughput(params) * math.exp(rng.gauss(0.0, NOISE))
@@ -172,7 +209,7 @@ class Job:
     @functools.cached_property
     def best(self) -> float:
         """The true best over the whole space (exhaustive over the parameters that matter)."""
-        s = space()
+        s = self.space()
         base = {p.name: (p.low if p.kind == "int" else p.choices[0]) for p in s.parameters}
         axes = [[(p.name, v) for v in (range(p.low, p.high + 1) if p.kind == "int" else p.choices)]
                 for p in s.parameters if p.name in self.matters]
@@ -192,4 +229,8 @@ JOBS = (
     Job("all-matter-clearly", all_matter_clearly, ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
                                                    "OMP_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY",
                                                    "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")),
+    Job("wide-56", wide_threads, ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"), wide_space, WIDE_BUDGET,
+        WIDE_UNSET_MEANS),
+    Job("wide-56-two", wide_threads, ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"),
+        functools.partial(wide_space, seven=False), WIDE_BUDGET, WIDE_UNSET_MEANS),
 )

@@ -47,10 +47,11 @@ from tfdoctor.tune.space import current_settings, rule_based_settings
 TARGET = 0.97
 
 
-def params_of(env: Mapping[str, str | None]) -> dict[str, object]:
+def params_of(env: Mapping[str, str | None], job: jobs.Job | None = None) -> dict[str, object]:
     """The job's settings under an environment: an unset variable means the job's own default."""
+    unset = job.unset_means if job is not None else jobs.UNSET_MEANS
     return {name: (int(raw) if isinstance(default, int) else raw) if (raw := env.get(name)) is not None
-            else default for name, default in jobs.UNSET_MEANS.items()}
+            else default for name, default in unset.items()}
 
 
 class SimulatedJob:
@@ -63,24 +64,27 @@ class SimulatedJob:
         return {"simulated": self.job.name}
 
     def measure(self, env_changes: Mapping[str, str | None], launcher: Sequence[str] = ()) -> Measurement:
-        return Measurement("ok", self.job.measure(params_of(env_changes), self.rng), 0.0)
+        return Measurement("ok", self.job.measure(params_of(env_changes, self.job), self.rng), 0.0)
 
 
-def tune(job: jobs.Job, seed: int, strategy: str, budget: int) -> TuneResult:
-    space = jobs.space()
-    seeds = {"current": current_settings(space, {}, jobs.BUDGET), "rule": rule_based_settings(jobs.BUDGET, space)}
-    settings = TuneSettings(budget=budget, seed=seed, strategy=strategy)
+def tune(job: jobs.Job, seed: int, method: str, budget: int) -> TuneResult:
+    """`method`: a strategy, or "screen:DESIGN" for the screened search with another screening."""
+    space = job.space()
+    seeds = {"current": current_settings(space, {}, job.budget), "rule": rule_based_settings(job.budget, space)}
+    strategy, _, design = method.partition(":")
+    settings = TuneSettings(budget=budget, seed=seed, strategy=strategy,
+                            **({"screening": design} if design else {}))
     # The simulated job runs with nothing set: the env script's changes are measured against that (a tune
     # from before the verdict, run by --compare-with, has no such argument).
     extra = {"current_env": {}} if "current_env" in inspect.signature(Tuner).parameters else {}
     return Tuner(space, SimulatedJob(job, seed), None, settings, seeds, **extra).run()
 
 
-def found_and_written(result: TuneResult) -> tuple[dict | None, dict[str, str | None], bool]:
+def found_and_written(result: TuneResult, job: jobs.Job) -> tuple[dict | None, dict[str, str | None], bool]:
     """The best configuration found, the environment the env script changes, and whether it keeps the
     current settings. A tune from before the verdict: its winner, and the env script it wrote then (the
     `mattered` parameters of the winner, or all of them)."""
-    space = jobs.space()
+    space = job.space()
     if hasattr(result, "verdict"):
         if result.verdict is None:
             return None, {}, True
@@ -111,11 +115,12 @@ def main() -> int:
         print("== after: this checkout ==", flush=True)
     import tfdoctor
 
-    methods = [m for m in args.methods.split(",") if m in STRATEGIES]
+    methods = [m for m in args.methods.split(",") if m.partition(":")[0] in STRATEGIES]
     chosen = [j for j in jobs.JOBS if j.name in args.jobs.split(",")]
     load = os.getloadavg()[0]
     print(f"tfdoctor from {Path(tfdoctor.__file__).parent}")
-    print(f"simulated host: 28 cores, 2 sockets; default space of {jobs.space().size():,} points; "
+    print("simulated hosts: 28 cores, 2 sockets (wide-56: 56 logical CPUs, inter-op 1..12); "
+          f"default space of {jobs.space().size():,} points; "
           f"budget {args.budget}; {args.seeds} seeds per job; success = truly within 3 % of the best")
     print(f"load average at start: {load:.2f}")
     print(f"{'job':<20}" + "".join(f"{m + ': found  written  keep  worse':>40}" for m in methods)
@@ -123,11 +128,10 @@ def main() -> int:
     failed_any = False
     timings = dict.fromkeys(methods, 0.0)
     trials = dict.fromkeys(methods, 0)
-    current = params_of({})
     for job in chosen:
         best = job.best
         row = f"{job.name:<20}"
-        exact = 0
+        exact: dict[str, int] = {}
         for method in methods:
             found_wins = written_wins = keeps = worse = 0
             for seed in range(args.seeds):
@@ -135,21 +139,21 @@ def main() -> int:
                 result = tune(job, seed, method, args.budget)
                 timings[method] += time.perf_counter() - started
                 trials[method] += len(result.records)
-                found, env, keep = found_and_written(result)
-                found_ratio = job.throughput(found) / best if found else 0.0
-                written = job.throughput(params_of(env))
+                found, env, keep = found_and_written(result, job)
+                found_ratio = job.throughput({**params_of({}, job), **found}) / best if found else 0.0
+                written = job.throughput(params_of(env, job))
                 found_wins += found_ratio >= TARGET
                 written_wins += written / best >= TARGET
                 keeps += keep
-                worse += written < job.throughput(current) * 0.999
-                if method == "screen" and result.mattered is not None:
-                    exact += set(result.mattered) == set(job.matters)
+                worse += written < job.throughput(params_of({}, job)) * 0.999
+                if method.startswith("screen") and result.mattered is not None:
+                    exact[method] = exact.get(method, 0) + (set(result.mattered) == set(job.matters))
                 if args.verbose and written / best < TARGET:
                     print(f"  {job.name} {method} seed {seed}: found {found_ratio:.3f} written {written / best:.3f} "
                           f"{env}")
             row += f"{found_wins:>16}/{args.seeds} {written_wins:>5}/{args.seeds} {keeps:>5} {worse:>6}"
             failed_any = failed_any or worse > 0  # an env script that makes the job slower: never acceptable
-        print(row + f"   {exact}/{args.seeds}")
+        print(row + "   " + ", ".join(f"{m} {n}/{args.seeds}" for m, n in exact.items()))
     print("seconds per tune: " + ", ".join(f"{m} {timings[m] / (args.seeds * len(chosen)):.2f}" for m in methods)
           + "; runs per tune (confirmation and verdict included): "
           + ", ".join(f"{m} {trials[m] / (args.seeds * len(chosen)):.1f}" for m in methods))

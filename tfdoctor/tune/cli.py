@@ -26,6 +26,12 @@ SKIPPED_SECTIONS = frozenset({"python", "keras"})
 
 def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
     """The job's CPU budget and the NUMA bindings to try, from the same probes `check` runs."""
+    budget, launchers, _facts = _node_facts()
+    return budget, launchers
+
+
+def _node_facts() -> tuple[Any, dict[str, tuple[str, ...]], Any]:
+    """The CPU budget, the NUMA bindings and the facts they were read from (a shared tune records them)."""
     from tfdoctor.derive.cpu_budget import cpu_budget
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts import NotChecked
@@ -41,7 +47,7 @@ def _facts_budget() -> tuple[Any, dict[str, tuple[str, ...]]]:
         raise UsageError(f"cannot size the search space: the CPU budget is unknown ({exc.reason})") from None
     from tfdoctor.tune.numa_binding import numa_launchers
 
-    return budget, numa_launchers(facts)
+    return budget, numa_launchers(facts), facts
 
 
 def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: float | None,
@@ -107,12 +113,22 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
 @click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
               help="Measured seconds per trial of the built-in micro-benchmark.")
+@click.option("--screening", type=click.Choice(["one-at-a-time", "two-level"]), default="one-at-a-time",
+              show_default=True,
+              help="How the tune finds the parameters that matter: each moved alone, or a two-level design that "
+                   "moves them together (7 runs for the default space; docs/tune.md).")
+@click.option("--storage", metavar="FILE|URL",
+              help="Share one tune among several workers (nodes) through optuna's storage: a journal file on a "
+                   "shared filesystem, or a database URL (sqlite:///…, postgresql://…). docs/tune.md.")
+@click.option("--study", "study_name", metavar="NAME", default="tfdoctor-tune", show_default=True,
+              help="The study's name in --storage (every worker of one tune gives the same).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
-         plot_alias: str | None = None) -> None:
+         plot_alias: str | None = None, screening: str = "one-at-a-time", storage: str | None = None,
+         study_name: str = "tfdoctor-tune") -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -142,6 +158,13 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("give --html FILE or --plot FILE, not both (they are the same option)")
         plot_path, plot_option = plot_alias, "--plot"
     _check_output_paths(write_path, plot_path, force, plot_option)
+    if storage is not None:
+        if resume:
+            raise UsageError("--storage continues the study it names: run the same command again, without --resume")
+        if time_limit is not None:
+            raise UsageError("--storage shares a budget of trials among the workers: give --budget, not --time")
+        if not storage.strip():
+            raise UsageError("--storage needs a journal file or a database URL")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -186,6 +209,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             if budget is None and time_limit is None:
                 time_limit = header.get("time_limit")  # a killed --time tune resumes with its full time again
         seed = header.get("seed")
+        # The design the tune screened with (a results file from before the choice: one-at-a-time).
+        screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
+            "one-at-a-time")
         current_env = header.get("current_env")
         if not isinstance(current_env, dict):
             current_env = None  # a results file from before it was recorded: the current seed stands in
@@ -193,13 +219,18 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     else:
         maximize = True if maximize is None else maximize
         objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
-        cpu, launchers = _facts_budget()
+        cpu, launchers, node_facts = _node_facts()
         space = default_space(cpu, launchers)
         if space_file:
             try:
                 space = apply_space_file(space, load_space_file(space_file), f"--space {space_file}")
             except SpaceError as exc:
                 raise UsageError(str(exc)) from None
+        from tfdoctor.tune.screening import MAX_FACTORS
+
+        if screening == "two-level" and len(space.parameters) > MAX_FACTORS:
+            raise UsageError(f"--screening two-level screens at most {MAX_FACTORS} parameters; the space has "
+                             f"{len(space.parameters)} (drop some in --space, or use --screening one-at-a-time)")
         seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
         current_env = {p.name: os.environ.get(p.name) for p in space.parameters if p.target == "env"}
         axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created
@@ -207,9 +238,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
         path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
+        if storage and not results:  # workers on one shared folder: one results file each
+            path = time.strftime(f"tfdoctor-tune-%Y%m%d-%H%M%S-{socket.gethostname()}-{os.getpid()}.jsonl")
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
-                  "time_limit": time_limit, "seed": seed,
+                  "time_limit": time_limit, "seed": seed, "screening": screening,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
                   "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}
@@ -219,10 +252,18 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError(str(exc)) from None
 
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
-                            maximize=bool(maximize), seed=seed)
+                            maximize=bool(maximize), seed=seed, screening=screening)
     from tfdoctor.tune.progress import TuneProgress
 
     done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
+    if storage:
+        from tfdoctor.tune.shared_cli import shared_tune
+
+        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log)
+        if shared is None:
+            return  # another worker writes the winner
+        previous, settings = shared
+        done = len(previous)
     if finished_note:
         _out(finished_note, err=True)
         result = Tuner(space, objective, None, settings, seeds, previous, current_env=current_env).replay(

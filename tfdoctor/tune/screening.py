@@ -194,7 +194,181 @@ class OneAtATime:
         return effects(self.space, self.seed, measured, self.maximize)
 
 
-SCREENINGS = {"one-at-a-time": OneAtATime}
+# -- a two-level screening design ----------------------------------------------------------------
+# Plackett–Burman generators: the first row of a cyclic design of N runs (N - 1 columns); the others are
+# its cyclic shifts, and a last row has every factor at its low level (here: the rule seed itself).
+PB_GENERATORS = {4: "++-", 8: "+++-+--", 12: "++-+++---+-", 20: "++--++++-+-+----++-",
+                 24: "+++++-+-++--++--+-+----"}
+MAX_FACTORS = max(PB_GENERATORS) - 1
+DESIGN_NOISE = 0.02  # the noise of one run assumed before the design's spare columns say more
+FLAG_SIGMAS = 2.5  # a design effect past this many standard errors is confirmed by a one-at-a-time run
+MATTERS_SIGMAS = 3.0  # ... and the design and the confirmation together must pass this many
+CONFIRMED_SHARE = 0.5  # ... with the step alone showing at least this share of the design's effect
+
+
+def plackett_burman(factors: int) -> list[tuple[int, ...]]:
+    """The rows (+1 high / -1 low per factor) of the smallest Plackett–Burman design with room for
+    `factors` columns; the first `factors` columns are used, the spare ones estimate the noise. Its
+    last row is every factor low. ValueError past MAX_FACTORS."""
+    for runs, generator in sorted(PB_GENERATORS.items()):
+        if factors <= runs - 1:
+            signs = [1 if c == "+" else -1 for c in generator]
+            rows = [tuple(signs[(j - i) % (runs - 1)] for j in range(runs - 1)) for i in range(runs - 1)]
+            return [*rows, tuple([-1] * (runs - 1))]
+    raise ValueError(f"no two-level design here for {factors} factors")
+
+
+def high_level(parameter: Parameter, seed_value: Any) -> Any:
+    """The value a factor takes at its high level: the choice farthest down the list from the seed's
+    (the largest contrast the list offers: blocktime 1 -> 200, oneDNN 1 -> 0), for a count the
+    one-at-a-time step (probe_values). None: nothing to move to."""
+    if parameter.kind == "choice":
+        others = [c for c in parameter.choices if c != seed_value]
+        if not others:
+            return None
+        index = parameter.choices.index(seed_value) if seed_value in parameter.choices else 0
+        return max(others, key=lambda c: abs(parameter.choices.index(c) - index))
+    steps = probe_values(parameter, seed_value)
+    return steps[0] if steps else None
+
+
+def _log_mean(values: Sequence[float]) -> float:
+    return statistics.fmean(math.log(max(v, 1e-300)) for v in values)
+
+
+@dataclass(frozen=True)
+class TwoLevelDesign:
+    """Every parameter moved together in a Plackett–Burman design from the rule seed (low level: the seed's
+    value; high: high_level). The seed is the design's all-low row, so the seven parameters of the default
+    space cost 7 new runs (a one-at-a-time screening of them costs 15 and more), three cost 3. Each
+    factor's effect is the mean log result of the runs where it was high minus that of the runs where it
+    was low: every run counts for every factor, so its standard error is sigma * 2 / sqrt(N) — half of a
+    one-at-a-time step's with N = 8 — where sigma is the larger of DESIGN_NOISE and what the spare
+    columns (whose "effects" are only noise) show. A factor past FLAG_SIGMAS is confirmed by a
+    one-at-a-time step from the seed (and the seed measured again): in a design this small an effect may
+    be the alias of two others acting together, and the step measures it alone. It matters when the step
+    shows at least CONFIRMED_SHARE of the design's effect, the same way, and the design and the step
+    together (inverse-variance weighted) pass MATTERS_SIGMAS — or when the step alone passes
+    MATTERS_SIGMAS of its own noise (strong interactions can turn the design's average around). The pools
+    are factors too (their best step starts the narrowed search) though the search varies them whatever
+    their effect."""
+
+    space: Space
+    seed: Mapping[str, Any]
+    maximize: bool = True
+
+    def factors(self) -> list[tuple[Parameter, Any]]:
+        out = []
+        for parameter in self.space.parameters:
+            value = high_level(parameter, self.seed[parameter.name])
+            if value is not None:
+                out.append((parameter, value))
+        return out
+
+    def factors_by_name(self) -> list[tuple[str, Any]]:
+        return [(p.name, high) for p, high in self.factors()]
+
+    def design(self) -> list[dict[str, Any]]:
+        factors = self.factors()
+        if not factors:
+            return [dict(self.seed)]
+        rows = plackett_burman(len(factors))
+        return [{**self.seed, **{p.name: high if row[i] > 0 else self.seed[p.name]
+                                 for i, (p, high) in enumerate(factors)}} for row in rows]
+
+    def _design_effects(self, measured: Measured) -> tuple[dict[str, float], float] | None:
+        """Each factor's design effect (log of high over low, sign: larger is better when maximizing)
+        and the noise sigma of one run; None until every row has a measurement."""
+        factors = self.factors()
+        if not factors:
+            return {}, DESIGN_NOISE
+        rows = plackett_burman(len(factors))
+        points = self.design()
+        logs = []
+        for point in points:
+            values = [v for params, v in measured if v > 0 and _same(params, point)]
+            if not values:
+                return None
+            logs.append(_log_mean(values))
+        sign = 1.0 if self.maximize else -1.0
+        runs = len(rows)
+        columns = [sign * sum(row[j] * y for row, y in zip(rows, logs, strict=True)) * 2 / runs
+                   for j in range(runs - 1)]
+        spare = columns[len(factors):]
+        sigma = DESIGN_NOISE
+        if spare:  # a spare column's effect has variance sigma^2 * 4 / N
+            sigma = max(sigma, math.sqrt(statistics.fmean(c * c for c in spare) * runs / 4))
+        return {p.name: columns[i] for i, (p, _high) in enumerate(factors)}, sigma
+
+    def _flagged(self, measured: Measured) -> list[tuple[Parameter, Any]]:
+        found = self._design_effects(measured)
+        if found is None:
+            return []
+        design, sigma = found
+        standard_error = sigma * 2 / math.sqrt(len(self.design()))
+        return [(p, high) for p, high in self.factors() if abs(design[p.name]) > FLAG_SIGMAS * standard_error]
+
+    def next_step(self, tried: Sequence[Mapping[str, Any]], measured: Measured) -> dict[str, Any] | None:
+        def runs(step: Mapping[str, Any]) -> int:
+            return sum(1 for params in tried if _same(params, step))
+
+        for point in self.design():
+            if runs(point) < 1:
+                return point
+        flagged = self._flagged(measured)
+        if flagged and runs(self.seed) < 2:
+            return dict(self.seed)
+        for parameter, high in flagged:
+            step = {**self.seed, parameter.name: high}
+            if runs(step) < 1:
+                return step
+        return None
+
+    def effects(self, measured: Measured) -> dict[str, Effect]:
+        found = self._design_effects(measured)
+        if found is None:
+            return {}
+        design, sigma = found
+        runs = len(self.design())
+        flagged = {p.name for p, _high in self._flagged(measured)}
+        seed_logs = [math.log(v) for params, v in measured if v > 0 and _same(params, self.seed)]
+        sign = 1.0 if self.maximize else -1.0
+        result: dict[str, Effect] = {}
+        for parameter, high in self.factors():
+            name, estimate = parameter.name, design[parameter.name]
+            matters, combined = False, estimate
+            step = [math.log(v) for params, v in measured
+                    if v > 0 and _same(params, {**self.seed, name: high})]
+            if name in flagged and step and seed_logs:
+                confirmation = sign * (statistics.fmean(step) - statistics.fmean(seed_logs))
+                # Inverse-variance weights, in units of sigma^2: the design's 4 / N, the step's
+                # 1 / steps + 1 / seed runs.
+                w_design = runs / 4
+                w_step = 1 / (1 / len(step) + 1 / len(seed_logs))
+                combined = (w_design * estimate + w_step * confirmation) / (w_design + w_step)
+                # The step alone must show at least half of the design's effect, the same way: an alias
+                # (two other factors acting together) shows the design an effect the step does not have.
+                agrees = (confirmation * estimate > 0 and abs(confirmation) > CONFIRMED_SHARE * abs(estimate)
+                          and abs(combined) > MATTERS_SIGMAS * sigma / math.sqrt(w_design + w_step))
+                # Where factors interact strongly the design's average can even point the wrong way; a
+                # step that alone changes the result by MATTERS_SIGMAS of its own noise matters all the
+                # same (a one-at-a-time test), and its own change is what holding the value would give.
+                alone = abs(confirmation) > MATTERS_SIGMAS * sigma / math.sqrt(w_step)
+                matters = agrees or alone
+                if not agrees:
+                    combined = confirmation
+            better = matters and combined > 0
+            best_value = high if better else self.seed[name]
+            result[name] = Effect(name, math.exp(abs(combined)) - 1, best_value,
+                                  math.exp(combined) - 1 if better else 0.0, 1 + (name in flagged), matters)
+        return result
+
+
+def _same(params: Mapping[str, Any], point: Mapping[str, Any]) -> bool:
+    return all(params.get(k) == v for k, v in point.items())
+
+
+SCREENINGS: dict[str, Any] = {"one-at-a-time": OneAtATime, "two-level": TwoLevelDesign}
 
 
 INTRA, INTER, OMP = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"

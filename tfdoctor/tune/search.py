@@ -67,7 +67,7 @@ class TuneSettings:
     startup_trials: int = 8  # random trials TPE needs before it models the surface
     local_every: int = 3  # after the start-up, every n-th trial measures a neighbour of the best so far
     strategy: str = "screen"  # see the module docstring
-    screening: str = "one-at-a-time"  # a key of tfdoctor.tune.screening.SCREENINGS
+    screening: str = "one-at-a-time"  # a key of tfdoctor.tune.screening.SCREENINGS ("two-level": --screening)
 
 
 @dataclass(frozen=True)

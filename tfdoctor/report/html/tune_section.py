@@ -106,11 +106,20 @@ def _measured(records: Sequence[TrialRecord], maximize: bool) -> dict[str, list[
     return groups
 
 
-def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
+def _comparison_table(records: Sequence[TrialRecord], maximize: bool,
+                      summary: Mapping[str, Any] | None = None) -> str:
+    if summary and summary.get("verdict") in ("apply", "keep-current"):
+        return _verdict(records, maximize, summary)
     measured = _measured(records, maximize)
     if "winner" not in measured:
         return '<p class="muted">The leaders were never re-measured (the tune stopped before confirming).</p>'
     best = statistics.median(measured["winner"])
+    current = measured.get("current")
+    if current and (best < statistics.median(current) if maximize else best > statistics.median(current)):
+        # A tune from before the verdict could call a configuration measured slower than the current
+        # settings its winner: it is not one.
+        return ('<p><b>Verdict: keep your current settings</b> (the best configuration searched measured '
+                'slower than them).</p>' + _rows_table(measured, ("current", "rule"), maximize, None))
     rows = []
     for role, label in (("winner", "winner"), ("current", "current settings"), ("rule", "rules of thumb")):
         values = measured.get(role)
@@ -134,6 +143,53 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool) -> str:
     return table(("settings", "median", "spread", "winner's gain"), rows) + note
 
 
+LABELS = {"winner": "the change written", "current": "current settings", "rule": "rules of thumb"}
+
+
+def _rows_table(measured: Mapping[str, list[float]], roles: Sequence[str], maximize: bool,
+                gain: str | None) -> str:
+    """Median and spread of each role's runs; `gain` (the verdict's, with its interval) on the winner's row."""
+    rows = []
+    for role in roles:
+        values = measured.get(role)
+        if not values:
+            continue
+        rows.append((text(LABELS[role]), f'<span class="num">{statistics.median(values):.4g}</span>',
+                     text(f"{min(values):.4g} – {max(values):.4g} ({len(values)} runs)"),
+                     text(gain if role == "winner" and gain else "—")))
+    return table(("settings", "median", "spread", "against the current settings"), rows)
+
+
+def _verdict(records: Sequence[TrialRecord], maximize: bool, summary: Mapping[str, Any]) -> str:
+    """The tune's verdict (its summary line): the change written and its measured gain against the current
+    settings in the paired verification runs, or "keep your current settings" — then no winner is shown,
+    only what was measured."""
+    reason = str(summary.get("reason") or "")
+    changes = summary.get("changes") if isinstance(summary.get("changes"), Mapping) else {}
+    measured: dict[str, list[float]] = {}
+    ok = [r for r in records if r.ok and r.value is not None]
+    current = [r.value for r in ok if r.phase == "verify" and r.role == "current"]
+    if current:
+        measured["current"] = current  # type: ignore[assignment]
+    rule = next((r for r in records if r.phase == "rule"), None)
+    if rule is not None:
+        values = [r.value for r in ok if r.phase in ("rule", "confirm") and r.params == rule.params
+                  and r.role != "current"]
+        if values:
+            measured["rule"] = values  # type: ignore[assignment]
+    applied = summary.get("verdict") == "apply" and summary.get("winner") is not None and changes
+    if not applied:
+        return (f"<p><b>Verdict: keep your current settings</b> ({text(reason)}).</p>"
+                + _rows_table(measured, ("current", "rule"), maximize, None))
+    measured["winner"] = [r.value for r in ok if r.phase == "verify" and r.params == dict(changes)]  # type: ignore[misc]
+    gain = summary.get("gain") if isinstance(summary.get("gain"), Mapping) else {}
+    shown = (f"{_float(gain, 'gain'):+.1%} (interval {_float(gain, 'low'):+.1%} … {_float(gain, 'high'):+.1%}, "
+             f"{_float(gain, 'confidence'):.1%})" if gain else None)
+    setting = " ".join(f"{name}={value}" for name, value in changes.items())
+    return (f"<p><b>Verdict: change {text(setting)}</b> (everything else as it is now): {text(reason)}.</p>"
+            + _rows_table(measured, ("winner", "current", "rule"), maximize, shown))
+
+
 def _effects(summary: Mapping[str, Any]) -> str:
     """What each parameter did when moved alone from the rule-based seed (the tune's own screening)."""
     effects = summary.get("effects")
@@ -147,7 +203,10 @@ def _effects(summary: Mapping[str, Any]) -> str:
         matters = effect.get("matters")
         rows.append((text(name), f'<span class="num">{_float(effect, "effect"):.1%}</span>',
                      text(effect.get("best_value", "")), text("yes" if matters else "no")))
-    named = (f"<p>What mattered: <b>{text(', '.join(map(str, mattered)))}</b>; the env script sets only these.</p>"
+    # Since the verdict, the env script sets only what won its own comparison (the verdict above).
+    sets = ("the env script sets only those the verdict kept" if "verdict" in summary
+            else "the env script sets only these")
+    named = (f"<p>What mattered: <b>{text(', '.join(map(str, mattered)))}</b>; {sets}.</p>"
              if isinstance(mattered, list) and mattered else "")
     return ("<h3>What each parameter did, moved alone from the rules of thumb</h3>" + named
             + table(("parameter", "largest change one step made", "value kept", "mattered"), rows))
@@ -166,7 +225,7 @@ def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], sour
     study = replay_study(space, records, maximize)
     ok = sum(1 for r in records if r.ok)
     parts = [f"<p>{text(source)}: {text(len(records))} trials recorded, {text(ok)} succeeded; "
-             f"{'larger' if maximize else 'smaller'} is better.</p>", _comparison_table(records, maximize)]
+             f"{'larger' if maximize else 'smaller'} is better.</p>", _comparison_table(records, maximize, summary)]
     if summary:
         parts.append(_effects(summary))
     plots = 0

@@ -1,0 +1,162 @@
+"""One tune over several workers through optuna's storage (tfdoctor.tune.shared): the budget is the study's,
+no configuration is measured twice, every worker contributes, one worker writes the winner, and a node
+whose facts are off the majority is named and its trials left out."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.tune_fakes import METRIC, FakeJob
+from tfdoctor.derive.cpu_budget import CpuBudget
+from tfdoctor.facts import Facts
+from tfdoctor.tune.results import load_results, load_summary
+from tfdoctor.tune.space import apply_space_file, default_space, rule_based_settings
+
+optuna = pytest.importorskip("optuna")
+
+INTRA = "TF_NUM_INTRAOP_THREADS"
+THREADS = (INTRA, "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
+SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
+FAKE = REPO / "tests" / "tune_fakes.py"
+BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
+
+
+def _worker(tmp_path: Path, index: int, budget: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY",
+                                                             "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}
+    env.update(FAKE_JOB_STATE=str(tmp_path / f"runs-{index}"), FAKE_JOB_SEED=str(index), FAKE_JOB_DEPENDS=INTRA,
+               PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "tfdoctor", "tune", "--storage", "study.journal", "--study", "t", "--budget",
+            str(budget), "--space", "space.toml", "--seed", str(index), "--results", f"r{index}.jsonl",
+            "--write", "env.sh", "--metric", METRIC, "--", sys.executable, str(FAKE)]
+    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_share_one_journal_file_study(tmp_path):
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    budget = 16
+    workers = [_worker(tmp_path, i, budget) for i in (1, 2)]
+    outputs = [w.communicate(timeout=600) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    journal = optuna.storages.journal.JournalFileBackend(str(tmp_path / "study.journal"))
+    storage = optuna.storages.JournalStorage(journal)
+    trials = optuna.load_study(storage=storage, study_name="t").get_trials()
+    measured = [t for t in trials if "worker" in t.user_attrs]
+    assert len(measured) == budget  # the budget is the study's, not each worker's
+    assert sorted(t.number for t in measured) == list(range(budget))
+    keys = [json.dumps(t.user_attrs["params"], sort_keys=True) for t in measured]
+    assert len(set(keys)) == budget  # no configuration measured twice
+    assert len({t.user_attrs["worker"] for t in measured}) == 2  # both contributed
+    assert sum(1 for t in trials if t.user_attrs.get("over_budget")) == 2  # each stopped at the budget
+    # the winner written once: by the worker handed trial budget + 1, whose results file has the summary
+    writers = [i for i in (1, 2) if load_summary(tmp_path / f"r{i}.jsonl") is not None]
+    assert len(writers) == 1, outputs
+    assert sum("writes the winner; this one is done" in err for _out, err in outputs) == 1
+    shares = [re.search(r"tfdoctor: \S+:\d+ measured (\d+) of the study's 16 trials \(\d worker\(s\) in all\)", err)
+              for _out, err in outputs]
+    assert all(shares) and sum(int(m.group(1)) for m in shares) == budget  # the lines docs/tune.md shows
+    _header, records = load_results(tmp_path / f"r{writers[0]}.jsonl")
+    assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
+    assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
+
+
+def _facts(processors: int) -> dict:
+    facts = Facts({"cpu": {"cpuinfo": {"processors": processors, "model_name": "Test CPU"}}}, {"hostname": "x"})
+    return json.loads(facts.dumps())
+
+
+def test_a_node_unlike_the_others_is_named_and_its_trials_left_out(tmp_path):
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {
+        **{n: {"low": 1, "high": 4} for n in THREADS},
+        **{n: {"drop": True} for n in ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}}})
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "odd", True, 1, rule_based_settings(BUDGET, space))
+    # three nodes alike, one planted with other facts (fewer CPUs): each measures a share of the trials
+    for name, cpus in (("n1", 64), ("n2", 64), ("n3", 64), ("odd", 32)):
+        record_node(study, name, _facts(cpus))
+    budget = 12
+    # one after the other: the odd node and n1 leave after 4 trials each, n2 measures the rest
+    for name in ("odd", "n1"):
+        left = run_worker(study, space, FakeJob(INTRA, seed=len(name)), budget, name, name + ":1", seed=3, limit=4)
+        assert len(left.measured) == 4 and not left.writer
+    final = run_worker(study, space, FakeJob(INTRA, seed=5), budget, "n2", "n2:1", seed=3)
+    assert final.writer and len(final.measured) == 4
+    assert final.excluded == {"odd": {"cpu.cpuinfo.processors": 32}}
+    odd_trials = {t.number for t in study.get_trials() if t.user_attrs.get("node") == "odd"}
+    assert odd_trials == {0, 1, 2, 3}
+    assert len(final.records) == budget - 4
+    chosen = {json.dumps(r.params, sort_keys=True) for r in final.records}
+    odd_params = {json.dumps(t.user_attrs["params"], sort_keys=True) for t in study.get_trials()
+                  if t.user_attrs.get("node") == "odd"}
+    assert not chosen & odd_params
+    assert [r.phase for r in final.records] == ["search"] * (budget - 4)  # trial 0 (the rule seed) was odd's
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--storage", "study.journal", "--time", "60"], "give --budget, not --time"),
+    (["--storage", ".", "--budget", "4"], "--storage .: not a regular file"),
+    (["--storage", "study.journal", "--budget", "4", "--resume", "r.jsonl"], "without --resume"),
+])
+def test_a_storage_that_cannot_be_used_is_a_usage_error(tmp_path, extra, message):
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    (tmp_path / "r.jsonl").write_text("")
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", *extra, *(
+        [] if "--resume" in extra else ["--space", "space.toml", "--metric", METRIC, "--", sys.executable, str(FAKE)])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_database_url_is_optunas_rdb_storage(tmp_path):
+    """`--storage sqlite:///…`: the same study through optuna's RDBStorage (SQLAlchemy)."""
+    pytest.importorskip("sqlalchemy")
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
+    assert isinstance(storage, optuna.storages.RDBStorage)
+    study = open_study(storage, "db", True, 2, rule_based_settings(BUDGET, space))
+    again = open_study(open_storage(f"sqlite:///{tmp_path / 'tune.db'}"), "db", True, 3, None)  # a second worker
+    for name in ("a", "b"):
+        record_node(study, name, _facts(8))
+    first = run_worker(study, space, FakeJob(INTRA, seed=1), 8, "a", "a:1", seed=1, limit=5)
+    second = run_worker(again, space, FakeJob(INTRA, seed=2), 8, "b", "b:1", seed=2)
+    assert (len(first.measured), len(second.measured)) == (5, 3) and second.writer and not first.writer
+    assert second.excluded == {} and len(second.records) == 8
+    assert second.records[0].phase == "rule" and second.records[0].params == rule_based_settings(BUDGET, space)
+    with pytest.raises(Exception, match="maximize"):
+        open_study(storage, "db", False, 2, None)  # a worker that would minimize the same study
+
+
+def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, capsys):
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.search import TuneSettings
+    from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
+    from tfdoctor.tune.shared_cli import shared_tune
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    seeds = {"rule": rule_based_settings(BUDGET, space)}
+    journal = str(tmp_path / "s.journal")
+    study = open_study(open_storage(journal), "w", True, 1, seeds["rule"])
+    for name, processors in (("n1", 64), ("n3", 64), ("node07", 32)):
+        record_node(study, name, _facts(processors))
+    run_worker(study, space, FakeJob(INTRA, seed=1), 8, "node07", "node07:1", seed=1, limit=3)
+    facts = Facts.from_json({**_facts(64), "meta": {"hostname": "n2"}})
+    log = ResultsLog.create(tmp_path / "r.jsonl", {"space": space.to_json()})
+    shared = shared_tune(journal, "w", space, FakeJob(INTRA, seed=2), seeds, TuneSettings(budget=8, seed=1), facts, log)
+    err = capsys.readouterr().err
+    assert ("tfdoctor: node node07 is unlike the others (cpu.cpuinfo.processors=32); its trials are left out of "
+            "the winner") in err
+    assert shared is not None
+    records, settings = shared
+    assert len(records) == 5 and settings.budget == 5  # the 3 trials of node07 left out
+    assert f"tfdoctor: n2:{os.getpid()} measured 5 of the study's 8 trials (2 worker(s) in all)" in err

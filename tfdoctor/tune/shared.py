@@ -1,0 +1,239 @@
+"""One tune over many nodes, through optuna's own storages: no coordinator of our own.
+
+Every `tfdoctor tune --storage S --study NAME` process is a worker. The study (optuna) lives in S: a journal
+file on a shared filesystem (optuna's JournalStorage with its file backend and lock: no server, the HPC
+default) or a database URL (sqlite:///…, postgresql://…: optuna's RDBStorage). The storage gives every
+`ask` a trial number once, whoever asks, so:
+
+- the budget is the study's: trial numbers 0 … budget-1 are measured, and a worker that is handed a number
+  past them stops (its trial is told failed, marked over-budget);
+- the worker handed trial number `budget` exactly — one worker, whatever the timing — writes the winner:
+  it waits for the others' last trials, then confirms the leaders and measures the verdict on its own node
+  (tfdoctor.tune.search.Tuner, the same as a single-node tune), and writes the env script once;
+- a configuration another trial already measures is not measured again: the worker measures the nearest
+  point not yet tried instead (the trial records what it measured in its user attribute "params");
+- each worker records its node's facts (redacted, as `tfdoctor collect` writes them) in the study; the
+  fleet comparison (tfdoctor.fleet.compare) names a node off the majority, and its trials are left out of
+  the winner.
+
+A single-node tune (no --storage) uses none of this.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfdoctor.tune.objective import Objective
+from tfdoctor.tune.results import TrialRecord
+from tfdoctor.tune.space import Space
+
+NODE_ATTR = "node-facts:"  # study user attribute: NODE_ATTR + node name -> the node's redacted facts
+POLL_SECONDS = 0.2
+
+
+class StorageError(ValueError):
+    """A storage that cannot be opened (shown to the user as a usage error)."""
+
+
+def open_storage(spec: str) -> Any:
+    """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path."""
+    import optuna
+
+    if "://" in spec:
+        try:
+            return optuna.storages.RDBStorage(spec)
+        except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
+            raise StorageError(f"--storage {spec.split('://')[0]}://…: cannot open the database: {exc}") from None
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+    path = Path(spec)
+    if path.exists() and not path.is_file():
+        raise StorageError(f"--storage {spec}: not a regular file")
+    try:
+        # The open(O_EXCL) lock works on NFS and Lustre, where a symlink lock may not.
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+    except OSError as exc:
+        raise StorageError(f"--storage {spec}: {exc.strerror or exc}") from None
+
+
+def open_study(storage: Any, name: str, maximize: bool, seed: int | None, first: Mapping[str, Any] | None) -> Any:
+    """The shared study, created by the first worker (which queues `first`, the rule seed, as trial 0)."""
+    import optuna
+
+    direction = "maximize" if maximize else "minimize"
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=False)
+    try:
+        study = optuna.create_study(storage=storage, study_name=name, direction=direction, sampler=sampler)
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(storage=storage, study_name=name, sampler=sampler)
+        if study.direction.name.lower() != direction:
+            raise StorageError(f"study {name!r} is set to {study.direction.name.lower()}; "
+                               f"this worker would {direction}") from None
+        return study
+    if first is not None:
+        study.enqueue_trial(dict(first))
+    return study
+
+
+def record_node(study: Any, node: str, facts_json: Mapping[str, Any]) -> None:
+    study.set_user_attr(NODE_ATTR + node, dict(facts_json))
+
+
+def odd_nodes(study: Any) -> dict[str, dict[str, Any]]:
+    """node -> {fact: its value} for every node whose facts are off the majority (`tfdoctor compare`)."""
+    from tfdoctor.facts import Facts, FactsFileError
+    from tfdoctor.fleet.compare import Comparison, Node, compare_flat
+    from tfdoctor.fleet.flatten import flatten
+
+    nodes = []
+    for key, data in study.user_attrs.items():
+        if key.startswith(NODE_ATTR):
+            try:
+                nodes.append(Node(key[len(NODE_ATTR):], "study", Facts.from_json(data)))
+            except FactsFileError:
+                continue
+    flat = {node.name: flatten(node.facts) for node in nodes}
+    return Comparison(nodes, [], compare_flat(flat)).odd_nodes()
+
+
+@dataclass
+class WorkerResult:
+    """What one worker did: its trials, whether it writes the winner, and the shared records it used."""
+
+    measured: list[int] = field(default_factory=list)  # trial numbers this worker measured
+    writer: bool = False
+    records: list[TrialRecord] = field(default_factory=list)  # the study's trials the winner is chosen from
+    excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # odd node -> its differing facts
+
+
+def _key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(params.get(name) for name in space.names())
+
+
+def _taken(study: Any, space: Space, number: int) -> set[tuple[Any, ...]]:
+    """The configurations of the other trials, measured or being measured. Each worker records its
+    configuration before it looks: of two workers that chose the same one at once, the second to look
+    sees the first's (both may move; neither measures it twice)."""
+    from optuna.trial import TrialState
+
+    keys = set()
+    for trial in study.get_trials(deepcopy=False):
+        params = trial.user_attrs.get("params")
+        if trial.number != number and params is not None and trial.state in (TrialState.COMPLETE,
+                                                                               TrialState.RUNNING):
+            keys.add(_key(space, params))
+    return keys
+
+
+def _unmeasured(space: Space, taken: set[tuple[Any, ...]], near: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
+    from tfdoctor.tune.search import _neighbours, _random_point
+
+    ring = [p for p in _neighbours(space, dict(near)) if _key(space, p) not in taken]
+    if ring:
+        return rng.choice(ring)
+    for _ in range(10_000):
+        point = _random_point(space, rng)
+        if _key(space, point) not in taken:
+            return point
+    return None
+
+
+def run_worker(study: Any, space: Space, objective: Objective, budget: int, node: str, worker: str,
+               seed: int | None = None, on_trial: Callable[[int, dict[str, Any], Any], None] | None = None,
+               wait_seconds: float = 3600.0, limit: int | None = None) -> WorkerResult:
+    """Measure the study's trials until its budget is handed out (or this worker has measured `limit`:
+    it then leaves the rest to the others); the writer then waits for the last ones and gathers the
+    records the winner is chosen from (the odd nodes' trials left out)."""
+    import random
+
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.search import _distributions
+
+    rng = random.Random(f"{seed}-{worker}")
+    distributions = _distributions(space)
+    out = WorkerResult()
+    while limit is None or len(out.measured) < limit:
+        trial = study.ask(distributions)
+        if trial.number >= budget:
+            trial.set_user_attr("over_budget", True)
+            study.tell(trial, state=TrialState.FAIL)
+            out.writer = trial.number == budget
+            break
+        params: dict[str, Any] | None = dict(trial.params)
+        trial.set_user_attr("params", params)
+        for _attempt in range(100):
+            taken = _taken(study, space, trial.number)
+            if _key(space, params) not in taken:  # type: ignore[arg-type]
+                break
+            params = _unmeasured(space, taken, params, rng)  # type: ignore[arg-type]
+            if params is None:
+                break
+            trial.set_user_attr("params", params)
+        if params is None:  # every configuration is taken: nothing measured, nothing recorded
+            trial.set_user_attr("params", None)
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        for name, value in (("node", node), ("worker", worker)):
+            trial.set_user_attr(name, value)
+        measurement = objective.measure(space.env_changes(params), space.launcher(params))
+        trial.set_user_attr("seconds", round(measurement.seconds, 3))
+        out.measured.append(trial.number)
+        if measurement.status == "ok" and measurement.value is not None:
+            study.tell(trial, measurement.value)
+        else:
+            trial.set_user_attr("error", measurement.error[:500])
+            study.tell(trial, state=TrialState.FAIL)
+        if on_trial is not None:
+            on_trial(trial.number, params, measurement)
+    if not out.writer:
+        return out
+    deadline = time.monotonic() + wait_seconds
+    while any(t.state == TrialState.RUNNING and t.number < budget for t in study.get_trials(deepcopy=False)):
+        if time.monotonic() > deadline:
+            break  # a worker that died mid-trial: its trial stays out
+        time.sleep(POLL_SECONDS)
+    out.excluded = odd_nodes(study)
+    out.records = shared_records(study, space, budget, set(out.excluded))
+    return out
+
+
+def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = frozenset()) -> list[TrialRecord]:  # type: ignore[assignment]
+    """The study's measured trials as the tuner's records: trial 0 (the rule seed) as "rule", the others
+    as "search"; the trials of `excluded` nodes left out."""
+    from optuna.trial import TrialState
+
+    records = []
+    for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        params = trial.user_attrs.get("params")
+        if trial.number >= budget or params is None or trial.user_attrs.get("node") in excluded:
+            continue
+        if trial.state not in (TrialState.COMPLETE, TrialState.FAIL) or not all(
+                p.contains(params.get(p.name)) for p in space.parameters):
+            continue
+        ok = trial.state == TrialState.COMPLETE
+        records.append(TrialRecord(len(records), "rule" if trial.number == 0 else "search", dict(params),
+                                   "ok" if ok else "failed", trial.value if ok else None,
+                                   float(trial.user_attrs.get("seconds", 0.0)), space.env_changes(params),
+                                   str(trial.user_attrs.get("error", ""))))
+    return records
+
+
+def study_summary(study: Any) -> dict[str, Any]:
+    """Who measured what: trials per worker and node (for the output and the tests)."""
+    workers: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if "worker" in trial.user_attrs:
+            workers[trial.user_attrs["worker"]] = workers.get(trial.user_attrs["worker"], 0) + 1
+    return {"workers": workers}
+
+
+def dumps_facts(facts: Any) -> dict[str, Any]:
+    """A node's facts as `tfdoctor collect` writes them (redacted)."""
+    return json.loads(facts.dumps())

@@ -1,0 +1,60 @@
+"""`tfdoctor tune --storage S`: this process as one worker of a tune shared through optuna's storage
+(tfdoctor.tune.shared). It measures its share of the study's trials; the one worker handed the trial past
+the budget gets back the study's records (the odd nodes' trials left out) and goes on as a single-node tune
+would: confirmation, the verdict on its node, the env script."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import replace
+from typing import Any
+
+from tfdoctor.usage import UsageError
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
+                settings: Any, node_facts: Any, log: Any) -> tuple[list[Any], Any] | None:
+    """None when another worker writes the winner; else the records to choose it from and the settings
+    (their budget: those records, so the tuner searches no more)."""
+    from tfdoctor.tune.shared import (
+        StorageError,
+        dumps_facts,
+        open_storage,
+        open_study,
+        record_node,
+        run_worker,
+        study_summary,
+    )
+
+    node = str(node_facts.meta.get("hostname") or socket.gethostname())
+    worker = f"{node}:{os.getpid()}"
+    try:
+        study = open_study(open_storage(storage_spec), study_name, settings.maximize, settings.seed, seeds.get("rule"))
+    except StorageError as exc:
+        raise UsageError(str(exc)) from None
+    record_node(study, node, dumps_facts(node_facts))
+
+    def progress(number: int, params: dict[str, Any], measurement: Any) -> None:
+        value = f"{measurement.value:.4g}" if measurement.value is not None else measurement.status
+        _say(f"tfdoctor: {worker} trial {number + 1}/{settings.budget}: {value}\n")
+
+    result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress)
+    workers = study_summary(study)["workers"]
+    _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
+         f"({len(workers)} worker(s) in all)\n")
+    if not result.writer:
+        _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done\n")
+        return None
+    for name, facts in result.excluded.items():
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(facts.items())[:3])
+        _say(f"tfdoctor: node {name} is unlike the others ({shown}); its trials are left out of the winner\n")
+    for record in result.records:
+        log.append(record)
+    return result.records, replace(settings, budget=len(result.records), strategy="tpe")

@@ -145,7 +145,7 @@ def sample(review: Path, manifest: Path, labels: Path, seed: int, quotas: dict) 
     print(f"wrote {labels} and {review}")
 
 
-def score(manifest: Path, labels: Path) -> None:
+def score(manifest: Path, labels: Path, show: bool = False) -> None:
     from tfdoctor.lint.api import lint_directory
 
     repos = tomllib.loads(manifest.read_text())["repos"]
@@ -168,6 +168,8 @@ def score(manifest: Path, labels: Path) -> None:
                           for line in _lines(row, findings, rule))
             positive = row["label"] == rule
             tp += flagged and positive
+            if show and flagged != positive:
+                print(f"  {'FP' if flagged else 'FN'} {row['repository']} {row['path']}:{row['line']} {row['reason']}")
             fp += flagged and not positive
             fn += positive and not flagged
         totals[kind] = (tp, fp, fn)
@@ -201,6 +203,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["sample", "score"])
     parser.add_argument("--review", type=Path, default=Path(tempfile.gettempdir()) / "heldout_review.txt")
+    parser.add_argument("--show", action="store_true", help="score: list the sites where linter and label disagree")
     parser.add_argument("--sample2", action="store_true", help="the second, fresh sample (heldout2.toml)")
     args = parser.parse_args()
     manifest, labels, seed, quotas = (MANIFEST2, LABELS2, SEED2, QUOTA2) if args.sample2 else \
@@ -208,7 +211,7 @@ def main() -> None:
     if args.command == "sample":
         sample(args.review, manifest, labels, seed, quotas)
     else:
-        score(manifest, labels)
+        score(manifest, labels, args.show)
 
 
 if __name__ == "__main__":

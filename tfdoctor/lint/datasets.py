@@ -26,7 +26,7 @@ def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
 _INSPECTING_CALLS = frozenset({"print", "display", "pprint", "imshow", "show", "plot", "subplot", "title", "axis",
                                "append", "extend", "update", "add", "numpy", "tolist", "format", "list", "len",
                                "str", "repr", "decode", "write", "set_title", "figure", "savefig", "zip", "range",
-                               "enumerate", "isinstance", "int", "float"})
+                               "enumerate", "isinstance", "int", "float", "Image", "HTML", "Markdown", "Audio"})
 
 
 def _inspects_only(module: SourceModule, loop: ast.For | ast.AsyncFor) -> bool:
@@ -193,7 +193,7 @@ class _ScopeWalker(ast.NodeVisitor):
             self._bind(target, value)
             splits = _tfds_splits(self.module, node.value, value)
             if splits is not None and isinstance(target, (ast.Tuple, ast.List)):
-                self._bind_splits(target, splits)
+                self._bind_splits(target, splits, direct=node.value is splits)
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
@@ -204,10 +204,11 @@ class _ScopeWalker(ast.NodeVisitor):
                         self.flow.values.append(unpacked)
                         self._bind(element, unpacked)
 
-    def _bind_splits(self, target: ast.Tuple | ast.List, call: ast.Call) -> None:
-        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: each name is a split."""
+    def _bind_splits(self, target: ast.Tuple | ast.List, call: ast.Call, direct: bool = True) -> None:
+        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: each name is a split; and
+        `(train, val, test) = splits` after `splits, info = tfds.load(...)` (not direct: no info to drop)."""
         elements = target.elts
-        if constant(keyword_value(call, "with_info")) is True:
+        if direct and constant(keyword_value(call, "with_info")) is True:
             elements = elements[:1]
         for element in elements:
             names = element.elts if isinstance(element, (ast.Tuple, ast.List)) else [element]
@@ -351,6 +352,8 @@ class _ScopeWalker(ast.NodeVisitor):
 # Calls that look at a pipeline without training on it: printing, plotting, counting, listing.
 _LOOKING = ("print", "display", "plot", "show", "visual", "imshow", "draw", "render", "len", "list", "next",
             "summar", "describe", "inspect", "preview", "sample", "peek", "tolist", "numpy")
+# Calls that score candidates with a trained model (a retrieval metric, a top-k index), not training input.
+_SCORING = ("metric", "topk", "index")
 # Methods of a dataset that read its metadata or a few elements, not its stream.
 _PEEK_METHODS = frozenset({"take", "as_numpy_iterator", "cardinality", "element_spec", "reduce", "get_single_element",
                            "numpy", "class_names", "save", "snapshot"})
@@ -374,6 +377,8 @@ def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AS
                 parent.attr not in CONSUMER_METHODS  # transforms and consumers are followed by the flow
         return False  # ds.element_spec, ds.class_names
     if isinstance(parent, ast.keyword):
+        if parent.arg == "candidates":
+            return False  # retrieval candidates scored by a metric or an index, not training input
         parent = parents.get(parent)
     if isinstance(parent, ast.Call):
         func = parent.func
@@ -383,7 +388,7 @@ def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AS
             return False  # consumed (the flow knows), or built on
         if module.call_name(parent) in SOURCES:
             return False  # merged into another pipeline (zip, sample_from_datasets)
-        return not any(word in lowered for word in _LOOKING)
+        return not any(word in lowered for word in _LOOKING + _SCORING)
     if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         return not all(isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in targets)  # self.ds = ds

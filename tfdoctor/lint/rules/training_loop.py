@@ -93,6 +93,21 @@ _EAGER_SWITCHES = frozenset({"tf.enable_eager_execution", "tf.compat.v1.enable_e
 _DEMO_STEPS = 100  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
 
 
+def _eager_mode_branch(module: SourceModule, node: ast.AST) -> bool:
+    """`node` sits in the body of an `if` that selects an eager mode by name (`mode == 'eager_tf'`,
+    `args.mode in ('eager', ...)`): the script offers a compiled mode too, and the eager one is for
+    debugging (issue 25, held-out sample: yolov3-tf2's train.py)."""
+    child = node
+    for parent in module.ancestors(node):
+        if isinstance(parent, ast.If) and isinstance(parent.test, ast.Compare) and \
+                any(child is stmt for stmt in parent.body):
+            texts = [c.value for c in ast.walk(parent.test) if isinstance(c, ast.Constant)]
+            if any(isinstance(text, str) and "eager" in text.lower() for text in texts):
+                return True
+        child = parent
+    return False
+
+
 def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
     name = module.call_name(call)
     if name not in _EAGER_SWITCHES:
@@ -156,8 +171,20 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     looped_calls = set(looped_loops)
     steps: list[tuple[Function | None, ast.AST]] = []
     seen: set[int] = set()
+    # A step may hand its gradients to a helper of this file that applies them (`update_weights(grads,
+    # model.weights)` doing `optimizer.apply_gradients` or `w.assign_sub(g * lr)`): the call of that helper
+    # from a function holding a tape stands for the apply (issue 25, held-out sample: a from-scratch loop).
+    appliers = {f.name for f in (*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef))
+                if f.name not in taping_names and any(
+                    isinstance(n, ast.Call) and _called_name(n) in ("apply_gradients", "assign_sub")
+                    for n in ast.walk(f))} - compiled if taping_names else set()
     for call in module.calls:
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
+        name = _called_name(call)
+        if name in appliers:
+            holder = _enclosing(module, call)
+            if holder is None or id(holder) not in tapes:
+                continue
+        elif not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
             continue
         owner = _enclosing(module, call)
         key = id(owner) if owner is not None else 0
@@ -171,6 +198,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
                 continue  # no tape, or the tape is in a helper that is itself a tf.function (issue 25, item 8)
         if _demo_loop(module, call, owner, looped_loops) or not_users_training_code(module, call):
             continue  # a 50-step feature demo; a framework's internals; a slow-on-purpose example
+        if _eager_mode_branch(module, call):
+            continue  # `if FLAGS.mode == 'eager_tf':` the eager loop is one mode of several, chosen by the user
         inherited = owner is not None and _method_of_external_subclass(module, owner)
         # A method of a class built on another module's base (a library's agent, trainer…): that base may
         # compile it, so only a call from a loop of this file shows it runs eagerly.

@@ -123,3 +123,13 @@ def test_a_compiled_step_with_a_weight_helper_is_not_flagged():
             "def update_weights(gradients, weights):\n    for g, w in zip(gradients, weights):\n"
             "        w.assign_sub(g * 1e-3)\nfor step in range(1000):\n    one_training_step(model, x, y)\n")
     assert codes(text, ("SRC107",)) == []
+
+
+def test_a_map_per_file_inside_a_parallel_interleave_is_parallel_across_files():
+    # deep-learning-with-python ch. 16: read_file maps each text file; interleave runs 32 files at once.
+    text = (TF + "def read_file(filename):\n    ds = tf.data.TextLineDataset(filename)\n"
+            "    return ds.map(lambda x: tf.strings.regex_replace(x, 'a', 'b'))\n"
+            "ds = tf.data.Dataset.from_tensor_slices(files).interleave(read_file, cycle_length=32, "
+            "num_parallel_calls={n})\nmodel.fit(ds.batch(128).prefetch(8), epochs=3)\n")
+    assert codes(text.format(n=32), ("SRC103",)) == []
+    assert codes(text.format(n=1), ("SRC103",)) == ["SRC103:4"]

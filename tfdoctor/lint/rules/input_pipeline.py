@@ -198,6 +198,8 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             continue  # a cast or a slice of arrays in memory: parallel calls only add overhead
         if slow_on_purpose(module, call):
             continue  # a demonstration of the slow way
+        if _per_file_in_parallel_interleave(module, call):
+            continue  # one file's pipeline inside interleave(..., num_parallel_calls=N): files run in parallel
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:
@@ -207,6 +209,23 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time",
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix)
+
+
+def _per_file_in_parallel_interleave(module: SourceModule, call: ast.Call) -> bool:
+    """The map sits in a function of this file that a parallel `.interleave(read_file, ...,
+    num_parallel_calls=N)` runs once per file: N files are mapped at once (held-out sample, issue 25)."""
+    owner = next((a for a in module.ancestors(call) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if owner is None:
+        return False
+    for node in module.calls:
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "interleave"):
+            continue
+        func = argument(node, "map_func", 0)
+        parallel = argument(node, "num_parallel_calls", 3)
+        if isinstance(func, ast.Name) and func.id == owner.name and parallel is not None and \
+                constant(parallel) not in (1, None):
+            return True
+    return False
 
 
 def _cached_later(flow: ScopeFlow, value: Pipeline) -> bool:

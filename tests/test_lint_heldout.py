@@ -133,3 +133,37 @@ def test_a_map_per_file_inside_a_parallel_interleave_is_parallel_across_files():
             "num_parallel_calls={n})\nmodel.fit(ds.batch(128).prefetch(8), epochs=3)\n")
     assert codes(text.format(n=32), ("SRC103",)) == []
     assert codes(text.format(n=1), ("SRC103",)) == ["SRC103:4"]
+
+
+# --- the shared index (issue 25, "one pass"): what the rules read from it ------------------------------
+
+
+def test_the_index_matches_a_plain_walk():
+    import ast
+
+    from tfdoctor.lint.source import SourceModule
+
+    text = (TF + "class A(Base):\n    def f(self, x, *a, k=1, **kw):\n        for i in range(3):\n"
+            "            with tf.GradientTape() as t:\n                y = [g(v) for v in x if v]\n"
+            "        return {k: h(v) for k, v in kw.items()}, lambda q: q.map(p)\n"
+            "try:\n    ds = tf.data.Dataset.range(3).map(lambda z: z * 2)\nexcept ValueError as e:\n    pass\n")
+    module = SourceModule.from_text(text)
+    expected_parents, order = {}, []
+
+    def visit(node):  # a recursive pre-order reference: every child node, every type
+        order.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)):
+                continue
+            expected_parents[child] = node
+            visit(child)
+
+    visit(module.tree)
+    assert module.parents == expected_parents
+    for kind in {type(n) for n in order}:
+        wanted = [n for n in order if type(n) is kind]
+        got = module.nodes(kind)
+        if kind in (ast.Name, ast.Constant):  # leaves: indexed where found, compared as sets
+            assert set(map(id, got)) == set(map(id, wanted))
+        else:
+            assert got == wanted, kind.__name__

@@ -436,25 +436,30 @@ class DatasetFlow:
         return names | {n.attr for n in self.module.nodes(ast.Attribute) if isinstance(n.ctx, ast.Load)}
 
     @cached_property
-    def _calls_by_scope(self) -> dict[int, tuple[bool, set[str]]]:
-        """id(scope) → (does it build or transform a dataset itself?, names of the functions it calls).
+    def _builders(self) -> set[int]:
+        """ids of the scopes that build or transform a dataset themselves.
 
-        Walking only the scopes that can hold a pipeline keeps lint time close to parse time.
+        Walking only the scopes that can hold a pipeline keeps lint time close to parse time; only the
+        calls that can build one are placed in their scope (scope_of), not every call of the file.
         """
-        found: dict[int, tuple[bool, set[str]]] = {}
-        for call in self.module.calls:
+        module, found = self.module, set()
+        for call in module.calls:
             func = call.func
-            relevant = (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or \
-                self.module.call_name(call) in SOURCES
-            scope = self.module.scope_of(call)
-            has, names = found.get(id(scope), (False, set()))
-            if isinstance(func, ast.Name):
-                names.add(func.id)
-            found[id(scope)] = (has or relevant, names)
+            if (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or module.call_name(call) in SOURCES:
+                found.add(id(module.scope_of(call)))
         return found
 
+    @cached_property
+    def _calling_returning(self) -> set[int]:
+        """ids of the scopes that call, by name, a function of this file that returns a pipeline."""
+        names = self.returning.keys()
+        if not names:
+            return set()
+        return {id(self.module.scope_of(call)) for call in self.module.calls
+                if isinstance(call.func, ast.Name) and call.func.id in names}
+
     def _builds(self, scope: ast.AST) -> bool:
-        return self._calls_by_scope.get(id(scope), (False, set()))[0]
+        return id(scope) in self._builders
 
     @cached_property
     def _plain_flows(self) -> dict[int, ScopeFlow]:
@@ -477,13 +482,13 @@ class DatasetFlow:
             return []
         flows = []
         returning = self.returning
+        calling = self._calling_returning
         for scope in self.scopes:
-            builds, called = self._calls_by_scope.get(id(scope), (False, set()))
-            if called & returning.keys():
+            if id(scope) in calling:
                 flows.append(self._walk(scope, returning))
             elif id(scope) in self._plain_flows:
                 flows.append(self._plain_flows[id(scope)])
-            elif builds:
+            elif id(scope) in self._builders:
                 flows.append(self._walk(scope, {}))
         return flows
 

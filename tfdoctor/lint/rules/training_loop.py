@@ -174,10 +174,13 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     # A step may hand its gradients to a helper of this file that applies them (`update_weights(grads,
     # model.weights)` doing `optimizer.apply_gradients` or `w.assign_sub(g * lr)`): the call of that helper
     # from a function holding a tape stands for the apply (issue 25, held-out sample: a from-scratch loop).
-    appliers = {f.name for f in (*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef))
-                if f.name not in taping_names and any(
-                    isinstance(n, ast.Call) and _called_name(n) in ("apply_gradients", "assign_sub")
-                    for n in ast.walk(f))} - compiled if taping_names else set()
+    appliers: set[str] = set()
+    if taping_names:  # from the shared index: the functions around each apply, not a walk of every function
+        for c in module.calls:
+            if isinstance(c.func, ast.Attribute) and c.func.attr in ("apply_gradients", "assign_sub"):
+                appliers.update(a.name for a in module.ancestors(c)
+                                if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        appliers -= taping_names | compiled
     for call in module.calls:
         name = _called_name(call)
         if name in appliers:

@@ -32,19 +32,20 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from lint_corpus import load_manifest, materialise  # noqa: E402
 
 from tfdoctor.lint.files import python_files  # noqa: E402
+from tfdoctor.lint.notebook import NotebookError, notebook_source  # noqa: E402
 from tfdoctor.lint.rule import load_lint_rules, select_lint_rules  # noqa: E402
 from tfdoctor.lint.runner import lint_paths, usable_cpus  # noqa: E402
-from tfdoctor.lint.source import SourceError, SourceModule, decode_source  # noqa: E402
+from tfdoctor.lint.source import SourceError, decode_source  # noqa: E402
 
 
 def parse_only(files: list[Path]) -> None:
     for path in files:
         try:
-            if path.suffix == ".ipynb":
-                SourceModule.from_notebook(path.read_bytes(), str(path))  # notebooks: JSON + parse
+            if path.suffix == ".ipynb":  # notebooks: JSON and IPython's cell transforms, then parse (no index)
+                ast.parse(notebook_source(path.read_bytes().decode("utf-8-sig"))[0])
                 continue
             ast.parse(decode_source(path.read_bytes()))
-        except (SourceError, SyntaxError, ValueError):
+        except (SourceError, NotebookError, SyntaxError, ValueError):
             pass
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tfdoctor.lint.source import SourceModule, constant
+from tfdoctor.lint.source import SourceModule, child_fields, constant
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
@@ -147,6 +148,31 @@ class _ScopeWalker(ast.NodeVisitor):
         self.env: dict[str, Pipeline] = {}
         self.input_fn = isinstance(flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
             flow.scope.name in input_fns
+
+    # ast.NodeVisitor's dispatch and generic_visit, made cheaper: a method per node type looked up once,
+    # and only the fields that can hold nodes (the shared index's table) are walked.
+    _methods: dict[type, Callable[..., None] | None] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        try:
+            method = self._methods[kind]
+        except KeyError:
+            method = self._methods[kind] = getattr(type(self), "visit_" + kind.__name__, None)
+        if method is None:
+            self.generic_visit(node)
+        else:
+            method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in child_fields(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def start(self, scope: ast.AST) -> None:
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -443,9 +469,12 @@ class DatasetFlow:
         calls that can build one are placed in their scope (scope_of), not every call of the file.
         """
         module, found = self.module, set()
+        by_name = module.calls_by_name
+        for call in [c for name in SOURCES.intersection(by_name) for c in by_name[name]]:
+            found.add(id(module.scope_of(call)))
         for call in module.calls:
             func = call.func
-            if (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or module.call_name(call) in SOURCES:
+            if isinstance(func, ast.Attribute) and func.attr in TRANSFORMS:
                 found.add(id(module.scope_of(call)))
         return found
 

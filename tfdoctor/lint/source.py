@@ -7,6 +7,7 @@ editors and SARIF's `unicodeCodePoints` column kind expect, so `position()` conv
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 from collections import defaultdict
@@ -286,6 +287,13 @@ class SourceModule:
 
 
 _CHILD_FIELDS_REVERSED: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Name: ()}
+
+
+@functools.cache
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold child nodes worth visiting, in source order (walkers share
+    the index's table instead of ast's generic iteration over every field)."""
+    return tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 from tfdoctor.lint.source import SourceModule, child_fields, constant
 
@@ -151,7 +152,7 @@ class _ScopeWalker(ast.NodeVisitor):
 
     # ast.NodeVisitor's dispatch and generic_visit, made cheaper: a method per node type looked up once,
     # and only the fields that can hold nodes (the shared index's table) are walked.
-    _methods: dict[type, Callable[..., None] | None] = {}
+    _methods: ClassVar[dict[type, Callable[..., None] | None]] = {}
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node)

@@ -496,6 +496,8 @@ def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Manual: padding changes what the model sees (masking may be needed).
     """
+    if "jit_compile" not in module.text:
+        return  # both checks start from a literal jit_compile=True
     wrapped = _wrapped_names(module)
     for func in [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]:
         call = _jit_function(module, func, wrapped)

@@ -33,8 +33,9 @@ def _is_tf_function_decorator(module: SourceModule, decorator: ast.AST) -> bool:
 def _wrapped_names(module: SourceModule) -> dict[str, ast.Call]:
     """Functions compiled by a call, `step = tf.function(step)` or `tf.function(self.step, ...)`."""
     wrapped: dict[str, ast.Call] = {}
-    for call in module.calls:
-        if _tf_function_call(module, call) is not None and call.args:
+    by_name = module.calls_by_name  # the tf.function calls, in source order, without asking every call
+    for call in sorted((c for n in _TF_FUNCTION for c in by_name.get(n, ())), key=lambda c: (c.lineno, c.col_offset)):
+        if call.args:
             target = call.args[0]
             if isinstance(target, ast.Name):
                 wrapped[target.id] = call
@@ -159,7 +160,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
             tapes[id(owner) if owner is not None else 0] = owner
     if not tapes:
         return []
-    if any(_eager_on_purpose(module, c) for c in module.calls):
+    if any(_eager_on_purpose(module, c) for n in _EAGER_SWITCHES for c in module.calls_by_name.get(n, ())):
         return []  # a deliberately eager example (TF1 enable_eager_execution, run_functions_eagerly(True))
     taping_names = {f.name for f in tapes.values() if f is not None}
     compiled = module.derived(_compiled_functions)

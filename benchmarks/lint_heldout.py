@@ -2,6 +2,7 @@
 
     python benchmarks/lint_heldout.py sample [--review FILE]   # write the sites to label, with their code
     python benchmarks/lint_heldout.py score                    # lint the held-out corpus, compare
+    python benchmarks/lint_heldout.py --sample2 sample|score   # the second, fresh sample (heldout2.*)
 
 The held-out repositories are in benchmarks/lint_corpus/heldout.toml (repository, commit, folders; read
 from `fetch` snapshots like benchmarks/lint_corpus.py; nothing of them is committed). `sample` walks their
@@ -47,6 +48,11 @@ MANIFEST = HERE / "lint_corpus" / "heldout.toml"
 LABELS = HERE / "lint_corpus" / "heldout_labels.csv"
 SEED = 2511
 QUOTA = {"map": 110, "fit": 60, "tape": 45}
+# The second sample (drawn after the first had been seen and the rules changed): new repositories, new seed.
+MANIFEST2 = HERE / "lint_corpus" / "heldout2.toml"
+LABELS2 = HERE / "lint_corpus" / "heldout2_labels.csv"
+SEED2 = 2611
+QUOTA2 = {"map": 90, "fit": 70, "tape": 45}
 RULE = {"map": "SRC103", "fit": "SRC102", "tape": "SRC107"}
 FIELDS = ["repository", "commit", "path", "line", "end_line", "anchor", "kind", "label", "reason"]
 
@@ -106,11 +112,11 @@ def linted_files(root: Path) -> list[Path]:
     return sorted(python_files([str(root)]))
 
 
-def sample(review: Path) -> None:
-    repos = tomllib.loads(MANIFEST.read_text())["repos"]
+def sample(review: Path, manifest: Path, labels: Path, seed: int, quotas: dict) -> None:
+    repos = tomllib.loads(manifest.read_text())["repos"]
     roots, _ = materialise(Path("/work/.mirror"), Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus", repos)
     commits = {r["repo"]: r["commit"] for r in repos}
-    every: dict[str, list] = {kind: [] for kind in QUOTA}
+    every: dict[str, list] = {kind: [] for kind in quotas}
     for repo, root in sorted(roots.items()):
         for path in linted_files(root):
             try:
@@ -121,13 +127,13 @@ def sample(review: Path) -> None:
             for kind, line, end, anchor in sites_of(text):
                 every[kind].append((repo, path.relative_to(root).as_posix(), line, end, anchor, cells, lines))
     chosen = []
-    rng = random.Random(SEED)
-    for kind, quota in QUOTA.items():
+    rng = random.Random(seed)
+    for kind, quota in quotas.items():
         pool = sorted(every[kind], key=lambda s: (s[0], s[1], s[2]))
         picked = rng.sample(pool, min(quota, len(pool)))
         chosen += [(kind, *site) for site in sorted(picked, key=lambda s: (s[0], s[1], s[2]))]
         print(f"{kind}: {len(pool)} sites, {len(picked)} sampled")
-    with LABELS.open("w", newline="", encoding="utf-8") as handle, review.open("w", encoding="utf-8") as out:
+    with labels.open("w", newline="", encoding="utf-8") as handle, review.open("w", encoding="utf-8") as out:
         writer = csv.writer(handle)
         writer.writerow(FIELDS)
         for number, (kind, repo, path, line, end, anchor, cells, lines) in enumerate(chosen, 1):
@@ -136,20 +142,20 @@ def sample(review: Path) -> None:
             out.write(f"=== {number} {kind} {repo} {path}:{where(cells, line)}\n")
             for at in range(max(1, line - 14), min(len(lines), end + 6) + 1):
                 out.write(f"{'>' if line <= at <= end else ' '}{at:5d} {lines[at - 1][:150]}\n")
-    print(f"wrote {LABELS} and {review}")
+    print(f"wrote {labels} and {review}")
 
 
-def score() -> None:
+def score(manifest: Path, labels: Path, show: bool = False) -> None:
     from tfdoctor.lint.api import lint_directory
 
-    repos = tomllib.loads(MANIFEST.read_text())["repos"]
+    repos = tomllib.loads(manifest.read_text())["repos"]
     roots, _ = materialise(Path("/work/.mirror"), Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus", repos)
     findings: set[tuple[str, str, str, str]] = set()
     for repo, root in roots.items():
         for f in lint_directory(root).findings:
             line = f"{f.cell}:{f.line}" if f.cell is not None else str(f.line)
             findings.add((repo, Path(f.path).relative_to(root).as_posix(), line, f.code))
-    with LABELS.open(encoding="utf-8") as handle:
+    with labels.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     unlabelled = [r for r in rows if r["label"] not in ("ok", "SRC102", "SRC103", "SRC107")]
     if unlabelled:
@@ -162,6 +168,8 @@ def score() -> None:
                           for line in _lines(row, findings, rule))
             positive = row["label"] == rule
             tp += flagged and positive
+            if show and flagged != positive:
+                print(f"  {'FP' if flagged else 'FN'} {row['repository']} {row['path']}:{row['line']} {row['reason']}")
             fp += flagged and not positive
             fn += positive and not flagged
         totals[kind] = (tp, fp, fn)
@@ -195,8 +203,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["sample", "score"])
     parser.add_argument("--review", type=Path, default=Path(tempfile.gettempdir()) / "heldout_review.txt")
+    parser.add_argument("--show", action="store_true", help="score: list the sites where linter and label disagree")
+    parser.add_argument("--sample2", action="store_true", help="the second, fresh sample (heldout2.toml)")
     args = parser.parse_args()
-    sample(args.review) if args.command == "sample" else score()
+    manifest, labels, seed, quotas = (MANIFEST2, LABELS2, SEED2, QUOTA2) if args.sample2 else \
+        (MANIFEST, LABELS, SEED, QUOTA)
+    if args.command == "sample":
+        sample(args.review, manifest, labels, seed, quotas)
+    else:
+        score(manifest, labels, args.show)
 
 
 if __name__ == "__main__":

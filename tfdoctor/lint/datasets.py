@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
-from tfdoctor.lint.source import SourceModule, constant
+from tfdoctor.lint.source import SourceModule, child_fields, constant
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
@@ -26,7 +28,7 @@ def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
 _INSPECTING_CALLS = frozenset({"print", "display", "pprint", "imshow", "show", "plot", "subplot", "title", "axis",
                                "append", "extend", "update", "add", "numpy", "tolist", "format", "list", "len",
                                "str", "repr", "decode", "write", "set_title", "figure", "savefig", "zip", "range",
-                               "enumerate", "isinstance", "int", "float"})
+                               "enumerate", "isinstance", "int", "float", "Image", "HTML", "Markdown", "Audio"})
 
 
 def _inspects_only(module: SourceModule, loop: ast.For | ast.AsyncFor) -> bool:
@@ -148,6 +150,31 @@ class _ScopeWalker(ast.NodeVisitor):
         self.input_fn = isinstance(flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
             flow.scope.name in input_fns
 
+    # ast.NodeVisitor's dispatch and generic_visit, made cheaper: a method per node type looked up once,
+    # and only the fields that can hold nodes (the shared index's table) are walked.
+    _methods: ClassVar[dict[type, Callable[..., None] | None]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        try:
+            method = self._methods[kind]
+        except KeyError:
+            method = self._methods[kind] = getattr(type(self), "visit_" + kind.__name__, None)
+        if method is None:
+            self.generic_visit(node)
+        else:
+            method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in child_fields(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
     def start(self, scope: ast.AST) -> None:
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = scope.args
@@ -193,7 +220,7 @@ class _ScopeWalker(ast.NodeVisitor):
             self._bind(target, value)
             splits = _tfds_splits(self.module, node.value, value)
             if splits is not None and isinstance(target, (ast.Tuple, ast.List)):
-                self._bind_splits(target, splits)
+                self._bind_splits(target, splits, direct=node.value is splits)
             shape = self._tuple_call(node.value)
             if shape is not None and isinstance(target, (ast.Tuple, ast.List)) and \
                     len(target.elts) == len(shape.elements):
@@ -204,10 +231,11 @@ class _ScopeWalker(ast.NodeVisitor):
                         self.flow.values.append(unpacked)
                         self._bind(element, unpacked)
 
-    def _bind_splits(self, target: ast.Tuple | ast.List, call: ast.Call) -> None:
-        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: each name is a split."""
+    def _bind_splits(self, target: ast.Tuple | ast.List, call: ast.Call, direct: bool = True) -> None:
+        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: each name is a split; and
+        `(train, val, test) = splits` after `splits, info = tfds.load(...)` (not direct: no info to drop)."""
         elements = target.elts
-        if constant(keyword_value(call, "with_info")) is True:
+        if direct and constant(keyword_value(call, "with_info")) is True:
             elements = elements[:1]
         for element in elements:
             names = element.elts if isinstance(element, (ast.Tuple, ast.List)) else [element]
@@ -351,6 +379,8 @@ class _ScopeWalker(ast.NodeVisitor):
 # Calls that look at a pipeline without training on it: printing, plotting, counting, listing.
 _LOOKING = ("print", "display", "plot", "show", "visual", "imshow", "draw", "render", "len", "list", "next",
             "summar", "describe", "inspect", "preview", "sample", "peek", "tolist", "numpy")
+# Calls that score candidates with a trained model (a retrieval metric, a top-k index), not training input.
+_SCORING = ("metric", "topk", "index")
 # Methods of a dataset that read its metadata or a few elements, not its stream.
 _PEEK_METHODS = frozenset({"take", "as_numpy_iterator", "cardinality", "element_spec", "reduce", "get_single_element",
                            "numpy", "class_names", "save", "snapshot"})
@@ -374,6 +404,8 @@ def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AS
                 parent.attr not in CONSUMER_METHODS  # transforms and consumers are followed by the flow
         return False  # ds.element_spec, ds.class_names
     if isinstance(parent, ast.keyword):
+        if parent.arg == "candidates":
+            return False  # retrieval candidates scored by a metric or an index, not training input
         parent = parents.get(parent)
     if isinstance(parent, ast.Call):
         func = parent.func
@@ -383,7 +415,7 @@ def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AS
             return False  # consumed (the flow knows), or built on
         if module.call_name(parent) in SOURCES:
             return False  # merged into another pipeline (zip, sample_from_datasets)
-        return not any(word in lowered for word in _LOOKING)
+        return not any(word in lowered for word in _LOOKING + _SCORING)
     if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         return not all(isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in targets)  # self.ds = ds
@@ -431,25 +463,33 @@ class DatasetFlow:
         return names | {n.attr for n in self.module.nodes(ast.Attribute) if isinstance(n.ctx, ast.Load)}
 
     @cached_property
-    def _calls_by_scope(self) -> dict[int, tuple[bool, set[str]]]:
-        """id(scope) → (does it build or transform a dataset itself?, names of the functions it calls).
+    def _builders(self) -> set[int]:
+        """ids of the scopes that build or transform a dataset themselves.
 
-        Walking only the scopes that can hold a pipeline keeps lint time close to parse time.
+        Walking only the scopes that can hold a pipeline keeps lint time close to parse time; only the
+        calls that can build one are placed in their scope (scope_of), not every call of the file.
         """
-        found: dict[int, tuple[bool, set[str]]] = {}
-        for call in self.module.calls:
+        module, found = self.module, set()
+        by_name = module.calls_by_name
+        for call in [c for name in SOURCES.intersection(by_name) for c in by_name[name]]:
+            found.add(id(module.scope_of(call)))
+        for call in module.calls:
             func = call.func
-            relevant = (isinstance(func, ast.Attribute) and func.attr in TRANSFORMS) or \
-                self.module.call_name(call) in SOURCES
-            scope = self.module.scope_of(call)
-            has, names = found.get(id(scope), (False, set()))
-            if isinstance(func, ast.Name):
-                names.add(func.id)
-            found[id(scope)] = (has or relevant, names)
+            if isinstance(func, ast.Attribute) and func.attr in TRANSFORMS:
+                found.add(id(module.scope_of(call)))
         return found
 
+    @cached_property
+    def _calling_returning(self) -> set[int]:
+        """ids of the scopes that call, by name, a function of this file that returns a pipeline."""
+        names = self.returning.keys()
+        if not names:
+            return set()
+        return {id(self.module.scope_of(call)) for call in self.module.calls
+                if isinstance(call.func, ast.Name) and call.func.id in names}
+
     def _builds(self, scope: ast.AST) -> bool:
-        return self._calls_by_scope.get(id(scope), (False, set()))[0]
+        return id(scope) in self._builders
 
     @cached_property
     def _plain_flows(self) -> dict[int, ScopeFlow]:
@@ -472,13 +512,13 @@ class DatasetFlow:
             return []
         flows = []
         returning = self.returning
+        calling = self._calling_returning
         for scope in self.scopes:
-            builds, called = self._calls_by_scope.get(id(scope), (False, set()))
-            if called & returning.keys():
+            if id(scope) in calling:
                 flows.append(self._walk(scope, returning))
             elif id(scope) in self._plain_flows:
                 flows.append(self._plain_flows[id(scope)])
-            elif builds:
+            elif id(scope) in self._builders:
                 flows.append(self._walk(scope, {}))
         return flows
 

@@ -39,12 +39,10 @@ class LayerIndex:
 
     @cached_property
     def constructors(self) -> list[tuple[ast.Call, str]]:
-        found = []
-        for call in self.module.calls:
-            cls = layer_class(self.module, call)
-            if cls is not None:
-                found.append((call, cls))
-        return found
+        # From the calls already grouped by name (each call qualified once, in one pass), in source order.
+        found = [(call, name) for name, calls in self.module.calls_by_name.items()
+                 if name.startswith("keras.layers.") for call in calls]
+        return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
 
     @cached_property
     def attributes(self) -> dict[tuple[int, str], ast.Call]:
@@ -98,13 +96,9 @@ def layer_index(module: SourceModule) -> LayerIndex:
 
 def mixed_precision_policy(module: SourceModule) -> tuple[str, ast.Call] | None:
     """The global mixed precision policy the script sets (`mixed_float16`/`mixed_bfloat16`), with its call."""
-    for call in module.calls:
-        name = module.call_name(call) or ""
-        if not name.startswith("keras."):
-            continue
-        last = name.rsplit(".", 1)[-1]
-        if last not in ("set_global_policy", "set_policy", "set_dtype_policy"):
-            continue
+    setters = [c for name, calls in module.calls_by_name.items() if name.startswith("keras.") and
+               name.rsplit(".", 1)[-1] in ("set_global_policy", "set_policy", "set_dtype_policy") for c in calls]
+    for call in sorted(setters, key=lambda c: (c.lineno, c.col_offset)):
         value = argument(call, "policy", 0)
         if isinstance(value, ast.Call) and (module.call_name(value) or "").endswith(("Policy", "DTypePolicy")):
             value = argument(value, "name", 0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import os
 import traceback
 from collections.abc import Iterable
@@ -107,6 +109,7 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     """Lint files; many files are shared out to one worker process per usable CPU."""
     report = LintReport(rules, plugin_errors=list(plugin_errors))
     files = list(files)
+    _resolved_dir.cache_clear()  # links may have changed since the last run of this process
     workers = min(jobs or usable_cpus(), max(1, len(files) // 16))
     if workers > 1 and len(files) >= _PARALLEL_FROM:
         _lint_in_processes(files, rules, report, workers)
@@ -147,12 +150,19 @@ def _lint_in_processes(files: list[Path], rules: list[LintRuleSpec], report: Lin
         for path in files:
             lint_file(path, display_path(path), rules, report)
         return
-    with context.Pool(workers) as pool:
-        for part in pool.imap_unordered(_lint_chunk, [(c, rules) for c in chunks if c]):
-            report.findings += part.findings
-            report.crashes += part.crashes
-            report.files += part.files
-            report.suppressed += part.suppressed
+    # The forked workers share the parent's heap copy-on-write; a collection in a worker would touch (and
+    # so copy) every tracked object it inherited. Frozen objects are left out of collections (the gc
+    # module's advice for forking servers).
+    gc.freeze()
+    try:
+        with context.Pool(workers) as pool:
+            for part in pool.imap_unordered(_lint_chunk, [(c, rules) for c in chunks if c]):
+                report.findings += part.findings
+                report.crashes += part.crashes
+                report.files += part.files
+                report.suppressed += part.suppressed
+    finally:
+        gc.unfreeze()
     report.crashes.sort()
 
 
@@ -174,14 +184,31 @@ def display_path(path: Path) -> str:
     """Relative to the current directory when below it (what editors and SARIF viewers resolve)."""
     if not path.is_absolute():
         return path.as_posix()
+    cwd = _cwd()
     try:
-        return path.relative_to(_cwd()).as_posix()
+        return path.relative_to(cwd).as_posix()
     except ValueError:
         try:
-            return path.resolve().relative_to(_cwd()).as_posix()
+            # Resolving is most of the cost of a file outside the current directory: resolve each folder
+            # once (a symbolic link to the file itself is still resolved on its own).
+            resolved = path.resolve() if path.is_symlink() else _resolved_dir(path.parent) / path.name
+            return resolved.relative_to(cwd).as_posix()
         except ValueError:
             return path.as_posix()
 
 
+@functools.lru_cache(maxsize=4096)
+def _resolved_dir(directory: Path) -> Path:
+    return directory.resolve()
+
+
+_CWD: tuple[str, Path] | None = None
+
+
 def _cwd() -> Path:
-    return Path.cwd().resolve()
+    """The resolved current directory, resolved again only when it changes."""
+    global _CWD
+    raw = os.getcwd()
+    if _CWD is None or _CWD[0] != raw:
+        _CWD = (raw, Path(raw).resolve())
+    return _CWD[1]

@@ -7,6 +7,7 @@ editors and SARIF's `unicodeCodePoints` column kind expect, so `position()` conv
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 from collections import defaultdict
@@ -109,31 +110,50 @@ class SourceModule:
         self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
 
     def _index(self, tree: ast.AST) -> None:
-        """One pre-order pass (roughly source order) for node types and parents.
+        """One pre-order pass for node types and parents: the one walk all rules share.
 
-        This is the linter's hot loop: iter_child_nodes is inlined, and fields that never hold a node
-        worth visiting (names, `ctx`, operators) are skipped by a per-type table.
+        This is the linter's hot loop: iter_child_nodes is inlined, fields that never hold a node worth
+        visiting (names, `ctx`, operators) are skipped by a per-type table, children are pushed straight
+        onto the stack in reverse (no list per node) so they pop in source order, and a child with no
+        children of its own (a Name, a Constant: about half the nodes) is indexed where it is found,
+        never pushed — so the lists of those leaf types are not in source order (rules use them as sets).
         """
-        parents, by_type, node_type = self.parents, self.by_type, ast.AST
+        parents, by_type, node_type, list_type = self.parents, self.by_type, ast.AST, list
+        table = _CHILD_FIELDS_REVERSED
         stack = [tree]
         pop, push = stack.pop, stack.append
+        if type(tree) not in table:
+            table[type(tree)] = _child_fields(type(tree))
         while stack:
             node = pop()
             kind = type(node)
             by_type[kind].append(node)
-            fields = _CHILD_FIELDS.get(kind)
-            if fields is None:
-                fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
-            children = []
-            for name in fields:
+            for name in table[kind]:
                 value = getattr(node, name, None)
-                if isinstance(value, node_type):
-                    children.append(value)
-                elif isinstance(value, list):
-                    children.extend(item for item in value if isinstance(item, node_type))
-            for child in reversed(children):
-                parents[child] = node
-                push(child)
+                if value is None:
+                    continue
+                if type(value) is list_type:
+                    for item in reversed(value):
+                        if isinstance(item, node_type):
+                            parents[item] = node
+                            leaf_kind = type(item)
+                            fields = table.get(leaf_kind)
+                            if fields is None:
+                                fields = table[leaf_kind] = _child_fields(leaf_kind)
+                            if fields:
+                                push(item)
+                            else:
+                                by_type[leaf_kind].append(item)
+                elif isinstance(value, node_type):
+                    parents[value] = node
+                    leaf_kind = type(value)
+                    fields = table.get(leaf_kind)
+                    if fields is None:
+                        fields = table[leaf_kind] = _child_fields(leaf_kind)
+                    if fields:
+                        push(value)
+                    else:
+                        by_type[leaf_kind].append(value)
 
     @classmethod
     def from_text(cls, text: str, path: str = "<string>") -> SourceModule:
@@ -266,7 +286,19 @@ class SourceModule:
         return ast.get_source_segment(self.text, node) or ""
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+_CHILD_FIELDS_REVERSED: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Name: ()}
+
+
+@functools.cache
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold child nodes worth visiting, in source order (walkers share
+    the index's table instead of ast's generic iteration over every field)."""
+    return tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold child nodes, last first (the index pushes them)."""
+    return tuple(reversed([f for f in kind._fields if f not in _LEAF_FIELDS]))
 # Fields holding identifiers, flags or shared singletons (Load/Store, operators): nothing to lint below.
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "level",
                           "is_async", "conversion", "module"})

@@ -33,8 +33,9 @@ def _is_tf_function_decorator(module: SourceModule, decorator: ast.AST) -> bool:
 def _wrapped_names(module: SourceModule) -> dict[str, ast.Call]:
     """Functions compiled by a call, `step = tf.function(step)` or `tf.function(self.step, ...)`."""
     wrapped: dict[str, ast.Call] = {}
-    for call in module.calls:
-        if _tf_function_call(module, call) is not None and call.args:
+    by_name = module.calls_by_name  # the tf.function calls, in source order, without asking every call
+    for call in sorted((c for n in _TF_FUNCTION for c in by_name.get(n, ())), key=lambda c: (c.lineno, c.col_offset)):
+        if call.args:
             target = call.args[0]
             if isinstance(target, ast.Name):
                 wrapped[target.id] = call
@@ -93,6 +94,21 @@ _EAGER_SWITCHES = frozenset({"tf.enable_eager_execution", "tf.compat.v1.enable_e
 _DEMO_STEPS = 100  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
 
 
+def _eager_mode_branch(module: SourceModule, node: ast.AST) -> bool:
+    """`node` sits in the body of an `if` that selects an eager mode by name (`mode == 'eager_tf'`,
+    `args.mode in ('eager', ...)`): the script offers a compiled mode too, and the eager one is for
+    debugging (issue 25, held-out sample: yolov3-tf2's train.py)."""
+    child = node
+    for parent in module.ancestors(node):
+        if isinstance(parent, ast.If) and isinstance(parent.test, ast.Compare) and \
+                any(child is stmt for stmt in parent.body):
+            texts = [c.value for c in ast.walk(parent.test) if isinstance(c, ast.Constant)]
+            if any(isinstance(text, str) and "eager" in text.lower() for text in texts):
+                return True
+        child = parent
+    return False
+
+
 def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
     name = module.call_name(call)
     if name not in _EAGER_SWITCHES:
@@ -144,7 +160,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
             tapes[id(owner) if owner is not None else 0] = owner
     if not tapes:
         return []
-    if any(_eager_on_purpose(module, c) for c in module.calls):
+    if any(_eager_on_purpose(module, c) for n in _EAGER_SWITCHES for c in module.calls_by_name.get(n, ())):
         return []  # a deliberately eager example (TF1 enable_eager_execution, run_functions_eagerly(True))
     taping_names = {f.name for f in tapes.values() if f is not None}
     compiled = module.derived(_compiled_functions)
@@ -156,8 +172,23 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     looped_calls = set(looped_loops)
     steps: list[tuple[Function | None, ast.AST]] = []
     seen: set[int] = set()
+    # A step may hand its gradients to a helper of this file that applies them (`update_weights(grads,
+    # model.weights)` doing `optimizer.apply_gradients` or `w.assign_sub(g * lr)`): the call of that helper
+    # from a function holding a tape stands for the apply (issue 25, held-out sample: a from-scratch loop).
+    appliers: set[str] = set()
+    if taping_names:  # from the shared index: the functions around each apply, not a walk of every function
+        for c in module.calls:
+            if isinstance(c.func, ast.Attribute) and c.func.attr in ("apply_gradients", "assign_sub"):
+                appliers.update(a.name for a in module.ancestors(c)
+                                if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        appliers -= taping_names | compiled
     for call in module.calls:
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
+        name = _called_name(call)
+        if name in appliers:
+            holder = _enclosing(module, call)
+            if holder is None or id(holder) not in tapes:
+                continue
+        elif not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
             continue
         owner = _enclosing(module, call)
         key = id(owner) if owner is not None else 0
@@ -171,6 +202,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
                 continue  # no tape, or the tape is in a helper that is itself a tf.function (issue 25, item 8)
         if _demo_loop(module, call, owner, looped_loops) or not_users_training_code(module, call):
             continue  # a 50-step feature demo; a framework's internals; a slow-on-purpose example
+        if _eager_mode_branch(module, call):
+            continue  # `if FLAGS.mode == 'eager_tf':` the eager loop is one mode of several, chosen by the user
         inherited = owner is not None and _method_of_external_subclass(module, owner)
         # A method of a class built on another module's base (a library's agent, trainer…): that base may
         # compile it, so only a call from a loop of this file shows it runs eagerly.
@@ -464,6 +497,8 @@ def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
     Fix safety:
         Manual: padding changes what the model sees (masking may be needed).
     """
+    if "jit_compile" not in module.text:
+        return  # both checks start from a literal jit_compile=True
     wrapped = _wrapped_names(module)
     for func in [*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)]:
         call = _jit_function(module, func, wrapped)

@@ -453,9 +453,11 @@ def test_tune_plots_need_ten_trials_and_say_why_they_are_absent(tmp_path):
 
 def test_a_winner_worse_than_the_current_settings_is_said_so(tmp_path):
     page = _report(tmp_path, "--no-check", "--tune", str(_tune_file(tmp_path, [0, 90, 95, 99], (100, 104), 95)))
-    assert "The winner measured 6.9% worse than the current settings.</b> Keep your current settings" in page
+    assert ("<b>Verdict: keep your current settings</b> (the best configuration searched measured 6.9% slower "
+            "than them)") in page
+    assert "<td>winner</td>" not in page  # a configuration measured slower is never shown as the winner
     fine = _report(tmp_path, "--no-check", "--tune", str(_tune_file(tmp_path, [0, 90, 95, 99], (80, 82), 100)))
-    assert "worse than the current settings" not in fine
+    assert "keep your current settings" not in fine and "<td>winner</td>" in fine
 
 
 def test_fleet_of_two_nodes_shows_facts_as_rows_grouped_by_section(tmp_path):

@@ -21,14 +21,10 @@ NO_GPU = "no NVIDIA GPU or driver on this host"
 
 def no_gpu_reason(facts: Facts) -> str | None:
     """Why no GPU check can apply here, or None when a GPU may be present (or it cannot be told)."""
-    devices = facts.peek("nvml.devices")
-    if isinstance(devices, list) and devices:
-        return None
-    if facts.peek("host.nvidia_driver") or facts.peek("host.wsl2.detected") is True:
-        return None
-    pci = facts.peek("gpu_pci.devices")
-    if not isinstance(pci, list) or pci:
-        return None
+    from tfdoctor.derive.tf_build import gpu_host
+
+    if gpu_host(facts) or not isinstance(facts.peek("gpu_pci.devices"), list):
+        return None  # a GPU is visible, or the bus could not be read: absence is not shown
     return f"{NO_GPU} (the PCI bus lists none, /proc/driver/nvidia is absent)"
 
 

@@ -118,8 +118,10 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool,
     if current and (best < statistics.median(current) if maximize else best > statistics.median(current)):
         # A tune from before the verdict could call a configuration measured slower than the current
         # settings its winner: it is not one.
-        return ('<p><b>Verdict: keep your current settings</b> (the best configuration searched measured '
-                'slower than them).</p>' + _rows_table(measured, ("current", "rule"), maximize, None))
+        median = statistics.median(current)
+        loss = (1 - best / median) if maximize else (best / median - 1)
+        return (f'<p><b>Verdict: keep your current settings</b> (the best configuration searched measured '
+                f'{loss:.1%} slower than them).</p>' + _rows_table(measured, ("current", "rule"), maximize, None))
     rows = []
     for role, label in (("winner", "winner"), ("current", "current settings"), ("rule", "rules of thumb")):
         values = measured.get(role)
@@ -130,17 +132,7 @@ def _comparison_table(records: Sequence[TrialRecord], maximize: bool,
         rows.append((text(label), f'<span class="num">{median:.4g}</span>',
                      text(f"{min(values):.4g} – {max(values):.4g} ({len(values)} runs)"),
                      text("—" if role == "winner" else f"{gain:+.1%}")))
-    note = ""
-    current = measured.get("current")
-    if current:
-        median = statistics.median(current)
-        worse = best < median if maximize else best > median
-        if worse:
-            loss = (1 - best / median) if maximize else (best / median - 1)
-            note = (f'<p class="warn-note"><b>The winner measured {loss:.1%} worse than the current settings.</b> '
-                    "Keep your current settings: the search found nothing better than them within its budget "
-                    "and noise (more trials, or a steadier machine, may).</p>")
-    return table(("settings", "median", "spread", "winner's gain"), rows) + note
+    return table(("settings", "median", "spread", "winner's gain"), rows)
 
 
 LABELS = {"winner": "the change written", "current": "current settings", "rule": "rules of thumb"}

@@ -42,3 +42,21 @@ def env_fixes(report: Report) -> dict[str, str | None]:
     from tfdoctor.fixes.plan import plan_fixes
 
     return plan_fixes(report.findings(), unsafe=True).env_values()
+
+
+@pytest.fixture
+def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A copy of the packaged knowledge tables, loaded from there with empty caches."""
+    import shutil
+
+    from tfdoctor import knowledge
+
+    here = tmp_path / "knowledge"
+    shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    monkeypatch.setattr(knowledge, "HERE", here)
+    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
+    knowledge.table.cache_clear()
+    knowledge.available.cache_clear()
+    yield here
+    knowledge.table.cache_clear()
+    knowledge.available.cache_clear()

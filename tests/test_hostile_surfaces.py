@@ -129,22 +129,6 @@ def test_run_bounded_ends_a_stubborn_child_at_its_timeout(tmp_path):
 
 # -- 8 and 10. knowledge files: special files refused, a damaged twin falls back to the TOML ------------
 
-@pytest.fixture
-def tables_in(tmp_path, monkeypatch):
-    """A copy of the packaged tables, loaded from there with an empty cache."""
-    import shutil
-
-    from tfdoctor import knowledge
-
-    here = tmp_path / "knowledge"
-    shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    monkeypatch.setattr(knowledge, "HERE", here)
-    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
-    knowledge.table.cache_clear()
-    yield here
-    knowledge.table.cache_clear()
-
-
 def _toml(here: Path, name: str) -> dict:
     from tfdoctor import knowledge
 

@@ -41,22 +41,6 @@ def test_compiled_twin_is_the_toml_parsed(name: str) -> None:
     assert json.dumps(compiled_document, default=repr) == json.dumps(parsed, default=repr)
 
 
-@pytest.fixture
-def tables_in(tmp_path, monkeypatch):
-    """A copy of the packaged tables, loaded from there with an empty cache."""
-    import shutil
-
-    here = tmp_path / "knowledge"
-    shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    monkeypatch.setattr(knowledge, "HERE", here)
-    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
-    knowledge.table.cache_clear()
-    knowledge.available.cache_clear()
-    yield here
-    knowledge.table.cache_clear()
-    knowledge.available.cache_clear()
-
-
 def test_an_edited_toml_wins_over_its_stale_twin(tables_in) -> None:
     toml = tables_in / "openmp_runtimes.toml"
     toml.write_text(toml.read_text(encoding="utf-8").replace("taken = ", "taken = 2030-01-02\n# was: ", 1),

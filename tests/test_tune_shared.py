@@ -160,3 +160,35 @@ def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, ca
     records, settings = shared
     assert len(records) == 5 and settings.budget == 5  # the 3 trials of node07 left out
     assert f"tfdoctor: n2:{os.getpid()} measured 5 of the study's 8 trials (2 worker(s) in all)" in err
+
+
+def test_a_journal_behind_a_symbolic_link_and_a_database_password_are_refused_safely(tmp_path):
+    from tfdoctor.tune.shared import StorageError, open_storage
+
+    (tmp_path / "real.journal").write_text("")
+    (tmp_path / "link.journal").symlink_to(tmp_path / "real.journal")
+    with pytest.raises(StorageError, match="a symbolic link; name the journal file itself"):
+        open_storage(str(tmp_path / "link.journal"))
+    with pytest.raises(StorageError) as raised:  # no such driver: its message repeats the URL
+        open_storage("nosuchdb://tuner:hunter2secret@db.example/tune")
+    assert str(raised.value).startswith("--storage nosuchdb://…: cannot open the database: ")
+    assert "hunter2secret" not in str(raised.value)
+
+
+def test_malformed_trials_written_into_the_shared_study_are_left_out(tmp_path):
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.shared import open_storage, open_study, shared_records
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {
+        **{n: {"low": 1, "high": 4} for n in THREADS},
+        **{n: {"drop": True} for n in ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}}})
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "bad", True, 1, None)
+    good = {n: 2 for n in THREADS}
+    for params, seconds in ((good, 1.5), ("not a dict", 1.0), ({**good, THREADS[0]: [1]}, 1.0), (good, "slow")):
+        trial = study.ask()
+        trial.set_user_attr("params", params)
+        trial.set_user_attr("seconds", seconds)
+        study.tell(trial, 10.0, state=TrialState.COMPLETE)
+    records = shared_records(study, space, budget=8)
+    assert [(r.params, r.seconds) for r in records] == [(good, 1.5), (good, 0.0)]

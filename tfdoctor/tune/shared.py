@@ -48,11 +48,17 @@ def open_storage(spec: str) -> Any:
         try:
             return optuna.storages.RDBStorage(spec)
         except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
-            raise StorageError(f"--storage {spec.split('://')[0]}://…: cannot open the database: {exc}") from None
+            from tfdoctor.facts.redact import excerpt
+
+            # The driver's message can repeat the whole URL, password included.
+            raise StorageError(f"--storage {spec.split('://')[0]}://…: cannot open the database: "
+                               f"{excerpt(str(exc), 300)}") from None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     path = Path(spec)
+    if path.is_symlink():  # optuna would append through it: a link planted on a shared file system redirects it
+        raise StorageError(f"--storage {spec}: a symbolic link; name the journal file itself")
     if path.exists() and not path.is_file():
         raise StorageError(f"--storage {spec}: not a regular file")
     try:
@@ -116,6 +122,12 @@ def _key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(params.get(name) for name in space.names())
 
 
+def _well_formed(space: Space, params: Any) -> bool:
+    """A trial's recorded configuration as this worker's space would write it: another worker (or a hand)
+    may have written anything into the shared study."""
+    return isinstance(params, dict) and all(p.contains(params.get(p.name)) for p in space.parameters)
+
+
 def _taken(study: Any, space: Space, number: int) -> set[tuple[Any, ...]]:
     """The configurations of the other trials, measured or being measured. Each worker records its
     configuration before it looks: of two workers that chose the same one at once, the second to look
@@ -125,8 +137,8 @@ def _taken(study: Any, space: Space, number: int) -> set[tuple[Any, ...]]:
     keys = set()
     for trial in study.get_trials(deepcopy=False):
         params = trial.user_attrs.get("params")
-        if trial.number != number and params is not None and trial.state in (TrialState.COMPLETE,
-                                                                               TrialState.RUNNING):
+        if trial.number != number and _well_formed(space, params) and trial.state in (TrialState.COMPLETE,
+                                                                                        TrialState.RUNNING):
             keys.add(_key(space, params))
     return keys
 
@@ -188,7 +200,9 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
         if measurement.status == "ok" and measurement.value is not None:
             study.tell(trial, measurement.value)
         else:
-            trial.set_user_attr("error", measurement.error[:500])
+            from tfdoctor.facts.redact import excerpt
+
+            trial.set_user_attr("error", excerpt(measurement.error, 500))  # every worker and reader sees it
             study.tell(trial, state=TrialState.FAIL)
         if on_trial is not None:
             on_trial(trial.number, params, measurement)
@@ -212,15 +226,16 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
     records = []
     for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         params = trial.user_attrs.get("params")
-        if trial.number >= budget or params is None or trial.user_attrs.get("node") in excluded:
+        if trial.number >= budget or not _well_formed(space, params) or trial.user_attrs.get("node") in excluded:
             continue
-        if trial.state not in (TrialState.COMPLETE, TrialState.FAIL) or not all(
-                p.contains(params.get(p.name)) for p in space.parameters):
+        if trial.state not in (TrialState.COMPLETE, TrialState.FAIL):
             continue
+        seconds = trial.user_attrs.get("seconds", 0.0)
         ok = trial.state == TrialState.COMPLETE
         records.append(TrialRecord(len(records), "rule" if trial.number == 0 else "search", dict(params),
                                    "ok" if ok else "failed", trial.value if ok else None,
-                                   float(trial.user_attrs.get("seconds", 0.0)), space.env_changes(params),
+                                   float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+                                   space.env_changes(params),
                                    str(trial.user_attrs.get("error", ""))))
     return records
 

@@ -37,9 +37,14 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
     worker = f"{node}:{os.getpid()}"
     try:
         study = open_study(open_storage(storage_spec), study_name, settings.maximize, settings.seed, seeds.get("rule"))
+        record_node(study, node, dumps_facts(node_facts))
     except StorageError as exc:
         raise UsageError(str(exc)) from None
-    record_node(study, node, dumps_facts(node_facts))
+    except Exception as exc:  # a damaged journal or database: optuna and SQLAlchemy raise many kinds
+        from tfdoctor.facts.redact import excerpt
+
+        raise UsageError(f"--storage: cannot use study {study_name!r}: {type(exc).__name__}: "
+                         f"{excerpt(str(exc), 300)}") from None
 
     def progress(number: int, params: dict[str, Any], measurement: Any) -> None:
         value = f"{measurement.value:.4g}" if measurement.value is not None else measurement.status
@@ -53,8 +58,12 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done\n")
         return None
     for name, facts in result.excluded.items():
+        from tfdoctor.fixes.quoting import comment_text
+
+        # Names and facts another worker wrote into the shared study: one printable, redacted line.
         shown = ", ".join(f"{k}={v!r}" for k, v in list(facts.items())[:3])
-        _say(f"tfdoctor: node {name} is unlike the others ({shown}); its trials are left out of the winner\n")
+        _say(f"tfdoctor: node {comment_text(str(name))} is unlike the others ({comment_text(shown)}); "
+             "its trials are left out of the winner\n")
     for record in result.records:
         log.append(record)
     return result.records, replace(settings, budget=len(result.records), strategy="tpe")

@@ -231,3 +231,24 @@ def test_a_planted_fifo_or_endless_string_is_unknown_not_a_hang(make_root):
     found = cuda_libs.tensorflow_libraries(RootedFs(root.machine({})), site)
     assert set(found) == {"libtensorflow_cc.so.2"}  # a FIFO is not a regular file: not even listed
     assert "longer than" in found["libtensorflow_cc.so.2"].reason
+
+
+def test_a_damaged_member_is_exit_2_not_a_traceback(tmp_path, capsys):
+    wheel = _wheel(tmp_path, filler=1 << 16)
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("tensorflow/libtensorflow_framework.so.2")
+    data = bytearray(wheel.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)  # the member's compressed bytes
+    data[start + 100: start + 400] = bytes(300)  # inflate fails, or the CRC does
+    wheel.write_bytes(bytes(data))
+    assert extract.main([str(wheel)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {wheel}: a damaged zip member: ")
+
+
+def test_range_reader_reads_nothing_past_the_end(tmp_path):
+    """A crafted ELF header can name any offset up to 2**64: past the file it reads nothing, never overflows."""
+    path = tmp_path / "small.so"
+    path.write_bytes(b"0123456789")
+    with RangeReader(path, budget=1024) as read:
+        assert read(2, 3) == b"234"
+        assert read(2**63 + 5, 4) == b"" and read(10, 4) == b""

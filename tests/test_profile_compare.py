@@ -256,7 +256,7 @@ def test_a_real_hung_child_is_killed_at_the_budget(tmp_path: Path, mode: str):
     python.chmod(0o755)
     started = time.monotonic()
     result = compare(Arm("A", {"PATH": "/bin"}), Arm("B", {"PATH": "/bin"}), "matmul", budget=4, python=str(python))
-    assert time.monotonic() - started < 4 + 1  # the budget, and the kill
+    assert time.monotonic() - started < 4 + 3  # the budget, and the kill (its 0.5 s grace; a loaded machine)
     assert result.verdict == UNDECIDED and result.error is None
     assert result.stopped == ("the 4 s budget ran out while timing A" if mode == "hang-steps"
                               else "the 4 s budget ran out while starting A")

@@ -483,3 +483,9 @@ def test_tf_function_calls_are_timed_at_the_top_only_and_a_raising_call_is_no_st
     found = steps.to_json()
     assert (found["name"], len(found["windows"])) == ("tf.function train_step", 6)
     assert found["candidates"] == [{"source": "function_1", "name": "tf.function train_step", "calls": 6}]
+
+
+def test_a_malformed_share_in_a_profile_file_is_not_checked_not_a_crash():
+    bad = no_steps_section(top_ops=[{"where": "host", "op": "EagerPyFunc", "seconds": 1.0, "share": "most"}])
+    result = check_facts(facts_from({"profile": bad}), select=["PROF011"]).result("PROF011")
+    assert result.status is Status.NOT_CHECKED and result.reason == "malformed top_ops share"

@@ -684,9 +684,10 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     missing = [str(m) for m in record.get("missing", [])]
     resized = [m for m in record.get("size_mismatch", []) if isinstance(m, Mapping)]
     rehashed = [str(m) for m in record.get("hash_mismatch", [])]
-    missing_count = int(record.get("missing_count") or 0)
-    resized_count = int(record.get("size_mismatch_count") or 0)
-    rehashed_count = int(record.get("hash_mismatch_count") or 0)
+    counts = [record.get(k) or 0 for k in ("missing_count", "size_mismatch_count", "hash_mismatch_count")]
+    if not all(type(c) is int for c in counts):  # a hand-made --facts file: never a crash
+        raise NotChecked(f"python.watched.{dist.name}.record: malformed counts")
+    missing_count, resized_count, rehashed_count = counts
     if not (missing_count or resized_count or rehashed_count):
         return
     key = f"python.watched.{dist.name}.record"

@@ -501,7 +501,10 @@ def python_function_dominates_op_time(facts: Facts) -> Iterator[Finding]:
     if not isinstance(top, list):
         raise NotChecked("the profile's op times are unknown")
     rows = [r for r in top if isinstance(r, dict) and r.get("where") == "host" and r.get("op") in PY_FUNCTION_OPS]
-    share = sum(float(r.get("share") or 0.0) for r in rows)
+    shares = [r.get("share") or 0.0 for r in rows]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in shares):
+        raise NotChecked("malformed top_ops share")
+    share = sum(float(v) for v in shares)
     if share <= PY_FUNCTION_SHARE:
         return
     names = ", ".join(str(r["op"]) for r in rows)

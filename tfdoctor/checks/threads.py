@@ -444,7 +444,7 @@ def _binding_variables(facts: Facts, processes: int, on_node: int) -> dict[str, 
             active["OMP_PLACES"] = places
     kmp = (facts.env("KMP_AFFINITY") or "").strip()
     if kmp:
-        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]*\]", "", kmp).split(",")}
+        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]{0,4096}\]", "", kmp).split(",")}
         kind, proclist = _kmp_affinity(kmp)
         wide = kind != "explicit" or bool(proclist and len(proclist) * processes > on_node)
         if not tokens & {"none", "disabled"} and kind in ("compact", "scatter", "balanced", "explicit") and wide:
@@ -680,7 +680,7 @@ def _binding_settings(facts: Facts) -> dict[str, str]:
         found["OMP_PLACES"] = places
     kmp = (facts.env("KMP_AFFINITY") or "").strip()
     if kmp:
-        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]*\]", "", kmp).split(",")}
+        tokens = {t.strip().lower() for t in re.sub(r"proclist=\[[^\]]{0,4096}\]", "", kmp).split(",")}
         if not tokens & {"none", "disabled"} and _kmp_affinity(kmp)[0] in ("compact", "scatter", "balanced",
                                                                              "explicit"):
             found["KMP_AFFINITY"] = kmp

@@ -20,7 +20,7 @@ TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflo
                     "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")
 # "nvidia-cudnn-cu12==8.9.4.25" and the older METADATA form "nvidia-cudnn-cu11 (==8.7.0.84)" (2.14, 2.15);
 # a range (2.20 on: ">=12.5.3.2,<13.0") pins nothing.
-_PIN = re.compile(r"^(?P<name>nvidia-[A-Za-z0-9_.-]+?)\s*\(?\s*==\s*(?P<version>[0-9][^;\s,)]*)\)?\s*(?:;|$)")
+_PIN = re.compile(r"^(?P<name>nvidia-[A-Za-z0-9_.-]+?)\s*(?:\(\s*)?==\s*(?P<version>[0-9][^;\s,)]*)\)?\s*(?:;|$)")
 # Which nvidia-* wheel ships each library TensorFlow loads (CUDA 12 names; -cu11 for CUDA 11).
 WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
             "cudnn": "nvidia-cudnn", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",

@@ -344,7 +344,8 @@ class RangeReader:
         size = min(size, self.limit)
         if size > self.left:
             raise BudgetExceeded(f"more than the {self.left + size} bytes allowed")
-        data = os.pread(self._fd, size, offset) if offset >= 0 else b""
+        # Past the end (a crafted header's offset, up to 2**64) reads nothing rather than overflowing pread.
+        data = os.pread(self._fd, size, offset) if 0 <= offset < self.size else b""
         self.left -= len(data)
         return data
 

@@ -21,6 +21,7 @@ import json
 import re
 import sys
 import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -225,7 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ExtractError(f"{args.wheel}: no such file")
         if output != STDOUT and Path(output).exists() and not args.force:
             raise ExtractError(f"{output} exists: add --force to replace it")
-        write_file(output, render(extract(args.wheel, banners=not args.no_banners)), force=args.force)
+        try:
+            record = extract(args.wheel, banners=not args.no_banners)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # a damaged member: CRC, inflate, truncation
+            raise ExtractError(f"{args.wheel}: a damaged zip member: {exc}") from None
+        write_file(output, render(record), force=args.force)
     except (ExtractError, WriteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -66,7 +66,7 @@ def nvcc_version(fs: RootedFs, root: str) -> str | None:
 
     try:
         component = json.loads(text).get("cuda_nvcc")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: brackets nested past the stack
         return None
     version = component.get("version") if isinstance(component, dict) else None
     return str(version) if isinstance(version, str) and version[:1].isdigit() else None

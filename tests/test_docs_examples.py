@@ -16,7 +16,8 @@ need TensorFlow (profile, fix --validate, tune's built-in benchmark) carry the `
 run into their timeout: what is checked then is that they got past their options and started. Commands
 that need Slurm, MPI or ssh access to nodes are marked and skip where those are absent; `pip`/`pipx` lines
 are checked against pyproject.toml (the extra exists, the install is from the clone); the README's two
-set-up commands are checked by test_readme_has_exactly_two_setup_commands (and .ci/run runs the second).
+set-up commands are checked by test_readme_has_exactly_two_setup_commands; the first is run by
+tests/test_readme_setup.py, the second by .ci/run.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ def test_every_doc_has_its_examples_found():
 def test_doc_example_runs(example: Example, materials: dict[str, Path], tmp_path: Path) -> None:
     what = kind(example)
     if what == "setup":
-        pytest.skip("a README set-up command: test_readme_has_exactly_two_setup_commands checks it, .ci/run runs it")
+        pytest.skip("a README set-up command: tests/test_readme_setup.py runs the first, .ci/run the second")
     if what == "install":
         _check_install(example.command)
         return

@@ -103,3 +103,22 @@ def test_check_output_refuses_before_the_work(tmp_path):
     usage.check_output(None, False)
     with pytest.raises(usage.UsageError, match="--html needs a file name"):
         usage.check_output("", False)
+
+
+def test_profile_writes_its_section_alone_through_the_seam(tmp_path, monkeypatch, capsys):
+    # No TensorFlow needed: the run itself is replaced; the page is drawn by the report, reached through usage.
+    from tfdoctor.cli import main
+    from tfdoctor.profile import runner
+
+    monkeypatch.setattr(runner, "run_workload", lambda *args, **kwargs: runner.RunResult(
+        False, error="the workload could not import TensorFlow"))
+    with pytest.raises(SystemExit):
+        main(["profile", "--device", "cpu", "--html", str(tmp_path / "profile.html")])
+    page = (tmp_path / "profile.html").read_text()
+    assert '<section id="report-profile">' in page and page.count("<section ") == 1
+    assert "<title>tfdoctor profile" in page
+    (tmp_path / "mine.html").write_text("mine")
+    with pytest.raises(SystemExit) as exited:
+        main(["profile", "--device", "cpu", "--html", str(tmp_path / "mine.html")])
+    assert exited.value.code == 2 and (tmp_path / "mine.html").read_text() == "mine"
+    assert "exists; add --force" in capsys.readouterr().err

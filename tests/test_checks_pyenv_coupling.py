@@ -486,7 +486,7 @@ def test_tensorflow_wheel_in_a_python_it_has_no_wheels_for_names_the_range(tmp_p
     ((), (3, 11), True),  # no WHEEL file: nothing to judge
 ])
 def test_wheel_tags_against_the_interpreter(tags, python, fits):
-    from tfdoctor.checks.packages import wheel_fits_interpreter
+    from tfdoctor.derive.wheel_tags import wheel_fits_interpreter
 
     assert wheel_fits_interpreter(tags, python)[0] is fits
 

@@ -91,11 +91,74 @@ def test_only_the_entry_point_imports_the_command_line():
     assert sorted(name for name, targets in graph.items() if "tfdoctor.console" in targets) == ["tfdoctor.__main__"]
 
 
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def reaching(graph: dict[str, set[str]], sources: tuple[str, ...], targets: tuple[str, ...]) -> dict[str, list[str]]:
+    """The modules under `sources` that import something under `targets`, with what they import."""
+    found = {name: sorted(t for t in imported if any(within(t, p) for p in targets))
+             for name, imported in graph.items() if any(within(name, p) for p in sources)}
+    return {name: imported for name, imported in found.items() if imported}
+
+
+def checks_importing_checks(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Check modules that import another check module: what two families share is a derivation
+    (tfdoctor/derive), and a family must load, fail and be selected on its own."""
+    found = {name: sorted(t for t in imported if within(t, "tfdoctor.checks") and t != "tfdoctor.checks")
+             for name, imported in graph.items() if within(name, "tfdoctor.checks") and name != "tfdoctor.checks"}
+    return {name: imported for name, imported in found.items() if imported}
+
+
+# What a check may stand on: facts, their derivations and the release knowledge, the data model and the
+# registry it is declared with. Not the engine that runs it, nor anything above.
+CHECK_FOUNDATIONS = ("tfdoctor.derive", "tfdoctor.facts", "tfdoctor.knowledge", "tfdoctor.model",
+                     "tfdoctor.records", "tfdoctor.registry")
+# The commands the report draws pages of (it imports their results), so they must not import its pages:
+# they reach the writer through tfdoctor.usage.write_section_page, installed by the command line.
+BELOW_THE_REPORT = ("tfdoctor.tune", "tfdoctor.fleet", "tfdoctor.profile", "tfdoctor.lint", "tfdoctor.logs")
+
+
 def test_checks_never_import_probe_code():
+    assert reaching(import_graph(), ("tfdoctor.checks",), ("tfdoctor.facts.probes",)) == {}
+
+
+def test_checks_never_import_another_check_module():
+    assert checks_importing_checks(import_graph()) == {}
+
+
+def test_checks_stand_only_on_facts_derivations_knowledge_and_the_model():
     graph = import_graph()
-    offending = {name: sorted(t for t in targets if t.startswith("tfdoctor.facts.probes"))
-                 for name, targets in graph.items() if name.startswith("tfdoctor.checks")}
-    assert {name: targets for name, targets in offending.items() if targets} == {}
+    above = {t for targets in graph.values() for t in targets
+             if not any(within(t, p) for p in (*CHECK_FOUNDATIONS, "tfdoctor.checks")) and t != "tfdoctor"}
+    assert reaching(graph, ("tfdoctor.checks",), tuple(sorted(above))) == {}
+
+
+def test_probes_never_import_derivations_or_checks():
+    # Probes read the machine; what facts mean is decided above them (a constant both need lives in facts).
+    assert reaching(import_graph(), ("tfdoctor.facts.probes",), ("tfdoctor.derive", "tfdoctor.checks")) == {}
+
+
+def test_commands_below_the_report_never_import_its_pages():
+    assert reaching(import_graph(), BELOW_THE_REPORT, ("tfdoctor.report.html",)) == {}
+    # The other direction is what makes it upward: the report's pages do read their results.
+    graph = import_graph()
+    assert reaching(graph, ("tfdoctor.report.html",), ("tfdoctor.tune", "tfdoctor.fleet"))
+
+
+def test_the_layer_rules_catch_a_check_importing_another(tmp_path):
+    # The detectors themselves, on a made-up package: a lazy import of a sibling check counts.
+    (tmp_path / "threads.py").write_text("def f():\n    from tfdoctor.checks.numa import g\n")
+    (tmp_path / "numa.py").write_text("from tfdoctor.derive.cpu_budget import cpu_budget\n")
+    (tmp_path / "runner.py").write_text("from tfdoctor.report.html.command import write_named_section\n")
+    modules = {"tfdoctor.checks": tmp_path / "__init__.py", "tfdoctor.checks.threads": tmp_path / "threads.py",
+               "tfdoctor.checks.numa": tmp_path / "numa.py", "tfdoctor.derive": tmp_path / "d.py",
+               "tfdoctor.derive.cpu_budget": tmp_path / "d.py", "tfdoctor.tune.runner": tmp_path / "runner.py",
+               "tfdoctor.report.html.command": tmp_path / "c.py"}
+    graph = {name: imported_modules(name, path, modules) for name, path in modules.items() if path.exists()}
+    assert checks_importing_checks(graph) == {"tfdoctor.checks.threads": ["tfdoctor.checks.numa"]}
+    assert reaching(graph, BELOW_THE_REPORT, ("tfdoctor.report.html",)) == {
+        "tfdoctor.tune.runner": ["tfdoctor.report.html.command"]}
 
 
 def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):

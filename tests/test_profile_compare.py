@@ -24,7 +24,7 @@ from tfdoctor.profile.compare import (
     choose_metric,
     compare,
 )
-from tfdoctor.profile.runner import Chunk
+from tfdoctor.profile.runner import Chunk, CpuTimes
 from tfdoctor.profile.stats import FASTER, NO_EFFECT, SLOWER, UNDECIDED
 from tfdoctor.profile.validate import validate_plan
 
@@ -41,7 +41,7 @@ class FakeClock:
 def quiet_machine(monkeypatch):
     """The fake-clock comparisons must not read the real machine's load: on a busy box the real
     /proc/stat made describe() add "other processes used 100 % of the CPUs" to an exact expected text."""
-    monkeypatch.setattr("tfdoctor.profile.compare.busy_ticks", lambda: None)
+    monkeypatch.setattr("tfdoctor.profile.compare.read_cpu_times", lambda: None)
 
 
 def fake_sessions(step_time, clock: FakeClock, *, setup: float = 4.0, chunk: float = 0.5, cpu_time=None,
@@ -316,8 +316,8 @@ def test_validate_drops_a_fix_measured_slower_and_keeps_the_rest():
 
 def test_a_busy_machine_is_named_in_the_verdict(monkeypatch):
     # busy, total jiffies: others used 90 of every 100 ticks while the comparison ran (our children none)
-    ticks = iter([(0, 0), (90, 100)])
-    monkeypatch.setattr("tfdoctor.profile.compare.busy_ticks", lambda: next(ticks))
+    ticks = iter([CpuTimes(0, 0, 0), CpuTimes(0, 90, 100)])
+    monkeypatch.setattr("tfdoctor.profile.compare.read_cpu_times", lambda: next(ticks))
     monkeypatch.setattr("tfdoctor.profile.compare._children_cpu", lambda: 0.0)
     clock = FakeClock()
     result = compare(A, B, session=fake_sessions(noise, clock, setup=16.0, chunk=0.25), clock=clock, budget=60)

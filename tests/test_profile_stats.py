@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tfdoctor.profile.runner import low_quantile, parse_cpu_line, steal_share
+from tfdoctor.profile.runner import CpuTimes, foreign_cpu_share, parse_cpu_line, read_cpu_times, steal_share
 from tfdoctor.profile.stats import (
     FASTER,
     NO_EFFECT,
@@ -14,6 +14,7 @@ from tfdoctor.profile.stats import (
     UNDECIDED,
     nested_ratio_interval,
     paired_ratio_interval,
+    quantile,
     ratio_interval,
     t_quantile,
 )
@@ -60,20 +61,40 @@ def test_unpaired_interval():
         ratio_interval([0.01], [0.02, 0.03], 0.05)
 
 
-def test_low_quantile():
-    assert low_quantile([5, 1, 3, 2, 4], 0.0) == 1
-    assert low_quantile([5, 1, 3, 2, 4], 0.5) == 3
-    assert low_quantile([1, 2], 0.1) == pytest.approx(1.1)
-    assert low_quantile([], 0.1) is None
+def test_quantile():
+    assert quantile([5, 1, 3, 2, 4], 0.0) == 1
+    assert quantile([5, 1, 3, 2, 4], 0.5) == 3
+    assert quantile([5, 1, 3, 2, 4], 1.0) == 5
+    assert quantile([1, 2], 0.1) == pytest.approx(1.1)
+    assert quantile([7.0], 0.1) == 7.0
+    assert quantile([], 0.1) is None
 
 
 def test_cpu_steal_from_proc_stat_lines():
     before = parse_cpu_line(["cpu", "100", "0", "50", "800", "10", "0", "0", "40", "0", "0"])
     after = parse_cpu_line(["cpu", "200", "0", "100", "1600", "20", "0", "0", "80", "5", "0"])
-    assert before == (40, 1000)
+    assert before == CpuTimes(steal=40, busy=1000 - 800 - 10, total=1000)
     assert steal_share(before, after) == pytest.approx(40 / 1000)
     assert parse_cpu_line(["cpu0", "1", "2", "3"]) is None
+    assert parse_cpu_line(["cpu", "1", "2", "x", "4"]) is None
+    assert parse_cpu_line(["cpu", "1", "2", "3"]) is None  # no idle column
+    assert parse_cpu_line(["cpu", "5", "0", "5", "90"]) == CpuTimes(steal=0, busy=10, total=100)  # an old kernel
     assert steal_share(None, after) is None
+
+
+def test_one_read_of_proc_stat_gives_steal_and_busy_time(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 10 0 0 40 7 0\ncpu0 50 0 25 400 5 0 0 20 7 0\nintr 1 2 3\n")
+    before = read_cpu_times(str(stat))
+    assert before == CpuTimes(steal=40, busy=190, total=1000)  # guest (7) is inside user already
+    stat.write_text("cpu  300 0 100 1500 20 0 0 80 9 0\n")
+    after = read_cpu_times(str(stat))
+    assert steal_share(before, after) == pytest.approx(40 / 1000)
+    # 480 - 190 = 290 busy jiffies of the 1000 that passed, none of them ours
+    assert foreign_cpu_share(before, after, own_cpu_seconds=0.0) == pytest.approx(0.29)
+    assert read_cpu_times(str(tmp_path / "absent")) is None
+    stat.write_bytes(b"cpu  1 2 3 \xff\n")
+    assert read_cpu_times(str(stat)) is None
 
 
 def test_nested_interval_one_round_of_chunk_pairs():

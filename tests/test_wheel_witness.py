@@ -172,8 +172,7 @@ def test_tensorboard_before_2_2_is_an_intent_to_profile():
 
 
 def test_tfdoctor_profile_on_a_gpu_is_itself_the_intent():
-    from tfdoctor.checks.cupti import profile_blockers
-    from tfdoctor.profile.cupti_preflight import profile_preflight
+    from tfdoctor.profile.cupti_preflight import profile_blockers, profile_preflight
 
     facts = load("cupti002-tensorboard-2-1-bundles-the-profiler")
     facts.sections["python"]["watched"]["tensorboard"]["version"] = "2.15.2"

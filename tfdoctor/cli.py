@@ -17,7 +17,7 @@ from tfdoctor.gather import GatherOptions, gather_options
 from tfdoctor.gather import build_report as _build_report
 from tfdoctor.gather import deadline as _deadline
 from tfdoctor.gather import machine as _machine
-from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError, install_section_page_writer
 from tfdoctor.usage import emit as _emit
 from tfdoctor.usage import project_config as _config
 from tfdoctor.usage import split_codes as _split_codes
@@ -31,6 +31,17 @@ LAZY_COMMANDS: dict[str, str] = {
     "profile": "tfdoctor.profile.cli:profile",
     "report": "tfdoctor.report.html.command:report",
 }
+
+
+def _write_section_page(path: str, force: bool, section: str, *inputs: Any, **options: Any) -> None:
+    """The report's page writer for the commands below it (tfdoctor.usage.write_section_page), imported
+    only when one of them writes --html."""
+    from tfdoctor.report.html.command import write_named_section
+
+    write_named_section(path, force, section, *inputs, **options)
+
+
+install_section_page_writer(_write_section_page)
 
 
 class LazyGroup(click.Group):

@@ -209,12 +209,12 @@ def _entry_points(group: str) -> list[tuple[str, str]]:
     return found
 
 
-# Used only when tfdoctor's own metadata is missing (e.g. PYTHONPATH=src checkout); kept in step with
-# pyproject.toml by tests/test_registry.py.
+# Used only when tfdoctor's own metadata is missing (a clone put on PYTHONPATH, never installed); kept in
+# step with pyproject.toml by test_fallback_list_matches_pyproject_entry_points.
 _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
     CHECK_GROUP: [
         ("threads", "tfdoctor.checks.threads"),
-        ("cpu_lists", "tfdoctor.checks.cpu_lists"),
+        ("affinity_cpus", "tfdoctor.checks.affinity_cpus"),
         ("cpu", "tfdoctor.checks.cpu"),
         ("packages", "tfdoctor.checks.packages"),
         ("cuda", "tfdoctor.checks.cuda"),

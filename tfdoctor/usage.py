@@ -49,6 +49,35 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(codes)
 
 
+def check_output(path: str | None, force: bool, option: str = "--html") -> None:
+    """Refuse an output that exists (or an empty name) before the work that would fill it, not after."""
+    if path is None:
+        return
+    if not path:
+        raise UsageError(f"{option} needs a file name (or - for standard output)")
+    if path != "-" and os.path.exists(path) and not force:
+        raise UsageError(f"{path} exists; add --force to overwrite it")
+
+
+# The page `tune`, `compare` and `profile` write with --html FILE is drawn by the report package, which sits
+# above them (it reads their results to draw them): none of them imports it. A command names its section
+# and hands over the section's inputs; the command line (tfdoctor/cli.py) installs the report's writer.
+SectionPageWriter = Callable[..., None]  # (path, force, section, *inputs, **options)
+_section_page_writer: SectionPageWriter | None = None
+
+
+def install_section_page_writer(writer: SectionPageWriter) -> None:
+    global _section_page_writer
+    _section_page_writer = writer
+
+
+def write_section_page(path: str, force: bool, section: str, *inputs: Any, **options: Any) -> None:
+    """Write one section of `tfdoctor report` alone as a page: "tune", "fleet" or "profile"."""
+    if _section_page_writer is None:
+        raise RuntimeError("no HTML section writer installed (tfdoctor.cli installs the report's)")
+    _section_page_writer(path, force, section, *inputs, **options)
+
+
 def emit(text: str, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     stream.write(text)

@@ -11,10 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
-from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, major_minor, version_tuple, wanted_sonames
+from tfdoctor.derive.tf_build import (
+    TfBuild,
+    arch_support,
+    cuda_gpu_setup,
+    version_tuple,
+    wanted_sonames,
+)
 from tfdoctor.facts import Facts
 from tfdoctor.facts.parse import count
-from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
+from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
 # The library and release derivations are imported past each check's `cuda_gpu_setup` gate: a CPU-only
@@ -26,10 +32,6 @@ CORE_LIBRARIES = ("cuda", "cudart", "cublas", "cublasLt", "cudnn", "cufft", "cus
 VERSIONED = ("cudart", "cublas", "cudnn")
 JIT_CACHE_MIN_BYTES = 1 << 31  # 2 GiB: TensorFlow's PTX JITs to several hundred MB per architecture
 JIT_CACHE_RECOMMENDED = str(4 * (1 << 30))  # 4 GiB, the largest value the driver accepts
-
-
-def prepend_fix(folder: str, why: str) -> EnvFix:
-    return EnvFix(f"Put {folder} first on LD_LIBRARY_PATH ({why})", (prepend_path("LD_LIBRARY_PATH", folder),))
 
 
 def _install_fix(build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
@@ -103,7 +105,7 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     if build is None:
         _not_checked_without_gpu(facts)
         return
-    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, put_folder_first
 
     wanted = wanted_sonames(build)
     driver_present = driver_loaded(facts)
@@ -136,7 +138,7 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     runpath_note = _runpath_note(facts)
     for folder, found in off_path.items():
         names = [name for name, _ in found]
-        fixes: tuple[EnvFix | AdminFix, ...] = (prepend_fix(folder, f"it holds {_listing(names, verb=False)}"),)
+        fixes: tuple[EnvFix | AdminFix, ...] = (put_folder_first(folder, f"it holds {_listing(names, verb=False)}"),)
         if folder == conda_lib:
             # The conda way: the environment sets it on activation (TensorFlow 2.12's install guide).
             fixes += (AdminFix("Or set it whenever the conda environment is activated", (
@@ -275,7 +277,7 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
     if build is None:
         _not_checked_without_gpu(facts)
         return
-    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, satisfies
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, put_folder_first, satisfies
 
     wanted = wanted_sonames(build)
     for key in VERSIONED:
@@ -296,7 +298,7 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
                     "required": ".".join(map(str, need)), "required_by": source}
         if better:
             best = prefer_copy(better, need)
-            fix: EnvFix | AdminFix = prepend_fix(best.dir, f"it holds {name} {best.version}")
+            fix: EnvFix | AdminFix = put_folder_first(best.dir, f"it holds {name} {best.version}")
         else:
             fix = _install_fix(build, [key], [name])
         yield Finding(
@@ -330,7 +332,7 @@ def cuda_library_shadowed(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
-    from tfdoctor.derive.resolvable_libraries import LibraryView, satisfies
+    from tfdoctor.derive.resolvable_libraries import LibraryView, put_folder_first, satisfies
 
     wanted = wanted_sonames(build)
     for key in ("cudart", "cublas", "cublasLt", "cudnn", "cufft", "cusolver", "cusparse", "nccl"):
@@ -357,7 +359,7 @@ def cuda_library_shadowed(facts: Facts) -> Iterator[Finding]:
             f"{target.path} ({target.version}), the version tensorflow[and-cuda] pins ({pin[0]}=={pin[1]})",
             evidence={"library": name, "resolved": resolved["path"], "resolved_version": first.version,
                       "shadowed": resolved["others"], "pinned": f"{pin[0]}=={pin[1]}"},
-            fixes=(prepend_fix(target.dir, f"it holds the pinned {name}"),))
+            fixes=(put_folder_first(target.dir, f"it holds the pinned {name}"),))
 
 
 # -- CUDA_VISIBLE_DEVICES -------------------------------------------------------------------------
@@ -495,23 +497,6 @@ def cuda_visible_devices_mixes_forms(facts: Facts) -> Iterator[Finding]:
 
 # -- PTX JIT cache --------------------------------------------------------------------------------
 
-def arch_support(cc: tuple[int, int], capabilities: tuple[str, ...]) -> str:
-    """"sass" (a binary for this GPU), "ptx" (only PTX it must JIT), or "none"."""
-    sass, ptx = [], []
-    for entry in capabilities:
-        kind, _, digits = entry.partition("_")
-        digits = digits.rstrip("af")
-        if not digits.isdigit() or len(digits) < 2:
-            continue
-        major, minor = int(digits[:-1]), int(digits[-1])
-        (sass if kind == "sm" else ptx if kind == "compute" else []).append((major, minor))
-    if any(m == cc[0] and n <= cc[1] for m, n in sass):
-        return "sass"
-    if any((m, n) <= cc for m, n in ptx):
-        return "ptx"
-    return "none"
-
-
 def jit_gpus(facts: Facts, build: TfBuild) -> list[Any]:
     """GPUs the driver JIT-compiles TensorFlow's PTX for; not those whose architecture that PTX cannot
     target at all (DRV003 reports them: a cache cannot help)."""
@@ -566,6 +551,3 @@ def cuda_jit_cache_too_small(facts: Facts) -> Iterator[Finding]:
                   "tensorflow.cuda_compute_capabilities": list(build.compute_capabilities),
                   "env.CUDA_CACHE_DISABLE": facts.env("CUDA_CACHE_DISABLE"), "env.CUDA_CACHE_MAXSIZE": raw},
         fixes=(EnvFix("Keep JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB", tuple(changes)),))
-
-
-__all__ = ["arch_support", "jit_gpus", "major_minor", "prepend_fix"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfdoctor.checks.cuda import prepend_fix
 from tfdoctor.derive.container import DEFAULT_CONTAINER_CAPS, container_kind, container_signs
 from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts, NotChecked
@@ -43,18 +42,6 @@ def intends_to_profile(facts: Facts) -> bool:
     return bool(version) and version[:2] < TENSORBOARD_BUNDLED_PROFILER_BEFORE
 
 
-def profile_blockers(facts: Facts) -> list[Finding]:
-    """What keeps `tfdoctor profile` from tracing GPU kernels on this machine: the CUPTI checks with the
-    intent to profile set (their findings are then errors). Pure: tfdoctor.profile.cupti_preflight gathers
-    the facts."""
-    from tfdoctor.engine import run_checks
-    from tfdoctor.registry import load_registry
-
-    intent = Facts(facts.sections, {**facts.meta, "intent": PROFILE_INTENT})
-    checks = [c for c in load_registry().checks if c.code.startswith("CUPTI")]
-    return list(run_checks(checks, intent).findings())
-
-
 @check("CUPTI001", "cupti-not-resolvable", Severity.WARNING)
 def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -85,7 +72,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
     name = wanted_sonames(build).get("cupti")
     if name is None:
         return
-    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, put_folder_first
 
     view = LibraryView(facts, "cupti")
     if view.resolved(name) or view.resolved(CUPTI_STEM):
@@ -99,7 +86,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
         best = prefer_copy(copies)
         evidence["found_at"] = [c.path for c in copies]
         yield Finding(f"{name} is not resolvable but exists in {best.dir}: {purpose}", evidence=evidence,
-                      fixes=(prepend_fix(best.dir, "the CUPTI folder"),), severity=severity)
+                      fixes=(put_folder_first(best.dir, "the CUPTI folder"),), severity=severity)
         return
     others = view.other_names(CUPTI_STEM, name)
     if others:
@@ -111,7 +98,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
             f"export LD_LIBRARY_PATH={target.dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
         )),)
         if target.dir not in view.ld_library_path:
-            fixes = (*fixes, prepend_fix(target.dir, "after the link exists"))
+            fixes = (*fixes, put_folder_first(target.dir, "after the link exists"))
         yield Finding(
             f"CUPTI exists only as {', '.join(c.path for c in others)}, not under the name {name} this "
             f"TensorFlow build loads: {purpose}", evidence=evidence, fixes=fixes, severity=severity)
@@ -275,7 +262,7 @@ def cupti_of_another_cuda(facts: Facts) -> Iterator[Finding]:
     name = wanted_sonames(build).get("cupti")
     if name is None:
         return
-    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy
+    from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, put_folder_first
 
     view = LibraryView(facts, "cupti")
     asked = name if view.resolved(name) else CUPTI_STEM
@@ -301,7 +288,7 @@ def cupti_of_another_cuda(facts: Facts) -> Iterator[Finding]:
     if right:
         best = prefer_copy(right)
         evidence["right_copy"] = best.path
-        fixes = (prepend_fix(best.dir, f"it holds the CUPTI of CUDA {cupti_cuda(facts, best)[0]}"),)
+        fixes = (put_folder_first(best.dir, f"it holds the CUPTI of CUDA {cupti_cuda(facts, best)[0]}"),)
     else:
         fixes = (AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (build.install_hint("cupti"),)),)
     yield Finding(

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfdoctor.checks.cuda import arch_support
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
-from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, tensorflow_build, version_tuple
+from tfdoctor.derive.tf_build import TfBuild, arch_support, cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tfdoctor.checks.threads import thread_settings
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
+from tfdoctor.derive.thread_settings import thread_settings
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check

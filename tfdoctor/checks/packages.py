@@ -38,6 +38,7 @@ from tfdoctor.derive.tensorflow_distribution import (
     tensorflow_distributions,
     top_level_import_name,
 )
+from tfdoctor.derive.wheel_tags import interpreter_cpython, wheel_fits_interpreter
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
@@ -48,7 +49,6 @@ LEGACY_KERAS_TRUE = ("true", "True", "1")
 # (2.16 then made Keras 3 the default tf.keras); earlier releases ignore the variable.
 LEGACY_KERAS_VARIABLE_SINCE = (2, 15)
 TF_KERAS_DISTS = ("tf-keras", "tf-keras-nightly")
-SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
 # Where a path entry comes from (python.path_origins) when it is not the environment's own site-packages.
 FOREIGN_ORIGINS = ("pythonpath", "user-site", "pth:")
 
@@ -403,7 +403,7 @@ def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
             evidence={f"python.distributions.{name}.version": installed,
                       f"python.watched.{dist.name}.requires_dist": line},
             fixes=_dependency_fixes(facts, dist, name, f"{name}{specifier}"),
-            severity=SEVERITY[coupling.severity],
+            severity=Severity.parse(coupling.severity),
         )
 
 
@@ -451,7 +451,7 @@ def dependency_known_to_break_tensorflow(facts: Facts) -> Iterator[Finding]:
             evidence={f"python.distributions.{name}.version": installed,
                       f"python.watched.{dist.name}.version": dist.version},
             fixes=_dependency_fixes(facts, dist, name, avoid),
-            severity=SEVERITY[coupling.severity],
+            severity=Severity.parse(coupling.severity),
         )
 
 
@@ -507,7 +507,7 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
                       f"python.watched.{dist.name}.requires_dist": line},
             fixes=(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
                             (f"{pip} install '{wanted}' '{dist.pin()}'",)),),
-            severity=SEVERITY[coupling.severity],
+            severity=Severity.parse(coupling.severity),
         )
 
 
@@ -609,7 +609,7 @@ def tf_keras_version_mismatch(facts: Facts) -> Iterator[Finding]:
         evidence={f"python.distributions.{name}.version": version,
                   f"python.watched.{dist.name}.version": dist.version, "sources": list(coupling.sources)},
         fixes=(AdminFix(f"Install the tf-keras of TensorFlow {dist.version}", (_tf_keras_install(facts, dist),)),),
-        severity=SEVERITY[coupling.severity],
+        severity=Severity.parse(coupling.severity),
     )
 
 
@@ -728,46 +728,6 @@ def _verification_done(record: Mapping[str, Any]) -> str:
             f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB)")
 
 
-def _interpreter_tag(facts: Facts) -> tuple[int, int] | None:
-    implementation = str(facts.peek("python.implementation") or "CPython")
-    version = str(facts.peek("python.version") or "")
-    parts = version.split(".")
-    if implementation != "CPython" or len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        return None
-    return int(parts[0]), int(parts[1])
-
-
-def _cpython_of(tag: str) -> tuple[int, int] | None:
-    """(3, 11) for "cp311"; None for other tags."""
-    if not tag.startswith("cp") or not tag[2:].rstrip("mdut").isdigit():
-        return None
-    digits = tag[2:].rstrip("mdut")
-    return int(digits[0]), int(digits[1:] or 0)
-
-
-def wheel_fits_interpreter(tags: tuple[str, ...], python: tuple[int, int]) -> tuple[bool, str]:
-    """Whether any of a wheel's tags (python-abi-platform) can load in this CPython; with the tag that
-    was judged. Pure-Python and abi3 wheels fit every later CPython; a cpXY ABI fits only CPython X.Y."""
-    judged = ""
-    for tag in tags:
-        parts = tag.split("-")
-        if len(parts) != 3:
-            continue
-        python_tags, abi_tags = parts[0].split("."), parts[1].split(".")
-        for abi in abi_tags:
-            judged = judged or tag
-            if abi == "none":
-                return True, tag
-            if abi == "abi3":
-                if any((v := _cpython_of(p)) is not None and v <= python for p in python_tags):
-                    return True, tag
-                continue
-            built = _cpython_of(abi)
-            if built is None or built == python:
-                return True, tag
-    return (not judged), judged
-
-
 @check("PKG012", "wheel-built-for-another-python", Severity.ERROR)
 def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -796,7 +756,7 @@ def wheel_built_for_another_python(facts: Facts) -> Iterator[Finding]:
     watched = facts.get("python.watched")
     if not isinstance(watched, Mapping):
         raise NotChecked("python.watched is not a mapping (a hand-edited facts file?)")
-    python = _interpreter_tag(facts)
+    python = interpreter_cpython(facts)
     if python is None:
         return  # not CPython, or no version recorded: no ABI tag to compare with
     dist = installed_tensorflow(facts)
@@ -948,7 +908,7 @@ def keras_3_package_needs_tf_keras(facts: Facts) -> Iterator[Finding]:
                       f"python.watched.{dist.name}.version": dist.version, "python.distributions.tf-keras": None},
             fixes=(AdminFix(f"Install tf-keras matching TensorFlow {dist.version}",
                             (_tf_keras_install(facts, dist),)),),
-            severity=SEVERITY[need.severity],
+            severity=Severity.parse(need.severity),
         )
 
 
@@ -1074,7 +1034,7 @@ def protobuf_runtime_against_tensorflow_gencode(facts: Facts) -> Iterator[Findin
                   f"python.watched.{dist.name}.requires_dist": f"protobuf{specifier}",
                   "sources": list(coupling.sources)},
         fixes=_dependency_fixes(facts, dist, "protobuf", wanted),
-        severity=SEVERITY[coupling.severity],
+        severity=Severity.parse(coupling.severity),
     )
 
 

@@ -21,44 +21,13 @@ from tfdoctor.derive.openmp_runtimes import (
     threading_model,
 )
 from tfdoctor.derive.process_layout import node_cpus, process_layout, processes_share_cpus
+from tfdoctor.derive.thread_settings import THREAD_VARIABLES, parse_thread_count, thread_settings
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.facts.parse import count, parse_affinity_list, parse_omp_places
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
-# TensorFlow reads 0 as "choose for me"; OpenMP and MKL require a positive count.
-ZERO_MEANS_DEFAULT = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 KMP_BLOCKTIME_DEFAULT_MS = 200
-
-
-def parse_thread_count(name: str, raw: str) -> int | None:
-    """The count a runtime will use, or None when it will reject the value (or ignore it).
-
-    OMP_NUM_THREADS may be a nesting list ("8,2"): the first level is the team size.
-    """
-    text = raw.strip()
-    if name == "OMP_NUM_THREADS":
-        text = text.split(",", 1)[0].strip()
-    if not re.fullmatch(r"[0-9]+", text):
-        return None
-    value = count(text)  # capped: a 120,000-digit value is "more than the budget", not a crash
-    if value is None or (value == 0 and name not in ZERO_MEANS_DEFAULT):
-        return None
-    return value
-
-
-def thread_settings(facts: Facts) -> dict[str, int]:
-    """The valid, non-default thread counts that are set."""
-    settings = {}
-    for name in THREAD_VARIABLES:
-        raw = facts.env(name)
-        if raw is None:
-            continue
-        value = parse_thread_count(name, raw)
-        if value:
-            settings[name] = value
-    return settings
 
 
 def _recommend_fix(budget: CpuBudget, names: tuple[str, ...] | None = None) -> EnvFix:

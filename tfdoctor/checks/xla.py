@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, version_tuple
-from tfdoctor.derive.xla_flags import DATA_DIR_FLAG
 from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.facts.parse import DATA_DIR_FLAG
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
 

@@ -255,7 +255,3 @@ def distribution_cpu_flags(name: str) -> tuple[tuple[str, ...], str, tuple[str, 
         if row["name"] == name:
             return tuple(row.get("cpu_flags", ())), str(row.get("why", "")), tuple(row.get("source", ()))
     return (), "", ()
-
-
-def severity_rank(severity: str) -> int:
-    return SEVERITIES.index(severity)

@@ -9,6 +9,7 @@ from typing import Any
 
 from tfdoctor.derive.tf_build import version_tuple
 from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.model import EnvFix, prepend_path
 
 
 @dataclass(frozen=True)
@@ -119,3 +120,8 @@ def satisfies(version: str | None, wanted: tuple[int, ...]) -> bool:
         return False
     n = min(len(have), len(wanted), 2)
     return have[:n] >= wanted[:n]
+
+
+def put_folder_first(folder: str, why: str) -> EnvFix:
+    """The fix that makes the loader find `folder`'s copy before any other (the CUDA and CUPTI families)."""
+    return EnvFix(f"Put {folder} first on LD_LIBRARY_PATH ({why})", (prepend_path("LD_LIBRARY_PATH", folder),))

@@ -192,3 +192,20 @@ def cuda_gpu_setup(facts: Facts) -> TfBuild | None:
     if isinstance(system, str) and system != "Linux":
         return None
     return build
+
+
+def arch_support(cc: tuple[int, int], capabilities: tuple[str, ...]) -> str:
+    """"sass" (a binary for this GPU), "ptx" (only PTX it must JIT), or "none"."""
+    sass, ptx = [], []
+    for entry in capabilities:
+        kind, _, digits = entry.partition("_")
+        digits = digits.rstrip("af")
+        if not digits.isdigit() or len(digits) < 2:
+            continue
+        major, minor = int(digits[:-1]), int(digits[-1])
+        (sass if kind == "sm" else ptx if kind == "compute" else []).append((major, minor))
+    if any(m == cc[0] and n <= cc[1] for m, n in sass):
+        return "sass"
+    if any((m, n) <= cc for m, n in ptx):
+        return "ptx"
+    return "none"

@@ -35,9 +35,6 @@ TF_XLA_KNOWN = frozenset({
 TF_XLA_BOOLEAN = frozenset({"tf_xla_cpu_global_jit", "tf_xla_enable_xla_devices", "tf_xla_clustering_debug",
                             "tf_xla_compile_on_demand", "tf_xla_async_compilation",
                             "tf_xla_always_defer_compilation", "tf_mlir_enable_mlir_bridge"})
-# Where XLA looks for nvvm/libdevice (and ptxas): read by the toolchain probe and written by the XLA
-# checks' fixes, so it is defined once here, where both may read it.
-DATA_DIR_FLAG = "--xla_gpu_cuda_data_dir"
 AUTO_JIT_LEVELS = ("-1", "0", "1", "2", "fusible")
 INTEGER_FLAGS = ("tf_xla_min_cluster_size", "tf_xla_max_cluster_size", "tf_xla_clustering_fuel")
 

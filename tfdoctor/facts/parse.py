@@ -11,6 +11,9 @@ import re
 # The most CPUs any Linux build can address (CONFIG_NR_CPUS tops out at 8192; twice that for margin). A CPU
 # list naming a CPU beyond it, or beyond the machine's own count, is refused before anything is built.
 CPU_ID_LIMIT = 16384
+# Where XLA looks for nvvm/libdevice (and ptxas): read from XLA_FLAGS by the toolchain probe and written by
+# the XLA checks' fixes, so it is defined here, below both.
+DATA_DIR_FLAG = "--xla_gpu_cuda_data_dir"
 
 
 class CpusBeyondMachine(ValueError):
@@ -229,3 +232,22 @@ def count(text: str) -> int | None:
 
 def parse_int(text: str) -> int:
     return int(text.strip())
+
+
+def parse_data_dir(xla_flags: str | None) -> str | None:
+    """The last --xla_gpu_cuda_data_dir in XLA_FLAGS (XLA parses flags left to right)."""
+    if not xla_flags:
+        return None
+    import shlex  # only when XLA_FLAGS is set
+
+    try:
+        tokens = shlex.split(xla_flags)
+    except ValueError:
+        tokens = xla_flags.split()
+    found = None
+    for i, token in enumerate(tokens):
+        if token.startswith(DATA_DIR_FLAG + "="):
+            found = token.split("=", 1)[1]
+        elif token == DATA_DIR_FLAG and i + 1 < len(tokens):
+            found = tokens[i + 1]
+    return found

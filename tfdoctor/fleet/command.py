@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from tfdoctor.usage import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, check_output, write_section_page
 from tfdoctor.usage import emit as _emit
 from tfdoctor.usage import split_codes as _split_codes
 
@@ -37,10 +37,7 @@ def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, se
 
     if not files:
         raise UsageError("compare needs facts files (from tfdoctor collect), e.g. tfdoctor compare facts/*.json")
-    if html_path is not None:
-        from tfdoctor.report.html.command import check_output
-
-        check_output(html_path, force)
+    check_output(html_path, force)
     nodes, unreadable = load_nodes(files)
     comparison = compare_nodes(nodes, unreadable)
     summary = None
@@ -55,10 +52,7 @@ def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, se
     else:
         _emit(render_table(comparison, summary, color=None if sys.stdout.isatty() else False))
     if html_path is not None and nodes:
-        from tfdoctor.report.html.command import write_section_page
-        from tfdoctor.report.html.fleet_section import fleet_section
-
-        write_section_page(html_path, force, lambda: fleet_section(comparison), "tfdoctor compare")
+        write_section_page(html_path, force, "fleet", comparison)
     if not nodes:
         for bad in unreadable:
             _emit(f"tfdoctor: {bad.source}: {bad.error}\n", err=True)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tfdoctor.profile.progress import progress_display
-from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError, check_output, write_section_page
 
 BUILTIN_WORKLOADS = ("cnn", "matmul", "pyfunc")
 
@@ -67,10 +67,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageError(f"--python {python}: not an executable interpreter")
-    if html_path is not None:
-        from tfdoctor.report.html.command import check_output
-
-        check_output(html_path, force)
+    check_output(html_path, force)
     if compare:
         _compare(compare, workload, device, budget, python, fmt, html_path, force, metric)
         return
@@ -197,10 +194,7 @@ def _read_xspace(logdir: str, run: Any, script: bool, warmup: int) -> tuple[dict
 
 def _write_html(path: str, force: bool, document: dict[str, Any]) -> None:
     """The profile section alone: a run's document, or a comparison's verdict."""
-    from tfdoctor.report.html.command import write_section_page
-    from tfdoctor.report.html.profile_section import profile_section
-
-    write_section_page(path, force, lambda: profile_section([document]), "tfdoctor profile")
+    write_section_page(path, force, "profile", [document])
 
 
 def _jsonable(section: dict[str, Any]) -> Any:

@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdoctor.profile.runner import WorkloadSession, busy_ticks, foreign_cpu_share, low_quantile
-from tfdoctor.profile.stats import UNDECIDED, RatioInterval, nested_ratio_interval
+from tfdoctor.profile.runner import WorkloadSession, foreign_cpu_share, read_cpu_times
+from tfdoctor.profile.stats import UNDECIDED, RatioInterval, nested_ratio_interval, quantile
 
 ALPHA = 0.05
 FIRST_LOOK_ALPHA = 0.01  # of ALPHA, spent on the look after round 1; the rest split over later looks
@@ -157,7 +157,7 @@ def compare(baseline: Arm, candidate: Arm, workload: str = "cnn", *, budget: flo
     else:
         result.metric, result.metric_reason = metric, "chosen by the caller"
     started = clock()
-    ticks, own_before = busy_ticks(), _children_cpu()
+    ticks, own_before = read_cpu_times(), _children_cpu()
     try:
         _Rounds(baseline, candidate, result, clock, started + budget, progress,
                 lambda arm: session(workload, arm.env, warmup=WARMUP, device=device, snippet=arm.snippet,
@@ -165,7 +165,7 @@ def compare(baseline: Arm, candidate: Arm, workload: str = "cnn", *, budget: flo
                 metric == AUTO).run(max_rounds)
     finally:
         result.seconds = clock() - started
-        result.foreign_cpu = foreign_cpu_share(ticks, busy_ticks(), _children_cpu() - own_before)
+        result.foreign_cpu = foreign_cpu_share(ticks, read_cpu_times(), _children_cpu() - own_before)
     return result
 
 
@@ -283,14 +283,14 @@ class _Rounds:
 
     def _value(self, chunk: Any) -> float:
         values = chunk.cpu if self.result.metric == CPU and chunk.cpu else chunk.wall
-        value = low_quantile(values, LOW_QUANTILE)
+        value = quantile(values, LOW_QUANTILE)
         assert value is not None
         return max(value, 1e-9)  # a step of no measurable CPU time must not divide by zero
 
     def _process_values(self, pair: list[Any]) -> None:
         for live, out in zip(pair, (self.result.a_steps, self.result.b_steps), strict=True):
             values = live.cpu_seconds if self.result.metric == CPU and live.cpu_seconds else live.step_seconds
-            value = low_quantile(values, LOW_QUANTILE)
+            value = quantile(values, LOW_QUANTILE)
             if value is not None:
                 out.append(value)
 

@@ -1,10 +1,16 @@
 """Before `tfdoctor profile` runs a workload on a GPU: does CUPTI let it trace GPU kernels here? The profiler
-the user asked for is tfdoctor's own, so every CUPTI finding is an error (tfdoctor.checks.cupti.profile_blockers).
+the user asked for is tfdoctor's own, so every CUPTI finding is an error (profile_blockers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from tfdoctor.facts import Facts
+
+if TYPE_CHECKING:
+    from tfdoctor.model import Finding
 
 PREFLIGHT_SECTIONS = ("env", "host", "nvml", "gpu_pci", "cuda_libs", "privileges", "python")
 
@@ -17,7 +23,6 @@ def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: 
         return []
     from pathlib import Path
 
-    from tfdoctor.checks.cupti import profile_blockers
     from tfdoctor.engine import gather_facts
     from tfdoctor.facts.machine import Machine
     from tfdoctor.facts.probes.nvidia_presence import nvidia_present
@@ -32,3 +37,16 @@ def profile_preflight(environ: Mapping[str, str], device: str = "auto", python: 
         fix = f" — {finding.fixes[0].title}" if finding.fixes else ""
         lines.append(f"tfdoctor: {finding.code} {finding.message}{fix}")
     return lines
+
+
+def profile_blockers(facts: Facts) -> list[Finding]:
+    """What keeps `tfdoctor profile` from tracing GPU kernels on this machine: the CUPTI checks with the
+    intent to profile set (their findings are then errors). Pure: profile_preflight gathers the facts.
+    Here rather than beside the checks: running checks is the engine's work, and checks stay below it."""
+    from tfdoctor.checks.cupti import PROFILE_INTENT
+    from tfdoctor.engine import run_checks
+    from tfdoctor.registry import load_registry
+
+    intent = Facts(facts.sections, {**facts.meta, "intent": PROFILE_INTENT})
+    checks = [c for c in load_registry().checks if c.code.startswith("CUPTI")]
+    return list(run_checks(checks, intent).findings())

@@ -26,9 +26,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfdoctor.facts.bounded import read_tail, track
+from tfdoctor.profile.stats import quantile
 
 WORKLOADS = ("cnn", "matmul", "pyfunc", "script")
 WORKLOAD_SCRIPT = Path(__file__).with_name("workload_main.py")
@@ -66,7 +67,7 @@ class RunResult:
         """The 10th percentile of the step times: what comparisons use. Interference from other
         processes on the machine only ever adds time to a step, so a low quantile estimates what
         the environment itself allows, while still summarizing many steps (unlike the minimum)."""
-        return low_quantile(self.step_seconds, 0.1)
+        return quantile(self.step_seconds, 0.1)
 
     @property
     def input_share(self) -> float | None:
@@ -87,69 +88,59 @@ class RunResult:
         }
 
 
-def low_quantile(values: Sequence[float], q: float) -> float | None:
-    """The q-quantile by linear interpolation between order statistics; None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+class CpuTimes(NamedTuple):
+    """The aggregate `cpu` line of /proc/stat, in jiffies since boot: what the run measurements compare."""
+
+    steal: int  # taken by the hypervisor for other guests
+    busy: int  # every state but idle and iowait (steal included: the CPU was not ours to use)
+    total: int
 
 
-def read_cpu_ticks(stat_path: str = "/proc/stat") -> tuple[int, int] | None:
-    """(steal, total) jiffies of the aggregate `cpu` line, or None off Linux."""
+def read_cpu_times(stat_path: str = "/proc/stat") -> CpuTimes | None:
+    """The aggregate `cpu` line, read once for every figure taken from it; None off Linux."""
     try:
         with open(stat_path, encoding="ascii") as handle:
             first = handle.readline().split()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: not ASCII
         return None
     return parse_cpu_line(first)
 
 
-def parse_cpu_line(fields: Sequence[str]) -> tuple[int, int] | None:
+def parse_cpu_line(fields: Sequence[str]) -> CpuTimes | None:
     if not fields or fields[0] != "cpu":
         return None
     try:
         values = [int(v) for v in fields[1:]]
     except ValueError:
         return None
+    if len(values) < 4:
+        return None  # not even user nice system idle: not a line this kernel writes
     # user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is already counted
     # in user/nice, so the total stops at steal.
-    steal = values[7] if len(values) > 7 else 0
-    return steal, sum(values[:8])
+    counted = values[:8]
+    total = sum(counted)
+    steal = counted[7] if len(counted) > 7 else 0
+    waiting = counted[3] + (counted[4] if len(counted) > 4 else 0)
+    return CpuTimes(steal, total - waiting, total)
 
 
-def busy_ticks(stat_path: str = "/proc/stat") -> tuple[int, int] | None:
-    """(busy, total) jiffies of the aggregate `cpu` line: busy excludes idle and iowait."""
-    try:
-        with open(stat_path, encoding="ascii") as handle:
-            fields = handle.readline().split()
-        values = [int(v) for v in fields[1:9]]
-    except (OSError, ValueError):
-        return None
-    return sum(values) - values[3] - (values[4] if len(values) > 4 else 0), sum(values)
-
-
-def foreign_cpu_share(before: tuple[int, int] | None, after: tuple[int, int] | None,
-                      own_cpu_seconds: float) -> float | None:
+def foreign_cpu_share(before: CpuTimes | None, after: CpuTimes | None, own_cpu_seconds: float) -> float | None:
     """Share of the machine's CPU time used by processes other than ours (our children's CPU time
     subtracted), over an interval: how much the neighbours competed with a measurement."""
-    if before is None or after is None or after[1] <= before[1]:
+    if before is None or after is None or after.total <= before.total:
         return None
     ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    foreign = (after[0] - before[0]) - own_cpu_seconds * ticks_per_second
-    return min(1.0, max(0.0, foreign / (after[1] - before[1])))
+    foreign = (after.busy - before.busy) - own_cpu_seconds * ticks_per_second
+    return min(1.0, max(0.0, foreign / (after.total - before.total)))
 
 
-def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+def steal_share(before: CpuTimes | None, after: CpuTimes | None) -> float | None:
     if before is None or after is None:
         return None
-    total = after[1] - before[1]
+    total = after.total - before.total
     if total <= 0:
         return None
-    return max(0.0, (after[0] - before[0]) / total)
+    return max(0.0, (after.steal - before.steal) / total)
 
 
 def private_keras_home(environ: Mapping[str, str], scratch: Path) -> Path:
@@ -218,7 +209,7 @@ def run_workload(
         (scratch / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         stderr_path = scratch / "stderr.txt"
         command = [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")]
-        ticks_before = read_cpu_ticks()
+        ticks_before = read_cpu_times()
         started = time.perf_counter()
         with open(stderr_path, "wb") as stderr:
             try:
@@ -238,7 +229,7 @@ def run_workload(
                 _kill_group(process)
                 raise
         wall = time.perf_counter() - started
-        steal = steal_share(ticks_before, read_cpu_ticks())
+        steal = steal_share(ticks_before, read_cpu_times())
         tail = _tail(stderr_path)
         try:
             data = _read_result(scratch)
@@ -335,7 +326,7 @@ class WorkloadSession:
         self.error: str | None = None
         self.timed_out = False  # it did not answer within the timeout it was given (still running)
         self._pending = b""
-        self._ticks = read_cpu_ticks()
+        self._ticks = read_cpu_times()
         self.process: subprocess.Popen[bytes] | None = track(subprocess.Popen(
             [python or sys.executable, str(WORKLOAD_SCRIPT), str(scratch / "spec.json")],
             env=child_environment(dict(env), scratch), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -349,7 +340,7 @@ class WorkloadSession:
 
     @property
     def cpu_steal(self) -> float | None:
-        return steal_share(self._ticks, read_cpu_ticks())
+        return steal_share(self._ticks, read_cpu_times())
 
     @property
     def devices(self) -> list[str]:

@@ -167,6 +167,18 @@ def _betainc(a: float, b: float, x: float) -> float:
     return 1.0 - front * _betacf(b, a, 1 - x) / b
 
 
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile by linear interpolation between order statistics; None for no values.
+    (statistics.quantiles cuts into n equal parts and needs two values before Python 3.13: not a q.)"""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
 def t_cdf(t: float, df: float) -> float:
     tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
     return 1 - tail if t >= 0 else tail

@@ -25,6 +25,7 @@ from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.profile.breakdown import step_breakdown
+from tfdoctor.profile.stats import quantile
 
 XPLANE_RELATIVE = ("tsl", "profiler", "protobuf", "xplane_pb2.py")
 # Lines of a device plane that TensorFlow derives from the kernels (they repeat the kernels' time).
@@ -319,13 +320,8 @@ def step_summary(seconds: list[float]) -> dict[str, Any]:
     ordered = sorted(seconds)
     median = statistics.median(ordered)
 
-    def quantile(q: float) -> float:
-        position = q * (len(ordered) - 1)
-        low = int(position)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-    spread = (quantile(0.9) - quantile(0.1)) / median if median > 0 else None
+    high, low = quantile(ordered, 0.9), quantile(ordered, 0.1)
+    spread = (high - low) / median if median > 0 and high is not None and low is not None else None
     return {"count": len(ordered), "median_seconds": median, "min_seconds": ordered[0],
             "max_seconds": ordered[-1], "spread": spread}
 

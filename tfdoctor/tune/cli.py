@@ -357,8 +357,6 @@ def _plot_axes(space: Any, plot_params: str | None) -> tuple[str, str] | None:
 def _write_plot(header: dict[str, Any], records: Any, axes: tuple[str, str] | None, path: str, force: bool,
                 source: str, summary: dict[str, Any] | None = None) -> None:
     """The tune section of `tfdoctor report` alone: optuna's history, importances and surface."""
-    from tfdoctor.report.html.command import write_section_page
-    from tfdoctor.report.html.tune_section import tune_section
+    from tfdoctor.usage import write_section_page
 
-    write_section_page(path, force, lambda: tune_section(header, records, source, surface=axes, summary=summary),
-                       "tfdoctor tune")
+    write_section_page(path, force, "tune", header, records, source, surface=axes, summary=summary)

@@ -280,11 +280,12 @@ def toolkit_version(fs: RootedFs, root: str) -> str | None:
 
         try:
             data = json.loads(text)
-            for key in ("cuda", "cuda_cudart", "cuda_nvcc"):
-                if isinstance(data.get(key), dict) and data[key].get("version"):
-                    return str(data[key]["version"])
-        except ValueError:
-            pass
+        except (ValueError, RecursionError):  # RecursionError: brackets nested past the stack
+            data = None
+        for key in ("cuda", "cuda_cudart", "cuda_nvcc"):
+            component = data.get(key) if isinstance(data, dict) else None
+            if isinstance(component, dict) and component.get("version"):
+                return str(component["version"])
     text = fs.read_text(posixpath.join(root, "version.txt"))
     if text:
         match = re.search(r"CUDA Version\s+([0-9.]+)", text)

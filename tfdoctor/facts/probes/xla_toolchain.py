@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from typing import Any
 
-from tfdoctor.derive.xla_flags import DATA_DIR_FLAG
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
+from tfdoctor.facts.parse import DATA_DIR_FLAG, parse_data_dir
 from tfdoctor.facts.probes.cuda_libs import (
     TENSORFLOW_DISTS,
     dist_versions,
@@ -30,23 +29,7 @@ from tfdoctor.registry import probe
 
 LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
 NVCC_WHEEL_SINCE = (2, 15)
-
-
-def parse_data_dir(xla_flags: str | None) -> str | None:
-    """The last --xla_gpu_cuda_data_dir in XLA_FLAGS (XLA parses flags left to right)."""
-    if not xla_flags:
-        return None
-    try:
-        tokens = shlex.split(xla_flags)
-    except ValueError:
-        tokens = xla_flags.split()
-    found = None
-    for i, token in enumerate(tokens):
-        if token.startswith(DATA_DIR_FLAG + "="):
-            found = token.split("=", 1)[1]
-        elif token == DATA_DIR_FLAG and i + 1 < len(tokens):
-            found = tokens[i + 1]
-    return found
+VERSION_JSON_LIMIT = 1024 * 1024  # a toolkit's is ~3 KB
 
 
 def parse_ptxas_version(text: str) -> str | None:
@@ -55,19 +38,29 @@ def parse_ptxas_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def nvcc_version(fs: RootedFs, root: str) -> str | None:
+def nvcc_version(fs: RootedFs, root: str) -> str | Unknown | None:
     """The version of the toolkit's nvcc component (which ships ptxas), from version.json: what
     `ptxas --version` prints. The toolkit's own release differs: CUDA 12.3 Update 1 is "cuda" 12.3.1 and
-    "cuda_nvcc" 12.3.103, the version XLA refuses."""
-    text = fs.read_text(posixpath.join(root, "version.json"), limit=1024 * 1024)
-    if not text:
-        return None
+    "cuda_nvcc" 12.3.103, the version XLA refuses. None when there is no version.json or it names no
+    nvcc component (the toolkit's release stands in); Unknown when it is there but cannot be read."""
+    path = posixpath.join(root, "version.json")
+    text = fs.read_text(path, limit=VERSION_JSON_LIMIT)
+    if text is None:
+        if not fs.exists(path):
+            return None
+        return Unknown(f"{path} could not be read (no permission, not a regular file, or over "
+                       f"{VERSION_JSON_LIMIT // (1024 * 1024)} MiB)")
     import json
 
     try:
-        component = json.loads(text).get("cuda_nvcc")
-    except (ValueError, AttributeError, RecursionError):  # RecursionError: brackets nested past the stack
-        return None
+        data = json.loads(text)
+    except RecursionError:  # brackets nested past the stack
+        return Unknown(f"{path} is not JSON a toolkit writes (nested too deep)")
+    except ValueError as exc:
+        return Unknown(f"{path} is not JSON ({str(exc)[:80]})")
+    if not isinstance(data, dict):
+        return Unknown(f"{path} holds a {type(data).__name__}, not the object of components a toolkit writes")
+    component = data.get("cuda_nvcc")
     version = component.get("version") if isinstance(component, dict) else None
     return str(version) if isinstance(version, str) and version[:1].isdigit() else None
 
@@ -88,9 +81,12 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
 
     if wheel:
         return wheel
+    unread: Unknown | None = None  # a version.json that is there but unreadable: said, not skipped
     if root:
-        version = nvcc_version(fs, root) or toolkit_version(fs, root)
-        if version:
+        nvcc = nvcc_version(fs, root)
+        if isinstance(nvcc, Unknown):
+            unread = nvcc  # the toolkit's release in version.txt would not be the nvcc version either
+        elif version := nvcc or toolkit_version(fs, root):
             return version
     conda = _conda_nvcc_version(fs, ptxas)
     if conda:
@@ -100,10 +96,13 @@ def _ptxas_version(machine: Machine, fs: RootedFs, ptxas: str, root: str | None,
 
         try:
             done = run_bounded([ptxas, "--version"], timeout=min(machine.timeout, 2.0), limit=64 * 1024)
-            return parse_ptxas_version(done.stdout.decode(errors="replace")) or Unknown(
+            ran = parse_ptxas_version(done.stdout.decode(errors="replace")) or Unknown(
                 f"{ptxas} --version printed no release")
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return Unknown(f"{ptxas} --version failed: {type(exc).__name__}")
+            ran = Unknown(f"{ptxas} --version failed: {type(exc).__name__}")
+        return ran if unread is None or not isinstance(ran, Unknown) else Unknown(f"{unread.reason}; {ran.reason}")
+    if unread is not None:
+        return Unknown(unread.reason + ("" if machine.is_live else ", and ptxas is not run under --root"))
     return Unknown("no wheel, version.json/version.txt or conda-meta record names its version"
                    + ("" if machine.is_live else ", and it is not run under --root"))
 

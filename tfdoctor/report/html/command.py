@@ -6,13 +6,12 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from tfdoctor.gather import gather_options
-from tfdoctor.usage import EXIT_OK, UsageError
+from tfdoctor.usage import EXIT_OK, UsageError, check_output
 
 if TYPE_CHECKING:
     from tfdoctor.report.html.page import Section
@@ -72,14 +71,25 @@ def _check_report(gather: dict[str, Any]) -> Any:
     return build_report(opts, project_config())
 
 
-def check_output(path: str | None, force: bool, option: str = "--html") -> None:
-    """Refuse an output that exists (or an empty name) before the work that would fill it, not after."""
-    if path is None:
-        return
-    if not path:
-        raise UsageError(f"{option} needs a file name (or - for standard output)")
-    if path != "-" and Path(path).exists() and not force:
-        raise UsageError(f"{path} exists; add --force to overwrite it")
+def write_named_section(path: str, force: bool, section: str, *inputs: Any, **options: Any) -> None:
+    """The writer behind tfdoctor.usage.write_section_page (tfdoctor.cli installs it): `tune`, `compare`
+    and `profile` sit below the report, so they name their section and hand over its inputs."""
+    build: Callable[..., Section]
+    if section == "tune":
+        from tfdoctor.report.html.tune_section import tune_section
+
+        build, title = tune_section, "tfdoctor tune"
+    elif section == "fleet":
+        from tfdoctor.report.html.fleet_section import fleet_section
+
+        build, title = fleet_section, "tfdoctor compare"
+    elif section == "profile":
+        from tfdoctor.report.html.profile_section import profile_section
+
+        build, title = profile_section, "tfdoctor profile"
+    else:
+        raise ValueError(f"no HTML section named {section!r} (tune, fleet or profile)")
+    write_section_page(path, force, lambda: build(*inputs, **options), title)
 
 
 def write_section_page(path: str, force: bool, build: Callable[[], Section], title: str) -> None:

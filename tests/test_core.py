@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 
 from tfdoctor.engine import gather_facts, run_checks
-from tfdoctor.facts import Facts, FactsFileError, NotChecked, Unknown
+from tfdoctor.facts import Facts, FactsFileError, NotChecked, Unknown, abandoned
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.redact import REDACTED, redact
 from tfdoctor.model import Finding, Severity, Status
@@ -180,7 +180,6 @@ def test_a_probe_that_waits_hands_the_queue_to_a_new_lane():
 def test_a_hung_first_probe_costs_its_own_section_only():
     """A probe hung for good (a stale NFS mount under site-packages) is first in the queue: the others
     still run, it is abandoned at the machine's timeout, and abandoned_probes() names it."""
-    from tfdoctor import engine
 
     release = threading.Event()
 
@@ -191,12 +190,12 @@ def test_a_hung_first_probe_costs_its_own_section_only():
     def fine(machine):
         return {"value": 1}
 
-    mark = engine.abandoned_mark()
+    mark = abandoned.abandoned_mark()
     start = time.monotonic()
     try:
         facts = gather_facts(_probes(a_hangs=hangs, b=fine, c=fine), Machine(environ={}, timeout=0.5))
         elapsed = time.monotonic() - start
-        assert engine.abandoned_probes(since=mark) == ["a_hangs"]
+        assert abandoned.abandoned_probes(since=mark) == ["a_hangs"]
     finally:
         release.set()
     assert facts.sections == {"a_hangs": Unknown("probe a_hangs timed out after 0.5 s"),
@@ -318,18 +317,17 @@ def test_parse_entry_points_file():
 def test_a_probe_stuck_from_an_earlier_run_does_not_end_a_later_one(capsys):
     """main() leaves through os._exit only for probes abandoned in its own run; an earlier run's stuck
     thread (same process, as in tests or an embedding tool) must not cut a later run short."""
-    from tfdoctor import engine
     from tfdoctor.cli import main
 
     release = threading.Event()
     stuck = threading.Thread(target=release.wait, args=(30,), name="probe-stuck", daemon=True)
     stuck.start()
-    engine.note_abandoned(stuck)
+    abandoned.note_abandoned(stuck)
     try:
         with pytest.raises(SystemExit) as exit_info:  # os._exit would end pytest instead
             main(["explain", "THR101"])
         assert exit_info.value.code == 0
-        assert "stuck" in engine.abandoned_probes()
+        assert "stuck" in abandoned.abandoned_probes()
     finally:
         release.set()
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tfdoctor import engine
 from tfdoctor.derive.gpu_inventory import all_gpus
-from tfdoctor.facts import Unknown
+from tfdoctor.facts import Unknown, abandoned
 from tfdoctor.facts.probes import nvml
 from tfdoctor.testing import facts_from
 from tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml, NVMLError, NVMLError_LibraryNotFound
@@ -24,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def use_nvml(monkeypatch):
-    monkeypatch.setattr(engine, "_abandoned", [])
+    monkeypatch.setattr(abandoned, "_abandoned", [])
     fakes: list[FakeNvml] = []
 
     def install(fake: FakeNvml | None = None, factory=None) -> None:
@@ -119,7 +118,7 @@ def test_a_hanging_call_becomes_unknown_within_the_timeout(make_root, use_nvml):
     facts = probe(make_root, timeout=0.5)
     limit = nvml.nvml_timeout(make_root().machine({}, timeout=0.5))
     assert facts == Unknown(f"NVML did not answer within {limit:g} s (hung in nvmlDeviceGetCudaComputeCapability)")
-    assert engine.abandoned_probes() == ["nvml"]
+    assert abandoned.abandoned_probes() == ["nvml"]
 
 
 def test_hung_nvml_makes_gpu_checks_not_checked(make_root, use_nvml):

@@ -2,7 +2,7 @@
 
 Probes run concurrently in daemon threads: most of them wait on the file system or a subprocess, and a
 probe that hangs (NVML on a wedged driver) is abandoned at its deadline, its section recorded as
-unknown. `abandoned_probes()` tells the CLI whether it must leave with os._exit, since a thread stuck
+unknown. `facts.abandoned.abandoned_probes()` tells the CLI whether it must leave with os._exit, since a thread stuck
 in C code could otherwise hold the interpreter at shutdown.
 """
 
@@ -17,29 +17,12 @@ from typing import Any
 
 from tfdoctor import __version__
 from tfdoctor.facts import Facts, NotApplicable, NotChecked, Unknown
+from tfdoctor.facts.abandoned import note_abandoned
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.redact import excerpt
 from tfdoctor.model import CheckResult, Finding, Severity, Status
 from tfdoctor.records import field, record
 from tfdoctor.registry import CheckSpec, ProbeSpec
-
-_abandoned: list[threading.Thread] = []
-
-
-def abandoned_mark() -> int:
-    """A position in the record of abandoned probes; pass it to `abandoned_probes(since=...)`."""
-    return len(_abandoned)
-
-
-def abandoned_probes(since: int = 0) -> list[str]:
-    """Probes given up on (after `since`) that are still running; one that finished late no longer counts."""
-    return [t.name.removeprefix("probe-") for t in _abandoned[since:] if t.is_alive()]
-
-
-def note_abandoned(thread: threading.Thread) -> None:
-    """A probe that gave up on a call of its own (a hung NVML call) and left `thread` stuck in it."""
-    _abandoned.append(thread)
-
 
 # A probe that has held its lane this long without finishing gets the probes still waiting a new lane.
 # Quick probes thus run one after another on one thread: seventeen threads handing the GIL to each other
@@ -109,7 +92,7 @@ def gather_facts(
                 if now >= ends[spec.section]:  # its time is up: the lane is left to it
                     given_up.add(spec.section)
                     del running[lane]
-                    _abandoned.append(lane)
+                    note_abandoned(lane)
             if not (waiting or running) or now >= max(ends.values()):
                 break
             wake = min([ends[spec.section] for spec, _ in running.values()] + [max(ends.values())])
@@ -260,7 +243,7 @@ def run_checks(
     worker.join(max(0.0, deadline - time.monotonic()))
     results = list(done)
     if worker.is_alive():
-        _abandoned.append(worker)  # it may hold the interpreter at exit: the CLI leaves with os._exit
+        note_abandoned(worker)  # it may hold the interpreter at exit: the CLI leaves with os._exit
         results += [CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
                                 reason="did not finish within the --timeout budget")
                     for spec in checks[len(results):]]

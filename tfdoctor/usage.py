@@ -106,13 +106,13 @@ _run_mark = 0
 def start_run() -> None:
     """Only this invocation's abandoned probes count (tests call main() many times in one process)."""
     global _run_mark
-    from tfdoctor.engine import abandoned_mark
+    from tfdoctor.facts.abandoned import abandoned_mark
 
     _run_mark = abandoned_mark()
 
 
 def abandoned_since_start() -> list[str]:
-    from tfdoctor.engine import abandoned_probes
+    from tfdoctor.facts.abandoned import abandoned_probes
 
     return list(abandoned_probes(since=_run_mark))
 

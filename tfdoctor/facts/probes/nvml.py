@@ -234,7 +234,7 @@ def _run_with_timeout(nvml_factory: Callable[[], Any], timeout: float) -> dict[s
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        from tfdoctor.engine import note_abandoned
+        from tfdoctor.facts.abandoned import note_abandoned
 
         note_abandoned(thread)
         call = session_box["s"].current if "s" in session_box else "loading NVML"

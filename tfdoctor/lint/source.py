@@ -198,6 +198,12 @@ class SourceModule:
             self._derived[factory] = factory(self)
         return self._derived[factory]  # type: ignore[return-value]
 
+    def release(self) -> None:
+        """Drop the derived analyses once every rule has run. They refer back to the module, and that cycle
+        kept each file's tree alive until a garbage collection walked all of it (issue 25: a third of
+        lint's time over `ast.parse`); without it the tree is freed the moment the runner lets go of it."""
+        self._derived.clear()
+
     @cached_property
     def lines(self) -> list[str]:
         return self.text.splitlines()
@@ -231,8 +237,23 @@ class SourceModule:
     def calls_by_name(self) -> dict[str, list[ast.Call]]:
         """Calls of imported names, by canonical name: rules look up what they need instead of scanning."""
         found: dict[str, list[ast.Call]] = defaultdict(list)
+        memo, bindings, attribute, name_type = self._qualified, self.imports.bindings, ast.Attribute, ast.Name
         for call in self.calls:
-            name = self.call_name(call)
+            func = call.func
+            key = id(func)
+            if key in memo:
+                name = memo[key]
+            else:
+                # Most calls are methods of local objects (`x.numpy()`, `self.dense(h)`): their root name is
+                # not imported, which is found without building the dotted name (issue 25: every call of
+                # every file passes here once).
+                root = func
+                while type(root) is attribute:
+                    root = root.value  # type: ignore[attr-defined]
+                if type(root) is not name_type or root.id not in bindings:  # type: ignore[attr-defined]
+                    memo[key] = None
+                    continue
+                name = memo[key] = self.imports.qualified(func)
             if name is not None:
                 found[name].append(call)
         return found

@@ -237,23 +237,14 @@ class SourceModule:
     def calls_by_name(self) -> dict[str, list[ast.Call]]:
         """Calls of imported names, by canonical name: rules look up what they need instead of scanning."""
         found: dict[str, list[ast.Call]] = defaultdict(list)
-        memo, bindings, attribute, name_type = self._qualified, self.imports.bindings, ast.Attribute, ast.Name
-        for call in self.calls:
+        memo, qualified = self._qualified, self.imports.qualified
+        for call in self.calls:  # call_name inlined: every call of every file passes here once
             func = call.func
             key = id(func)
             if key in memo:
                 name = memo[key]
             else:
-                # Most calls are methods of local objects (`x.numpy()`, `self.dense(h)`): their root name is
-                # not imported, which is found without building the dotted name (issue 25: every call of
-                # every file passes here once).
-                root = func
-                while type(root) is attribute:
-                    root = root.value  # type: ignore[attr-defined]
-                if type(root) is not name_type or root.id not in bindings:  # type: ignore[attr-defined]
-                    memo[key] = None
-                    continue
-                name = memo[key] = self.imports.qualified(func)
+                name = memo[key] = qualified(func)
             if name is not None:
                 found[name].append(call)
         return found

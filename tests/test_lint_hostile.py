@@ -4,6 +4,7 @@ atomic, never through a link and only over the text that was linted."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -162,3 +163,57 @@ def test_a_hostile_notebook_is_src002_not_a_crash(tmp_path, capsys, monkeypatch,
     code, out, _ = run(capsys, "lint", "nb.ipynb")
     assert code == 1
     assert out.startswith("nb.ipynb:1:1: SRC002 unreadable-file not a valid notebook: ") and reason in out
+
+
+def test_a_file_edited_between_the_write_and_the_rename_is_kept_and_no_temporary_file_is_left(tmp_path):
+    # The last check runs inside the shared writer (tfdoctor.fixes.write), after the new text is on disk.
+    from tfdoctor.fixes import write as shared
+
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    fix = plan(path)
+    real = shared.write_bytes
+    edited = BAD + "# saved by an editor at the last moment\n"
+
+    def edit_then_write(*args, **kwargs):
+        def edit_first():
+            path.write_text(edited, encoding="utf-8")
+            kwargs["before_replace"]()
+        return real(*args, **{**kwargs, "before_replace": edit_first})
+
+    shared.write_bytes = edit_then_write
+    try:
+        with pytest.raises(FixNotWritten, match="changed since it was linted"):
+            write_fix(fix)
+    finally:
+        shared.write_bytes = real
+    assert path.read_text(encoding="utf-8") == edited
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+def test_a_fix_that_cannot_be_written_is_not_written_with_the_reason(tmp_path, monkeypatch):
+    path = tmp_path / "train.py"
+    path.write_text(BAD, encoding="utf-8")
+    fix = plan(path)
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(FixNotWritten, match=f"cannot write {path}: No space left on device"):
+        write_fix(fix)
+    assert path.read_text(encoding="utf-8") == BAD
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+def test_write_bytes_keeps_the_bytes_and_refuses_an_existing_file_without_force(tmp_path):
+    from tfdoctor.fixes.write import WriteError, write_bytes
+
+    target = tmp_path / "latin.py"
+    write_bytes(target, "# -*- coding: latin-1 -*-\nname = 'café'\n".encode("latin-1"), mode=0o600)
+    assert target.read_bytes() == "# -*- coding: latin-1 -*-\nname = 'café'\n".encode("latin-1")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    with pytest.raises(WriteError, match="exists; add --force"):
+        write_bytes(target, b"x = 1\n")
+    assert target.read_bytes().endswith("'café'\n".encode("latin-1"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latin.py"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 STDOUT = "-"
@@ -42,6 +43,17 @@ def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mod
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    write_bytes(path, text.encode("utf-8", "surrogateescape"), force, mode)
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, force: bool = False, mode: int = 0o644,
+                before_replace: Callable[[], None] | None = None) -> None:
+    """`write_file` for bytes already encoded (a script rewritten in its own encoding: `lint --fix`).
+
+    `before_replace` runs right before an existing file is replaced (with `force`), after the new
+    content is safely on disk: it raises to keep the file (it changed since it was read), and then
+    nothing is replaced and the temporary file is removed.
+    """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
@@ -56,12 +68,14 @@ def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mod
     except OSError as exc:
         raise WriteError(f"cannot write in {folder}: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         if force:
+            if before_replace is not None:
+                before_replace()
             os.replace(tmp, target)
         else:
             try:
@@ -76,5 +90,5 @@ def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mod
     except OSError as exc:
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)

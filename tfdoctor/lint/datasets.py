@@ -166,14 +166,27 @@ class _ScopeWalker(ast.NodeVisitor):
             method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:
+        # `visit` inlined for each child (issue 25: this walk is the flow analysis' cost): a literal has
+        # nothing to walk below it and no method here, a name read is `visit_Name` in two lines.
+        methods, env, node_type = self._methods, self.env, ast.AST
         for name in child_fields(type(node)):
             value = getattr(node, name, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
+            for item in value if type(value) is list else (value,):
+                kind = type(item)
+                if kind is ast.Name:
+                    if item.id in env and type(item.ctx) is ast.Load:  # type: ignore[union-attr]
+                        self.flow.appearances.append((item, env[item.id]))  # type: ignore[union-attr]
+                    continue
+                if kind is ast.Constant or not isinstance(item, node_type):
+                    continue
+                try:
+                    method = methods[kind]
+                except KeyError:
+                    method = methods[kind] = getattr(type(self), "visit_" + kind.__name__, None)
+                if method is None:
+                    self.generic_visit(item)  # type: ignore[arg-type]
+                else:
+                    method(self, item)
 
     def start(self, scope: ast.AST) -> None:
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -138,8 +138,9 @@ def write_fix(plan: FileFix) -> None:
     import io
     import os
     import stat
-    import tempfile
     import tokenize
+
+    from tfdoctor.fixes.write import WriteError, write_bytes
 
     path = plan.path
     try:
@@ -159,20 +160,17 @@ def write_fix(plan: FileFix) -> None:
     out = plan.after.encode("utf-8" if encoding == "utf-8-sig" else encoding)
     if data.startswith(b"\xef\xbb\xbf") and not out.startswith(b"\xef\xbb\xbf"):
         out = b"\xef\xbb\xbf" + out
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tfdoctor", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(out)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, stat.S_IMODE(status.st_mode))
+
+    def still_as_linted() -> None:
         now = os.lstat(path)
         if (now.st_ino, now.st_size, now.st_mtime_ns) != (status.st_ino, status.st_size, status.st_mtime_ns):
             raise FixNotWritten("it changed since it was linted (run lint --fix again)")
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+
+    # Over the file the user asked to fix (force), keeping its mode, checked once more just before.
+    try:
+        write_bytes(path, out, force=True, mode=stat.S_IMODE(status.st_mode), before_replace=still_as_linted)
+    except WriteError as exc:
+        raise FixNotWritten(str(exc)) from None
 
 
 def _read_source(path: Path) -> bytes:

@@ -30,6 +30,10 @@ _LINES_ABOVE = 3  # module-level code: a comment this close above the line marks
 
 def framework_internal(module: SourceModule) -> bool:
     """The file is part of a framework's implementation, not a script that uses it."""
+    return module.derived(_framework_internal)  # asked by several rules, at every site
+
+
+def _framework_internal(module: SourceModule) -> bool:
     parts = PurePosixPath(module.path.replace("\\", "/")).parts[:-1]
     if any(part in _INTERNAL_DIRS for part in parts):
         return True

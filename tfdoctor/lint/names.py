@@ -69,6 +69,8 @@ class ImportMap:
 
     def qualified(self, node: ast.AST) -> str | None:
         """The canonical dotted name an expression refers to, or None when it is not an imported name."""
+        # Asked for every call of every file (issue 25): the parts are gathered once, the base name
+        # alone needs no join.
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
@@ -78,8 +80,11 @@ class ImportMap:
         base = self.bindings.get(node.id)
         if base is None:
             return None
+        if not parts:
+            return canonical(base)
         parts.append(base)
-        return canonical(".".join(reversed(parts)))
+        parts.reverse()
+        return canonical(".".join(parts))
 
     def alias_for(self, canonical_module: str) -> str | None:
         """A local name bound to `canonical_module` (e.g. "tf"), to write fixes in the script's own terms."""

@@ -1,0 +1,113 @@
+"""Finding-for-finding comparison of `tfdoctor lint` before and after a change that must not alter output.
+
+    python benchmarks/lint_same_findings.py [--ref COMMIT] [--mirror /work/.mirror]
+
+A speed-up of the linter (issue 25) must report exactly what it reported before. This lints every
+repository of the three corpora (benchmarks/lint_corpus/manifest.toml, heldout.toml, heldout2.toml; read
+from `fetch` snapshots like benchmarks/lint_corpus.py) with every rule, preview rules and test files
+included, once with the working tree and once with tfdoctor at `--ref` (a `git archive` of that commit, in
+a subprocess without site-packages), and compares the whole of each finding: path, cell, span, code,
+message, evidence, fix and its edits, plus crashes and the count of suppressed findings. It prints the
+count of findings of each and every difference, and exits 1 when there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from lint_corpus import materialise  # noqa: E402
+
+MANIFESTS = ("manifest.toml", "heldout.toml", "heldout2.toml")
+
+# Run with the tfdoctor to compare first on sys.path: one JSON line per repository and per finding.
+_DUMP = r"""
+import json, sys
+from pathlib import Path
+import tfdoctor
+assert tfdoctor.__file__.startswith(sys.argv[1]), tfdoctor.__file__
+import importlib, pkgutil, tfdoctor.lint.rules as rules_pkg
+from tfdoctor.lint.files import python_files
+from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+from tfdoctor.lint.runner import lint_paths
+modules = [importlib.import_module(f"tfdoctor.lint.rules.{m.name}") for m in pkgutil.iter_modules(rules_pkg.__path__)]
+rules = select_lint_rules(load_lint_rules(modules).rules, preview=True)
+for root in sys.argv[2:]:
+    report = lint_paths(sorted(python_files([root], include_tests=True)), rules, jobs=1)
+    out = {"root": root, "files": report.files, "suppressed": report.suppressed, "crashes": report.crashes,
+           "findings": [dict(f.to_json(), raw_line=f.raw_line) for f in report.findings]}
+    print(json.dumps(out, sort_keys=True, default=repr))
+"""
+
+
+def dump(source: Path, roots: list[Path]) -> dict[str, dict]:
+    """Lint each root with the tfdoctor package found under `source`, in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    # -S: no site-packages, so an editable install of another worktree cannot shadow `source`.
+    out = subprocess.run([sys.executable, "-S", "-c", _DUMP, str(source), *map(str, roots)],
+                         capture_output=True, text=True, env=env, cwd=source)
+    if out.returncode:
+        sys.exit(f"linting with {source} failed:\n{out.stderr[-3000:]}")
+    return {entry["root"]: entry for entry in map(json.loads, out.stdout.splitlines())}
+
+
+def differences(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    """Every finding, crash or count present on one side only, as lines to print."""
+    lines = []
+    for root in sorted(set(before) | set(after)):
+        old, new = before.get(root, {}), after.get(root, {})
+        for key in ("files", "suppressed"):
+            if old.get(key) != new.get(key):
+                lines.append(f"{root}: {key} {old.get(key)} before, {new.get(key)} after")
+        for key in ("crashes", "findings"):
+            old_items = [json.dumps(i, sort_keys=True) for i in old.get(key, [])]
+            new_items = [json.dumps(i, sort_keys=True) for i in new.get(key, [])]
+            if old_items != new_items:
+                gone = sorted(set(old_items) - set(new_items))
+                added = sorted(set(new_items) - set(old_items))
+                lines += [f"- {root}: {i}" for i in gone] + [f"+ {root}: {i}" for i in added]
+                if not gone and not added:
+                    lines.append(f"{root}: the same {key} in another order (or repeated)")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ref", default="HEAD", help="the tfdoctor commit to compare the working tree with")
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
+    args = parser.parse_args()
+    repos = [r for name in MANIFESTS for r in tomllib.loads((HERE / "lint_corpus" / name).read_text())["repos"]]
+    roots, _ = materialise(args.mirror, args.cache, repos)
+    paths = [roots[r["repo"]] for r in repos]
+    with tempfile.TemporaryDirectory(prefix="tfdoctor-ref-") as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.ref, "tfdoctor"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        before = dump(Path(tmp), paths)
+    after = dump(ROOT, paths)
+    count = {name: sum(len(e["findings"]) for e in side.values()) for name, side in (("before", before),
+                                                                                      ("after", after))}
+    files = sum(e["files"] for e in after.values())
+    print(f"{len(paths)} repositories, {files} files; findings at {args.ref}: {count['before']}, "
+          f"working tree: {count['after']}")
+    lines = differences(before, after)
+    for line in lines:
+        print(line)
+    print("identical" if not lines else f"{len(lines)} differences")
+    sys.exit(1 if lines else 0)
+
+
+if __name__ == "__main__":
+    main()

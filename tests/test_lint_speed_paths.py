@@ -1,0 +1,179 @@
+"""Issue 25 (speed) without changing output: a linted file's tree is freed by reference counting, the
+garbage collector is paused per file and always resumed, calls are qualified once, display paths are
+worked out per folder, and the corpus comparison script reports every difference."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import os
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+from lint_support import FIXTURES, rules
+
+from tfdoctor.lint import runner
+from tfdoctor.lint.rule import LintRuleSpec, lint_rule
+from tfdoctor.lint.runner import display_path, lint_paths, lint_text
+from tfdoctor.lint.source import SourceModule
+from tfdoctor.model import Severity
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+PIPELINE = """\
+import tensorflow as tf
+from tensorflow import keras
+
+def make(files):
+    ds = tf.data.TFRecordDataset(files)
+    ds = ds.map(parse)
+    return ds.batch(32)
+
+model = keras.Sequential([keras.layers.Conv2D(8, 3, data_format="channels_first")])
+model.fit(make(["a.tfrecord"]), epochs=3)
+"""
+
+
+def test_a_linted_file_is_freed_without_the_garbage_collector(tmp_path, monkeypatch):
+    # The dataset flow and the layer index refer back to their module; were they kept, the module and its
+    # tree would be a cycle that only a collection frees.
+    path = tmp_path / "train.py"
+    path.write_text(PIPELINE, encoding="utf-8")
+    made: list[weakref.ref] = []
+    real_init = SourceModule.__init__
+
+    def recording_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(SourceModule, "__init__", recording_init)
+    gc.disable()
+    try:
+        report = lint_paths([path], rules())
+        assert {"SRC101", "SRC102", "SRC103"} <= set(report.codes())  # the shared analyses did run
+        assert len(made) == 1 and made[0]() is None
+    finally:
+        gc.enable()
+
+
+def test_release_drops_the_derived_analyses_and_they_are_made_again_on_demand():
+    module = SourceModule.from_text(PIPELINE)
+    calls: list[int] = []
+
+    def count_calls(m: SourceModule) -> int:
+        calls.append(1)
+        return len(m.calls)
+
+    assert module.derived(count_calls) == module.derived(count_calls) == 7
+    module.release()
+    assert module.derived(count_calls) == 7 and len(calls) == 2
+
+
+@lint_rule("SRC998", "always-crashes", Severity.WARNING)
+def _crashing(module):
+    """A rule that raises, for the test below."""
+    raise RuntimeError("boom")
+
+
+def test_the_collector_resumes_after_each_file_even_when_a_rule_crashes(tmp_path):
+    crashing = LintRuleSpec("SRC998", "always-crashes", Severity.WARNING, _crashing)
+    path = tmp_path / "train.py"
+    path.write_text(PIPELINE, encoding="utf-8")
+    seen: list[bool] = []
+    probe = LintRuleSpec("SRC997", "probe", Severity.WARNING, lambda m: seen.append(gc.isenabled()) or ())
+    assert gc.isenabled()
+    report = lint_paths([path], [crashing, probe])
+    assert seen == [False]  # paused while the file is linted
+    assert gc.isenabled()
+    assert len(report.crashes) == 1
+    assert report.crashes[0].split(": ", 1)[1].startswith("SRC998 crashed: RuntimeError: boom (at test_lint_speed")
+    seen.clear()
+    lint_text(PIPELINE, [probe])
+    assert seen == [False] and gc.isenabled()
+
+
+def test_a_caller_that_paused_the_collector_keeps_it_paused():
+    gc.disable()
+    try:
+        lint_text(PIPELINE, rules())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_calls_by_name_agrees_with_call_name_on_every_call_of_the_fixtures():
+    checked = 0
+    for path in sorted(FIXTURES.glob("*.py")):
+        module = SourceModule.from_path(path)
+        by_name = module.calls_by_name
+        fresh = SourceModule.from_path(path)  # nothing memoised: each call qualified on its own
+        for call in fresh.calls:
+            name = fresh.imports.qualified(call.func)
+            if name is not None:
+                assert any(c.lineno == call.lineno and c.col_offset == call.col_offset for c in by_name[name])
+                checked += 1
+        assert sum(len(v) for v in by_name.values()) == sum(
+            fresh.imports.qualified(c.func) is not None for c in fresh.calls)
+    assert checked > 100
+
+
+def test_qualified_names_a_bare_import_an_attribute_chain_and_nothing_else():
+    module = SourceModule.from_text("import tensorflow as tf\nfrom keras import layers\nimport numpy\n"
+                                    "tf.data.Dataset.range(3)\nlayers.Dense(1)\nnumpy.zeros(2)\nx.y()\nf()()\n")
+    names = [module.call_name(c) for c in sorted(module.calls, key=lambda c: (c.lineno, c.col_offset))]
+    assert names == ["tf.data.Dataset.range", "keras.layers.Dense", "numpy.zeros", None, None, None]
+    assert module.qualified(ast.parse("tf", mode="eval").body) == "tf"
+
+
+def test_display_paths_below_the_current_folder_through_links_and_outside(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (work / "src" / "a.py").write_text("x = 1\n")
+    (outside / "b.py").write_text("x = 1\n")
+    os.symlink(work / "src", outside / "linked_src")  # a folder outside that is a link to one inside
+    os.symlink(work / "src" / "a.py", outside / "c.py")  # a file outside that links to one inside
+    monkeypatch.chdir(work)
+    runner._display_dir.cache_clear()
+    assert display_path(work / "src" / "a.py") == "src/a.py"
+    assert display_path(Path("src/a.py")) == "src/a.py"
+    assert display_path(work / "top.py") == "top.py"
+    assert display_path(outside / "linked_src" / "a.py") == "src/a.py"
+    assert display_path(outside / "c.py") == "src/a.py"
+    assert display_path(outside / "b.py") == (outside / "b.py").as_posix()
+
+
+def test_the_corpus_comparison_names_every_difference():
+    from lint_same_findings import differences
+
+    finding = {"path": "a.py", "line": 3, "code": "SRC103", "message": "map without parallel calls"}
+    before = {"/r": {"files": 2, "suppressed": 0, "crashes": [], "findings": [finding]}}
+    assert differences(before, before) == []
+    changed = {"/r": {"files": 2, "suppressed": 1, "crashes": ["a.py: SRC101 crashed"],
+                      "findings": [dict(finding, message="other words")]}}
+    lines = differences(before, changed)
+    assert lines[0] == "/r: suppressed 0 before, 1 after"
+    assert lines[1] == "+ /r: \"a.py: SRC101 crashed\""
+    assert lines[2].startswith("- /r: ") and "map without parallel calls" in lines[2]
+    assert lines[3].startswith("+ /r: ") and "other words" in lines[3]
+    twice = {"/r": dict(before["/r"], findings=[finding, finding])}
+    assert differences(twice, {"/r": dict(before["/r"], findings=[finding])}) == [
+        "/r: the same findings in another order (or repeated)"]
+    assert differences(before, {}) == ["/r: files 2 before, None after", "/r: suppressed 0 before, None after",
+                                       "- /r: " + __import__("json").dumps(finding, sort_keys=True)]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_workers_and_one_process_report_the_same(tmp_path, jobs):
+    for i in range(70):  # above the worker threshold (64 files)
+        (tmp_path / f"s{i:02}.py").write_text(PIPELINE if i % 3 == 0 else "x = 1\n", encoding="utf-8")
+    files = sorted(tmp_path.glob("*.py"))
+    one = lint_paths(files, rules(), jobs=1)
+    report = lint_paths(files, rules(), jobs=jobs)
+    assert [f.to_json() for f in report.findings] == [f.to_json() for f in one.findings]
+    per_file = len(lint_text(PIPELINE, rules()).findings)
+    assert per_file >= 3 and report.files == 70 and len(report.findings) == 24 * per_file
+    assert gc.isenabled()

@@ -202,12 +202,17 @@ def _simulated_jobs():
 def test_default_space_winner_within_3_percent_of_the_true_best(name, seed, budget):
     jobs, bench = _simulated_jobs()
     job = next(j for j in jobs.JOBS if j.name == name)
-    result = bench.tune(job, seed, "screen:two-level" if budget < 40 else "screen", budget=budget)
-    assert job.throughput({**bench.params_of({}, job), **result.candidate}) >= 0.97 * job.best
+    result = bench.tune(job, seed, "screen", budget=budget)  # the default screening: two-level
+    found = {**bench.params_of({}, job), **result.candidate}
+    assert job.throughput(found) >= 0.97 * job.best
     _found, env, keep = bench.found_and_written(result, job)
     assert not keep and job.throughput(bench.params_of(env, job)) >= 0.97 * job.best  # what the env script gives
-    assert set(result.mattered) >= set(job.matters)
-    assert {n for n, e in result.effects.items() if e.matters} >= set(job.matters) - {
+    # Every parameter the winner relies on (set back to the job's own default, it loses more than 3 %) was
+    # named: a two-level design need not name a knob whose every other value only costs a little.
+    relied_on = {n for n in job.matters
+                 if job.throughput({**found, n: job.unset_means[n]}) < 0.97 * job.throughput(found)}
+    assert set(result.mattered) >= relied_on
+    assert {n for n, e in result.effects.items() if e.matters} >= relied_on - {
         "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"}  # the pools are searched anyway
     assert sum(1 for r in result.records if r.phase in ("current", "rule", "screen", "search")) == budget
 

@@ -335,11 +335,6 @@ class TwoLevelDesign:
         standard_error = sigma * 2 / math.sqrt(len(self.design()))
         return [(p, high) for p, high in self.factors() if abs(design[p.name]) > FLAG_SIGMAS * standard_error]
 
-    def _to_confirm(self, measured: Measured) -> list[tuple[Parameter, Any]]:
-        """The flagged factors a one-at-a-time step confirms: not the pools, searched whatever their effect
-        (confirming it would buy nothing the search uses)."""
-        return [(p, high) for p, high in self._flagged(measured) if p.name not in POOLS]
-
     def next_step(self, tried: Sequence[Mapping[str, Any]], measured: Measured) -> dict[str, Any] | None:
         def runs(step: Mapping[str, Any]) -> int:
             return sum(1 for params in tried if _same(params, step))
@@ -347,7 +342,7 @@ class TwoLevelDesign:
         for point in self.design():
             if runs(point) < 1:
                 return point
-        flagged = self._to_confirm(measured)
+        flagged = self._flagged(measured)
         if flagged and runs(self.seed) < 2:
             return dict(self.seed)
         for parameter, _high in flagged:
@@ -363,7 +358,6 @@ class TwoLevelDesign:
         design, sigma = found
         runs = len(self.design())
         flagged = {p.name for p, _high in self._flagged(measured)}
-        confirming = {p.name for p, _high in self._to_confirm(measured)}
         seed_logs = [math.log(v) for params, v in measured if v > 0 and _same(params, self.seed)]
         sign = 1.0 if self.maximize else -1.0
         result: dict[str, Effect] = {}
@@ -372,9 +366,7 @@ class TwoLevelDesign:
             matters, combined = False, estimate
             alone = self.point([name])
             step = [math.log(v) for params, v in measured if v > 0 and _same(params, alone)]
-            if name in POOLS:
-                matters = abs(estimate) > MATTERS_SIGMAS * sigma / math.sqrt(runs / 4)
-            elif name in flagged and step and seed_logs:
+            if name in flagged and step and seed_logs:
                 confirmation = sign * (statistics.fmean(step) - statistics.fmean(seed_logs))
                 # Inverse-variance weights, in units of sigma^2: the design's 4 / N, the step's
                 # 1 / steps + 1 / seed runs.
@@ -394,9 +386,8 @@ class TwoLevelDesign:
                     combined = confirmation
             better = matters and combined > 0
             best_value = alone[name] if better else self.seed[name]
-            confirmed = name in confirming
             result[name] = Effect(name, math.exp(abs(combined)) - 1, best_value,
-                                  math.exp(combined) - 1 if better else 0.0, 1 + confirmed, matters)
+                                  math.exp(combined) - 1 if better else 0.0, 1 + (name in flagged), matters)
         if self._slides() and OMP in result and INTRA in result and result[OMP].best_value == self.seed[OMP]:
             # OMP's low level is "as many as intra": where intra's best step goes, it follows.
             follows = result[INTRA].best_value

@@ -1,14 +1,14 @@
 """The search: seeded with the current settings and the rule-based recommendation, it first finds out
-which parameters matter (one-at-a-time steps from the rule seed, tfdoctor.tune.screening), then searches
-only those with optuna's TPE sampler and local steps around the best, then re-measures the leading
-candidates and both baselines — and, where the two best are closer than the noise, measures them again —
-so the best configuration is chosen on repeated measurements rather than on one lucky run — and finally
-measures what the env script would change against the current settings, in paired rounds
+which parameters matter (a two-level screening design from the rule seed, tfdoctor.tune.screening), then
+searches only those (tfdoctor.tune.strategies: the ridge of the thread pools, the other choices of the
+presets that mattered, optuna's TPE sampler and local steps around the best), then re-measures the
+leading candidates and both baselines — and, where the two best are closer than the noise, measures them
+again — so the best configuration is chosen on repeated measurements rather than on one lucky run — and
+finally measures what the env script would change against the current settings, in paired rounds
 (tfdoctor.tune.verify): a change is written only when it beats them beyond the noise.
 
-Strategies (TuneSettings.strategy): "screen" (the above, the default), "tpe" (TPE over the whole space
-from the start: the search before screening existed, kept as a baseline) and "random" (random points:
-the other baseline of benchmarks/tune_simulated.py).
+The search strategy (TuneSettings.strategy) is one class of tfdoctor.tune.strategies: "screen" (the above,
+the default), "tpe" and "random" (the baselines of benchmarks/tune_simulated.py).
 
 Everything a trial produces goes to the results log before the next one starts; a resumed tune feeds
 the logged trials back to the sampler and runs only what is missing.
@@ -405,6 +405,8 @@ class Tuner:
         self.last_move = None
         point = dict(incumbent)
         for name in changed:
+            if name not in self.search_space.names():
+                return None  # a step that reset a held parameter (a random point): nothing to repeat
             p = self.search_space.by_name(name)
             if p.kind != "int":
                 return None

@@ -91,8 +91,8 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
 @click.option("--resume", metavar="FILE",
               help="Continue the tune recorded in this results file (a finished one only with a higher --budget or "
-                   "a --time). It RUNS THE COMMAND RECORDED IN THE FILE: only a file you own is accepted "
-                   "(docs/security.md).")
+                   "a --time; a worker's file of a shared tune finishes its study). It RUNS THE COMMAND RECORDED IN "
+                   "THE FILE: only a file you own is accepted (docs/security.md).")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
 @click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")

@@ -37,13 +37,18 @@ def test_more_factors_than_the_largest_design_is_an_error():
         plackett_burman(24)
 
 
+def _with_27_parameters(tmp_path, argv: list[str]) -> list[str]:
+    """The tune command of _cli with 20 more parameters in its space file: 27, past the largest design."""
+    extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
+    (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
+    return argv
+
+
 def test_a_space_too_large_for_the_design_is_a_usage_error(tmp_path, monkeypatch, capsys):
     from tests.test_tune_verdict import _cli
     from tfdoctor.cli import main
 
-    argv = _cli(tmp_path, monkeypatch, None, "--screening", "two-level")
-    extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
-    (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
+    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--screening", "two-level"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
@@ -252,9 +257,7 @@ def test_a_space_too_large_for_the_design_is_screened_one_at_a_time_by_default(t
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
-    argv = _cli(tmp_path, monkeypatch, None, "--budget", "4")
-    extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
-    (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
+    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--budget", "4"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 0

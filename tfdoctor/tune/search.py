@@ -257,6 +257,9 @@ class Tuner:
     def search_count(self) -> int:
         return sum(1 for r in self.records if r.phase in SEARCH_PHASES)
 
+    def searched_past_seeds(self) -> int:
+        return self.search_count() - len(SEED_PHASES)
+
     def measured(self, key: tuple[Any, ...]) -> list[float]:
         """Values of one configuration, seeds and confirmations included ('current' runs the unchanged
         environment, so it is its own configuration)."""

@@ -15,12 +15,44 @@ tune takes up where the recorded trials leave it.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
 
-from tfdoctor.tune.screening import POOLS, SCREEN_PHASE, ridge_points
+from tfdoctor.tune.results import TrialRecord
+from tfdoctor.tune.screening import POOLS, SCREEN_PHASE, Effect, ridge_points
+from tfdoctor.tune.space import Space
 
-if TYPE_CHECKING:
-    from tfdoctor.tune.search import Tuner
+
+class Tuner(Protocol):
+    """What a strategy reads and calls of the tuner (tfdoctor.tune.search.Tuner), which imports this
+    module: the records, the narrowed search, and running a trial."""
+
+    settings: Any  # TuneSettings
+    space: Space
+    search_space: Space
+    fixed: dict[str, Any]
+    seeds: dict[str, dict[str, Any]]
+    effects: dict[str, Effect]
+    mattered: tuple[str, ...] | None
+    study: Any  # optuna's
+    distributions: dict[str, Any]
+    last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None
+
+    def key(self, params: Mapping[str, Any]) -> tuple[Any, ...]: ...
+    def tried(self, key: tuple[Any, ...]) -> bool: ...
+    def measured(self, key: tuple[Any, ...]) -> list[float]: ...
+    def score(self, value: float) -> float: ...
+    def search_count(self) -> int: ...
+    def searched_past_seeds(self) -> int: ...
+    def incumbent(self) -> dict[str, Any] | None: ...
+    def run_trial(self, phase: str, params: dict[str, Any]) -> TrialRecord: ...
+    def measure_and_teach(self, phase: str, params: dict[str, Any]) -> TrialRecord: ...
+    def unmeasured_random(self) -> dict[str, Any] | None: ...
+    def unmeasured_near(self, params: dict[str, Any]) -> dict[str, Any] | None: ...
+    def pattern_move(self, incumbent: dict[str, Any]) -> dict[str, Any] | None: ...
+    def next_screening_step(self) -> dict[str, Any] | None: ...
+    def decide_what_matters(self) -> bool: ...
+
 
 LOCAL_EVERY_NARROWED = 2  # in the narrowed space every other trial is a step from the best so far
 FINAL_LOCAL_SHARE = 0.25  # the last quarter of the budget only steps from the best
@@ -58,9 +90,7 @@ class ModelSearch(Strategy):
         return tuner.settings.local_every
 
     def step(self, tuner: Tuner, budget: float) -> str | None:
-        from tfdoctor.tune.search import SEED_PHASES
-
-        searched = tuner.search_count() - len(SEED_PHASES)
+        searched = tuner.searched_past_seeds()
         every = self.local_every(tuner, budget)
         if every and searched >= tuner.settings.startup_trials and searched % every == every - 1:
             incumbent = tuner.incumbent()

@@ -288,3 +288,26 @@ def test_malformed_trials_written_into_the_shared_study_are_left_out(tmp_path):
         study.tell(trial, 10.0, state=TrialState.COMPLETE)
     records = shared_records(study, space, budget=8)
     assert [(r.params, r.seconds) for r in records] == [(good, 1.5), (good, 0.0)]
+
+
+def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monkeypatch, capsys):
+    """Opening the missing journal would start an empty study and measure the whole budget again."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.shared import header_entry
+    from tfdoctor.tune.space import current_settings
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    header = {"space": space.to_json(), "maximize": True, "budget": 8, "seed": 1,
+              "seeds": {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)},
+              "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
+                            "user_metric": METRIC},
+              "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl"])
+    assert exit_.value.code == 2
+    assert (f"r.jsonl: the journal of its study, {tmp_path / 'gone.journal'}, is not there (moved or deleted)"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "gone.journal").exists()

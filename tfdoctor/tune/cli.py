@@ -223,6 +223,10 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             if budget not in (None, header.get("budget")):
                 raise UsageError(f"--budget: a shared tune's budget is its study's ({header.get('budget')})")
             storage, study_name = recorded_shared
+            if "://" not in storage and not Path(storage).is_file():
+                # Opening it would start an empty study and measure the whole budget again.
+                raise UsageError(f"{resume}: the journal of its study, {storage}, is not there (moved or deleted); "
+                                 "a shared tune is finished from its study")
             budget = header.get("budget")
             _cpu, _launchers, node_facts = _node_facts()
         log = ResultsLog(resume)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,26 +31,38 @@ FAKE = REPO / "tests" / "tune_fakes.py"
 BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
 
 
-def _worker(tmp_path: Path, index: int, budget: int) -> subprocess.Popen:
+def _env(tmp_path: Path, index: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY",
                                                              "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}
     env.update(FAKE_JOB_STATE=str(tmp_path / f"runs-{index}"), FAKE_JOB_SEED=str(index), FAKE_JOB_DEPENDS=INTRA,
-               PYTHONPATH=str(REPO))
+               PYTHONPATH=str(REPO), **extra)
+    return env
+
+
+def _worker(tmp_path: Path, index: int, budget: int, **extra: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "tfdoctor", "tune", "--storage", "study.journal", "--study", "t", "--budget",
             str(budget), "--space", "space.toml", "--seed", str(index), "--results", f"r{index}.jsonl",
             "--write", "env.sh", "--metric", METRIC, "--", sys.executable, str(FAKE)]
-    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(argv, cwd=tmp_path, env=_env(tmp_path, index, **extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _study(tmp_path: Path, name: str = "t"):
+    journal = optuna.storages.journal.JournalFileBackend(str(tmp_path / "study.journal"))
+    return optuna.load_study(storage=optuna.storages.JournalStorage(journal), study_name=name)
 
 
 def test_two_workers_share_one_journal_file_study(tmp_path):
     (tmp_path / "space.toml").write_text(SPACE_TOML)
+    (tmp_path / "barrier").mkdir()
     budget = 16
-    workers = [_worker(tmp_path, i, budget) for i in (1, 2)]
+    # Each worker's first trial waits until both have started one: both contribute, however the loaded
+    # machine schedules the two processes.
+    workers = [_worker(tmp_path, i, budget, FAKE_JOB_BARRIER=f"{tmp_path / 'barrier'}:2") for i in (1, 2)]
     outputs = [w.communicate(timeout=600) for w in workers]
     assert [w.returncode for w in workers] == [0, 0], outputs
-    journal = optuna.storages.journal.JournalFileBackend(str(tmp_path / "study.journal"))
-    storage = optuna.storages.JournalStorage(journal)
-    trials = optuna.load_study(storage=storage, study_name="t").get_trials()
+    study = _study(tmp_path)
+    trials = study.get_trials()
     measured = [t for t in trials if "worker" in t.user_attrs]
     assert len(measured) == budget  # the budget is the study's, not each worker's
     assert sorted(t.number for t in measured) == list(range(budget))
@@ -66,6 +80,88 @@ def test_two_workers_share_one_journal_file_study(tmp_path):
     _header, records = load_results(tmp_path / f"r{writers[0]}.jsonl")
     assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
     assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
+    assert study.user_attrs["winner-written"]["verdict"] == "apply"
+    # The report reads the study: the other worker's file holds no trial of its own, yet its section shows
+    # every worker's trials (and so does the writer's, with its confirmation and verification runs).
+    from tests.test_tune_report import _text
+    from tfdoctor.report.html.build import _tune
+
+    other = 3 - writers[0]
+    assert [r.phase for r in load_results(tmp_path / f"r{other}.jsonl")[1]] == []
+    shown = _text(_tune(str(tmp_path / f"r{other}.jsonl")))
+    assert f"r{other}.jsonl with study 't' ({budget} trials of every worker): {budget} trials recorded" in shown
+    writer_records = len(load_results(tmp_path / f"r{writers[0]}.jsonl")[1])
+    assert f"{writer_records} trials recorded" in _text(_tune(str(tmp_path / f"r{writers[0]}.jsonl")))
+
+
+def test_the_writer_killed_mid_tune_is_finished_by_resume_with_the_budget_kept(tmp_path):
+    """The worker that writes the winner dies during its confirmation runs: the study keeps its trials, and
+    `tfdoctor tune --resume ITS-FILE` (any node) measures no search trial again and writes the winner once."""
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    budget = 8
+    # run `budget` (0-based) of the single worker is its first confirmation run: it hangs there
+    writer = _worker(tmp_path, 1, budget, FAKE_JOB_HANG_AT=str(budget))
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "runs-1.hung").exists():
+            assert writer.poll() is None and time.monotonic() < deadline, writer.communicate()
+            time.sleep(0.1)
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)  # the worker and its trial: a node lost mid-tune
+        writer.communicate()
+    assert load_summary(tmp_path / "r1.jsonl") is None and not (tmp_path / "env.sh").exists()
+    study = _study(tmp_path)
+    assert "winner-written" not in study.user_attrs
+    searched = sorted(t.number for t in study.get_trials() if "worker" in t.user_attrs)
+    assert searched == list(range(budget))
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "tune", "--resume", "r1.jsonl", "--write", "env.sh"],
+                          cwd=tmp_path, env=_env(tmp_path, 1), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
+    study = _study(tmp_path)
+    assert sorted(t.number for t in study.get_trials() if "worker" in t.user_attrs) == searched  # budget kept
+    assert study.user_attrs["winner-written"]["verdict"] == "apply"
+    _header, records = load_results(tmp_path / "r1.jsonl")
+    assert sum(1 for r in records if r.phase in ("rule", "search")) == budget  # not appended twice
+    assert load_summary(tmp_path / "r1.jsonl")["verdict"] == "apply"
+
+
+def test_a_report_of_a_shared_tune_whose_journal_is_gone_says_so(tmp_path):
+    from tests.test_tune_report import _text
+    from tfdoctor.report.html.build import _tune
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.shared import header_entry
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    header = {"space": space.to_json(), "seeds": {}, "maximize": True, "budget": 8,
+              "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    shown = _text(_tune(str(tmp_path / "r.jsonl")))
+    assert (f"its shared study could not be read: the study's journal {tmp_path / 'gone.journal'} is not there; "
+            "this file's trials only") in shown
+    assert not (tmp_path / "gone.journal").exists()  # reading never creates a journal
+
+
+def test_the_results_file_keeps_no_database_password_and_a_journal_path_absolute(tmp_path, monkeypatch):
+    from tfdoctor.tune.shared import header_entry
+
+    assert header_entry("postgresql://tuner:hunter2@db.example:5432/tune", "s") == {
+        "study": "s", "storage": "postgresql://tuner@db.example:5432/tune"}
+    monkeypatch.chdir(tmp_path)
+    assert header_entry("study.journal", "s") == {"study": "s", "storage": str(tmp_path / "study.journal")}
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("node07", "tfdoctor-tune-20260102-030405-node07-42.jsonl"),
+    ("n%Y%H%%x", "tfdoctor-tune-20260102-030405-n_Y_H__x-42.jsonl"),  # no strftime pattern in a host name
+    ("../etc/passwd", "tfdoctor-tune-20260102-030405-_etc_passwd-42.jsonl"),  # nor a folder
+])
+def test_a_workers_default_results_name_holds_its_host_as_data(host, expected):
+    from tfdoctor.tune.results import default_results_name
+
+    when = time.strptime("2026-01-02 03:04:05", "%Y-%m-%d %H:%M:%S")
+    assert default_results_name(when, (host, 42)) == expected
+    assert default_results_name(when) == "tfdoctor-tune-20260102-030405.jsonl"
 
 
 def _facts(processors: int) -> dict:
@@ -157,7 +253,7 @@ def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, ca
     assert ("tfdoctor: node node07 is unlike the others (cpu.cpuinfo.processors=32); its trials are left out of "
             "the winner") in err
     assert shared is not None
-    records, settings = shared
+    records, settings = shared.records, shared.settings
     assert len(records) == 5 and settings.budget == 5  # the 3 trials of node07 left out
     assert f"tfdoctor: n2:{os.getpid()} measured 5 of the study's 8 trials (2 worker(s) in all)" in err
 
@@ -192,3 +288,26 @@ def test_malformed_trials_written_into_the_shared_study_are_left_out(tmp_path):
         study.tell(trial, 10.0, state=TrialState.COMPLETE)
     records = shared_records(study, space, budget=8)
     assert [(r.params, r.seconds) for r in records] == [(good, 1.5), (good, 0.0)]
+
+
+def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monkeypatch, capsys):
+    """Opening the missing journal would start an empty study and measure the whole budget again."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.shared import header_entry
+    from tfdoctor.tune.space import current_settings
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    header = {"space": space.to_json(), "maximize": True, "budget": 8, "seed": 1,
+              "seeds": {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)},
+              "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
+                            "user_metric": METRIC},
+              "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl"])
+    assert exit_.value.code == 2
+    assert (f"r.jsonl: the journal of its study, {tmp_path / 'gone.journal'}, is not there (moved or deleted)"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "gone.journal").exists()

@@ -245,6 +245,9 @@ def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monk
     assert summary["winner"][INTRA] == 4 and INTRA in summary["mattered"]
     header, records = load_results(tmp_path / "r.jsonl")
     assert header["current_env"][INTRA] is None
+    # the default screening is the two-level design: the rule seed and 7 more rows of an 8-run design
+    assert header["screening"] == "two-level" and "shared" not in header
+    assert sum(1 for r in records if r.phase == "screen") >= 7
     verify = [r for r in records if r.phase == "verify"]
     assert verify and all(r.round is not None for r in verify)
     assert {json.dumps(r.env, sort_keys=True) for r in verify if r.role == "current"} == {"{}"}
@@ -300,7 +303,7 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
         shown = [line for line in script.splitlines() if line and not line.startswith("# Source it (. ./env.sh);")]
         assert all(line in docs for line in shown[1:]), [line for line in shown if line not in docs]
     assert "\n".join(verdict_lines(_space(), applied)) in docs
-    block = docs[docs.index('```json\n{"type": "summary", "stopped": "budget", "verdict": "apply"'):]
+    block = docs[docs.index('```json\n{"type": "summary", "stopped": "space exhausted", "verdict": "apply"'):]
     block = block[len("```json\n"): block.index("```", 8)]
     shown_apply, shown_keep = (json.loads(part) for part in block.replace("}\n{", "}\x00{").split("\x00"))
     for shown, result in ((shown_apply, applied), (shown_keep, kept)):
@@ -372,3 +375,25 @@ def test_under_a_time_limit_the_verdict_comes_before_more_confirmation(monkeypat
     result = _timed_tune(monkeypatch, 3000)  # fifty runs: the search stops at half, the verdict fits
     verify = [r for r in result.records if r.phase == "verify"]
     assert len(verify) >= 6 and result.verdict.apply and result.verdict.changes[INTRA] == 4
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_a_paired_comparison_pools_the_tunes_noise_into_the_profiles_interval(maximize):
+    """verify.compare is tfdoctor.profile.stats.paired_ratio_interval with the noise the tune measured
+    elsewhere pooled in (a paired difference: 2 sigma^2 on its degrees of freedom)."""
+    import math
+    import statistics
+
+    from tfdoctor.profile.stats import t_quantile
+    from tfdoctor.tune.verify import NoisePrior, compare
+
+    pairs = [(100.0, 104.0), (101.0, 103.5), (99.0, 104.2)]
+    got = compare(pairs, maximize, NoisePrior(0.02, 10), confidence=0.975)
+    sign = 1 if maximize else -1
+    diffs = [sign * math.log(b / a) for a, b in pairs]
+    mean = statistics.fmean(diffs)
+    variance = (sum((d - mean) ** 2 for d in diffs) + 2 * 0.02**2 * 10) / (2 + 10)
+    half = t_quantile(1 - 0.025 / 2, 12) * math.sqrt(variance) / math.sqrt(3)
+    assert got.gain == pytest.approx(math.exp(mean) - 1)
+    assert (got.low, got.high) == pytest.approx((math.exp(mean - half) - 1, math.exp(mean + half) - 1))
+    assert (got.pairs, got.confidence) == (3, 0.975)

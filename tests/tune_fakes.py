@@ -7,7 +7,9 @@ In-process: `FakeJob(depends=..., seed=...)` is a tune objective. As a command (
     FAKE_JOB_STATE=counter-file FAKE_JOB_SEED=3 FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS python tests/tune_fakes.py
 
 prints `throughput: N images/sec`; the counter file numbers the runs, so run k of a seed always draws the
-same noise.
+same noise. FAKE_JOB_BARRIER=DIR:N makes the first run of each counter file wait until N of them have
+started (two workers of one study both measure, however the machine schedules them); FAKE_JOB_HANG_AT=K
+makes run K write COUNTER-FILE.hung and hang (a worker to kill mid-tune).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import math
 import os
 import random
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -69,6 +72,15 @@ def main() -> int:
     state = Path(os.environ["FAKE_JOB_STATE"])
     count = int(state.read_text() or "0") if state.exists() else 0
     state.write_text(str(count + 1))
+    if count == 0 and os.environ.get("FAKE_JOB_BARRIER"):
+        folder, _, wanted = os.environ["FAKE_JOB_BARRIER"].rpartition(":")
+        Path(folder, state.name).touch()
+        deadline = time.monotonic() + 120
+        while len(list(Path(folder).iterdir())) < int(wanted) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if os.environ.get("FAKE_JOB_HANG_AT") == str(count):
+        Path(f"{state}.hung").touch()
+        time.sleep(600)
     rng = random.Random(int(os.environ.get("FAKE_JOB_SEED", "0")) * 100_003 + count)
     depends = os.environ.get("FAKE_JOB_DEPENDS") or None
     value = noisy(true_value(os.environ, depends), rng, float(os.environ.get("FAKE_JOB_NOISE", NOISE)))

@@ -82,21 +82,26 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> Rati
                          len(la), len(lb))
 
 
-def paired_ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> RatioInterval:
+def paired_ratio_interval(a: Sequence[float], b: Sequence[float], alpha: float, prior_sd: float = 0.0,
+                          prior_df: int = 0, floor: float = SIGMA_FLOOR) -> RatioInterval:
     """Interval for step(B) / step(A) from rounds that each measured A and B side by side.
 
-    d_i = log(b_i / a_i); interval exp(mean(d) ± t(1 - alpha/2, n - 1) * max(sd(d), SIGMA_FLOOR) / sqrt(n)).
+    d_i = log(b_i / a_i); interval exp(mean(d) ± t(1 - alpha/2, df) * max(s, floor) / sqrt(n)), where s is
+    the standard deviation of d pooled with `prior_sd` (of a paired difference, known from other runs of
+    the same machine) on `prior_df` degrees of freedom, and df = n - 1 + prior_df.
     """
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("paired values: two equally long lists of at least two rounds")
     if min(*a, *b) <= 0:
         raise ValueError("step times must be positive")
     diffs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
-    sigma = max(statistics.stdev(diffs), SIGMA_FLOOR)
-    half = t_quantile(1 - alpha / 2, len(diffs) - 1) * sigma / math.sqrt(len(diffs))
     mean = statistics.fmean(diffs)
+    df = len(diffs) - 1 + prior_df
+    variance = (sum((d - mean) ** 2 for d in diffs) + prior_sd**2 * prior_df) / df
+    sigma = max(math.sqrt(variance), floor)
+    half = t_quantile(1 - alpha / 2, df) * sigma / math.sqrt(len(diffs))
     return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), 1 - alpha,
-                         len(a), len(b))
+                         len(a), len(b), df)
 
 
 def nested_ratio_interval(rounds: Sequence[Sequence[float]], alpha: float,

@@ -91,8 +91,8 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--force", is_flag=True, help="Overwrite the --write and --html files.")
 @click.option("--resume", metavar="FILE",
               help="Continue the tune recorded in this results file (a finished one only with a higher --budget or "
-                   "a --time). It RUNS THE COMMAND RECORDED IN THE FILE: only a file you own is accepted "
-                   "(docs/security.md).")
+                   "a --time; a worker's file of a shared tune finishes its study). It RUNS THE COMMAND RECORDED IN "
+                   "THE FILE: only a file you own is accepted (docs/security.md).")
 @click.option("--results", metavar="FILE", help="Results file (JSON lines; default tfdoctor-tune-TIME.jsonl).")
 @click.option("--metric", metavar="REGEX", help="Where the number is in your command's output (first group).")
 @click.option("--maximize/--minimize", default=None, help="Whether a larger metric is better (default: maximize).")
@@ -113,10 +113,9 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
               help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
 @click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
               help="Measured seconds per trial of the built-in micro-benchmark.")
-@click.option("--screening", type=click.Choice(["one-at-a-time", "two-level"]), default="one-at-a-time",
-              show_default=True,
-              help="How the tune finds the parameters that matter: each moved alone, or a two-level design that "
-                   "moves them together (7 runs for the default space; docs/tune.md).")
+@click.option("--screening", type=click.Choice(["two-level", "one-at-a-time"]), default=None,
+              help="How the tune finds the parameters that matter: a two-level design that moves them together "
+                   "(the default: 7 runs for the default space; docs/tune.md), or each moved alone.")
 @click.option("--storage", metavar="FILE|URL",
               help="Share one tune among several workers (nodes) through optuna's storage: a journal file on a "
                    "shared filesystem, or a database URL (sqlite:///…, postgresql://…). docs/tune.md.")
@@ -127,7 +126,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
-         plot_alias: str | None = None, screening: str = "one-at-a-time", storage: str | None = None,
+         plot_alias: str | None = None, screening: str | None = None, storage: str | None = None,
          study_name: str = "tfdoctor-tune") -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
@@ -215,6 +214,21 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         current_env = header.get("current_env")
         if not isinstance(current_env, dict):
             current_env = None  # a results file from before it was recorded: the current seed stands in
+        from tfdoctor.tune.shared import recorded_study
+
+        recorded_shared = recorded_study(header)
+        if recorded_shared is not None and not finished:
+            # One worker's file of a shared tune: this process finishes the study it names (the budget is
+            # the study's), measuring on this node.
+            if budget not in (None, header.get("budget")):
+                raise UsageError(f"--budget: a shared tune's budget is its study's ({header.get('budget')})")
+            storage, study_name = recorded_shared
+            if "://" not in storage and not Path(storage).is_file():
+                # Opening it would start an empty study and measure the whole budget again.
+                raise UsageError(f"{resume}: the journal of its study, {storage}, is not there (moved or deleted); "
+                                 "a shared tune is finished from its study")
+            budget = header.get("budget")
+            _cpu, _launchers, node_facts = _node_facts()
         log = ResultsLog(resume)
     else:
         maximize = True if maximize is None else maximize
@@ -231,21 +245,29 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         if screening == "two-level" and len(space.parameters) > MAX_FACTORS:
             raise UsageError(f"--screening two-level screens at most {MAX_FACTORS} parameters; the space has "
                              f"{len(space.parameters)} (drop some in --space, or use --screening one-at-a-time)")
+        if screening is None:  # the default design, where the space fits it
+            screening = "two-level" if len(space.parameters) <= MAX_FACTORS else "one-at-a-time"
         seeds = {"current": current_settings(space, os.environ, cpu), "rule": rule_based_settings(cpu, space)}
         current_env = {p.name: os.environ.get(p.name) for p in space.parameters if p.target == "env"}
         axes = _plot_axes(space, plot_params) if plot_path else None  # checked before any file is created
         if budget is None and time_limit is None:
             budget = DEFAULT_BUDGET
         seed = seed if seed is not None else int.from_bytes(os.urandom(2), "little")
-        path = results or time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S.jsonl")
-        if storage and not results:  # workers on one shared folder: one results file each
-            path = time.strftime(f"tfdoctor-tune-%Y%m%d-%H%M%S-{socket.gethostname()}-{os.getpid()}.jsonl")
+        from tfdoctor.tune.results import default_results_name
+
+        # Workers on one shared folder: one results file each.
+        worker = (socket.gethostname(), os.getpid()) if storage else None
+        path = results or default_results_name(time.localtime(), worker)
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
                   "time_limit": time_limit, "seed": seed, "screening": screening,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
                   "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}
+        if storage:
+            from tfdoctor.tune.shared import header_entry
+
+            header["shared"] = header_entry(storage, study_name)
         try:
             log = ResultsLog.create(path, header)
         except ResultsError as exc:
@@ -256,13 +278,15 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     from tfdoctor.tune.progress import TuneProgress
 
     done = sum(1 for r in previous if r.phase in SEARCH_PHASES)
+    shared = None
     if storage:
         from tfdoctor.tune.shared_cli import shared_tune
 
-        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log)
+        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
+                             resumed=previous if resume else None)
         if shared is None:
             return  # another worker writes the winner
-        previous, settings = shared
+        previous, settings = shared.records, shared.settings
         done = len(previous)
     if finished_note:
         _out(finished_note, err=True)
@@ -274,6 +298,10 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                           current_env=current_env)
             result = tuner.run()
         log.append_summary(result.summary_json())
+        if shared is not None:
+            from tfdoctor.tune.shared import mark_written
+
+            mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"))
 
     from tfdoctor.tune.progress import render_summary
 

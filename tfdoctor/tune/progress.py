@@ -155,7 +155,7 @@ def effect_lines(result: TuneResult) -> list[str]:
     the rule seed, and the value the tune kept for it."""
     if not result.effects:
         return []
-    lines = ["what each parameter did, moved alone from the rule-based seed:"]
+    lines = ["what each parameter did in the screening (from the rule-based seed):"]
     for name, effect in sorted(result.effects.items(), key=lambda kv: -kv[1].effect):
         verdict = "mattered" if result.mattered and name in result.mattered else "no measured effect"
         if verdict == "mattered" and not effect.matters:

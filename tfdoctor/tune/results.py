@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +23,17 @@ RESULTS_FILE_LIMIT = 64 * 1024 * 1024  # ~100,000 trials
 
 class ResultsError(Exception):
     pass
+
+
+def default_results_name(when: time.struct_time, worker: tuple[str, int] | None = None) -> str:
+    """tfdoctor-tune-TIME.jsonl; a worker of a shared tune adds its host and process id (one file each in a
+    shared folder). The host name is data, not part of the time pattern (a % in it is kept as it is), and
+    only letters, digits, '.', '_' and '-' of it are kept: it cannot name another folder."""
+    name = time.strftime("tfdoctor-tune-%Y%m%d-%H%M%S", when)
+    if worker is not None:
+        host = re.sub(r"[^A-Za-z0-9._-]", "_", worker[0])[:64].lstrip(".") or "host"
+        name += f"-{host}-{worker[1]}"
+    return name + ".jsonl"
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from tfdoctor.tune.space import Parameter, Space
 
 SCREEN_PHASE = "screen"
+INTRA, INTER, OMP = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"
+# TensorFlow's two pools interact (intra × inter against the cores): a one-at-a-time step from the seed
+# can show no effect of either where the pair matters most, so they are always searched.
+POOLS = frozenset({INTRA, INTER})
 # A step changes the result when |log(step / seed)| exceeds MATTERS_EFFECT. With 2 % noise per run,
 # one step against the mean of two seed runs differs by noise with a standard deviation of 2.4 %: 7 %
 # is three of those, so the dozen steps of the default space flag a knob that does nothing about once
@@ -268,13 +272,36 @@ class TwoLevelDesign:
     def factors_by_name(self) -> list[tuple[str, Any]]:
         return [(p.name, high) for p, high in self.factors()]
 
+    def _slides(self) -> bool:
+        """OMP_NUM_THREADS on a sliding level: the rule seed sets it to the intra-op count, and both pools
+        can take each other's two levels."""
+        names = {p.name for p, _high in self.factors()}
+        if not {INTRA, OMP} <= names or self.seed[OMP] != self.seed[INTRA]:
+            return False
+        omp, intra_high = self.space.by_name(OMP), high_level(self.space.by_name(INTRA), self.seed[INTRA])
+        return omp.contains(intra_high)
+
+    def point(self, high: Iterable[str]) -> dict[str, Any]:
+        """The configuration with the factors named in `high` at their high level, the others at the seed's.
+        OMP_NUM_THREADS slides with the intra-op count (SLIDING_LEVEL): low follows it, high differs from it."""
+        high = set(high)
+        out = dict(self.seed)
+        for parameter, value in self.factors():
+            if parameter.name in high:
+                out[parameter.name] = value
+        if self._slides():
+            if OMP not in high:
+                out[OMP] = out[INTRA]
+            elif INTRA in high:
+                out[OMP] = self.seed[INTRA]  # intra moved to its high level: OMP at the other one
+        return out
+
     def design(self) -> list[dict[str, Any]]:
         factors = self.factors()
         if not factors:
             return [dict(self.seed)]
         rows = plackett_burman(len(factors))
-        return [{**self.seed, **{p.name: high if row[i] > 0 else self.seed[p.name]
-                                 for i, (p, high) in enumerate(factors)}} for row in rows]
+        return [self.point(p.name for i, (p, _high) in enumerate(factors) if row[i] > 0) for row in rows]
 
     def _design_effects(self, measured: Measured) -> tuple[dict[str, float], float] | None:
         """Each factor's design effect (log of high over low, sign: larger is better when maximizing)
@@ -318,8 +345,8 @@ class TwoLevelDesign:
         flagged = self._flagged(measured)
         if flagged and runs(self.seed) < 2:
             return dict(self.seed)
-        for parameter, high in flagged:
-            step = {**self.seed, parameter.name: high}
+        for parameter, _high in flagged:
+            step = self.point([parameter.name])
             if runs(step) < 1:
                 return step
         return None
@@ -334,11 +361,11 @@ class TwoLevelDesign:
         seed_logs = [math.log(v) for params, v in measured if v > 0 and _same(params, self.seed)]
         sign = 1.0 if self.maximize else -1.0
         result: dict[str, Effect] = {}
-        for parameter, high in self.factors():
+        for parameter, _high in self.factors():
             name, estimate = parameter.name, design[parameter.name]
             matters, combined = False, estimate
-            step = [math.log(v) for params, v in measured
-                    if v > 0 and _same(params, {**self.seed, name: high})]
+            alone = self.point([name])
+            step = [math.log(v) for params, v in measured if v > 0 and _same(params, alone)]
             if name in flagged and step and seed_logs:
                 confirmation = sign * (statistics.fmean(step) - statistics.fmean(seed_logs))
                 # Inverse-variance weights, in units of sigma^2: the design's 4 / N, the step's
@@ -353,14 +380,19 @@ class TwoLevelDesign:
                 # Where factors interact strongly the design's average can even point the wrong way; a
                 # step that alone changes the result by MATTERS_SIGMAS of its own noise matters all the
                 # same (a one-at-a-time test), and its own change is what holding the value would give.
-                alone = abs(confirmation) > MATTERS_SIGMAS * sigma / math.sqrt(w_step)
-                matters = agrees or alone
+                by_itself = abs(confirmation) > MATTERS_SIGMAS * sigma / math.sqrt(w_step)
+                matters = agrees or by_itself
                 if not agrees:
                     combined = confirmation
             better = matters and combined > 0
-            best_value = high if better else self.seed[name]
+            best_value = alone[name] if better else self.seed[name]
             result[name] = Effect(name, math.exp(abs(combined)) - 1, best_value,
                                   math.exp(combined) - 1 if better else 0.0, 1 + (name in flagged), matters)
+        if self._slides() and OMP in result and INTRA in result and result[OMP].best_value == self.seed[OMP]:
+            # OMP's low level is "as many as intra": where intra's best step goes, it follows.
+            follows = result[INTRA].best_value
+            if self.space.by_name(OMP).contains(follows):
+                result[OMP] = replace(result[OMP], best_value=follows)
         return result
 
 
@@ -371,7 +403,6 @@ def _same(params: Mapping[str, Any], point: Mapping[str, Any]) -> bool:
 SCREENINGS: dict[str, Any] = {"one-at-a-time": OneAtATime, "two-level": TwoLevelDesign}
 
 
-INTRA, INTER, OMP = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"
 RIDGE_INTER = (1, 2, 3, 4, 6, 8, 12)
 
 

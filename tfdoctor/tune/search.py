@@ -1,14 +1,14 @@
 """The search: seeded with the current settings and the rule-based recommendation, it first finds out
-which parameters matter (one-at-a-time steps from the rule seed, tfdoctor.tune.screening), then searches
-only those with optuna's TPE sampler and local steps around the best, then re-measures the leading
-candidates and both baselines — and, where the two best are closer than the noise, measures them again —
-so the best configuration is chosen on repeated measurements rather than on one lucky run — and finally
-measures what the env script would change against the current settings, in paired rounds
+which parameters matter (a two-level screening design from the rule seed, tfdoctor.tune.screening), then
+searches only those (tfdoctor.tune.strategies: the ridge of the thread pools, the other choices of the
+presets that mattered, optuna's TPE sampler and local steps around the best), then re-measures the
+leading candidates and both baselines — and, where the two best are closer than the noise, measures them
+again — so the best configuration is chosen on repeated measurements rather than on one lucky run — and
+finally measures what the env script would change against the current settings, in paired rounds
 (tfdoctor.tune.verify): a change is written only when it beats them beyond the noise.
 
-Strategies (TuneSettings.strategy): "screen" (the above, the default), "tpe" (TPE over the whole space
-from the start: the search before screening existed, kept as a baseline) and "random" (random points:
-the other baseline of benchmarks/tune_simulated.py).
+The search strategy (TuneSettings.strategy) is one class of tfdoctor.tune.strategies: "screen" (the above,
+the default), "tpe" and "random" (the baselines of benchmarks/tune_simulated.py).
 
 Everything a trial produces goes to the results log before the next one starts; a resumed tune feeds
 the logged trials back to the sampler and runs only what is missing.
@@ -26,8 +26,9 @@ from typing import Any
 
 from tfdoctor.tune.objective import Measurement, Objective
 from tfdoctor.tune.results import ResultsLog, TrialRecord
-from tfdoctor.tune.screening import SCREEN_PHASE, SCREENINGS, Effect, Screening, ridge_points
+from tfdoctor.tune.screening import POOLS, SCREEN_PHASE, SCREENINGS, Effect, Screening
 from tfdoctor.tune.space import Parameter, Space
+from tfdoctor.tune.strategies import STRATEGIES, Strategy
 from tfdoctor.tune.verify import (
     CHANGE,
     CURRENT,
@@ -43,15 +44,10 @@ from tfdoctor.tune.verify import (
 
 SEED_PHASES = ("current", "rule")
 SEARCH_PHASES = (*SEED_PHASES, SCREEN_PHASE, "search")  # the phases the trial budget counts
-STRATEGIES = ("screen", "tpe", "random")
 CLOSE_EXTRA_RUNS = 3  # at most this many more runs each for two leaders closer than the noise (in all)
 VERIFY_RESERVE_RUNS = 3 * LOOKS[-1]  # the verdict of a change of two parameters (3 arms), both looks
 NOT_MEASURED = (VERIFY_PHASE,)  # phases whose runs are no point of the search (verify runs change a subset)
-LOCAL_EVERY_NARROWED = 2  # in the narrowed space every other trial is a step from the best so far
-FINAL_LOCAL_SHARE = 0.25  # the last quarter of the budget only steps from the best
-# TensorFlow's two pools interact (intra × inter against the cores): a one-at-a-time step from the seed
-# can show no effect of either where the pair matters most, so they are always searched.
-ALWAYS_SEARCHED = frozenset({"TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"})
+ALWAYS_SEARCHED = POOLS
 
 
 @dataclass(frozen=True)
@@ -66,8 +62,8 @@ class TuneSettings:
     seed: int | None = None
     startup_trials: int = 8  # random trials TPE needs before it models the surface
     local_every: int = 3  # after the start-up, every n-th trial measures a neighbour of the best so far
-    strategy: str = "screen"  # see the module docstring
-    screening: str = "one-at-a-time"  # a key of tfdoctor.tune.screening.SCREENINGS ("two-level": --screening)
+    strategy: str = "screen"  # a key of tfdoctor.tune.strategies.STRATEGIES
+    screening: str = "two-level"  # a key of tfdoctor.tune.screening.SCREENINGS (--screening)
 
 
 @dataclass(frozen=True)
@@ -200,9 +196,10 @@ class Tuner:
         self.on_trial = on_trial
         if settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown search strategy {settings.strategy!r}")
+        self.strategy: Strategy = STRATEGIES[settings.strategy]()
         self.rng = random.Random(settings.seed)
         self.started = time.monotonic()
-        self._last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
+        self.last_move: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
         self.effects: dict[str, Effect] = {}
         self.mattered: tuple[str, ...] | None = None
         self.verdict: Verdict | None = None
@@ -231,7 +228,7 @@ class Tuner:
                 self._teach(record)
 
     # -- bookkeeping -------------------------------------------------------------------------------
-    def _score(self, value: float) -> float:
+    def score(self, value: float) -> float:
         return value if self.settings.maximize else -value
 
     def _teach(self, record: TrialRecord) -> None:
@@ -248,8 +245,20 @@ class Tuner:
             trial = create_trial(params=params, distributions=self.distributions, state=TrialState.FAIL)
         self.study.add_trial(trial)
 
+    def measure_and_teach(self, phase: str, params: dict[str, Any]) -> TrialRecord:
+        """Measure `params` and let the sampler learn the result."""
+        record = self.run_trial(phase, params)
+        self._teach(record)
+        return record
+
+    def key(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        return params_key(self.space, params)
+
     def search_count(self) -> int:
         return sum(1 for r in self.records if r.phase in SEARCH_PHASES)
+
+    def searched_past_seeds(self) -> int:
+        return self.search_count() - len(SEED_PHASES)
 
     def measured(self, key: tuple[Any, ...]) -> list[float]:
         """Values of one configuration, seeds and confirmations included ('current' runs the unchanged
@@ -262,13 +271,13 @@ class Tuner:
         leaders = self.leaders(1)
         return leaders[0] if leaders else None
 
-    def _tried(self, key: tuple[Any, ...]) -> bool:
+    def tried(self, key: tuple[Any, ...]) -> bool:
         return any(r.phase != "current" and r.role != "current" and r.phase not in NOT_MEASURED
                    and params_key(self.space, r.params) == key for r in self.records)
 
     def best(self) -> TrialRecord | None:
         ok = [r for r in self.records if r.ok and r.phase not in NOT_MEASURED]
-        return max(ok, key=lambda r: self._score(r.value)) if ok else None  # type: ignore[arg-type]
+        return max(ok, key=lambda r: self.score(r.value)) if ok else None  # type: ignore[arg-type]
 
     def _mean_seconds(self) -> float:
         seconds = [r.seconds for r in self.records if r.seconds > 0]
@@ -297,7 +306,8 @@ class Tuner:
         return self._time_left() > self._mean_seconds() * (1 + self._verify_runs_needed())
 
     # -- running -----------------------------------------------------------------------------------
-    def _run(self, phase: str, params: dict[str, Any], role: str = "", verify_round: int | None = None) -> TrialRecord:
+    def run_trial(self, phase: str, params: dict[str, Any], role: str = "",
+                  verify_round: int | None = None) -> TrialRecord:
         if phase == "current" or role == "current":
             env: dict[str, str | None] = {}
             launcher: tuple[str, ...] = ()
@@ -317,8 +327,6 @@ class Tuner:
 
     def search(self) -> str:
         """Run search trials until the budget or the time is used up; returns why it stopped."""
-        from optuna.trial import TrialState
-
         done_phases = {r.phase for r in self.records}
         budget = self.settings.budget if self.settings.budget is not None else math.inf
         while self.search_count() < budget:
@@ -333,70 +341,15 @@ class Tuner:
             if pending:
                 name = pending[0]
                 done_phases.add(name)
-                self._teach(self._run(name, self.seeds[name]))
+                self.measure_and_teach(name, self.seeds[name])
                 continue
-            if self.settings.strategy == "random":
-                params = self._unmeasured_random()
-                if params is None:
-                    return "space exhausted"
-                self._run("search", params)
-                continue
-            if self.settings.strategy == "screen" and self.mattered is None:
-                step = self._next_screening_step()
-                if step is not None:
-                    self._teach(self._run(SCREEN_PHASE, step))
-                    continue
-                if not self._decide_what_matters():
-                    return "no parameter changed the result"
-                continue
-            if self.settings.strategy == "screen":
-                ridge = self._next_ridge_point()
-                if ridge is not None:
-                    self._teach(self._run("search", ridge))
-                    continue
-            searched = self.search_count() - len(SEED_PHASES)
-            every = self.settings.local_every if self.settings.strategy != "screen" else LOCAL_EVERY_NARROWED
-            if self.settings.strategy == "screen" and budget - self.search_count() <= budget * FINAL_LOCAL_SHARE:
-                every = 1  # the last trials refine around the best: no more exploring
-            if every and searched >= self.settings.startup_trials and searched % every == every - 1:
-                incumbent = self.incumbent()
-                if incumbent is not None:
-                    params = self._pattern_move(incumbent) or self._unmeasured_near(incumbent)
-                    if params is None:
-                        return "space exhausted"
-                    self._teach(self._run("search", params))
-                    if self.incumbent() == params:
-                        # An improving step: try the same step again next time (a pattern move).
-                        self._last_move = (params, {k: v for k, v in params.items() if incumbent[k] != v},
-                                           {k: v for k, v in incumbent.items()})
-                    continue
-            trial = self.study.ask(self.distributions)
-            params = {**self.fixed, **trial.params}
-            key = params_key(self.space, params)
-            if self._tried(key):
-                # TPE on a discrete space re-proposes points it likes, which would measure nothing new
-                # (and a failed point fails again). Its proposal says where it believes the optimum is:
-                # measure the nearest point not tried yet instead (a local step the model alone takes
-                # many trials to make).
-                previous = self.measured(key)
-                if previous:
-                    self.study.tell(trial, statistics.fmean(previous))
-                else:
-                    self.study.tell(trial, state=TrialState.FAIL)
-                params = self._unmeasured_near(params)
-                if params is None:
-                    return "space exhausted"
-                self._teach(self._run("search", params))
-                continue
-            record = self._run("search", params)
-            if record.ok:
-                self.study.tell(trial, record.value)
-            else:
-                self.study.tell(trial, state=TrialState.FAIL)
+            stop = self.strategy.step(self, budget)
+            if stop is not None:
+                return stop
         return "budget"
 
     # -- finding out what matters ------------------------------------------------------------------
-    def _next_screening_step(self) -> dict[str, Any] | None:
+    def next_screening_step(self) -> dict[str, Any] | None:
         """The screening's next run (tfdoctor.tune.screening), None when it has what it needs."""
         if self.screening is None:
             return None
@@ -407,7 +360,7 @@ class Tuner:
         return [(r.params, r.value) for r in self.records
                 if r.ok and r.phase in ("rule", SCREEN_PHASE)]  # type: ignore[misc]
 
-    def _decide_what_matters(self, measure: bool = True) -> bool:
+    def decide_what_matters(self, measure: bool = True) -> bool:
         """Narrow the search to the parameters whose steps changed the result; hold the others at the
         rule seed's value (or a step measured clearly better). False when nothing changed the result.
         With `measure`, the one-at-a-time optimum is measured once (a replay measures nothing)."""
@@ -425,29 +378,20 @@ class Tuner:
         self._narrow(Space(tuple(p for p in self.space.parameters if p.name in self.mattered)), fixed)
         # Where each parameter's best step is, together: the one-at-a-time optimum, measured once.
         combined = {**rule, **{n: e.best_value for n, e in self.effects.items()}}
-        if (measure and not self._tried(params_key(self.space, combined))
+        if (measure and not self.tried(params_key(self.space, combined))
                 and self.search_count() < (self.settings.budget or math.inf)):
-            self._teach(self._run("search", combined))
+            self.measure_and_teach("search", combined)
         return True
 
     def _recover_screening(self) -> None:
         """A resumed tune whose screening had finished: what mattered, from the recorded runs (the search
         loop that decided it may never run again when the budget is already spent)."""
-        if (self.settings.strategy == "screen" and self.mattered is None and self.screening is not None
+        if (self.strategy.screens and self.mattered is None and self.screening is not None
                 and any(r.phase in (SCREEN_PHASE, "search") for r in self.records)
-                and self._next_screening_step() is None):
-            self._decide_what_matters(measure=False)
+                and self.next_screening_step() is None):
+            self.decide_what_matters(measure=False)
 
-    def _next_ridge_point(self) -> dict[str, Any] | None:
-        # From the one-at-a-time optimum: the rule seed with each parameter's best step.
-        base = {**self.seeds.get("rule", {}), **{n: e.best_value for n, e in self.effects.items()}, **self.fixed}
-        for point in ridge_points(self.search_space, base):
-            full = {**base, **point}
-            if set(full) >= set(self.space.names()) and not self._tried(params_key(self.space, full)):
-                return full
-        return None
-
-    def _unmeasured_random(self) -> dict[str, Any] | None:
+    def unmeasured_random(self) -> dict[str, Any] | None:
         seen = {params_key(self.space, r.params) for r in self.records
                 if r.phase != "current" and r.phase not in NOT_MEASURED}
         for _ in range(10_000):
@@ -456,25 +400,27 @@ class Tuner:
                 return point
         return None
 
-    def _pattern_move(self, incumbent: dict[str, Any]) -> dict[str, Any] | None:
+    def pattern_move(self, incumbent: dict[str, Any]) -> dict[str, Any] | None:
         """After a step from A to B improved, B + (B - A), if it is in the space and unmeasured."""
-        if self._last_move is None or self._last_move[0] != incumbent:
+        if self.last_move is None or self.last_move[0] != incumbent:
             return None
-        to, changed, origin = self._last_move
-        self._last_move = None
+        to, changed, origin = self.last_move
+        self.last_move = None
         point = dict(incumbent)
         for name in changed:
+            if name not in self.search_space.names():
+                return None  # a step that reset a held parameter (a random point): nothing to repeat
             p = self.search_space.by_name(name)
             if p.kind != "int":
                 return None
             point[name] = to[name] + (to[name] - origin[name])
             if not p.contains(point[name]):
                 return None
-        if self._tried(params_key(self.space, point)):
+        if self.tried(params_key(self.space, point)):
             return None
         return point
 
-    def _unmeasured_near(self, params: dict[str, Any]) -> dict[str, Any] | None:
+    def unmeasured_near(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """An unmeasured point at the smallest distance from `params` (one step in one parameter, then
         two, …), chosen at random among equals; a random unmeasured point past distance 3."""
         seen = {params_key(self.space, r.params) for r in self.records
@@ -507,7 +453,7 @@ class Tuner:
         for record in self.records:
             if record.ok and record.phase in ("rule", SCREEN_PHASE, "search"):
                 by_key.setdefault(params_key(self.space, record.params), record.params)
-        ranked = sorted(by_key.items(), key=lambda kv: -self._score(statistics.fmean(self.measured(kv[0]))))
+        ranked = sorted(by_key.items(), key=lambda kv: -self.score(statistics.fmean(self.measured(kv[0]))))
         return [params for _key, params in ranked[: count or self.settings.leaders]]
 
     def confirm(self) -> None:
@@ -526,7 +472,7 @@ class Tuner:
                     continue
                 if not self._time_for_confirming():
                     return
-                self._run("confirm", params, role)
+                self.run_trial("confirm", params, role)
 
     def confirm_close(self) -> None:
         """The two best leaders closer than the noise can tell apart: measure both again (alternately)
@@ -535,7 +481,7 @@ class Tuner:
         limit = self.settings.repeats + CLOSE_EXTRA_RUNS
         for _extra in range(CLOSE_EXTRA_RUNS):
             ranked = sorted(((p, self.measured(params_key(self.space, p))) for p in self.leaders()),
-                            key=lambda pv: -self._score(statistics.median(pv[1])) if pv[1] else math.inf)
+                            key=lambda pv: -self.score(statistics.median(pv[1])) if pv[1] else math.inf)
             if len(ranked) < 2 or not ranked[1][1]:
                 return
             (first, a), (second, b) = ranked[0], ranked[1]
@@ -547,7 +493,7 @@ class Tuner:
             for params in (first, second):
                 if not self._time_for_confirming():
                     return
-                self._run("confirm", params, "leader")
+                self.run_trial("confirm", params, "leader")
 
     def _noise_prior(self) -> NoisePrior:
         """Pooled standard deviation of log(value) over configurations measured more than once, and its
@@ -579,7 +525,7 @@ class Tuner:
                 candidates.append((params, Stats(tuple(values))))
         if not candidates:
             return None
-        return max(candidates, key=lambda c: self._score(c[1].median))
+        return max(candidates, key=lambda c: self.score(c[1].median))
 
     def _changes_env(self, changes: Mapping[str, Any]) -> tuple[dict[str, str | None], tuple[str, ...]]:
         """The environment and command prefix of a partial assignment: what the env script would change."""
@@ -602,7 +548,7 @@ class Tuner:
         """Of the candidate's settings that differ from the current ones: left out (screening measured no
         effect; the pools excepted, searched for their interaction) or tested (every other one)."""
         found = self.effects
-        if not found and self.screening is not None and self.settings.strategy == "screen":
+        if not found and self.screening is not None and self.strategy.screens:
             found = self.screening.effects(self._screen_measurements())  # a screening cut short
         tested: dict[str, Any] = {}
         left_out: list[str] = []
@@ -638,7 +584,7 @@ class Tuner:
             if self._time_left() <= self._mean_seconds():
                 self.verdict = self._unmeasured()
                 return
-            self._run(VERIFY_PHASE, state.changes, CURRENT if not state.changes else CHANGE, state.round)
+            self.run_trial(VERIFY_PHASE, state.changes, CURRENT if not state.changes else CHANGE, state.round)
 
     def _unmeasured(self) -> Verdict:
         """The verdict of a change the time limit left unmeasured (or measured in part)."""
@@ -688,7 +634,7 @@ class Tuner:
         stopped = self.search()
         if self.settings.repeats > 1:
             self.confirm()
-            if self.settings.strategy == "screen":
+            if self.strategy.screens:
                 self.confirm_close()
         self.verify()
         return self.result(stopped)

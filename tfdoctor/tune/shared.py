@@ -22,6 +22,7 @@ A single-node tune (no --storage) uses none of this.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
 
 NODE_ATTR = "node-facts:"  # study user attribute: NODE_ATTR + node name -> the node's redacted facts
+WINNER_ATTR = "winner-written"  # study user attribute: who wrote the winner, and its verdict
 POLL_SECONDS = 0.2
 
 
@@ -158,10 +160,11 @@ def _unmeasured(space: Space, taken: set[tuple[Any, ...]], near: Mapping[str, An
 
 def run_worker(study: Any, space: Space, objective: Objective, budget: int, node: str, worker: str,
                seed: int | None = None, on_trial: Callable[[int, dict[str, Any], Any], None] | None = None,
-               wait_seconds: float = 3600.0, limit: int | None = None) -> WorkerResult:
+               wait_seconds: float = 3600.0, limit: int | None = None, finish: bool = False) -> WorkerResult:
     """Measure the study's trials until its budget is handed out (or this worker has measured `limit`:
     it then leaves the rest to the others); the writer then waits for the last ones and gathers the
-    records the winner is chosen from (the odd nodes' trials left out)."""
+    records the winner is chosen from (the odd nodes' trials left out). With `finish` (a resumed worker:
+    the writer died, or never came) this worker writes the winner whatever number it is handed."""
     import random
 
     from optuna.trial import TrialState
@@ -176,7 +179,7 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
         if trial.number >= budget:
             trial.set_user_attr("over_budget", True)
             study.tell(trial, state=TrialState.FAIL)
-            out.writer = trial.number == budget
+            out.writer = trial.number == budget or finish
             break
         params: dict[str, Any] | None = dict(trial.params)
         trial.set_user_attr("params", params)
@@ -238,6 +241,55 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
                                    space.env_changes(params),
                                    str(trial.user_attrs.get("error", ""))))
     return records
+
+
+def header_entry(storage_spec: str, study_name: str) -> dict[str, str]:
+    """What a worker's results file records of its study, so `--resume` and the report read it again: the
+    journal's absolute path, or the database URL without its password (a password stays in the driver's
+    own configuration, e.g. ~/.pgpass, never in a results file)."""
+    if "://" in storage_spec:
+        return {"study": study_name, "storage": re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", storage_spec)}
+    return {"study": study_name, "storage": str(Path(storage_spec).resolve())}
+
+
+def recorded_study(header: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(storage, study name) of a shared tune's results file header; None for a single-node tune."""
+    shared = header.get("shared")
+    if isinstance(shared, Mapping) and isinstance(shared.get("storage"), str) and isinstance(shared.get("study"), str):
+        return shared["storage"], shared["study"]
+    return None
+
+
+def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialRecord], dict[str, dict[str, Any]]]:
+    """The study's measured trials (the odd nodes' left out) and the odd nodes, for the report and
+    `--resume`. StorageError when the study cannot be read: a journal that is not there (never created
+    here: reading must not start an empty study), a database that cannot be opened, no such study."""
+    import optuna
+
+    found = recorded_study(header)
+    if found is None:
+        raise StorageError("not a shared tune")
+    spec, name = found
+    if "://" not in spec and not Path(spec).is_file():
+        raise StorageError(f"the study's journal {spec} is not there")
+    budget = header.get("budget")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise StorageError("the results file's header has no budget")
+    try:
+        study = optuna.load_study(storage=open_storage(spec), study_name=name)
+    except StorageError:
+        raise
+    except Exception as exc:  # no such study, a damaged journal: optuna raises many kinds
+        from tfdoctor.facts.redact import excerpt
+
+        raise StorageError(f"cannot read study {name!r}: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
+    excluded = odd_nodes(study)
+    return shared_records(study, space, budget, set(excluded)), excluded
+
+
+def mark_written(study: Any, worker: str, verdict: str) -> None:
+    """The study remembers that its winner is written (a worker arriving later says so)."""
+    study.set_user_attr(WINNER_ATTR, {"worker": worker, "verdict": verdict})
 
 
 def study_summary(study: Any) -> dict[str, Any]:

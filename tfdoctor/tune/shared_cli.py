@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tfdoctor.usage import UsageError
@@ -19,10 +19,23 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+@dataclass
+class SharedRun:
+    """What the writer goes on with: the records to choose the winner from, the settings (their budget:
+    those records, so the tuner searches no more), and the study to mark written."""
+
+    records: list[Any]
+    settings: Any
+    study: Any
+    worker: str
+
+
 def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
-                settings: Any, node_facts: Any, log: Any) -> tuple[list[Any], Any] | None:
-    """None when another worker writes the winner; else the records to choose it from and the settings
-    (their budget: those records, so the tuner searches no more)."""
+                settings: Any, node_facts: Any, log: Any, resumed: list[Any] | None = None) -> SharedRun | None:
+    """None when another worker writes the winner; else what the writer goes on with. `resumed`: the
+    records of this worker's results file when it is resumed (`--resume`): it then finishes the tune —
+    measures what is left of the study's budget and writes the winner, its own confirmation and
+    verification runs reused."""
     from tfdoctor.tune.shared import (
         StorageError,
         dumps_facts,
@@ -50,12 +63,15 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         value = f"{measurement.value:.4g}" if measurement.value is not None else measurement.status
         _say(f"tfdoctor: {worker} trial {number + 1}/{settings.budget}: {value}\n")
 
-    result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress)
+    finish = resumed is not None
+    result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress,
+                        finish=finish)
     workers = study_summary(study)["workers"]
     _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
          f"({len(workers)} worker(s) in all)\n")
     if not result.writer:
-        _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done\n")
+        _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done "
+             f"(should that worker die, `tfdoctor tune --resume {log.path}` finishes the tune)\n")
         return None
     for name, facts in result.excluded.items():
         from tfdoctor.fixes.quoting import comment_text
@@ -64,6 +80,11 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         shown = ", ".join(f"{k}={v!r}" for k, v in list(facts.items())[:3])
         _say(f"tfdoctor: node {comment_text(str(name))} is unlike the others ({comment_text(shown)}); "
              "its trials are left out of the winner\n")
-    for record in result.records:
-        log.append(record)
-    return result.records, replace(settings, budget=len(result.records), strategy="tpe")
+    from tfdoctor.tune.search import SEARCH_PHASES
+
+    own = [r for r in resumed or () if r.phase not in SEARCH_PHASES]  # confirmation and verification runs
+    if not any(r.phase in SEARCH_PHASES for r in resumed or ()):
+        for record in result.records:  # the file of a worker that did not write (or died before it wrote)
+            log.append(record)
+    records = [*result.records, *own]
+    return SharedRun(records, replace(settings, budget=len(result.records), strategy="tpe"), study, worker)

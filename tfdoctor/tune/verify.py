@@ -29,12 +29,11 @@ verdict without measuring anything again.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdoctor.profile.stats import SIGMA_FLOOR, t_quantile
+from tfdoctor.profile.stats import SIGMA_FLOOR, paired_ratio_interval
 
 VERIFY_PHASE = "verify"
 CONFIDENCE = 0.95
@@ -96,17 +95,14 @@ def compare(pairs: list[tuple[float, float]], maximize: bool, prior: NoisePrior,
     pairs = [(a, b) for a, b in pairs if a > 0 and b > 0]
     if len(pairs) < 2:
         return None
-    sign = 1.0 if maximize else -1.0
-    diffs = [sign * math.log(b / a) for a, b in pairs]
-    mean = statistics.fmean(diffs)
-    squares = sum((d - mean) ** 2 for d in diffs)
-    # A paired difference of two runs has twice the variance of one run: the prior enters as 2 sigma².
-    df = len(diffs) - 1 + prior.df
-    variance = (squares + 2 * prior.sigma**2 * prior.df) / df
-    sigma = max(math.sqrt(variance), SIGMA_FLOOR * math.sqrt(2))
-    half = t_quantile(1 - (1 - confidence) / 2, df) * sigma / math.sqrt(len(diffs))
-    return Comparison(math.exp(mean) - 1, math.exp(mean - half) - 1, math.exp(mean + half) - 1, len(diffs),
-                      confidence)
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    # The gain in the tune's direction: B over A when larger is better, A over B when smaller is.
+    # A paired difference of two runs has twice the variance of one run: the prior, and the floor of one
+    # run's noise, enter times sqrt(2).
+    interval = paired_ratio_interval(a if maximize else b, b if maximize else a, 1 - confidence,
+                                     prior_sd=math.sqrt(2) * prior.sigma, prior_df=prior.df,
+                                     floor=SIGMA_FLOOR * math.sqrt(2))
+    return Comparison(interval.ratio - 1, interval.low - 1, interval.high - 1, len(pairs), confidence)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,27 @@ def _tune(path: str) -> Section:
         raise ReportInputError(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ReportInputError(f"{path}: the header line is incomplete: not a tfdoctor tune results file") from None
-    return tune_section(header, records, path, summary=summary)
+    records, source = _shared_records(header, records, path)
+    return tune_section(header, records, source, summary=summary)
+
+
+def _shared_records(header: Mapping[str, Any], records: list[Any], path: str) -> tuple[list[Any], str]:
+    """A worker's file of a shared tune: the study's trials (every worker's, the odd nodes' left out) with
+    this file's own confirmation and verification runs; the study unreadable, the file's records and why."""
+    from tfdoctor.tune.search import SEARCH_PHASES
+    from tfdoctor.tune.shared import StorageError, load_shared, recorded_study
+    from tfdoctor.tune.space import Space
+
+    found = recorded_study(header)
+    if found is None:
+        return records, path
+    try:
+        shared, excluded = load_shared(header, Space.from_json(header["space"]))
+    except StorageError as exc:
+        return records, f"{path} (its shared study could not be read: {exc}; this file's trials only)"
+    left_out = f"; the trials of {', '.join(sorted(excluded))} left out (unlike the other nodes)" if excluded else ""
+    own = [r for r in records if r.phase not in SEARCH_PHASES]
+    return [*shared, *own], f"{path} with study {found[1]!r} ({len(shared)} trials of every worker{left_out})"
 
 
 def _fleet(paths: tuple[str, ...]) -> Section:

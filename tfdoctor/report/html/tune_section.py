@@ -183,7 +183,7 @@ def _verdict(records: Sequence[TrialRecord], maximize: bool, summary: Mapping[st
 
 
 def _effects(summary: Mapping[str, Any]) -> str:
-    """What each parameter did when moved alone from the rule-based seed (the tune's own screening)."""
+    """What each parameter did in the tune's own screening (from the rule-based seed)."""
     effects = summary.get("effects")
     if not isinstance(effects, Mapping) or not effects:
         return ""

@@ -606,3 +606,24 @@ def test_the_hook_imports_neither_click_nor_dataclasses(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(BF16_VM)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "[]\n")
+
+
+def test_the_hook_leaves_what_it_made_frozen_for_the_interpreters_exit(tmp_path):
+    """The exit's garbage collections would walk every object the run made (the collector paused since the
+    start left them all young): frozen first, after the run's output, with the exit code unchanged."""
+    import os
+
+    code = ("import atexit, gc, sys\nfrom tfdoctor.console import main\n"
+            "atexit.register(lambda: print(gc.get_freeze_count(), gc.isenabled(), file=sys.stderr))\n"
+            "sys.argv = ['tfdoctor', 'check', '--quiet', '--facts', sys.argv[1]]\nmain()")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    healthy = subprocess.run([sys.executable, "-c", code, str(REPO / "tests" / "snapshots" / "gpu" /
+                                                             "healthy-cuda12-pip.json")],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    frozen, enabled = healthy.stderr.split()
+    assert (healthy.returncode, healthy.stdout, int(frozen) > 20000, enabled) == (0, "", True, "False")
+    bad = str(REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json")
+    failing = subprocess.run([sys.executable, "-c", code, bad], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert failing.returncode == 1 and failing.stdout.startswith("tfdoctor: error: ")
+    assert int(failing.stderr.split()[-2]) > 20000

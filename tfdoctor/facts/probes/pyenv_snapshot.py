@@ -238,31 +238,149 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def _sha256_record(path, size):
-    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding)."""
+    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding), of at most `size` + 1
+    bytes: a file that grew past the size its stat gave is another file than installed, read no further."""
+    return _hash_file(path, size)[0]
+
+
+def _hash_file(path, size):
+    """(the RECORD spelling of the sha256 of at most `size` + 1 bytes of the file, its cache key) — the key
+    (see HashCache) from the open file's own stat, None when the bytes read were not exactly `size`."""
     import binascii
 
     digest = _sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a file swapped for a FIFO since the stat cannot hold us
-    if not S_ISREG(os.fstat(fd).st_mode):
+    status = os.fstat(fd)
+    if not S_ISREG(status.st_mode):
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
     os.set_blocking(fd, True)
+    read = 0
     with os.fdopen(fd, "rb") as handle:
-        while True:
-            chunk = handle.read(1 << 20)
+        while read <= size:
+            chunk = handle.read(min(1 << 20, size + 1 - read))
             if not chunk:
                 break
             digest.update(chunk)
+            read += len(chunk)
     encoded = binascii.b2a_base64(digest.digest(), newline=False).translate(_URLSAFE)
-    return b"sha256=" + encoded.rstrip(b"=")
+    key = _stat_key(status) if read == size == status.st_size else None
+    return b"sha256=" + encoded.rstrip(b"="), key
 
 
-def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
+def _stat_key(status):
+    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+
+
+# The sha256 of each hashed shared object is remembered from one run to the next, with what any change of
+# the file's content changes: its device, inode, size, mtime and ctime (in ns). The ctime cannot be set back
+# from user space, so a file rewritten in place with its size and mtime restored (cp --preserve, touch -r)
+# still misses; a file replaced by another gets another inode. The pre-job hook runs on the same
+# environment job after job: hashing the same 4 MiB every time (and importing OpenSSL for it) was about a
+# tenth of `tfdoctor check`. The digest is remembered, never a verdict: a file that differed from its
+# RECORD line when it was hashed keeps differing.
+HASH_CACHE_NAME = "record-sha256.json"
+HASH_CACHE_LIMIT = 1024 * 1024  # bytes of the cache file read; a larger one is ignored
+HASH_CACHE_ENTRIES = 4000  # files remembered, the most recently hashed kept (~100 environments' worth)
+# A file changed this recently is hashed but not remembered: the clock that stamps ctime ticks in
+# milliseconds, so a second change within the same tick as the one hashed would leave the key as it was
+# (git's "racily clean" entries, handled alike).
+RACY_NS = 2_000_000_000
+
+
+def hash_cache_path(environ=None):
+    """Where the remembered hashes are kept: $TFDOCTOR_CACHE_DIR (set empty: nowhere), else
+    $XDG_CACHE_HOME/tfdoctor, else $HOME/.cache/tfdoctor; None when none of them is set (a job
+    environment without HOME hashes every run)."""
+    environ = os.environ if environ is None else environ
+    folder = environ.get("TFDOCTOR_CACHE_DIR")
+    if folder is None:
+        xdg, home = environ.get("XDG_CACHE_HOME", ""), environ.get("HOME", "")
+        if os.path.isabs(xdg):
+            folder = os.path.join(xdg, "tfdoctor")
+        elif os.path.isabs(home):
+            folder = os.path.join(home, ".cache", "tfdoctor")
+    return os.path.join(folder, HASH_CACHE_NAME) if folder else None
+
+
+class HashCache:
+    """The remembered hashes: {absolute path: [dev, ino, size, mtime_ns, ctime_ns, "sha256=…"]}. A cache
+    file that is not ours, that others may write, or that is malformed is ignored (and replaced)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.entries = {}
+        self.added = False
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            status = os.fstat(fd)
+            trusted = getattr(os, "getuid", None) is None or (
+                status.st_uid == os.getuid() and not status.st_mode & 0o022)
+            if not S_ISREG(status.st_mode) or not trusted or status.st_size > HASH_CACHE_LIMIT:
+                return
+            data = json.loads(os.read(fd, HASH_CACHE_LIMIT).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return
+        finally:
+            os.close(fd)
+        entries = data.get("entries") if isinstance(data, dict) and data.get("version") == 1 else None
+        if isinstance(entries, dict):
+            self.entries = {p: e for p, e in entries.items() if isinstance(e, list) and len(e) == 6
+                            and all(type(v) is int for v in e[:5]) and isinstance(e[5], str)}
+
+    def get(self, path, key):
+        """The digest remembered for `path` with exactly this key, else None."""
+        entry = self.entries.get(path)
+        return entry[5].encode("ascii", "replace") if entry is not None and entry[:5] == key else None
+
+    def put(self, path, key, digest):
+        import time
+
+        if time.time_ns() - key[4] < RACY_NS:
+            return
+        self.entries.pop(path, None)  # re-inserted last: the most recent are kept
+        self.entries[path] = [*key, digest.decode("ascii", "replace")]
+        self.added = True
+
+    def save(self):
+        """Written whole to a file of our own, then renamed over the old one: a reader never sees half of it,
+        and two runs at once leave one's (the other's hashes are made again next time). Never fails a run."""
+        if not self.added:
+            return
+        kept = dict(list(self.entries.items())[-HASH_CACHE_ENTRIES:])
+        temporary = f"{self.path}.{os.getpid()}.tmp"
+        created = False
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            created = True
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps({"version": 1, "entries": kept}, separators=(",", ":")))
+            os.replace(temporary, self.path)
+        except OSError:
+            if created:  # ours (O_EXCL): a failed write or rename leaves nothing behind; another's is left
+                _unlink_quietly(temporary)
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+def verify_record(dist_dir, location, hash_budget=HASH_BUDGET, hash_cache=None):
     """Whether the shared objects and `__init__.py` files the distribution's RECORD lists are still there
     as installed: each one's existence and size (a stat), and the sha256 of the smallest shared objects
     within `hash_budget` bytes. {"checked": N, "missing_count", "missing": [first paths], "size_mismatch_count",
     "size_mismatch": [{"path", "recorded", "actual"}], "hashed": H, "hashed_bytes", "hash_budget",
-    "hash_mismatch_count", "hash_mismatch": [paths]}, or an unknown with the reason."""
+    "hash_cached": of the H, how many digests were remembered from an earlier run for the unchanged file
+    (`hash_cache`, a HashCache; None: every one is hashed now), "hash_mismatch_count", "hash_mismatch":
+    [paths]}, or an unknown with the reason."""
     path = os.path.join(dist_dir, "RECORD")
     try:
         if os.path.getsize(path) > RECORD_LIMIT:
@@ -295,22 +413,32 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
             wrong_size.append({"path": relative, "recorded": size, "actual": actual})
         elif relative in shared and digest.startswith(b"sha256=") and size is not None \
                 and S_ISREG(status.st_mode):  # never open a FIFO or a device planted under a listed name
-            hashable.append((size, relative, digest))
-    hashed, hashed_bytes, wrong_hash = 0, 0, []
-    for size, relative, digest in sorted(hashable):
+            hashable.append((size, relative, digest, _stat_key(status)))
+    hashed, hashed_bytes, cached, wrong_hash = 0, 0, 0, []
+    for size, relative, digest, key in sorted(hashable):
         if hashed_bytes + size > hash_budget:
             break
-        try:
-            if _sha256_record(base + relative, size) != digest:
-                wrong_hash.append(relative)
-        except OSError:
-            continue
+        path = base + relative
+        actual = hash_cache.get(path, key) if hash_cache is not None else None
+        if actual is not None:
+            cached += 1
+        else:
+            try:
+                actual, key = _hash_file(path, size)
+            except OSError:
+                continue
+            if hash_cache is not None and key is not None:
+                hash_cache.put(path, key, actual)
+        if actual != digest:
+            wrong_hash.append(relative)
         hashed += 1
         hashed_bytes += size
+    if hash_cache is not None:
+        hash_cache.save()
     return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED],
             "size_checked": count - len(missing), "size_mismatch_count": len(wrong_size),
             "size_mismatch": wrong_size[:MISSING_LISTED], "hashed": hashed, "hashed_bytes": hashed_bytes,
-            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash),
+            "hash_budget": hash_budget, "hash_cached": cached, "hash_mismatch_count": len(wrong_hash),
             "hash_mismatch": wrong_hash[:MISSING_LISTED]}
 
 
@@ -339,7 +467,7 @@ def _top_level(dist_dir):
     return sorted(names)
 
 
-def _detail(info, paths, tensorflow=False, key=""):
+def _detail(info, paths, tensorflow=False, key="", hash_cache=None):
     dist_dir = info.pop("dist_dir")
     for meta_name in ("METADATA", "PKG-INFO"):
         try:
@@ -365,7 +493,8 @@ def _detail(info, paths, tensorflow=False, key=""):
         except OSError:
             info["installer"] = None
         if info["top_level"]:
-            info["record"] = verify_record(dist_dir, info["location"])
+            info["record"] = verify_record(dist_dir, info["location"],
+                                           hash_cache=HashCache(hash_cache) if hash_cache else None)
     import_name = IMPORT_NAMES.get(key, key.replace("-", "_"))
     if tensorflow:
         import_name = "tensorflow" if info.get("top_level") != [] else None
@@ -522,11 +651,13 @@ def read_gencode(path):
     return {"version": match.group(1), "checks_runtime": "runtime_version" in head, "file": path}
 
 
-def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
+def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None, hash_cache=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
     PYTHONPATH, `prefix` (default sys.prefix) the environment's own lib folder,
-    `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders."""
+    `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders,
+    `hash_cache` (default: hash_cache_path() of this process's own environment, the user who runs
+    tfdoctor, whatever `environ` says of the job's) the file of remembered RECORD hashes."""
     explicit = paths is not None
     paths = environment_path() if paths is None else list(paths)
     environ = os.environ if environ is None else environ
@@ -539,7 +670,8 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
     for key in list(dists):
         info = dists[key]
         if key in TENSORFLOW_DISTS or key in WATCHED or key.startswith(WATCHED_PREFIXES):
-            watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key)
+            watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key,
+                                   hash_cache=hash_cache or hash_cache_path())
         else:
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")

@@ -265,7 +265,7 @@ def test_sums_are_kept_for_unchanged_files_and_not_read_again(tmp_path, monkeypa
     kept = json.loads(cache_file.read_text())["entries"]
     so = str(site.path / "tensorflow/python/_pywrap_tensorflow_internal.so")
     status = os.stat(so)
-    assert kept[so][:5] == [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    assert kept[so][0] == [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
 
     def no_read(path, size):
         raise AssertionError(f"{path} was read again")
@@ -318,14 +318,14 @@ def test_a_cache_file_that_cannot_be_trusted_is_ignored_and_replaced(tmp_path, m
     cache_file = tmp_path / "record-sha256.json"
     _verify(site, cache_file)
     planted = json.loads(cache_file.read_text())
-    planted["entries"][so][5] = "sha256=planted"
+    planted["entries"][so][1] = "sha256=planted"
     text = json.dumps(planted)
     if damage == "malformed":
         text = text[:-5]
     elif damage == "wrong-shape":
-        text = json.dumps({"version": 1, "entries": {so: ["1", 2, 3, 4, 5, "sha256=planted"]}})
+        text = json.dumps({"version": 1, "entries": {so: [["1", 2, 3, 4, 5], "sha256=planted"]}})
     elif damage == "too-large":
-        text += " " * pyenv_snapshot.HASH_CACHE_LIMIT
+        text += " " * pyenv_snapshot.STAT_MEMO_LIMIT
     elif damage == "deeply-nested":
         text = "[" * 100_000 + "]" * 100_000
     cache_file.write_text(text)
@@ -380,3 +380,72 @@ def test_the_snapshot_keeps_its_sums_where_its_own_process_says(tmp_path, monkey
     monkeypatch.setenv("TFDOCTOR_CACHE_DIR", "")
     off = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path))
     assert off["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0
+
+
+def _verify_with_memo(site, folder):
+    dist_dir = str(site.path / "tensorflow_cpu-2.21.0.dist-info")
+    memo = pyenv_snapshot.StatMemo(str(folder / pyenv_snapshot.RECORD_MEMO_NAME), pyenv_snapshot.RECORD_MEMO_ENTRIES)
+    return pyenv_snapshot.verify_record(dist_dir, str(site), record_memo=memo)
+
+
+def test_an_unchanged_record_is_not_read_again(tmp_path, monkeypatch):
+    """The RECORD's verified lines are kept with its stat: the next run stats every listed file as before,
+    without reading the RECORD (TensorFlow's is 1.8 MB, searched twice)."""
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    record = str(site.path / "tensorflow_cpu-2.21.0.dist-info" / "RECORD")
+    kept = json.loads((tmp_path / "cache" / "record-lines.json").read_text())["entries"][record][1]
+    lines = {line.split(",")[0]: line.split(",") for line in Path(record).read_text().splitlines()}
+    so = "tensorflow/libtensorflow_cc.so.2"
+    assert [so, lines[so][1], int(lines[so][2]), True] in kept
+    init = "tensorflow/__init__.py"
+    assert [init, lines[init][1], int(lines[init][2]), False] in kept
+    assert (len(kept), sum(row[3] for row in kept)) == (7, 4)  # the four shared objects, marked as such
+
+    def no_read(path, limit):
+        raise AssertionError(f"{path} was read again")
+
+    monkeypatch.setattr(pyenv_snapshot, "_read_bytes", no_read)
+    again = _verify_with_memo(site, tmp_path / "cache")
+    assert again == first and (first["checked"], first["hashed"]) == (7, 4)
+    (site.path / "tensorflow/libtensorflow_cc.so.2").unlink()  # the files are still looked at, every one
+    assert _verify_with_memo(site, tmp_path / "cache")["missing"] == ["tensorflow/libtensorflow_cc.so.2"]
+
+
+def test_a_rewritten_record_is_read_again(tmp_path, monkeypatch):
+    """A reinstall (or an edit) rewrites the RECORD: another ctime, often another inode; its new lines count."""
+    import time
+
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    assert _verify_with_memo(site, tmp_path / "cache")["missing_count"] == 0
+    time.sleep(0.05)  # past the tick of the clock that stamps ctime
+    record = site.path / "tensorflow_cpu-2.21.0.dist-info" / "RECORD"
+    with open(record, "a", encoding="utf-8") as handle:
+        handle.write("tensorflow/python/_pywrap_new.so,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n")
+    again = _verify_with_memo(site, tmp_path / "cache")
+    assert (again["checked"], again["missing"]) == (8, ["tensorflow/python/_pywrap_new.so"])
+
+
+@pytest.mark.parametrize("row", [["tensorflow/x.so", 5, 1, True], ["tensorflow/x.so", "", "1", True],
+                                 ["tensorflow/x.so", "", 1, 1], ["tensorflow/x.so", "", 1], "tensorflow/x.so"])
+def test_kept_record_lines_of_another_shape_are_not_trusted(tmp_path, monkeypatch, row):
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    memo_file = tmp_path / "cache" / "record-lines.json"
+    data = json.loads(memo_file.read_text())
+    (entry,) = data["entries"].values()
+    entry[1] = [row]  # would say the RECORD lists one file only
+    memo_file.write_text(json.dumps(data))
+    assert _verify_with_memo(site, tmp_path / "cache") == first
+
+
+def test_the_snapshot_keeps_record_lines_and_sums_in_its_cache_folder(tmp_path, monkeypatch):
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path), cache=str(tmp_path / "here"))
+    assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["record-lines.json", "record-sha256.json"]
+    none = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path / "p"), cache="")
+    assert none["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0

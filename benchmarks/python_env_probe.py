@@ -93,7 +93,7 @@ def record_line(runs: int) -> None:
         def with_kept() -> dict:
             return pyenv_snapshot.verify_record(
                 dist_dir, location, hash_cache=pyenv_snapshot.HashCache(os.path.join(folder, "sums.json")),
-                record_memo=pyenv_snapshot.StatMemo(os.path.join(folder, "lines.json"), 4))
+                record_memo=pyenv_snapshot.record_memo(os.path.join(folder, "lines.json")))
 
         kept = median_ms(with_kept, runs, warm=True)
         cached = with_kept()["hash_cached"]

@@ -384,7 +384,7 @@ def test_the_snapshot_keeps_its_sums_where_its_own_process_says(tmp_path, monkey
 
 def _verify_with_memo(site, folder):
     dist_dir = str(site.path / "tensorflow_cpu-2.21.0.dist-info")
-    memo = pyenv_snapshot.StatMemo(str(folder / pyenv_snapshot.RECORD_MEMO_NAME), pyenv_snapshot.RECORD_MEMO_ENTRIES)
+    memo = pyenv_snapshot.record_memo(str(folder / pyenv_snapshot.RECORD_MEMO_NAME))
     return pyenv_snapshot.verify_record(dist_dir, str(site), record_memo=memo)
 
 
@@ -449,3 +449,19 @@ def test_the_snapshot_keeps_record_lines_and_sums_in_its_cache_folder(tmp_path, 
     assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["record-lines.json", "record-sha256.json"]
     none = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path / "p"), cache="")
     assert none["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0
+
+
+def test_record_lines_kept_by_another_format_are_not_used(tmp_path, monkeypatch):
+    """Lines kept by a tfdoctor that selected them otherwise (another RECORD_LINES_FORMAT) are read anew."""
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    memo_file = tmp_path / "cache" / "record-lines.json"
+    data = json.loads(memo_file.read_text())
+    assert data["tag"] == f"record-lines/{pyenv_snapshot.RECORD_LINES_FORMAT}:.so"
+    (entry,) = data["entries"].values()
+    entry[1] = [["tensorflow/__init__.py", "", 0, False]]
+    memo_file.write_text(json.dumps(data))
+    assert _verify_with_memo(site, tmp_path / "cache")["checked"] == 1  # the same tag: used as kept
+    monkeypatch.setattr(pyenv_snapshot, "RECORD_LINES_FORMAT", pyenv_snapshot.RECORD_LINES_FORMAT + 1)
+    assert _verify_with_memo(site, tmp_path / "cache") == first

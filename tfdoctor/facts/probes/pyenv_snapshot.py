@@ -286,6 +286,7 @@ RECORD_MEMO_NAME = "record-lines.json"
 STAT_MEMO_LIMIT = 4 * 1024 * 1024  # bytes of a cache file read; a larger one is ignored
 HASH_CACHE_ENTRIES = 4000  # files whose sums are kept, the most recently hashed (~100 environments' worth)
 RECORD_MEMO_ENTRIES = 4  # RECORDs whose lines are kept (~70 KB each for TensorFlow 2.21)
+RECORD_LINES_FORMAT = 1  # raised whenever _verified_lines selects or keeps lines otherwise
 # A file changed this recently is not remembered: the clock that stamps ctime ticks in milliseconds, so a
 # second change within the same tick as the one read would leave the key as it was (git's "racily clean"
 # index entries, handled alike).
@@ -315,11 +316,13 @@ def hash_cache_path(environ=None):
 
 class StatMemo:
     """Values made from files, each kept with that file's stat key: {file: [[dev, ino, size, mtime_ns,
-    ctime_ns], value]} in one JSON file. A cache file that is not ours, that others may write, or that is
-    malformed is ignored (and replaced); the most recently kept `keep` values are written back."""
+    ctime_ns], value]} in one JSON file. A cache file that is not ours, that others may write, that is
+    malformed, or whose `tag` is not this one (what the values were made by: a later tfdoctor that reads
+    files otherwise gives its values another tag) is ignored (and replaced); the most recently kept `keep`
+    values are written back."""
 
-    def __init__(self, path, keep):
-        self.path, self.keep = path, keep
+    def __init__(self, path, keep, tag):
+        self.path, self.keep, self.tag = path, keep, tag
         self.entries = {}
         self.added = False
         try:
@@ -337,7 +340,8 @@ class StatMemo:
             return
         finally:
             os.close(fd)
-        entries = data.get("entries") if isinstance(data, dict) and data.get("version") == 1 else None
+        ours = isinstance(data, dict) and data.get("version") == 1 and data.get("tag") == tag
+        entries = data.get("entries") if ours else None
         if isinstance(entries, dict):
             self.entries = {p: e for p, e in entries.items() if isinstance(e, list) and len(e) == 2
                             and isinstance(e[0], list) and len(e[0]) == 5 and all(type(v) is int for v in e[0])}
@@ -369,7 +373,7 @@ class StatMemo:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             created = True
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps({"version": 1, "entries": kept}, separators=(",", ":")))
+                handle.write(json.dumps({"version": 1, "tag": self.tag, "entries": kept}, separators=(",", ":")))
             os.replace(temporary, self.path)
         except OSError:
             if created:  # ours (O_EXCL): a failed write or rename leaves nothing behind; another's is left
@@ -388,7 +392,7 @@ class HashCache(StatMemo):
     """The kept sums: {absolute path of a shared object: [stat key, "sha256=…"]}."""
 
     def __init__(self, path):
-        super().__init__(path, HASH_CACHE_ENTRIES)
+        super().__init__(path, HASH_CACHE_ENTRIES, "sha256")
 
     def get(self, name, key):
         value = super().get(name, key)
@@ -396,6 +400,13 @@ class HashCache(StatMemo):
 
     def put(self, name, key, value):
         super().put(name, key, value.decode("ascii", "replace"))
+
+
+def record_memo(path):
+    """The StatMemo of verified RECORD lines at `path`, tagged with what selects them (RECORD_LINES_FORMAT,
+    the shared-object suffixes searched for on this platform)."""
+    tag = f"record-lines/{RECORD_LINES_FORMAT}:" + ",".join(s.decode() for s in SHARED_SUFFIXES)
+    return StatMemo(path, RECORD_MEMO_ENTRIES, tag)
 
 
 class RecordTooLarge(Exception):
@@ -551,7 +562,7 @@ def _detail(info, paths, tensorflow=False, key="", cache=None):
             info["record"] = verify_record(
                 dist_dir, info["location"],
                 hash_cache=HashCache(os.path.join(folder, HASH_CACHE_NAME)) if folder else None,
-                record_memo=StatMemo(os.path.join(folder, RECORD_MEMO_NAME), RECORD_MEMO_ENTRIES) if folder else None)
+                record_memo=record_memo(os.path.join(folder, RECORD_MEMO_NAME)) if folder else None)
     import_name = IMPORT_NAMES.get(key, key.replace("-", "_"))
     if tensorflow:
         import_name = "tensorflow" if info.get("top_level") != [] else None

@@ -30,11 +30,12 @@ import re
 import stat
 import sys
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.rooted_fs import RootedFs
+from tfdoctor.records import value_tuple
 from tfdoctor.registry import probe
 
 MAX_RECORDS = 400
@@ -49,7 +50,8 @@ _CONDA_META = re.compile(r"^(?P<name>.+)-(?P<version>[^-]+)-(?P<build>[^-]+)\.js
 _SKIP_WALK = ("__pycache__", "include", "tests", "test")
 
 
-class RuntimeNames(NamedTuple):
+@value_tuple
+class RuntimeNames:
     """From the knowledge table: which file names are which runtime, and the conda packages of each."""
 
     pattern: re.Pattern[str]  # a stem, a hash suffix as auditwheel/delocate add it, then .so[.N], .dylib, .dll

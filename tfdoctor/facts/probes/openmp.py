@@ -172,6 +172,8 @@ def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
     """The paths of a RECORD's lines that name a runtime stem; None when there is no RECORD. The file is
     mapped, not read: a TensorFlow wheel's RECORD is about 2 MB, and copying it costs more than the search.
     Kept in scan.kept with the RECORD's stat while it is unchanged."""
+    from tfdoctor.facts.probes.pyenv_snapshot import stat_key
+
     try:
         fd = os.open(host_record, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO has size 0: no hits, no wait
     except OSError:
@@ -185,7 +187,7 @@ def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
             scan.incomplete.append(f"{entry}/RECORD is larger than {MAX_RECORD_BYTES} bytes: read in part")
         if size == 0:
             return []
-        key = [status.st_dev, status.st_ino, size, status.st_mtime_ns, status.st_ctime_ns]
+        key = stat_key(status)
         kept = scan.kept.get(host_record, key) if scan.kept is not None and stat.S_ISREG(status.st_mode) else None
         if isinstance(kept, list) and all(isinstance(path, str) for path in kept):
             scan.counts["records_kept"] += 1

@@ -264,11 +264,11 @@ def _hash_file(path, size):
             digest.update(chunk)
             read += len(chunk)
     encoded = binascii.b2a_base64(digest.digest(), newline=False).translate(_URLSAFE)
-    key = _stat_key(status) if read == size == status.st_size else None
+    key = stat_key(status) if read == size == status.st_size else None
     return b"sha256=" + encoded.rstrip(b"="), key
 
 
-def _stat_key(status):
+def stat_key(status):
     return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
 
 
@@ -426,7 +426,7 @@ def _verified_lines(path, memo):
     status = os.stat(path)
     if status.st_size > RECORD_LIMIT:
         raise RecordTooLarge(f"RECORD is larger than {RECORD_LIMIT} bytes: not verified")
-    key = _stat_key(status)
+    key = stat_key(status)
     rows = memo.get(path, key) if memo is not None and S_ISREG(status.st_mode) else None
     if isinstance(rows, list) and all(_memo_row(r) for r in rows):
         wanted = {r[0]: (r[1].encode("ascii", "replace"), r[2]) for r in rows}
@@ -478,7 +478,7 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET, hash_cache=None, 
             wrong_size.append({"path": relative, "recorded": size, "actual": actual})
         elif relative in shared and digest.startswith(b"sha256=") and size is not None \
                 and S_ISREG(status.st_mode):  # never open a FIFO or a device planted under a listed name
-            hashable.append((size, relative, digest, _stat_key(status)))
+            hashable.append((size, relative, digest, stat_key(status)))
     hashed, hashed_bytes, cached, wrong_hash = 0, 0, 0, []
     for size, relative, digest, key in sorted(hashable):
         if hashed_bytes + size > hash_budget:

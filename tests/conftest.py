@@ -60,3 +60,18 @@ def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     yield here
     knowledge.table.cache_clear()
     knowledge.available.cache_clear()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hash_cache_of_the_tests(tmp_path_factory: pytest.TempPathFactory):
+    """The snapshot keeps RECORD sums between runs (pyenv_snapshot.HashCache): the tests' own, in a
+    temporary folder that the child processes they start inherit, never the user's ~/.cache."""
+    import os
+
+    before = os.environ.get("TFDOCTOR_CACHE_DIR")
+    os.environ["TFDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("tfdoctor-cache"))
+    yield
+    if before is None:
+        os.environ.pop("TFDOCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TFDOCTOR_CACHE_DIR"] = before

@@ -299,3 +299,78 @@ def test_binding_variables_twins_are_silent(make_root, twin):
         _stock_tensorflow_with_intel_openmp(root)
         env = {**VENV, "KMP_AFFINITY": "granularity=fine,none", "OMP_PROC_BIND": "false", "OMP_PLACES": "cores"}
     assert check_root(root, env=env, select=["THR109"]).codes() == []
+
+
+def _record_scan(tmp_path: Path, names: openmp_probe.RuntimeNames | None = None) -> openmp_probe._Scan:
+    """A scan of the live machine (it reads nothing but the RECORD it is given here) keeping hits in tmp."""
+    from tfdoctor.facts.machine import Machine
+
+    scan = openmp_probe._Scan(Machine(environ={}))
+    if names is not None:
+        scan.names = names
+    scan.kept = openmp_probe._kept_hits(scan.machine, scan.names)
+    return scan
+
+
+def test_a_records_hits_are_kept_while_it_is_unchanged(tmp_path, monkeypatch):
+    """TensorFlow's 1.8 MB RECORD searched on every pre-job hook was most of this probe: its hits are kept
+    with its stat (device, inode, size, mtime, ctime) and the RECORD is not searched again until it changes."""
+    import time
+
+    from tfdoctor.facts.probes import pyenv_snapshot
+
+    monkeypatch.setattr(pyenv_snapshot, "RACY_NS", 0)  # the RECORD just written counts as settled
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    record = tmp_path / "torch-2.5.1.dist-info" / "RECORD"
+    record.parent.mkdir()
+    record.write_text("torch/__init__.py,sha256=x,1\ntorch/lib/libgomp-a34b3233.so.1,sha256=y,2\n")
+    scan = _record_scan(tmp_path)
+    assert openmp_probe._record_hits(scan, str(record), "torch") == ["torch/lib/libgomp-a34b3233.so.1"]
+    scan.kept.save()
+    assert (tmp_path / "cache" / openmp_probe.KEPT_HITS_NAME).is_file()
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the RECORD was searched again")
+
+    again = _record_scan(tmp_path)
+    monkeypatch.setattr(openmp_probe.mmap, "mmap", no_search)
+    assert openmp_probe._record_hits(again, str(record), "torch") == ["torch/lib/libgomp-a34b3233.so.1"]
+    assert (again.counts["records"], again.counts["records_kept"]) == (1, 1)
+    monkeypatch.undo()
+    monkeypatch.setattr(pyenv_snapshot, "RACY_NS", 0)
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    time.sleep(0.05)  # past the tick of the clock that stamps ctime
+    with open(record, "a", encoding="utf-8") as handle:  # pip installs another runtime over it
+        handle.write("torch/lib/libiomp5.so,sha256=z,3\n")
+    changed = _record_scan(tmp_path)
+    assert openmp_probe._record_hits(changed, str(record), "torch") == ["torch/lib/libgomp-a34b3233.so.1",
+                                                                        "torch/lib/libiomp5.so"]
+    assert changed.counts["records_kept"] == 0
+
+
+def test_hits_kept_for_other_runtime_names_are_not_used(tmp_path, monkeypatch):
+    """A knowledge table that names another runtime file changes the tag: the RECORD is searched anew."""
+    import re
+
+    from tfdoctor.facts.probes import pyenv_snapshot
+
+    monkeypatch.setattr(pyenv_snapshot, "RACY_NS", 0)
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    record = tmp_path / "RECORD"
+    record.write_text("x/libgomp.so.1,sha256=y,2\nx/libnewomp.so,sha256=z,3\n")
+    scan = _record_scan(tmp_path)
+    assert openmp_probe._record_hits(scan, str(record), "x") == ["x/libgomp.so.1"]
+    scan.kept.save()
+    names = scan.names._replace(needles=re.compile(scan.names.needles.pattern + b"|libnewomp"))
+    wider = _record_scan(tmp_path, names)
+    assert openmp_probe._record_hits(wider, str(record), "x") == ["x/libgomp.so.1", "x/libnewomp.so"]
+    assert wider.counts["records_kept"] == 0
+
+
+def test_nothing_is_kept_for_a_fake_root(make_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    root = make_root()
+    _paddle(_site(root))
+    facts = probe_root(root, VENV)
+    assert [r["path"] for r in facts.get("openmp.runtimes")] == [f"{SITE}/paddle/libs/libiomp5.so"]
+    assert not (tmp_path / "cache" / openmp_probe.KEPT_HITS_NAME).exists()

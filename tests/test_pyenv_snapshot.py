@@ -221,3 +221,247 @@ def test_a_fifo_listed_as_a_shared_object_of_size_zero_is_never_opened(tmp_path)
     record = verify_record(str(dist_dir), str(site))
     assert (record["checked"], record["missing_count"], record["size_mismatch_count"]) == (8, 0, 0)
     assert record["hashed"] == 4  # the four real shared objects, not the FIFO
+
+
+def test_a_file_larger_than_its_stat_said_is_read_no_further_than_one_byte_past(tmp_path):
+    """_sha256_record(path, size) hashes at most size + 1 bytes: a shared object that grew (or was swapped
+    for /dev/zero's worth of data) after its stat costs one byte more than it should, never a read to EOF."""
+    import base64
+    import hashlib
+
+    from tfdoctor.facts.probes.pyenv_snapshot import _hash_file, _sha256_record
+
+    data = bytes(range(256)) * 8192  # 2 MiB
+    path = tmp_path / "lib.so"
+    path.write_bytes(data)
+    expected = b"sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data[:11]).digest()).rstrip(b"=")
+    assert _sha256_record(str(path), 10) == expected
+    assert _hash_file(str(path), 10)[1] is None  # not the size it was hashed for: never remembered
+    _, key = _hash_file(str(path), len(data))
+    status = path.stat()
+    assert key == [status.st_dev, status.st_ino, len(data), status.st_mtime_ns, status.st_ctime_ns]
+
+
+def _old_enough(monkeypatch):
+    """Files this test has just written count as settled (pyenv_snapshot.RACY_NS)."""
+    monkeypatch.setattr(pyenv_snapshot, "RACY_NS", 0)
+
+
+def _verify(site, cache_file):
+    dist_dir = str(site.path / "tensorflow_cpu-2.21.0.dist-info")
+    return pyenv_snapshot.verify_record(dist_dir, str(site), hash_cache=pyenv_snapshot.HashCache(str(cache_file)))
+
+
+def test_sums_are_kept_for_unchanged_files_and_not_read_again(tmp_path, monkeypatch):
+    import os
+
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    cache_file = tmp_path / "cache" / "record-sha256.json"
+    first = _verify(site, cache_file)
+    assert (first["hashed"], first["hash_cached"], first["hash_mismatch_count"]) == (4, 0, 0)
+    assert oct(cache_file.stat().st_mode & 0o777) == "0o600"
+    assert oct(cache_file.parent.stat().st_mode & 0o777) == "0o700"
+    kept = json.loads(cache_file.read_text())["entries"]
+    so = str(site.path / "tensorflow/python/_pywrap_tensorflow_internal.so")
+    status = os.stat(so)
+    assert kept[so][0] == [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+
+    def no_read(path, size):
+        raise AssertionError(f"{path} was read again")
+
+    monkeypatch.setattr(pyenv_snapshot, "_hash_file", no_read)
+    again = _verify(site, cache_file)
+    assert (again["hashed"], again["hash_cached"], again["hashed_bytes"]) == (4, 4, first["hashed_bytes"])
+    assert {k: v for k, v in again.items() if k != "hash_cached"} == {k: v for k, v in first.items()
+                                                                       if k != "hash_cached"}
+
+
+def test_a_file_rewritten_with_its_size_and_mtime_restored_is_hashed_again(tmp_path, monkeypatch):
+    """The attack a (size, mtime) key would miss: same size, mtime set back. The ctime moves all the same."""
+    import os
+    import time
+
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    cache_file = tmp_path / "record-sha256.json"
+    assert _verify(site, cache_file)["hash_mismatch_count"] == 0
+    so = site.path / "tensorflow/python/_pywrap_tensorflow_internal.so"
+    before = so.stat()
+    time.sleep(0.05)  # past the tick of the clock that stamps ctime
+    with open(so, "r+b") as handle:  # in place: the same inode
+        handle.write(b"\x00" * before.st_size)
+    os.utime(so, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = so.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    record = _verify(site, cache_file)
+    assert (record["hash_cached"], record["hash_mismatch"]) == (3, ["tensorflow/python/_pywrap_tensorflow_internal.so"])
+    # The mismatch is remembered as a sum, not as a verdict: the next run finds it again from the cache.
+    assert _verify(site, cache_file)[("hash_mismatch")] == ["tensorflow/python/_pywrap_tensorflow_internal.so"]
+
+
+def test_a_file_changed_in_the_last_two_seconds_is_hashed_but_not_remembered(tmp_path):
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()  # just written
+    cache_file = tmp_path / "record-sha256.json"
+    assert _verify(site, cache_file)["hash_cached"] == 0
+    assert not cache_file.exists()
+    assert _verify(site, cache_file)["hash_cached"] == 0
+
+
+@pytest.mark.parametrize("damage", ["group-writable", "malformed", "wrong-shape", "directory", "too-large",
+                                    "deeply-nested"])
+def test_a_cache_file_that_cannot_be_trusted_is_ignored_and_replaced(tmp_path, monkeypatch, damage):
+    """A planted sum (another's file, one others may write) would hide an altered shared object: ignored."""
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    so = str(site.path / "tensorflow/python/_pywrap_tensorflow_internal.so")
+    cache_file = tmp_path / "record-sha256.json"
+    _verify(site, cache_file)
+    planted = json.loads(cache_file.read_text())
+    planted["entries"][so][1] = "sha256=planted"
+    text = json.dumps(planted)
+    if damage == "malformed":
+        text = text[:-5]
+    elif damage == "wrong-shape":
+        text = json.dumps({"version": 1, "entries": {so: [["1", 2, 3, 4, 5], "sha256=planted"]}})
+    elif damage == "too-large":
+        text += " " * pyenv_snapshot.STAT_MEMO_LIMIT
+    elif damage == "deeply-nested":
+        text = "[" * 100_000 + "]" * 100_000
+    cache_file.write_text(text)
+    if damage == "group-writable":
+        cache_file.chmod(0o620)
+    elif damage == "directory":
+        cache_file.unlink()
+        cache_file.mkdir()
+    record = _verify(site, cache_file)
+    assert (record["hashed"], record["hash_mismatch_count"]) == (4, 0)
+    if damage != "directory":
+        assert "sha256=planted" not in cache_file.read_text()  # written anew, as the tests' user's own
+
+
+def test_a_cache_that_cannot_be_written_costs_nothing_but_the_sums(tmp_path, monkeypatch):
+    """A read-only cache folder, or another's file where the temporary one goes: the run goes on, every
+    sum made, and a file it did not create is never removed."""
+    import os
+
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    record = _verify(site, blocked / "record-sha256.json")
+    assert (record["hashed"], record["hash_cached"], record["hash_mismatch_count"]) == (4, 0, 0)
+    cache_file = tmp_path / "cache" / "record-sha256.json"
+    cache_file.parent.mkdir()
+    theirs = cache_file.parent / f"record-sha256.json.{os.getpid()}.tmp"
+    theirs.write_text("someone else's")
+    assert _verify(site, cache_file)["hashed"] == 4
+    assert theirs.read_text() == "someone else's" and not cache_file.exists()
+
+
+def test_where_the_sums_are_kept():
+    path = pyenv_snapshot.hash_cache_path
+    assert path({"TFDOCTOR_CACHE_DIR": "/c", "HOME": "/h"}) == "/c/record-sha256.json"
+    assert path({"TFDOCTOR_CACHE_DIR": "", "HOME": "/h"}) is None  # set empty: nothing kept
+    assert path({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == "/x/tfdoctor/record-sha256.json"
+    assert path({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == "/h/.cache/tfdoctor/record-sha256.json"
+    assert path({}) is None and path({"HOME": "relative"}) is None
+
+
+def test_the_snapshot_keeps_its_sums_where_its_own_process_says(tmp_path, monkeypatch):
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", str(tmp_path / "kept"))
+    first = snapshot(paths=[str(site)], environ={"HOME": str(tmp_path / "job-home")}, prefix=str(tmp_path))
+    again = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path))
+    assert first["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0
+    assert again["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 4
+    assert (tmp_path / "kept" / "record-sha256.json").is_file() and not (tmp_path / "job-home").exists()
+    monkeypatch.setenv("TFDOCTOR_CACHE_DIR", "")
+    off = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path))
+    assert off["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0
+
+
+def _verify_with_memo(site, folder):
+    dist_dir = str(site.path / "tensorflow_cpu-2.21.0.dist-info")
+    memo = pyenv_snapshot.record_memo(str(folder / pyenv_snapshot.RECORD_MEMO_NAME))
+    return pyenv_snapshot.verify_record(dist_dir, str(site), record_memo=memo)
+
+
+def test_an_unchanged_record_is_not_read_again(tmp_path, monkeypatch):
+    """The RECORD's verified lines are kept with its stat: the next run stats every listed file as before,
+    without reading the RECORD (TensorFlow's is 1.8 MB, searched twice)."""
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    record = str(site.path / "tensorflow_cpu-2.21.0.dist-info" / "RECORD")
+    kept = json.loads((tmp_path / "cache" / "record-lines.json").read_text())["entries"][record][1]
+    lines = {line.split(",")[0]: line.split(",") for line in Path(record).read_text().splitlines()}
+    so = "tensorflow/libtensorflow_cc.so.2"
+    assert [so, lines[so][1], int(lines[so][2]), True] in kept
+    init = "tensorflow/__init__.py"
+    assert [init, lines[init][1], int(lines[init][2]), False] in kept
+    assert (len(kept), sum(row[3] for row in kept)) == (7, 4)  # the four shared objects, marked as such
+
+    def no_read(path, limit):
+        raise AssertionError(f"{path} was read again")
+
+    monkeypatch.setattr(pyenv_snapshot, "_read_bytes", no_read)
+    again = _verify_with_memo(site, tmp_path / "cache")
+    assert again == first and (first["checked"], first["hashed"]) == (7, 4)
+    (site.path / "tensorflow/libtensorflow_cc.so.2").unlink()  # the files are still looked at, every one
+    assert _verify_with_memo(site, tmp_path / "cache")["missing"] == ["tensorflow/libtensorflow_cc.so.2"]
+
+
+def test_a_rewritten_record_is_read_again(tmp_path, monkeypatch):
+    """A reinstall (or an edit) rewrites the RECORD: another ctime, often another inode; its new lines count."""
+    import time
+
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    assert _verify_with_memo(site, tmp_path / "cache")["missing_count"] == 0
+    time.sleep(0.05)  # past the tick of the clock that stamps ctime
+    record = site.path / "tensorflow_cpu-2.21.0.dist-info" / "RECORD"
+    with open(record, "a", encoding="utf-8") as handle:
+        handle.write("tensorflow/python/_pywrap_new.so,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n")
+    again = _verify_with_memo(site, tmp_path / "cache")
+    assert (again["checked"], again["missing"]) == (8, ["tensorflow/python/_pywrap_new.so"])
+
+
+@pytest.mark.parametrize("row", [["tensorflow/x.so", 5, 1, True], ["tensorflow/x.so", "", "1", True],
+                                 ["tensorflow/x.so", "", 1, 1], ["tensorflow/x.so", "", 1], "tensorflow/x.so"])
+def test_kept_record_lines_of_another_shape_are_not_trusted(tmp_path, monkeypatch, row):
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    memo_file = tmp_path / "cache" / "record-lines.json"
+    data = json.loads(memo_file.read_text())
+    (entry,) = data["entries"].values()
+    entry[1] = [row]  # would say the RECORD lists one file only
+    memo_file.write_text(json.dumps(data))
+    assert _verify_with_memo(site, tmp_path / "cache") == first
+
+
+def test_the_snapshot_keeps_record_lines_and_sums_in_its_cache_folder(tmp_path, monkeypatch):
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path), cache=str(tmp_path / "here"))
+    assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["record-lines.json", "record-sha256.json"]
+    none = snapshot(paths=[str(site)], environ={}, prefix=str(tmp_path / "p"), cache="")
+    assert none["watched"]["tensorflow-cpu"]["record"]["hash_cached"] == 0
+
+
+def test_record_lines_kept_by_another_format_are_not_used(tmp_path, monkeypatch):
+    """Lines kept by a tfdoctor that selected them otherwise (another RECORD_LINES_FORMAT) are read anew."""
+    _old_enough(monkeypatch)
+    site = FakeSitePackages(tmp_path / "site-packages").tensorflow()
+    first = _verify_with_memo(site, tmp_path / "cache")
+    memo_file = tmp_path / "cache" / "record-lines.json"
+    data = json.loads(memo_file.read_text())
+    assert data["tag"] == f"record-lines/{pyenv_snapshot.RECORD_LINES_FORMAT}:.so"
+    (entry,) = data["entries"].values()
+    entry[1] = [["tensorflow/__init__.py", "", 0, False]]
+    memo_file.write_text(json.dumps(data))
+    assert _verify_with_memo(site, tmp_path / "cache")["checked"] == 1  # the same tag: used as kept
+    monkeypatch.setattr(pyenv_snapshot, "RECORD_LINES_FORMAT", pyenv_snapshot.RECORD_LINES_FORMAT + 1)
+    assert _verify_with_memo(site, tmp_path / "cache") == first

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NamedTuple
+
+from tfdoctor.records import value_tuple
 
 FAIL_ON = ("error", "warning", "info", "never")
 CONFIG_FILE_LIMIT = 1024 * 1024
@@ -21,7 +22,8 @@ class ConfigError(Exception):
     pass
 
 
-class Config(NamedTuple):
+@value_tuple
+class Config:
     """The [tool.tfdoctor] settings in force: the file's values, or the defaults when there is none."""
 
     select: tuple[str, ...] = ()

@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from tfdoctor.records import value_tuple
 from tfdoctor.usage import UsageError
 
 DEFAULT_TIMEOUT = 5.0
 
 
-class GatherOptions(NamedTuple):
+@value_tuple
+class GatherOptions:
     """The options every command that looks at a machine shares (--facts, --root, --python, --timeout, …)."""
 
     facts_file: str | None

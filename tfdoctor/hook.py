@@ -10,6 +10,7 @@ command line parses it (with click's messages for what is wrong), so no form beh
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 
 FLAGS = {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
@@ -77,4 +78,10 @@ def run(options: object) -> None:
             raise SystemExit(EXIT_INTERNAL) from None
 
     start_run()
-    leave(run_guarded(body))
+    code = run_guarded(body)
+    # The interpreter's exit collects garbage through every object the run made (finalize_modules), with
+    # the collector paused since the start, so every one is still in the youngest generations: ~6 ms of a
+    # ~65 ms hook on a 2-CPU node, a tenth of it. Frozen, they are out of the collector's reach; the exit
+    # still frees each by its reference count, flushes the streams and runs the atexit functions.
+    gc.freeze()
+    leave(code)

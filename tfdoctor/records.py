@@ -129,3 +129,34 @@ def record(cls: type | None = None, *, frozen: bool = False) -> Any:
         return klass
 
     return wrap if cls is None else wrap(cls)
+
+
+# What typing.NamedTuple does with a class body, less its check of each annotation: under
+# `from __future__ import annotations` every annotation is a string, and that check compiles each one into
+# a ForwardRef (106 fields on the pre-job hook's path: ~1.5 ms of it on a 2-CPU node).
+_NAMEDTUPLE_OWN = frozenset({"__module__", "__annotations__", "__dict__", "__weakref__", "__qualname__"})
+
+
+def value_tuple(cls: type) -> Any:
+    """`@value_tuple` on a class whose body would make a `typing.NamedTuple`: the same class — a namedtuple
+    of its annotated fields in order, their defaults (none may follow a field without one), its methods,
+    properties and docstring, `__annotations__` as written — built by collections.namedtuple directly."""
+    from collections import namedtuple
+
+    body = vars(cls)
+    annotations = dict(body.get("__annotations__", {}))
+    with_default: list[str] = []
+    for name in annotations:
+        if name in body:
+            with_default.append(name)
+        elif with_default:
+            raise TypeError(f"Non-default namedtuple field {name} cannot follow default field"
+                            f"{'s' if len(with_default) > 1 else ''} {', '.join(with_default)}")
+    made = namedtuple(cls.__name__, list(annotations), defaults=[body[n] for n in with_default],
+                      module=cls.__module__)
+    made.__qualname__ = cls.__qualname__
+    made.__annotations__ = annotations
+    for key, value in body.items():
+        if key not in _NAMEDTUPLE_OWN and key not in annotations:
+            setattr(made, key, value)
+    return made

@@ -13,10 +13,9 @@ import importlib
 import re
 import types
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
 
 from tfdoctor.model import Finding, Severity
-from tfdoctor.records import record
+from tfdoctor.records import record, value_tuple
 
 CHECK_GROUP = "tfdoctor.checks"
 PROBE_GROUP = "tfdoctor.probes"
@@ -33,7 +32,8 @@ _CHECK_ATTR = "__tfdoctor_check__"
 _PROBE_ATTR = "__tfdoctor_probe__"
 
 
-class CheckSpec(NamedTuple):
+@value_tuple
+class CheckSpec:
     """A registered check: its code, name and severity, its function and where it came from."""
 
     code: str
@@ -70,7 +70,8 @@ def doc_summary(doc: str) -> str:
     return text[: match.end()] if match else text
 
 
-class ProbeSpec(NamedTuple):
+@value_tuple
+class ProbeSpec:
     """A registered probe: the facts section it fills, its function, its own time limit."""
 
     section: str

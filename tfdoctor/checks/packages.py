@@ -651,8 +651,11 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     installed, with each one's size and sha256): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`)
     and every `__init__.py` it lists must still exist with the size the RECORD gives (a stat each), and
     the smallest shared objects are hashed too, up to a budget of bytes read (4 MiB: TensorFlow 2.21's
-    shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). The finding says what was done:
-    sizes compared, how many files hashed.
+    shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). What this learns (the RECORD's
+    lines, each hashed file's sum) is kept between runs in `~/.cache/tfdoctor` (or `$TFDOCTOR_CACHE_DIR`)
+    with the device, inode, size, mtime and ctime of the file it came from: while none of these changed,
+    the file is not read again. Every listed file is still looked at on every run. The finding says what
+    was done: sizes compared, how many files hashed, how many of their sums were kept.
 
     Why is this bad?
     A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_
@@ -724,8 +727,11 @@ def _verification_done(record: Mapping[str, Any]) -> str:
     if "size_checked" not in record:  # a facts file recorded before sizes were compared
         return "existence checked, sizes and hashes not compared"
     budget = int(record.get("hash_budget") or 0)
+    cached = record.get("hash_cached")
+    kept = (f"; {cached} of the sums kept from an earlier run, the files unchanged since"
+            if type(cached) is int and cached > 0 else "")
     return (f"existence and size checked for every file, sha256 for {record.get('hashed', 0)} shared objects "
-            f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB)")
+            f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB{kept})")
 
 
 @check("PKG012", "wheel-built-for-another-python", Severity.ERROR)

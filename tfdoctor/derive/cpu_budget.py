@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from types import MappingProxyType
-from typing import NamedTuple
 
 from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.records import value_tuple
 
 
-class CpuBudget(NamedTuple):
+@value_tuple
+class CpuBudget:
     """How many CPUs the job may really keep busy, the limit that decided it, and the host's counts."""
 
     cpus: int  # whole CPUs (logical) the job may keep busy

@@ -23,13 +23,15 @@ whose NVML failed. When NVML fails on a driver host, the probe falls back ("sour
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import count
+from tfdoctor.records import value_tuple
 
 
-class Gpu(NamedTuple):
+@value_tuple
+class Gpu:
     """One NVIDIA GPU as NVML (or the PCI bus, without NVML) lists it."""
 
     index: int

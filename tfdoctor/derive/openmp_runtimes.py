@@ -7,13 +7,13 @@ op). Shared by THR102, THR107 and THR108.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.knowledge import table
+from tfdoctor.records import value_tuple
 
 
-class RuntimeCopy(NamedTuple):
+@value_tuple
+class RuntimeCopy:
     """One OpenMP runtime file the process can load, and the distribution that brought it."""
 
     runtime: str  # "libiomp5", "libomp", "libgomp"
@@ -70,7 +70,8 @@ def scan_incomplete(facts: Facts) -> list[str]:
 EIGEN, OPENMP = "eigen", "openmp"
 
 
-class ThreadingModel(NamedTuple):
+@value_tuple
+class ThreadingModel:
     """Whether TensorFlow's CPU kernels run on Eigen's pool or on OpenMP threads, and why."""
 
     kind: str  # EIGEN or OPENMP

@@ -16,11 +16,11 @@ Measured figures override the hardware tables: the micro-profile may record
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from tfdoctor.derive.gpu_inventory import Gpu
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts import Facts, NotChecked, Unknown
+from tfdoctor.records import value_tuple
 
 POLICY_VARIABLE = "TFDOCTOR_MIXED_PRECISION"
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32", "float16", "bfloat16")
@@ -34,7 +34,8 @@ CPU_FLOAT16_SLOWDOWN = 7.1
 CPU_BF16_SPEEDUP = 2.0
 
 
-class Policy(NamedTuple):
+@value_tuple
+class Policy:
     """The Keras mixed-precision policy the job declares, and the fact it was read from."""
 
     name: str
@@ -102,7 +103,8 @@ def measured_speedup(facts: Facts, policy: str) -> float | None:
     return float(speedup)
 
 
-class Recommendation(NamedTuple):
+@value_tuple
+class Recommendation:
     """The mixed policy `check` recommends for where TensorFlow computes, and why."""
 
     policy: str

@@ -12,11 +12,12 @@ TF_CONFIG (tasks listed on this host), and TFDOCTOR_PROCESSES_PER_NODE for what 
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.facts import Facts
 from tfdoctor.facts.parse import count
+from tfdoctor.records import value_tuple
 
 # "Processes of this step on this node", most specific first. SLURM_TASKS_PER_NODE reads "4(x2),3":
 # this node's count is the first number.
@@ -40,7 +41,8 @@ SLURM_PER_TASK_BINDING = re.compile(r"(^|,)(cores|threads|sockets|ldoms|rank|ran
                                     r"mask_ldom)\b")
 
 
-class ProcessLayout(NamedTuple):
+@value_tuple
+class ProcessLayout:
     """How many processes of this job share the node, what says so, and whether the launcher binds them."""
 
     processes: int  # processes of this job on this node

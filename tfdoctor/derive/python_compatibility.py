@@ -8,10 +8,11 @@ under Keras 3, which Pythons a release has wheels for, and what CPU flags a dist
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.derive.requirement_ranges import canonical_name, version_satisfies
 from tfdoctor.knowledge import Table, table
+from tfdoctor.records import value_tuple
 
 TABLE = "python_compatibility"
 SEVERITIES = ("error", "warning", "info")
@@ -20,7 +21,8 @@ BELOW_FLOOR, ABOVE_CAP, EXCLUDED, MISSING = "below-floor", "above-cap", "exclude
 BOUND_KINDS = (BELOW_FLOOR, ABOVE_CAP, EXCLUDED, MISSING)
 
 
-class Coupling(NamedTuple):
+@value_tuple
+class Coupling:
     """The verdict of one table row on one dependency."""
 
     severity: str  # "error" | "warning" | "info"
@@ -165,7 +167,8 @@ def gencode_coupling(relation: str, runtime: str, gencode: str) -> Coupling | No
     return None
 
 
-class Addon(NamedTuple):
+@value_tuple
+class Addon:
     """An add-on package built against one TensorFlow release."""
 
     package: str
@@ -179,7 +182,8 @@ def addons() -> tuple[Addon, ...]:
                        tuple(r.get("source", ()))) for r in rows("addon"))
 
 
-class TfKerasNeed(NamedTuple):
+@value_tuple
+class TfKerasNeed:
     """A package that needs tf-keras with Keras 3 installed: the versions concerned, the symptom, its
     sources."""
 

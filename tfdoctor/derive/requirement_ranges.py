@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+
+from tfdoctor.records import value_tuple
 
 _NUMERIC = re.compile(r"^\d+(?:\.\d+)*$")
 _CLAUSE = re.compile(r"^(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)$")
@@ -21,7 +22,8 @@ _LINE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\
 _EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"][^'"]*['"]""")
 
 
-class Requirement(NamedTuple):
+@value_tuple
+class Requirement:
     """One Requires-Dist line: the canonical name, its version specifier and its marker."""
 
     name: str  # canonical: lower case, runs of -_. as one "-"

@@ -13,15 +13,17 @@ import os
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS, normalize
+from tfdoctor.records import value_tuple
 
 IMPORT_PACKAGE = "tensorflow"
 
 
-class TensorflowDistribution(NamedTuple):
+@value_tuple
+class TensorflowDistribution:
     """One installed TensorFlow distribution (tensorflow, tensorflow-cpu, …) as its metadata describes it."""
 
     name: str  # normalized: "tensorflow-cpu"

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
 from tfdoctor.derive.tf_build import tensorflow_build
 from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.records import value_tuple
 
 
-class TensorflowGpus(NamedTuple):
+@value_tuple
+class TensorflowGpus:
     """The GPUs this TensorFlow will place ops on, against the GPUs the process can see."""
 
     gpus: tuple[Gpu, ...]  # the GPUs TensorFlow will place ops on

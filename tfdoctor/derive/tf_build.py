@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.derive.versions import major_minor, version_tuple
 from tfdoctor.facts import Facts
+from tfdoctor.records import value_tuple
 
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly",
                     "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")
@@ -28,7 +29,8 @@ WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasL
             "nvcc": "nvidia-cuda-nvcc"}
 
 
-class TfBuild(NamedTuple):
+@value_tuple
+class TfBuild:
     """What the installed TensorFlow was built with: CUDA, cuDNN, GPU architectures and its wheel pins."""
 
     version: str | None

@@ -7,7 +7,7 @@ first XLA use, so a misspelt flag is not a silent no-op but a crashed job.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from tfdoctor.records import value_tuple
 
 # Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
 # bridge). Unknown tf_ flags that are close to one of these are reported as misspelt.
@@ -56,7 +56,8 @@ XLA_COMMON = frozenset({
 })
 
 
-class Flag(NamedTuple):
+@value_tuple
+class Flag:
     """One token of XLA_FLAGS or TF_XLA_FLAGS, split into its name and value."""
 
     token: str  # as written

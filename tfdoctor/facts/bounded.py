@@ -22,7 +22,9 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING
+
+from tfdoctor.records import value_tuple
 
 if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
     import subprocess
@@ -135,7 +137,8 @@ def _size(limit: int) -> str:
     return f"{limit // MB} MB" if limit >= MB else f"{limit // 1024} KB"
 
 
-class ProbeRead(NamedTuple):
+@value_tuple
+class ProbeRead:
     """What a bounded read of a probe's file returned, and whether the file held more."""
 
     data: bytes
@@ -175,7 +178,8 @@ class SpecialFileError(OSError):
         self.kind = kind
 
 
-class Bounded(NamedTuple):
+@value_tuple
+class Bounded:
     """A finished subprocess's exit code and its output, each cut at its limit."""
 
     returncode: int

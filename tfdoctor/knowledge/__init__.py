@@ -20,7 +20,9 @@ from __future__ import annotations
 import datetime
 import functools
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from tfdoctor.records import value_tuple
 
 
 def _tomllib() -> Any:
@@ -44,7 +46,8 @@ class KnowledgeError(Exception):
     """A packaged table is missing or malformed: a defect of tfdoctor itself, never of the user's input."""
 
 
-class Table(NamedTuple):
+@value_tuple
+class Table:
     """A knowledge table: its rows, its title, its sources and the date it was taken."""
 
     name: str

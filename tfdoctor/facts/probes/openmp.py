@@ -17,7 +17,8 @@ bound that was hit is named in `incomplete`, so a check can say the list may be 
 
 Facts section "openmp" (documented in docs/threads.md):
     {"runtimes": [{"runtime", "path", "real_path", "owner", "owner_version", "found_by"}],
-     "scanned": {"folders", "records", "record_bytes", "walked_dirs", "seconds"}, "incomplete": [reason]}
+     "scanned": {"folders", "records", "records_kept" (of the records, those whose hits were kept from an
+                 earlier run), "record_bytes", "walked_dirs", "seconds"}, "incomplete": [reason]}
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ import re
 import stat
 import sys
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.rooted_fs import RootedFs
+from tfdoctor.records import value_tuple
 from tfdoctor.registry import probe
 
 MAX_RECORDS = 400
@@ -48,7 +50,8 @@ _CONDA_META = re.compile(r"^(?P<name>.+)-(?P<version>[^-]+)-(?P<build>[^-]+)\.js
 _SKIP_WALK = ("__pycache__", "include", "tests", "test")
 
 
-class RuntimeNames(NamedTuple):
+@value_tuple
+class RuntimeNames:
     """From the knowledge table: which file names are which runtime, and the conda packages of each."""
 
     pattern: re.Pattern[str]  # a stem, a hash suffix as auditwheel/delocate add it, then .so[.N], .dylib, .dll
@@ -82,9 +85,10 @@ class _Scan:
         self.names = runtime_names()
         self.found: dict[str, dict[str, Any]] = {}  # real path -> record
         self.incomplete: list[str] = []
-        self.counts = {"folders": 0, "records": 0, "record_bytes": 0, "walked_dirs": 0}
+        self.counts = {"folders": 0, "records": 0, "records_kept": 0, "record_bytes": 0, "walked_dirs": 0}
         self.deadline = time.monotonic() + DEADLINE_S
         self.host_prefix = "" if machine.is_live else os.fspath(machine.root).rstrip("/")
+        self.kept = _kept_hits(machine, self.names)
 
     def out_of_time(self, where: str) -> bool:
         if time.monotonic() < self.deadline:
@@ -149,21 +153,45 @@ def _binary_wheel(host_dist_info: str) -> bool:
     return not tags or not all(tag.endswith(b"-none-any") for tag in tags)
 
 
+# A RECORD's hits are kept between runs of a live check with the RECORD's stat (pyenv_snapshot.StatMemo,
+# the cache the RECORD verification keeps too): searching TensorFlow's 1.8 MB RECORD is most of this
+# probe's time, and a RECORD is only rewritten by an install. Under --root nothing is kept.
+KEPT_HITS_NAME = "openmp-record-hits.json"
+
+
+def _kept_hits(machine: Machine, names: RuntimeNames) -> Any:
+    """Tagged with the stems searched for: a knowledge table that names another runtime file finds them."""
+    from tfdoctor.facts.probes.pyenv_snapshot import StatMemo, cache_folder
+
+    folder = cache_folder() if machine.is_live else None
+    tag = "openmp-record-hits/1:" + names.needles.pattern.decode(errors="replace")
+    return StatMemo(os.path.join(folder, KEPT_HITS_NAME), MAX_RECORDS, tag) if folder else None
+
+
 def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
     """The paths of a RECORD's lines that name a runtime stem; None when there is no RECORD. The file is
-    mapped, not read: a TensorFlow wheel's RECORD is about 2 MB, and copying it costs more than the search."""
+    mapped, not read: a TensorFlow wheel's RECORD is about 2 MB, and copying it costs more than the search.
+    Kept in scan.kept with the RECORD's stat while it is unchanged."""
+    from tfdoctor.facts.probes.pyenv_snapshot import stat_key
+
     try:
         fd = os.open(host_record, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO has size 0: no hits, no wait
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
+        status = os.fstat(fd)
+        size = status.st_size
         scan.counts["records"] += 1
         scan.counts["record_bytes"] += size
         if size > MAX_RECORD_BYTES:
             scan.incomplete.append(f"{entry}/RECORD is larger than {MAX_RECORD_BYTES} bytes: read in part")
         if size == 0:
             return []
+        key = stat_key(status)
+        kept = scan.kept.get(host_record, key) if scan.kept is not None and stat.S_ISREG(status.st_mode) else None
+        if isinstance(kept, list) and all(isinstance(path, str) for path in kept):
+            scan.counts["records_kept"] += 1
+            return kept
         with mmap.mmap(fd, min(size, MAX_RECORD_BYTES), prot=mmap.PROT_READ) as data:
             paths = []
             for hit in scan.names.needles.finditer(data):
@@ -171,7 +199,9 @@ def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
                 end = data.find(b"\n", hit.end())
                 line = data[start:end if end >= 0 else len(data)]
                 paths.append(line.split(b",", 1)[0].decode(errors="replace"))
-            return paths
+        if scan.kept is not None and size <= MAX_RECORD_BYTES:
+            scan.kept.put(host_record, key, paths)
+        return paths
     except (OSError, ValueError):
         return None
     finally:
@@ -311,6 +341,8 @@ def probe_openmp(machine: Machine) -> dict[str, Any] | Unknown:
             owner = _conda_owner(scan, prefix, record["runtime"])
             if owner:
                 record["owner"], record["owner_version"] = owner
+    if scan.kept is not None:
+        scan.kept.save()
     runtimes = sorted(scan.found.values(), key=lambda r: (r["runtime"], r["path"]))
     return {
         "runtimes": runtimes,

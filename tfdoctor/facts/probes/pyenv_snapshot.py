@@ -238,38 +238,200 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def _sha256_record(path, size):
-    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding)."""
+    """The RECORD spelling of a file's sha256 ("sha256=" + urlsafe base64, no padding), of at most `size` + 1
+    bytes: a file that grew past the size its stat gave is another file than installed, read no further."""
+    return _hash_file(path, size)[0]
+
+
+def _hash_file(path, size):
+    """(the RECORD spelling of the sha256 of at most `size` + 1 bytes of the file, its cache key) — the key
+    (see HashCache) from the open file's own stat, None when the bytes read were not exactly `size`."""
     import binascii
 
     digest = _sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a file swapped for a FIFO since the stat cannot hold us
-    if not S_ISREG(os.fstat(fd).st_mode):
+    status = os.fstat(fd)
+    if not S_ISREG(status.st_mode):
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
     os.set_blocking(fd, True)
+    read = 0
     with os.fdopen(fd, "rb") as handle:
-        while True:
-            chunk = handle.read(1 << 20)
+        while read <= size:
+            chunk = handle.read(min(1 << 20, size + 1 - read))
             if not chunk:
                 break
             digest.update(chunk)
+            read += len(chunk)
     encoded = binascii.b2a_base64(digest.digest(), newline=False).translate(_URLSAFE)
-    return b"sha256=" + encoded.rstrip(b"=")
+    key = stat_key(status) if read == size == status.st_size else None
+    return b"sha256=" + encoded.rstrip(b"="), key
 
 
-def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
-    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists are still there
-    as installed: each one's existence and size (a stat), and the sha256 of the smallest shared objects
-    within `hash_budget` bytes. {"checked": N, "missing_count", "missing": [first paths], "size_mismatch_count",
-    "size_mismatch": [{"path", "recorded", "actual"}], "hashed": H, "hashed_bytes", "hash_budget",
-    "hash_mismatch_count", "hash_mismatch": [paths]}, or an unknown with the reason."""
-    path = os.path.join(dist_dir, "RECORD")
+def stat_key(status):
+    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+
+
+# What verifying a RECORD learns is kept from one run to the next in the user's cache folder, each value
+# with the stat of the file it was made from: device, inode, size, mtime and ctime (in ns). The ctime
+# cannot be set back from user space, so a file rewritten in place with its size and mtime restored
+# (cp --preserve, touch -r) no longer matches; a file replaced by another gets another inode. The pre-job
+# hook runs on the same environment job after job: reading TensorFlow's 1.8 MB RECORD and searching it
+# twice, and hashing the same 4 MiB of shared objects (importing OpenSSL for it), took ~9 ms of a ~65 ms
+# `tfdoctor check` on a 2-CPU node; kept, ~1.5 ms. Kept: the lines of a RECORD that are verified
+# (RECORD_MEMO_NAME), and the sha256 of each file hashed (HASH_CACHE_NAME) — a sum, never a verdict: a
+# file that differed from its RECORD line when it was hashed keeps differing.
+HASH_CACHE_NAME = "record-sha256.json"
+RECORD_MEMO_NAME = "record-lines.json"
+STAT_MEMO_LIMIT = 4 * 1024 * 1024  # bytes of a cache file read; a larger one is ignored
+HASH_CACHE_ENTRIES = 1000  # files whose sums are kept, the most recently hashed (~30 environments' worth)
+RECORD_MEMO_ENTRIES = 4  # RECORDs whose lines are kept (~70 KB each for TensorFlow 2.21)
+RECORD_LINES_FORMAT = 1  # raised whenever _verified_lines selects or keeps lines otherwise
+# A file changed this recently is not remembered: the clock that stamps ctime ticks in milliseconds, so a
+# second change within the same tick as the one read would leave the key as it was (git's "racily clean"
+# index entries, handled alike).
+RACY_NS = 2_000_000_000
+
+
+def cache_folder(environ=None):
+    """Where what verifying RECORDs learns is kept: $TFDOCTOR_CACHE_DIR (set empty: nowhere), else
+    $XDG_CACHE_HOME/tfdoctor, else $HOME/.cache/tfdoctor; None when none of them is set (a job
+    environment without HOME verifies from scratch every run)."""
+    environ = os.environ if environ is None else environ
+    folder = environ.get("TFDOCTOR_CACHE_DIR")
+    if folder is None:
+        xdg, home = environ.get("XDG_CACHE_HOME", ""), environ.get("HOME", "")
+        if os.path.isabs(xdg):
+            folder = os.path.join(xdg, "tfdoctor")
+        elif os.path.isabs(home):
+            folder = os.path.join(home, ".cache", "tfdoctor")
+    return folder or None
+
+
+def hash_cache_path(environ=None):
+    """The file of kept sums in cache_folder(environ), None without one."""
+    folder = cache_folder(environ)
+    return os.path.join(folder, HASH_CACHE_NAME) if folder else None
+
+
+class StatMemo:
+    """Values made from files, each kept with that file's stat key: {file: [[dev, ino, size, mtime_ns,
+    ctime_ns], value]} in one JSON file. A cache file that is not ours, that others may write, that is
+    malformed, or whose `tag` is not this one (what the values were made by: a later tfdoctor that reads
+    files otherwise gives its values another tag) is ignored (and replaced); the most recently kept `keep`
+    values are written back."""
+
+    def __init__(self, path, keep, tag):
+        self.path, self.keep, self.tag = path, keep, tag
+        self.entries = {}
+        self.added = False
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            status = os.fstat(fd)
+            trusted = getattr(os, "getuid", None) is None or (
+                status.st_uid == os.getuid() and not status.st_mode & 0o022)
+            if not S_ISREG(status.st_mode) or not trusted or status.st_size > STAT_MEMO_LIMIT:
+                return
+            data = json.loads(os.read(fd, STAT_MEMO_LIMIT).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return
+        finally:
+            os.close(fd)
+        ours = isinstance(data, dict) and data.get("version") == 1 and data.get("tag") == tag
+        entries = data.get("entries") if ours else None
+        if isinstance(entries, dict):
+            self.entries = {p: e for p, e in entries.items() if isinstance(e, list) and len(e) == 2
+                            and isinstance(e[0], list) and len(e[0]) == 5 and all(type(v) is int for v in e[0])}
+
+    def get(self, name, key):
+        """The value kept for `name` with exactly this stat key, else None."""
+        entry = self.entries.get(name)
+        return entry[1] if entry is not None and entry[0] == key else None
+
+    def put(self, name, key, value):
+        import time
+
+        if time.time_ns() - key[4] < RACY_NS:
+            return
+        self.entries.pop(name, None)  # re-inserted last: the most recent are kept
+        self.entries[name] = [key, value]
+        self.added = True
+
+    def save(self):
+        """Written whole to a file of our own, then renamed over the old one: a reader never sees half of it,
+        and two runs at once leave one's (the other's values are made again next time). Never fails a run."""
+        if not self.added:
+            return
+        kept = dict(list(self.entries.items())[-self.keep:])
+        temporary = f"{self.path}.{os.getpid()}.tmp"
+        created = False
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            created = True
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps({"version": 1, "tag": self.tag, "entries": kept}, separators=(",", ":")))
+            os.replace(temporary, self.path)
+        except OSError:
+            if created:  # ours (O_EXCL): a failed write or rename leaves nothing behind; another's is left
+                _unlink_quietly(temporary)
+
+
+def _unlink_quietly(path):
     try:
-        if os.path.getsize(path) > RECORD_LIMIT:
-            return {"$unknown": f"RECORD is larger than {RECORD_LIMIT} bytes: not verified"}
-        text = _read_bytes(path, RECORD_LIMIT)
-    except OSError as exc:
-        return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+class HashCache(StatMemo):
+    """The kept sums: {absolute path of a shared object: [stat key, "sha256=…"]}."""
+
+    def __init__(self, path):
+        super().__init__(path, HASH_CACHE_ENTRIES, "sha256")
+
+    def get(self, name, key):
+        value = super().get(name, key)
+        return value.encode("ascii", "replace") if isinstance(value, str) else None
+
+    def put(self, name, key, value):
+        super().put(name, key, value.decode("ascii", "replace"))
+
+
+def record_memo(path):
+    """The StatMemo of verified RECORD lines at `path`, tagged with what selects them (RECORD_LINES_FORMAT,
+    the shared-object suffixes searched for on this platform)."""
+    tag = f"record-lines/{RECORD_LINES_FORMAT}:" + ",".join(s.decode() for s in SHARED_SUFFIXES)
+    return StatMemo(path, RECORD_MEMO_ENTRIES, tag)
+
+
+class RecordTooLarge(Exception):
+    """A RECORD past RECORD_LIMIT: not verified."""
+
+
+def _memo_row(row):
+    """[relative path, RECORD digest, RECORD size or None, shared object?], as _verified_lines keeps it."""
+    return (isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and isinstance(row[1], str)
+            and (row[2] is None or type(row[2]) is int) and type(row[3]) is bool)
+
+
+def _verified_lines(path, memo):
+    """{relative path: (RECORD digest, RECORD size)} of the shared objects and `__init__.py` files a RECORD
+    lists, and the set of the shared objects: from `memo` (a StatMemo) while the RECORD is unchanged,
+    else searched for in the file (OSError when it cannot be read)."""
+    status = os.stat(path)
+    if status.st_size > RECORD_LIMIT:
+        raise RecordTooLarge(f"RECORD is larger than {RECORD_LIMIT} bytes: not verified")
+    key = stat_key(status)
+    rows = memo.get(path, key) if memo is not None and S_ISREG(status.st_mode) else None
+    if isinstance(rows, list) and all(_memo_row(r) for r in rows):
+        wanted = {r[0]: (r[1].encode("ascii", "replace"), r[2]) for r in rows}
+        return wanted, {r[0] for r in rows if r[3]}
+    text = _read_bytes(path, RECORD_LIMIT)
     wanted = {p: (d, s) for p, d, s in _record_entries(text, b"__init__.py,") if p.endswith("__init__.py")}
     shared = set()
     for needle in SHARED_SUFFIXES:
@@ -277,6 +439,27 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
             if _SHARED_OBJECT.search(p):
                 wanted[p] = (d, s)
                 shared.add(p)
+    if memo is not None and len(text) == status.st_size:
+        memo.put(path, key, [[p, d.decode("ascii", "replace"), s, p in shared] for p, (d, s) in wanted.items()])
+        memo.save()
+    return wanted, shared
+
+
+def verify_record(dist_dir, location, hash_budget=HASH_BUDGET, hash_cache=None, record_memo=None):
+    """Whether the shared objects and `__init__.py` files the distribution's RECORD lists are still there
+    as installed: each one's existence and size (a stat), and the sha256 of the smallest shared objects
+    within `hash_budget` bytes. {"checked": N, "missing_count", "missing": [first paths], "size_mismatch_count",
+    "size_mismatch": [{"path", "recorded", "actual"}], "hashed": H, "hashed_bytes", "hash_budget",
+    "hash_cached": of the H, how many digests were remembered from an earlier run for the unchanged file
+    (`hash_cache`, a HashCache; None: every one is hashed now), "hash_mismatch_count", "hash_mismatch":
+    [paths]}, or an unknown with the reason. `record_memo` (a StatMemo) keeps the RECORD's verified lines
+    between runs."""
+    try:
+        wanted, shared = _verified_lines(os.path.join(dist_dir, "RECORD"), record_memo)
+    except RecordTooLarge as exc:
+        return {"$unknown": str(exc)}
+    except OSError as exc:
+        return {"$unknown": "RECORD unreadable: " + (exc.strerror or str(exc))}
     missing, wrong_size, hashable = [], [], []
     count = 0
     base = location.rstrip(os.sep) + os.sep
@@ -295,22 +478,32 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET):
             wrong_size.append({"path": relative, "recorded": size, "actual": actual})
         elif relative in shared and digest.startswith(b"sha256=") and size is not None \
                 and S_ISREG(status.st_mode):  # never open a FIFO or a device planted under a listed name
-            hashable.append((size, relative, digest))
-    hashed, hashed_bytes, wrong_hash = 0, 0, []
-    for size, relative, digest in sorted(hashable):
+            hashable.append((size, relative, digest, stat_key(status)))
+    hashed, hashed_bytes, cached, wrong_hash = 0, 0, 0, []
+    for size, relative, digest, key in sorted(hashable):
         if hashed_bytes + size > hash_budget:
             break
-        try:
-            if _sha256_record(base + relative, size) != digest:
-                wrong_hash.append(relative)
-        except OSError:
-            continue
+        path = base + relative
+        actual = hash_cache.get(path, key) if hash_cache is not None else None
+        if actual is not None:
+            cached += 1
+        else:
+            try:
+                actual, key = _hash_file(path, size)
+            except OSError:
+                continue
+            if hash_cache is not None and key is not None:
+                hash_cache.put(path, key, actual)
+        if actual != digest:
+            wrong_hash.append(relative)
         hashed += 1
         hashed_bytes += size
+    if hash_cache is not None:
+        hash_cache.save()
     return {"checked": count, "missing_count": len(missing), "missing": missing[:MISSING_LISTED],
             "size_checked": count - len(missing), "size_mismatch_count": len(wrong_size),
             "size_mismatch": wrong_size[:MISSING_LISTED], "hashed": hashed, "hashed_bytes": hashed_bytes,
-            "hash_budget": hash_budget, "hash_mismatch_count": len(wrong_hash),
+            "hash_budget": hash_budget, "hash_cached": cached, "hash_mismatch_count": len(wrong_hash),
             "hash_mismatch": wrong_hash[:MISSING_LISTED]}
 
 
@@ -339,7 +532,7 @@ def _top_level(dist_dir):
     return sorted(names)
 
 
-def _detail(info, paths, tensorflow=False, key=""):
+def _detail(info, paths, tensorflow=False, key="", cache=None):
     dist_dir = info.pop("dist_dir")
     for meta_name in ("METADATA", "PKG-INFO"):
         try:
@@ -365,7 +558,11 @@ def _detail(info, paths, tensorflow=False, key=""):
         except OSError:
             info["installer"] = None
         if info["top_level"]:
-            info["record"] = verify_record(dist_dir, info["location"])
+            folder = cache_folder() if cache is None else cache
+            info["record"] = verify_record(
+                dist_dir, info["location"],
+                hash_cache=HashCache(os.path.join(folder, HASH_CACHE_NAME)) if folder else None,
+                record_memo=record_memo(os.path.join(folder, RECORD_MEMO_NAME)) if folder else None)
     import_name = IMPORT_NAMES.get(key, key.replace("-", "_"))
     if tensorflow:
         import_name = "tensorflow" if info.get("top_level") != [] else None
@@ -522,11 +719,14 @@ def read_gencode(path):
     return {"version": match.group(1), "checks_runtime": "runtime_version" in head, "file": path}
 
 
-def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None):
+def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=None, cache=None):
     """The environment seen from `paths` (default: the import path without the running script's
     folder, see environment_path). `environ` (default os.environ) supplies
     PYTHONPATH, `prefix` (default sys.prefix) the environment's own lib folder,
-    `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders."""
+    `site_dirs` and `user_site` (default: the `site` module's) the environment's site folders,
+    `cache` (default: cache_folder() of this process's own environment, the user who runs tfdoctor,
+    whatever `environ` says of the job's; "": none) the folder where RECORD verification keeps what it
+    learns between runs."""
     explicit = paths is not None
     paths = environment_path() if paths is None else list(paths)
     environ = os.environ if environ is None else environ
@@ -539,7 +739,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
     for key in list(dists):
         info = dists[key]
         if key in TENSORFLOW_DISTS or key in WATCHED or key.startswith(WATCHED_PREFIXES):
-            watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key)
+            watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key, cache=cache)
         else:
             info.pop("dist_dir", None)
     tf_package = _find_package(paths, "tensorflow", "__init__.py")

@@ -44,6 +44,31 @@ def env_fixes(report: Report) -> dict[str, str | None]:
     return plan_fixes(report.findings(), unsafe=True).env_values()
 
 
+@pytest.fixture(scope="session")
+def examined(tmp_path_factory: pytest.TempPathFactory):
+    """Each machine of the healthy corpus (tests/healthy/) collected and checked once for the whole session:
+    `examined(machine)` is its Examined (the facts file, the report of every check over it)."""
+    from healthy import Examined, check_recorded, collect
+
+    done: dict[str, Examined] = {}
+
+    def get(machine) -> Examined:
+        if machine.name not in done:
+            recorded = collect(machine, tmp_path_factory.mktemp(machine.name))
+            done[machine.name] = Examined(recorded, check_recorded(recorded))
+        return done[machine.name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def examined_corpus(examined) -> dict[str, Report]:
+    """Machine name -> the report of every check over it, for every machine of the healthy corpus."""
+    from healthy import MACHINES
+
+    return {machine.name: examined(machine).report for machine in MACHINES}
+
+
 @pytest.fixture
 def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of the packaged knowledge tables, loaded from there with empty caches."""

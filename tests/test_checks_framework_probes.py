@@ -154,7 +154,8 @@ def test_framework_checks_are_documented_and_registered():
     registry = load_registry()
     assert registry.errors == []
     ours = [c for c in registry.checks if c.code.startswith(("LAY", "MP", "XLA1", "GPU1", "DIST"))]
-    assert len(ours) == 37
+    # Which families, not how many checks: tests/test_checks.py gives each check its fixture and twin.
+    assert {c.code.rstrip("0123456789") for c in ours} == {"LAY", "MP", "XLA", "GPU", "DIST"}
     for spec in ours:
         for section in DOC_SECTIONS:
             assert f"{section}:" in spec.doc or f"{section}\n" in spec.doc, (spec.code, section)

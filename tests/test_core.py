@@ -293,7 +293,8 @@ def test_docs_checks_page_is_generated_from_the_checks():
     from tfdoctor.report.check_docs import render_check_docs
 
     expected = render_check_docs(load_registry().checks)
-    assert (REPO / "docs" / "checks.md").read_text() == expected, "run: tfdoctor explain --all > docs/checks.md"
+    assert (REPO / "docs" / "checks.md").read_text() == expected, (
+        "docs/checks.md is stale: run `python tools/regenerate.py` (it runs tfdoctor explain --all > docs/checks.md)")
 
 
 def test_fast_entry_point_scan_agrees_with_importlib_metadata():

@@ -47,7 +47,8 @@ def test_fixtures_are_what_the_probes_write_today(tmp_path):
     for scenario in g.SCENARIOS:
         fresh = json.loads((tmp_path / "out" / f"{scenario.name}.json").read_text())
         recorded = json.loads((g.SNAPSHOTS / f"{scenario.name}.json").read_text())
-        assert fresh["sections"] == recorded["sections"], f"{scenario.name}: run python tests/gpu_scenarios.py"
+        assert fresh["sections"] == recorded["sections"], (
+            f"{scenario.name}: the probes now write other facts: run python tools/regenerate.py")
 
 
 def test_libraries_on_disk_but_off_the_loader_path_get_one_prepend_per_folder():

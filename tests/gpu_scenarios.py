@@ -565,6 +565,7 @@ CUPTI_ENV_RIGHT = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/extras/CUPTI/lib64",
 PIP_NO_CUPTI = {"pins": PINS_215, "installed": {k: v for k, v in PINS_215.items() if "cupti" not in k}}
 RTX_5090 = [FakeGpu(name="NVIDIA GeForce RTX 5090", compute_capability=(12, 0), memory_total_mib=32607, ecc=None,
                     remapped=None, mig=None, pcie=(5, 5, 16, 16))]
+H100 = [FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559, pcie=(5, 5, 16, 16))]
 DRIVER_575 = {"driver": "575.57.08", "cuda": 12090}
 CUSOLVER_221 = f"{SITE}/nvidia/cusolver/lib"
 TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")]
@@ -595,8 +596,7 @@ SCENARIOS: list[Scenario] = [
         uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
         env={"CUDA_VISIBLE_DEVICES": "0,GPU-1b2c3d4e"}, expect=("CUDA006",)),
     Scenario("cuda007-jit-cache-default", _pip_machine, python=PIP,
-             gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559,
-                           pcie=(5, 5, 16, 16))], expect=("CUDA007", "DRV003")),
+             gpus=H100, expect=("CUDA007", "DRV003")),
     Scenario("cupti001-cupti-not-on-loader-path", _cupti_off_path, python=SYSTEM_118,
              env={"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, nvml={"cuda": 12020}, gpus=V100, expect=("CUPTI001",)),
     Scenario("cupti001-cupti-dated-name-only", _cupti_dated_only, python=SYSTEM_118,
@@ -676,8 +676,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("healthy-conda-activate-d", _conda_with_activate_d, python=CONDA_PYTHON, gpus=V100,
              env={**CONDA_ENVIRONMENT, "LD_LIBRARY_PATH": f":{CONDA_ENV}/lib/"}),
     Scenario("drv003-ptx-too-new-for-driver", _pip_machine, python=PIP, nvml={"driver": "525.85.12", "cuda": 12000},
-             gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), memory_total_mib=81559,
-                           pcie=(5, 5, 16, 16))], expect=("CUDA007", "DRV002", "DRV003")),
+             gpus=H100, expect=("CUDA007", "DRV002", "DRV003")),
     Scenario("cupti003-cupti-of-another-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
              env=CUPTI_ENV_OLD, expect=("CUPTI003",)),
     Scenario("healthy-cupti-of-the-builds-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
@@ -692,6 +691,9 @@ SCENARIOS: list[Scenario] = [
     # Blackwell (compute capability 12.0): 2.18's CUDA 12.5 PTX cannot target sm_120; a CUDA 12.8 build with sm_120 can.
     Scenario("drv003-blackwell-newer-than-every-kernel", _release_pip("2.18.0"), python=release_python("2.18.0"),
              gpus=RTX_5090, nvml=DRIVER_575, expect=("DRV003",)),
+    # Hopper (compute capability 9.0) on that 2.18 build: no sm_90 kernels, but its compute_90 PTX JITs on 9.x.
+    Scenario("drv003-hopper-on-a-ptx-only-build", _release_pip("2.18.0"), python=release_python("2.18.0"),
+             gpus=H100, nvml=DRIVER_575, expect=("CUDA007", "DRV003")),
     Scenario("healthy-blackwell-with-a-cuda-128-build", _release_pip("2.18.0", wheel_versions=WHEELS_128),
              gpus=RTX_5090, nvml=DRIVER_575,
              python={**release_python("2.18.0"), "cuda": "12.8.1", "pins": {}, "installed": WHEELS_128,

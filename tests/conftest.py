@@ -149,9 +149,21 @@ def slow_parts_used(started: Iterable[object], imported: Iterable[str]) -> set[s
         program = os.path.basename(words[0])
         if program in SLOW_PROGRAMS:
             used.add(SLOW_PROGRAMS[program])
-        if program.startswith("python") and any(a.endswith(WORKLOAD) for a in words[1:2]):
+        if program.startswith("python") and any(a.endswith(WORKLOAD) for a in words[1:2]) and _binary(words[0]):
             used.add("tensorflow")
     return used
+
+
+def _binary(program: str) -> bool:
+    """A real interpreter, not a stand-in script named `python` that runs a fake child (#! first)."""
+    import shutil
+
+    found = shutil.which(program)
+    try:
+        with open(found or program, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def pytest_collection_modifyitems(items: Sequence[pytest.Item]) -> None:

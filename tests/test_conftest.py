@@ -20,11 +20,19 @@ WORKLOAD = "/src/tfdoctor/profile/workload_main.py"
     ([], ["tensorflow"], {"tensorflow"}),
     ([], ["playwright"], {"browser"}),
     ([[sys.executable, "-m", "tfdoctor", "check"], ["git", "status"], [b"/bin/sh", b"-c", b"true"]], ["json"], set()),
-    ([["/opt/fake-python", WORKLOAD]], [], set()),  # a stand-in interpreter that imports nothing
+    ([["/opt/no-such-python", WORKLOAD]], [], set()),
     ([[]], [], set()),
 ])
 def test_slow_parts_used(started, imported, expected):
     assert slow_parts_used(started, imported) == expected
+
+
+def test_a_stand_in_interpreter_script_runs_no_tensorflow(tmp_path):
+    """tests/test_profile_compare.py's fake children: a shell script named `python` before workload_main.py."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexec true\n")
+    python.chmod(0o755)
+    assert slow_parts_used([[str(python), WORKLOAD, "spec.json"]], []) == set()
 
 
 def test_a_test_on_the_shared_cluster_is_marked_slurm(request):

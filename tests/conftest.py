@@ -74,7 +74,7 @@ def examined_corpus(examined) -> dict[str, Report]:
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory):
-    """A single-node Slurm cluster on loopback (tests/slurm/local_slurm.py), started once for the session
+    """A single-node Slurm cluster on loopback (tests/support/local_slurm.py), started once for the session
     (tests/test_slurm_hook.py, tests/test_tune_slurm.py), with a site-wide TaskProlog as an administrator
     would install it: it acts only for jobs that opt in (TFDOCTOR_TEST_PROLOG set), so every other job sees
     its environment exactly as submitted. Skipped, with the reason, where Slurm cannot be installed or
@@ -82,8 +82,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
     import shutil
     import sys
 
-    sys.path.insert(0, str(REPO / "tests" / "slurm"))
-    from local_slurm import SlurmUnavailable, install, start
+    from support.local_slurm import SlurmUnavailable, install, start
 
     tfdoctor = Path(sys.executable).parent / "tfdoctor"  # a job's node has a bare PATH: this venv's script
     if not tfdoctor.exists():

@@ -198,7 +198,7 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
 @pytest.fixture(scope="module")
 def materials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every file the examples name, made once; each test copies what it needs into a fresh folder."""
-    from report_inputs import profile_document, write_tune_results
+    from support.report_inputs import profile_document, write_tune_results
 
     from tfdoctor.testing import FakeRoot
     from tfdoctor.testing.fleet import write_fleet

@@ -1,4 +1,4 @@
-"""The pre-job hook under a real Slurm: a single-node cluster on loopback (tests/slurm/local_slurm.py).
+"""The pre-job hook under a real Slurm: a single-node cluster on loopback (tests/support/local_slurm.py).
 
 The cluster is tests/conftest.py's `slurm` fixture (shared with tests/test_tune_slurm.py): skipped, with the
 reason, where Slurm cannot be installed or started (no root, no apt, no network).
@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from local_slurm import LocalSlurm
+from support.local_slurm import LocalSlurm
 
 pytestmark = pytest.mark.slurm
 

@@ -70,7 +70,7 @@ def test_default_space_is_bounded_by_the_cpu_budget(make_root):
 
 
 def test_numa_dimension_uses_the_numa_launcher_on_two_nodes(make_root):
-    from numa_hosts import two_socket_host
+    from support.numa_hosts import two_socket_host
 
     from tfdoctor.tune.numa_binding import numa_launchers
 

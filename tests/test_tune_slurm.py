@@ -1,6 +1,6 @@
 """A tune shared by a Slurm job array (docs/tune.md, "One tune on many nodes"), under a real Slurm: a
-single-node cluster on loopback (tests/slurm/local_slurm.py); each array task is a worker of one
-journal-file study, the measured command a fake job (tests/tune_fakes.py).
+single-node cluster on loopback (tests/support/local_slurm.py); each array task is a worker of one
+journal-file study, the measured command a fake job (tests/support/tune_fakes.py).
 
 The cluster is tests/conftest.py's `slurm` fixture (shared with tests/test_slurm_hook.py): skipped, with the
 reason, where Slurm cannot be installed or started (no root, no apt, no network).
@@ -13,18 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.local_slurm import LocalSlurm
 
 from tests.conftest import REPO
-from tests.tune_fakes import METRIC
-
-sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from local_slurm import LocalSlurm
+from tests.support.tune_fakes import METRIC
 
 pytestmark = pytest.mark.slurm
 optuna = pytest.importorskip("optuna")
 
 TFDOCTOR = str(Path(sys.executable).parent / "tfdoctor")
-FAKE = REPO / "tests" / "tune_fakes.py"
+FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 BUDGET = 12
 
 

@@ -5,9 +5,9 @@ refuses, Blackwell GPUs, the intent to profile), each with its healthy twin."""
 
 from __future__ import annotations
 
-import gpu_scenarios as g
 import pytest
 from conftest import check_facts
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Facts
 from tfdoctor.facts.probes.cuda_libs import probe_cuda_libs

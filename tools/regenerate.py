@@ -4,7 +4,7 @@
 
 1. tfdoctor/knowledge/compiled/*.json   from tfdoctor/knowledge/*.toml   (python -m tfdoctor.knowledge)
 2. docs/checks.md                       from the checks' docstrings      (tfdoctor explain --all)
-3. tests/snapshots/gpu/*.json           from tests/gpu_scenarios.py      (the GPU probes over fake machines)
+3. tests/snapshots/gpu/*.json           from tests/support/gpu_scenarios.py      (the GPU probes over fake machines)
 4. tests/golden/*                       from tests/snapshots/core/*.json (UPDATE_GOLDEN=1 pytest tests/test_golden.py)
 
 Run it after adding or changing a check, a probe, a knowledge table or a renderer, then review
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     elif shutil.which("ldconfig") is None and shutil.which("/sbin/ldconfig") is None:
         print("-- GPU fixtures: skipped, ldconfig is not installed (a fixture records a real ld.so.cache)")
     else:
-        run("GPU fixtures: python tests/gpu_scenarios.py", ["tests/gpu_scenarios.py"])
+        run("GPU fixtures: python tests/support/gpu_scenarios.py", ["tests/support/gpu_scenarios.py"])
     run("golden reports: UPDATE_GOLDEN=1 pytest tests/test_golden.py",
         ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
     after = digests()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gpu_scenarios as gpu
+from support import gpu_scenarios as gpu
 
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.fake_nvml import FakeGpu
@@ -156,7 +156,7 @@ register(HealthyMachine(
 
 
 
-# -- machines recorded by `python tests/gpu_scenarios.py` (tests/snapshots/gpu/healthy-*.json), replayed -----
+# -- machines recorded by `python tests/support/gpu_scenarios.py` (tests/snapshots/gpu/healthy-*.json), replayed -----
 
 register(
     HealthyMachine("recorded-gpu-pip-cuda12", GPU_FAMILIES,
@@ -353,8 +353,8 @@ register(HealthyMachine(
 
 def _profile_section() -> dict:
     """profile_section() over the run's own timings and the XSpace summary of a healthy mixed_float16 step
-    (tests/gpu_xspace.py "healthy": tensor-core kernels, input and copies hidden under compute)."""
-    from gpu_xspace import SCENARIOS, build
+    (tests/support/gpu_xspace.py "healthy": tensor-core kernels, input and copies hidden under compute)."""
+    from support.gpu_xspace import SCENARIOS, build
 
     from tfdoctor.profile.facts import profile_section
     from tfdoctor.profile.runner import RunResult

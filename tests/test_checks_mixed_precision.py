@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import check_facts
-from framework_facts import A100, GTX1660, P100, T4, V100, gpu_devices, make_facts
+from support.framework_facts import A100, GTX1660, P100, T4, V100, gpu_devices, make_facts
 
 from tfdoctor.model import AdminFix, Applicability, EnvFix, PythonFix, Status, unset_env
 

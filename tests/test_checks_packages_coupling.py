@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts
-from fake_pip import FakePip
-from fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
+from support.fake_pip import FakePip
+from support.fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
 from tfdoctor.engine import Report

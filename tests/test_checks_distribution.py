@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import check_facts
-from framework_facts import A100, T4, V100, gpu_devices, make_facts
+from support.framework_facts import A100, T4, V100, gpu_devices, make_facts
 
 from tfdoctor.derive.allreduce import parse_param_count
 from tfdoctor.derive.tf_config import host_is_local, parse_tf_config, split_address

@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-import gpu_scenarios as g
 import pytest
+from support import gpu_scenarios as g
 
 from tfdoctor.derive.tf_build import tensorflow_build, wanted_sonames
 from tfdoctor.facts.probes.cuda_libs import STUB_LOADED, probe_cuda_libs, resolve_library

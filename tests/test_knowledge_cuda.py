@@ -27,7 +27,8 @@ def test_every_tensorflow_release_maps_to_a_cuda_the_other_tables_know(row):
     assert row["and_cuda"] == (version_tuple(row["tensorflow"]) >= (2, 14))
     assert not row["runpath"] or row["and_cuda"]
     assert all(not reaches or row["and_cuda"] for reaches in row.get("runpath_by_build", {}).values())
-    # NCCL is compiled in until 2.20 (the wheels carry its banner: tests/test_wheel_records.py), loaded by 2.21.
+    # NCCL is compiled in until 2.20 (the wheels carry its banner: tests/test_knowledge_wheel_records.py),
+    # loaded by 2.21.
     assert (row["nccl"] == "dynamic") == (version_tuple(row["tensorflow"]) >= (2, 21))
     assert (row["nccl"] == "static") == ("nccl" not in row["runpath"])
 

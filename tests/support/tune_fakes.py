@@ -4,7 +4,8 @@ is in the printed number, not in real timings).
 
 In-process: `FakeJob(depends=..., seed=...)` is a tune objective. As a command (one process per trial):
 
-    FAKE_JOB_STATE=counter-file FAKE_JOB_SEED=3 FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS python tests/tune_fakes.py
+    FAKE_JOB_STATE=counter-file FAKE_JOB_SEED=3 FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS \
+        python tests/support/tune_fakes.py
 
 prints `throughput: N images/sec`; the counter file numbers the runs, so run k of a seed always draws the
 same noise.

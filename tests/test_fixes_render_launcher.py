@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from numa_hosts import NODE0, NODE1, nvml_section, probe_with_gpus, two_socket_host
+from support.numa_hosts import NODE0, NODE1, nvml_section, probe_with_gpus, two_socket_host
 
 from tfdoctor.derive.numa_placement import launch_plan
 from tfdoctor.facts.parse import format_cpulist

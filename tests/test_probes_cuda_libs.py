@@ -3,8 +3,8 @@ ld.so.cache, /proc/driver/nvidia, /sys/bus/pci, /proc/self/status."""
 
 from __future__ import annotations
 
-import gpu_scenarios as g
 import pytest
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.probes.cuda_libs import probe_cuda_libs, resolve_library

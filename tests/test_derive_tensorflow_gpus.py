@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts
-from fake_site_packages import BUILD_INFO_CPU, BUILD_INFO_CUDA, FakeSitePackages
-from framework_facts import A100, gpu_devices, make_facts
+from support.fake_site_packages import BUILD_INFO_CPU, BUILD_INFO_CUDA, FakeSitePackages
+from support.framework_facts import A100, gpu_devices, make_facts
 
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts.probes.pyenv_snapshot import snapshot

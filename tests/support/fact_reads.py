@@ -16,7 +16,7 @@ from typing import Any
 
 from tfdoctor.facts import Facts
 
-SCHEMA = Path(__file__).resolve().parent.parent / "tfdoctor" / "schema" / "facts.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "tfdoctor" / "schema" / "facts.schema.json"
 ITEM = "[]"  # a path segment standing for every element of an array
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import check_facts, env_fixes
-from framework_facts import A100, T4, gpu_devices, make_facts
+from support.framework_facts import A100, T4, gpu_devices, make_facts
 
 from tfdoctor.derive.xla_flags import auto_jit_valid, effective_tf_xla_flags, parse_bool, split_flags
 from tfdoctor.model import Applicability, EnvFix, Severity, set_env, unset_env

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import check_facts
-from fake_site_packages import BUILD_INFO_CUDA, TF_2_20_REQUIRES, TF_2_21_REQUIRES, FakeSitePackages
+from support.fake_site_packages import BUILD_INFO_CUDA, TF_2_20_REQUIRES, TF_2_21_REQUIRES, FakeSitePackages
 
 from tfdoctor.engine import Report
 from tfdoctor.facts.probes.pyenv_snapshot import snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import probe_root
-from numa_hosts import NODE0, NODE1, two_socket_host
+from support.numa_hosts import NODE0, NODE1, two_socket_host
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.parse_numa import (

@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 
-import gpu_scenarios as g
 from conftest import check_facts
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.probes import nvml

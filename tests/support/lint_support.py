@@ -8,7 +8,7 @@ from pathlib import Path
 from tfdoctor.lint.rule import LintFinding, load_lint_rules
 from tfdoctor.lint.runner import LintReport, lint_paths, lint_text
 
-FIXTURES = Path(__file__).resolve().parent / "lint_fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "lint_fixtures"
 _EXPECT = re.compile(r"expect: ((?:SRC\d{3}\s*)+)")
 
 

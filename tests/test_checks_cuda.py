@@ -8,9 +8,9 @@ import json
 import subprocess
 import sys
 
-import gpu_scenarios as g
 import pytest
 from conftest import check_facts, env_fixes
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Facts, Unknown
 from tfdoctor.model import AdminFix, Severity
@@ -40,7 +40,7 @@ def test_healthy_machines_have_no_error_or_warning(name):
 
 
 def test_fixtures_are_what_the_probes_write_today(tmp_path):
-    """The recorded files come from tests/gpu_scenarios.py; regenerate them when a probe changes."""
+    """The recorded files come from tests/support/gpu_scenarios.py; regenerate them when a probe changes."""
     if not g.ld_cache(g.FakeRoot(tmp_path / "probe-ldconfig"), []):
         pytest.skip("ldconfig is not installed (the system-toolkit fixture uses a real ld.so.cache)")
     g.main(tmp_path / "out")

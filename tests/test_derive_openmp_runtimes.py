@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts, check_root, probe_root
-from fake_site_packages import FakeSitePackages
+from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.facts.probes import openmp as openmp_probe
 from tfdoctor.fixes.plan import plan_fixes

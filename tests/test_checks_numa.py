@@ -4,7 +4,7 @@ the launcher's binding command per rank."""
 from __future__ import annotations
 
 from conftest import check_facts, env_fixes
-from numa_hosts import GPU_BUS_IDS, NODE0, NODE1, probe_with_gpus, two_socket_host
+from support.numa_hosts import GPU_BUS_IDS, NODE0, NODE1, probe_with_gpus, two_socket_host
 
 from tfdoctor.derive.numa_placement import launch_plan, rank_layout
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Severity

@@ -15,8 +15,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fake_site_packages import CP, TF_2_15_REQUIRES, TF_2_21_REQUIRES, FakeSitePackages
-
+from support.fake_site_packages import CP, TF_2_15_REQUIRES, TF_2_21_REQUIRES, FakeSitePackages
 from tfdoctor.derive.requirement_ranges import canonical_name, parse_requirement, version_satisfies
 from tfdoctor.derive.tensorflow_distribution import release_tuple
 

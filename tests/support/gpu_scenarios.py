@@ -1,5 +1,5 @@
 """Fake GPU machines: the trees the GPU probes are tested on, and the source of the recorded fixtures
-in tests/snapshots/gpu/ (`python tests/gpu_scenarios.py` rewrites them).
+in tests/snapshots/gpu/ (`python tests/support/gpu_scenarios.py` rewrites them).
 
 Each scenario builds a FakeRoot (CUDA toolkits, pip nvidia-* wheels in a venv, /proc/driver/nvidia,
 /sys/bus/pci) and a fake NVML, runs tfdoctor's own probes over it, and adds the python section a GPU
@@ -22,7 +22,7 @@ from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.elf import shared_object
 from tfdoctor.testing.fake_nvml import FakeGpu, FakeNvml
 
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "gpu"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots" / "gpu"
 HOME = "/home/ada"
 VENV = f"{HOME}/venv"
 SITE = f"{VENV}/lib/python3.11/site-packages"
@@ -74,7 +74,7 @@ def link(root: FakeRoot, path: str, target: str) -> None:
         root.symlink(path, target)
 
 
-RECORDS = Path(__file__).resolve().parent / "data" / "wheel_records"
+RECORDS = Path(__file__).resolve().parents[1] / "data" / "wheel_records"
 
 
 def record(version: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fact_reads import declared, recorded_reads, undeclared
+from support.fact_reads import declared, recorded_reads, undeclared
 
 from tfdoctor.facts import Facts
 

@@ -69,3 +69,31 @@ def test_measured_mixed_precision_slowdown():
     assert faster.codes() == []
     unmeasured = check_facts(facts_from({"profile": section()}), select=["PROF004"])
     assert unmeasured.result("PROF004").status is Status.NOT_CHECKED
+
+
+@pytest.mark.parametrize(("fixture", "field", "code"), [
+    ("prof001-input-bound-profile-raises-the-tf-data-finding", ("input_share",), "PROF001"),
+    ("prof003-noisy-run-is-reported", ("cpu_steal",), "PROF003"),
+    ("prof004-measured-mixed-precision-slowdown", ("mixed_precision", "ratio"), "PROF004"),
+    ("prof005-launch-bound", ("breakdown", "categories_ms"), "PROF005"),
+    ("prof009-mixed-precision-falling-back-to-float32-is-visible",
+     ("breakdown", "half_precision_device_share"), "PROF009"),
+    ("prof010-all-steps-warm-up-says-so", ("steps",), "PROF010"),
+    ("prof011-steps-not-found-is-an-info-finding-with-the-marker", ("step_candidates",), "PROF010"),
+])
+def test_a_damaged_profile_field_is_not_checked_never_a_crash(fixture, field, code):
+    """A facts file edited or damaged by hand (a string where `tfdoctor profile` writes a number, a
+    mapping or a list): the check says which field, as with any unreadable fact."""
+    import json
+
+    from tests.conftest import REPO
+    from tfdoctor.facts import Facts
+
+    data = json.loads((REPO / "tests" / "snapshots" / "checks" / f"{fixture}.json").read_text())
+    where = data["sections"]["profile"]
+    for name in field[:-1]:
+        where = where[name]
+    where[field[-1]] = "damaged"
+    result = check_facts(Facts.from_json(data), select=[code]).result(code)
+    assert result.status is Status.NOT_CHECKED
+    assert result.reason == f"profile.{'.'.join(field)} is malformed in the facts: a str"

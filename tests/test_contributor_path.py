@@ -141,4 +141,5 @@ def test_a_check_added_by_the_page_alone_passes_the_suite(tmp_path: Path) -> Non
     generated = {name for name in changed if name == "docs/checks.md" or name.startswith("tests/golden/")}
     assert changed == by_hand | generated, sorted(changed - by_hand)
     assert "DBG001" in (copy / "docs" / "checks.md").read_text()
-    assert generated >= {"docs/checks.md"}
+    # Both kinds the page says a new check regenerates: the checks page and the golden reports (their counts).
+    assert "docs/checks.md" in generated and any(name.startswith("tests/golden/") for name in generated)

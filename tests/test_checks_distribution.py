@@ -341,3 +341,27 @@ def test_tf_config_nested_too_deeply_is_malformed_not_a_crash():
     report = dist({"TF_CONFIG": "[" * 100_000, "TFDOCTOR_PARAMS": "1M"}, gpus=gpu_devices(T4, T4))
     assert not report.crashed(), [r.reason for r in report.crashed()]
     assert "DIST001" in report.codes()
+
+
+@pytest.mark.parametrize(("fixture", "field", "code", "reason"), [
+    ("dist005-tf-config-of-another-host", "addresses", "DIST005", "network.addresses is malformed in the facts (int)"),
+    ("dist005-tf-config-of-another-host", "names", "DIST005",
+     "network.names is malformed in the facts (a list holding other things than names)"),
+    ("dist102-nccl-ib-disabled-with-active-infiniband", "infiniband", "DIST102",
+     "network.infiniband is malformed in the facts (int)"),
+    ("dist103-nccl-socket-ifname-ib0", "interfaces", "DIST103", "network.interfaces is malformed in the facts (int)"),
+])
+def test_a_damaged_network_fact_is_not_checked_never_a_crash(fixture, field, code, reason):
+    """A facts file edited or damaged by hand: a number, or a list of numbers, where the network probe writes
+    a list of names."""
+    import json
+
+    from conftest import REPO, check_facts
+
+    from tfdoctor.facts import Facts
+    from tfdoctor.model import Status
+
+    data = json.loads((REPO / "tests" / "snapshots" / "checks" / f"{fixture}.json").read_text())
+    data["sections"]["network"][field] = [1] if field == "names" else 1
+    result = check_facts(Facts.from_json(data), select=[code]).result(code)
+    assert (result.status, result.reason) == (Status.NOT_CHECKED, reason)

@@ -96,4 +96,4 @@ def test_a_damaged_profile_field_is_not_checked_never_a_crash(fixture, field, co
     where[field[-1]] = "damaged"
     result = check_facts(Facts.from_json(data), select=[code]).result(code)
     assert result.status is Status.NOT_CHECKED
-    assert result.reason == f"profile.{'.'.join(field)} is malformed in the facts: a str"
+    assert result.reason == f"profile.{'.'.join(field)} is malformed in the facts (str)"

@@ -32,7 +32,7 @@ def _shaped(value: object, kinds: tuple[type, ...], what: str):
     if isinstance(value, Unknown):
         raise NotChecked(f"{what} is unknown: {value.reason}")
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise NotChecked(f"{what} is malformed in the facts: a {type(value).__name__}")
+        raise NotChecked(f"{what} is malformed in the facts ({type(value).__name__})")
     return value
 
 

@@ -40,7 +40,7 @@ def main() -> None:
     live = Machine()
     probes_line("live machine", live)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import gpu_scenarios as g
+    from support import gpu_scenarios as g
 
     with tempfile.TemporaryDirectory() as folder:
         scenario = g.HEALTHY_PIP

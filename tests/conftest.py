@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -44,6 +47,63 @@ def env_fixes(report: Report) -> dict[str, str | None]:
     return plan_fixes(report.findings(), unsafe=True).env_values()
 
 
+@pytest.fixture(scope="session")
+def examined(tmp_path_factory: pytest.TempPathFactory):
+    """Each machine of the healthy corpus (tests/healthy/) collected and checked once for the whole session:
+    `examined(machine)` is its Examined (the facts file, the report of every check over it)."""
+    from healthy import Examined, check_recorded, collect
+
+    done: dict[str, Examined] = {}
+
+    def get(machine) -> Examined:
+        if machine.name not in done:
+            recorded = collect(machine, tmp_path_factory.mktemp(machine.name))
+            done[machine.name] = Examined(recorded, check_recorded(recorded))
+        return done[machine.name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def examined_corpus(examined) -> dict[str, Report]:
+    """Machine name -> the report of every check over it, for every machine of the healthy corpus."""
+    from healthy import MACHINES
+
+    return {machine.name: examined(machine).report for machine in MACHINES}
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory):
+    """A single-node Slurm cluster on loopback (tests/support/local_slurm.py), started once for the session
+    (tests/test_slurm_hook.py, tests/test_tune_slurm.py), with a site-wide TaskProlog as an administrator
+    would install it: it acts only for jobs that opt in (TFDOCTOR_TEST_PROLOG set), so every other job sees
+    its environment exactly as submitted. Skipped, with the reason, where Slurm cannot be installed or
+    started (no root, no apt, no network)."""
+    import shutil
+    import sys
+
+    from support.local_slurm import SlurmUnavailable, install, start
+
+    tfdoctor = Path(sys.executable).parent / "tfdoctor"  # a job's node has a bare PATH: this venv's script
+    if not tfdoctor.exists():
+        pytest.skip(f"no tfdoctor script beside {sys.executable}")
+    base = tmp_path_factory.mktemp("slurm")
+    prolog = base / "taskprolog.sh"
+    prolog.write_text(f'#!/bin/sh\n[ -n "$TFDOCTOR_TEST_PROLOG" ] || exit 0\n'
+                      f"exec {tfdoctor} fix --format taskprolog --timeout 3\n")
+    prolog.chmod(0o755)
+    try:
+        install()
+        cluster = start(base / "cluster", task_prolog=prolog)
+    except SlurmUnavailable as exc:
+        pytest.skip(f"Slurm unavailable: {str(exc).splitlines()[0]}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(base / "cluster" / "state", ignore_errors=True)
+
+
 @pytest.fixture
 def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of the packaged knowledge tables, loaded from there with empty caches."""
@@ -75,3 +135,76 @@ def _hash_cache_of_the_tests(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("TFDOCTOR_CACHE_DIR", None)
     else:
         os.environ["TFDOCTOR_CACHE_DIR"] = before
+
+
+# -- the slow parts carry their markers ----------------------------------------------------------------------
+# README, "Development": `pytest -m "not tensorflow and not browser and not slurm"` is the fast subset. A test
+# that runs one of those parts without its marker would silently make it slow, so each test is watched: the
+# programs it starts (Slurm's, Chromium) and the modules it imports (tensorflow, playwright). What runs in a
+# grandchild (`python -m tfdoctor profile` starting TensorFlow) is not seen: such tests are marked by hand.
+
+SLOW_PARTS = ("tensorflow", "browser", "slurm")
+SLOW_PROGRAMS = {"srun": "slurm", "sbatch": "slurm", "salloc": "slurm", "scontrol": "slurm", "slurmctld": "slurm",
+                 "slurmd": "slurm", "chromium": "browser", "chromium-browser": "browser", "chrome": "browser",
+                 "headless_shell": "browser"}
+SLOW_MODULES = {"tensorflow": "tensorflow", "playwright": "browser"}
+WORKLOAD = "tfdoctor/profile/workload_main.py"  # the micro-profile's child: it imports TensorFlow
+
+
+def slow_parts_used(started: Iterable[object], imported: Iterable[str]) -> set[str]:
+    """The markers that programs started (Popen's first argument) and modules newly imported call for."""
+    used = {SLOW_MODULES[name] for name in imported if name in SLOW_MODULES}
+    for args in started:
+        argv = [os.fspath(args)] if isinstance(args, (str, bytes, os.PathLike)) else [os.fspath(a) for a in args]
+        argv = [a.decode() if isinstance(a, bytes) else a for a in argv]
+        if not argv:
+            continue
+        words = argv[0].split() if len(argv) == 1 else argv  # a shell string: its first word
+        program = os.path.basename(words[0])
+        if program in SLOW_PROGRAMS:
+            used.add(SLOW_PROGRAMS[program])
+        if program.startswith("python") and any(a.endswith(WORKLOAD) for a in words[1:2]) and _binary(words[0]):
+            used.add("tensorflow")
+    return used
+
+
+def _binary(program: str) -> bool:
+    """A real interpreter, not a stand-in script named `python` that runs a fake child (#! first)."""
+    import shutil
+
+    found = shutil.which(program)
+    try:
+        with open(found or program, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def pytest_collection_modifyitems(items: Sequence[pytest.Item]) -> None:
+    """A test on the shared Slurm cluster is a Slurm test, marked or not."""
+    for item in items:
+        if "slurm" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slurm)
+
+
+@pytest.fixture(autouse=True)
+def _slow_parts_carry_their_markers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    marked = {mark.name for mark in request.node.iter_markers()} & set(SLOW_PARTS)
+    if marked == set(SLOW_PARTS):
+        yield
+        return
+    started: list[object] = []
+    original = subprocess.Popen.__init__
+
+    def watched(self, args, *more, **options):
+        started.append(args)
+        original(self, args, *more, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", watched)
+    before = set(sys.modules)
+    yield
+    missing = slow_parts_used(started, {name.split(".")[0] for name in set(sys.modules) - before}) - marked
+    if missing:
+        pytest.fail(f"this test runs {', '.join(sorted(missing))} without the marker: add "
+                    + " and ".join(f"@pytest.mark.{m}" for m in sorted(missing))
+                    + " (the fast subset, README \"Development\", leaves marked tests out)", pytrace=False)

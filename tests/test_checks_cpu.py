@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts, env_fixes, probe_root
-from fake_site_packages import FakeSitePackages
+from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.facts.probes.pyenv_snapshot import snapshot
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Status, unset_env

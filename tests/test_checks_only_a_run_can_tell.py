@@ -1,7 +1,7 @@
 """Settings whose cost only a run can tell get an info finding that says what they risk, how to tell
 (`tfdoctor profile`, `fix --validate`, `explain --log`) and the fix if they do hurt (issue 12 item 5):
 CPU101 oneDNN on one thread, DIST109 a multi-worker start-up, XLA104 auto-clustering (tested with the other
-XLA checks in test_checks_framework_runtime.py). Each has a healthy twin in tests/healthy/ that stays
+XLA checks in test_checks_gpu_runtime.py). Each has a healthy twin in tests/healthy/ that stays
 silent at warning level; the tests below also show each twin carries its note."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts
-from fake_site_packages import FakeSitePackages
-from framework_facts import make_facts
 from healthy import MACHINES, examine
+from support.fake_site_packages import FakeSitePackages
+from support.framework_facts import make_facts
 
 from tfdoctor.facts.probes.pyenv_snapshot import snapshot
 from tfdoctor.model import AdminFix, Applicability, Severity, set_env

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import check_facts, env_fixes
-from fake_site_packages import BUILD_INFO_CUDA, FakeSitePackages
+from support.fake_site_packages import BUILD_INFO_CUDA, FakeSitePackages
 
 from tfdoctor.facts.probes.pyenv_snapshot import snapshot
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Status

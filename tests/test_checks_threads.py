@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import check_facts, check_root, env_fixes, probe_root
-from fake_site_packages import FakeSitePackages
+from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.model import AdminFix, EnvFix, EnvOp, Severity, Status

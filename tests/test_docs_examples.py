@@ -23,6 +23,7 @@ tests/test_readme_setup.py, the second by .ci/run.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -145,14 +146,18 @@ def needs_tensorflow(command: str) -> bool:
 
 
 def kind(example: Example) -> str:
-    """run, tensorflow, slurm, mpi, ssh, install, setup, plumbing (a shell line with nothing to test
-    beyond running it) or site (a path on the cluster: the site's own environment)."""
+    """run, tensorflow, slurm, mpi, ssh, install, setup, repository (a command on the clone itself: its
+    tools, its tests, its development environment), plumbing (a shell line with nothing to test beyond
+    running it) or site (a path on the cluster: the site's own environment)."""
     words = _words(example.command)
     first = words[0] if words else ""
     if example.doc == "README.md" and ".venv" in example.command and "pip install" in example.command:
         return "setup"
-    if first in ("pip", "pipx"):
+    if first in ("pip", "pipx") or first == ".venv-test/bin/pip":
         return "install"
+    if first.startswith(".venv-test/bin/") or (first in ("python", "python3") and len(words) > 1 and (
+            words[1].startswith(("tools/", "tests/")) or words[1:3] == ["-m", "pytest"])):
+        return "repository"
     if first == "srun" or " srun " in f" {example.command} ":
         return "slurm"
     if first == "mpirun":
@@ -194,7 +199,7 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
 @pytest.fixture(scope="module")
 def materials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every file the examples name, made once; each test copies what it needs into a fresh folder."""
-    from report_inputs import profile_document, write_tune_results
+    from support.report_inputs import profile_document, write_tune_results
 
     from tfdoctor.testing import FakeRoot
     from tfdoctor.testing.fleet import write_fleet
@@ -297,6 +302,9 @@ def test_doc_example_runs(example: Example, materials: dict[str, Path], tmp_path
     if what == "install":
         _check_install(example.command)
         return
+    if what == "repository":
+        _check_repository(example.command, (REPO / example.doc).read_text())
+        return
     if what == "site":
         pytest.skip("activates the site's own environment (a path on the cluster)")
     if what == "slurm" and not slurm_cluster():
@@ -358,6 +366,35 @@ def _run(example: Example, materials: dict[str, Path], cwd: Path,
         assert "Traceback" not in err and "Usage:" not in err and "error:" not in err, err
         return None
     return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def _check_repository(command: str, doc: str) -> None:
+    """A command on the clone (`python tools/regenerate.py`, `python -m pytest -m "not tensorflow" tests/…`):
+    not run here, where it would rewrite or re-test the repository itself (tests/test_contributor_path.py
+    runs docs/writing-a-check.md's in a copy). Checked: the files it names exist (or the page says to write
+    them), the markers it selects are declared, and a `.venv-test/bin/` program is one the test environment
+    has."""
+    words = _words(command)
+    written = set(re.findall(r"[Ww]rite `([^`]+)`", doc))
+    program = words[0].removeprefix(".venv-test/bin/")
+    assert program in ("python", "python3", "pip") or shutil.which(program, path=str(Path(sys.executable).parent)), \
+        f"{command}: no {program} in the test environment"
+    for word in words[1:]:
+        if word.startswith(("tools/", "tests/", "docs/")) and "<" not in word and word not in written:
+            assert (REPO / word.split("::")[0]).exists(), f"{command}: {word} does not exist"
+    # `-m pytest` names the module; a later `-m EXPR` selects by marker.
+    expression = " ".join(after for before, after in itertools.pairwise(words) if before == "-m" and after != "pytest")
+    declared = {line.split(":")[0].strip().strip('"') for line in _pytest_markers()}
+    named = set(re.findall(r"[a-z_]+", expression)) - {"not", "and", "or"}
+    assert named <= declared, f"{command}: markers {sorted(named - declared)} are not declared in pyproject.toml"
+
+
+def _pytest_markers() -> list[str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
 
 
 def _check_install(command: str) -> None:

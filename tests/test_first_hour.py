@@ -374,7 +374,7 @@ def _report(tmp_path, *args: str) -> str:
 def _input_bound_profile(tmp_path):
     import json
 
-    from report_inputs import profile_document
+    from support.report_inputs import profile_document
 
     document = profile_document(({"input": 80.0, "host_compute": 20.0},))
     document["profile"].update(input_share=0.8, input_bound=True)

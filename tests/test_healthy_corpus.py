@@ -5,38 +5,14 @@ machine, the code and the message. Info findings are allowed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from healthy import MACHINES, HealthyMachine, check_recorded, collect, family
+from healthy import MACHINES, HealthyMachine, family
 from healthy.corpus import register
 
 from tfdoctor.cli import main
-from tfdoctor.engine import Report
 from tfdoctor.model import Severity, Status
 from tfdoctor.registry import load_registry
-
-
-@dataclass
-class Examined:
-    recorded: Path  # the facts file, as `tfdoctor collect -o` writes it
-    report: Report  # every check over it
-
-
-@pytest.fixture(scope="module")
-def examined(tmp_path_factory: pytest.TempPathFactory) -> Callable[[HealthyMachine], Examined]:
-    """Each machine collected and checked once for all the tests of this module."""
-    done: dict[str, Examined] = {}
-
-    def get(machine: HealthyMachine) -> Examined:
-        if machine.name not in done:
-            recorded = collect(machine, tmp_path_factory.mktemp(machine.name))
-            done[machine.name] = Examined(recorded, check_recorded(recorded))
-        return done[machine.name]
-
-    return get
 
 
 @pytest.mark.parametrize("machine", [pytest.param(m, id=m.name) for m in MACHINES])

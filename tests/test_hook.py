@@ -84,10 +84,11 @@ def test_bad_timeout_is_a_usage_error(node: Path, tmp_path: Path, value: str) ->
 
 
 def with_plugin(group: str) -> str:
-    """A prelude that adds tests/hook_plugins.py to one entry-point group, as an installed plugin would."""
+    """A prelude that adds tests/support/hook_plugins.py to one entry-point group, as an installed plugin would."""
     return ("import tfdoctor.registry as registry\n"
             "real = registry._entry_points\n"
-            f"registry._entry_points = lambda g: [*real(g), ('bad', 'hook_plugins')] if g == {group!r} else real(g)\n")
+            "registry._entry_points = lambda g: "
+            f"[*real(g), ('bad', 'support.hook_plugins')] if g == {group!r} else real(g)\n")
 
 
 def test_a_hung_probe_cannot_hang_the_hook(node: Path, tmp_path: Path) -> None:

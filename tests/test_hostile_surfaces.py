@@ -1,7 +1,7 @@
 """Hostile inputs against the newer surfaces (issue 24): the HTML report, explain --log, profile facts,
 the writers and the children tfdoctor starts. One test (or more) per class; the class number is issue 24's.
 The HTML pages are opened in a real browser in tests/test_report_browser.py; the redactor's classes are in
-tests/test_redact.py."""
+tests/test_facts_redact.py."""
 
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ def test_a_missing_table_is_a_knowledge_error() -> None:
 @pytest.mark.parametrize("name", knowledge.available())
 def test_compiled_twin_is_the_toml_parsed(name: str) -> None:
     """The hook reads compiled/<name>.json, not the TOML (json.loads instead of tomllib): the twin must
-    be exactly what the TOML compiles to. If this fails: python -m tfdoctor.knowledge"""
+    be exactly what the TOML compiles to. If this fails: python tools/regenerate.py"""
     compiled = knowledge.COMPILED / f"{name}.json"
     assert compiled.read_text(encoding="utf-8") == knowledge.compile_table(name), \
-        f"{compiled} is stale: run python -m tfdoctor.knowledge"
+        f"{compiled} is stale: run python tools/regenerate.py (or python -m tfdoctor.knowledge)"
     import tomllib
 
     parsed = tomllib.loads((knowledge.HERE / f"{name}.toml").read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from lint_support import FIXTURES
+from support.lint_support import FIXTURES
 
 from tfdoctor.cli import main
 from tfdoctor.registry import _BUILTIN_FALLBACK, DOC_SECTIONS, LINT_RULE_GROUP

@@ -3,7 +3,7 @@ heldout_labels.csv). Each case is modelled on a shape seen there; false positive
 
 from __future__ import annotations
 
-from lint_support import lint
+from support.lint_support import lint
 
 TF = "import tensorflow as tf\n"
 DECODE = ("def decode(path, label):\n    image = tf.io.decode_jpeg(tf.io.read_file(path))\n"

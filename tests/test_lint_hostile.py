@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lint_support import FIXTURES, rules
+from support.lint_support import FIXTURES, rules
 
 from tfdoctor.cli import main
 from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lint_support import rules
+from support.lint_support import rules
 
 from tfdoctor.cli import main
 from tfdoctor.lint import ipython_syntax

@@ -7,7 +7,7 @@ of each reported shape is next to it.
 from __future__ import annotations
 
 import pytest
-from lint_support import lint
+from support.lint_support import lint
 
 FILES = "import tensorflow as tf\nds = tf.data.TFRecordDataset(files).map(tf.io.parse_single_example)\n"
 

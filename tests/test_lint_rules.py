@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from lint_support import FIXTURES, apply_fixes, expected, lint, lint_fixture, rules
+from support.lint_support import FIXTURES, apply_fixes, expected, lint, lint_fixture, rules
 
 from tfdoctor.model import Applicability
 

@@ -12,7 +12,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from lint_support import FIXTURES, rules
+from support.lint_support import FIXTURES, rules
 
 from tfdoctor.lint import runner
 from tfdoctor.lint.rule import LintRuleSpec, lint_rule

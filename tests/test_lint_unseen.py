@@ -4,7 +4,7 @@ tuned on. Each case is modelled on a shape seen there; false positives stay sile
 from __future__ import annotations
 
 import pytest
-from lint_support import lint
+from support.lint_support import lint
 
 TF = "import tensorflow as tf\n"
 DECODE = ("def decode(path, label):\n    image = tf.io.decode_jpeg(tf.io.read_file(path))\n"
@@ -157,7 +157,7 @@ def test_framework_internals_are_not_the_users_training_code():
     text = READ + "model.fit(ds)\n"
     report = lint(text, select=("SRC102", "SRC103"))
     assert report.findings  # as a user's script
-    from lint_support import rules
+    from support.lint_support import rules
 
     from tfdoctor.lint.runner import lint_text
 
@@ -277,7 +277,7 @@ def test_a_clean_step_still_gets_its_unsafe_edit():
     "ds.map(\n    decode  # per image\n)",
 ])
 def test_an_added_argument_never_starts_a_line_with_a_comma(call):
-    from lint_support import apply_fixes
+    from support.lint_support import apply_fixes
 
     text = READ.replace("ds = tf.data.Dataset.from_tensor_slices((paths, labels)).map(decode)\n",
                         f"ds = tf.data.Dataset.from_tensor_slices((paths, labels))\nds = {call}\n") + \

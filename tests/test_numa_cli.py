@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from numa_hosts import probe_with_gpus, two_socket_host
+from support.numa_hosts import probe_with_gpus, two_socket_host
 
 
 def tfdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

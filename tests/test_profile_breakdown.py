@@ -1,5 +1,5 @@
 """The GPU step-time breakdown (tfdoctor/profile/breakdown.py) on XSpaces shaped like real GPU traces
-(tests/gpu_xspace.py), and the PROF checks that read it."""
+(tests/support/gpu_xspace.py), and the PROF checks that read it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import check_facts
-from tests.gpu_xspace import SCENARIOS, build
+from tests.support.gpu_xspace import SCENARIOS, build
 from tfdoctor.facts import Unknown, to_jsonable
 from tfdoctor.fixes.plan import plan_fixes
 from tfdoctor.profile.breakdown import CATEGORIES, attribute, step_breakdown

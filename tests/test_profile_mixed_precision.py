@@ -7,7 +7,7 @@ import json
 
 import pytest
 from conftest import check_facts
-from framework_facts import A100, P100, gpu_devices, make_facts
+from support.framework_facts import A100, P100, gpu_devices, make_facts
 
 from tfdoctor.derive.precision import recommended_policy, set_policy_code
 from tfdoctor.profile.cli import policy_to_measure

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from report_inputs import SECRET_GH_TOKEN
+from support.report_inputs import SECRET_GH_TOKEN
 
 pytestmark = [pytest.mark.browser, pytest.mark.tensorflow]
 

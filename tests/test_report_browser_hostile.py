@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from report_inputs import profile_document
+from support.report_inputs import profile_document
 from test_report_browser import CHROMIUM_ARGS, chromium
 
 from tfdoctor.report.html.tune_section import MIN_TRIALS_FOR_SHAPE

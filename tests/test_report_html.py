@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from conftest import REPO
-from report_inputs import (
+from support.report_inputs import (
     SECRET_GH_TOKEN,
     SECRET_HF_TOKEN,
     SECRET_URL_PASSWORD,

@@ -1,48 +1,22 @@
-"""The pre-job hook under a real Slurm: a single-node cluster on loopback (tests/slurm/local_slurm.py).
+"""The pre-job hook under a real Slurm: a single-node cluster on loopback (tests/support/local_slurm.py).
 
-Skipped, with the reason, where Slurm cannot be installed or started (no root, no apt, no network).
+The cluster is tests/conftest.py's `slurm` fixture (shared with tests/test_tune_slurm.py): skipped, with the
+reason, where Slurm cannot be installed or started (no root, no apt, no network).
 """
 
 from __future__ import annotations
 
-import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from local_slurm import LocalSlurm, SlurmUnavailable, install, start
+from support.local_slurm import LocalSlurm
 
 pytestmark = pytest.mark.slurm
 
 # The job runs on a node with a bare PATH: use the absolute path of this venv's own script.
 TFDOCTOR = str(Path(sys.executable).parent / "tfdoctor")
 HOOK = f"{TFDOCTOR} check --fail-on error --quiet || exit 1"
-
-
-@pytest.fixture(scope="session")
-def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
-    if not Path(TFDOCTOR).exists():
-        pytest.skip(f"no tfdoctor script beside {sys.executable}")
-    base = tmp_path_factory.mktemp("slurm")
-    # A site-wide TaskProlog, as an administrator would install it; it acts only for jobs that opt in,
-    # so the hook jobs below see their environment exactly as submitted.
-    prolog = base / "taskprolog.sh"
-    prolog.write_text(f'#!/bin/sh\n[ -n "$TFDOCTOR_TEST_PROLOG" ] || exit 0\n'
-                      f"exec {TFDOCTOR} fix --format taskprolog --timeout 3\n")
-    prolog.chmod(0o755)
-    try:
-        install()
-        cluster = start(base / "cluster", task_prolog=prolog)
-    except SlurmUnavailable as exc:
-        pytest.skip(f"Slurm unavailable: {str(exc).splitlines()[0]}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(base / "cluster" / "state", ignore_errors=True)
 
 
 def test_hook_lets_a_healthy_job_run_to_the_end(slurm: LocalSlurm) -> None:

@@ -70,7 +70,7 @@ def test_default_space_is_bounded_by_the_cpu_budget(make_root):
 
 
 def test_numa_dimension_uses_the_numa_launcher_on_two_nodes(make_root):
-    from numa_hosts import two_socket_host
+    from support.numa_hosts import two_socket_host
 
     from tfdoctor.tune.numa_binding import numa_launchers
 
@@ -592,7 +592,7 @@ def test_a_trial_that_floods_its_output_costs_only_the_tail(tmp_path):
 def test_a_pattern_move_never_repeats_a_step_of_a_held_parameter():
     """A local step that fell back to a random point resets the held parameters: repeating it as a pattern
     move would step a parameter the narrowed search does not have (it raised KeyError)."""
-    from tests.tune_fakes import FakeJob
+    from tests.support.tune_fakes import FakeJob
     from tfdoctor.derive.cpu_budget import CpuBudget
 
     budget = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)

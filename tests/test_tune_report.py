@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.report_inputs import write_tune_results
+from tests.support.report_inputs import write_tune_results
 from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
 
 pytest.importorskip("optuna")

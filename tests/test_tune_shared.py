@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.tune_fakes import METRIC, FakeJob
+from tests.support.tune_fakes import METRIC, FakeJob
 from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.facts import Facts
 from tfdoctor.tune.results import load_results, load_summary
@@ -27,7 +27,7 @@ optuna = pytest.importorskip("optuna")
 INTRA = "TF_NUM_INTRAOP_THREADS"
 THREADS = (INTRA, "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
 SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
-FAKE = REPO / "tests" / "tune_fakes.py"
+FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
 
 

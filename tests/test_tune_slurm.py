@@ -1,31 +1,28 @@
 """A tune shared by a Slurm job array (docs/tune.md, "One tune on many nodes"), under a real Slurm: a
-single-node cluster on loopback (tests/slurm/local_slurm.py); each array task is a worker of one
-journal-file study, the measured command a fake job (tests/tune_fakes.py).
+single-node cluster on loopback (tests/support/local_slurm.py); each array task is a worker of one
+journal-file study, the measured command a fake job (tests/support/tune_fakes.py).
 
-Skipped, with the reason, where Slurm cannot be installed or started (no root, no apt, no network).
+The cluster is tests/conftest.py's `slurm` fixture (shared with tests/test_slurm_hook.py): skipped, with the
+reason, where Slurm cannot be installed or started (no root, no apt, no network).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.local_slurm import LocalSlurm
 
 from tests.conftest import REPO
-from tests.tune_fakes import METRIC
-
-sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from local_slurm import LocalSlurm, SlurmUnavailable, install, start
+from tests.support.tune_fakes import METRIC
 
 pytestmark = pytest.mark.slurm
 optuna = pytest.importorskip("optuna")
 
 TFDOCTOR = str(Path(sys.executable).parent / "tfdoctor")
-FAKE = REPO / "tests" / "tune_fakes.py"
+FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 BUDGET = 12
 
 
@@ -47,23 +44,6 @@ def _array_script() -> str:
 
 SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n"
                      for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"))
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
-    if not Path(TFDOCTOR).exists():
-        pytest.skip(f"no tfdoctor script beside {sys.executable}")
-    base = tmp_path_factory.mktemp("slurm-tune")
-    try:
-        install()
-        cluster = start(base / "cluster")
-    except SlurmUnavailable as exc:
-        pytest.skip(f"Slurm unavailable: {str(exc).splitlines()[0]}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(base / "cluster" / "state", ignore_errors=True)
 
 
 def test_a_two_task_array_tunes_to_the_end_and_writes_the_winner_once(slurm: LocalSlurm) -> None:

@@ -1,7 +1,7 @@
 """The tune's verdict (tfdoctor.tune.verify): the env script sets only parameters whose change was measured
 beyond the noise against the current settings, or nothing ("keep your current settings").
 
-Every job here is a fake with seeded noise in its printed metric (tests/tune_fakes.py), so no verdict can
+Every job here is a fake with seeded noise in its printed metric (tests/support/tune_fakes.py), so no verdict can
 be flipped by the machine's load."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.tune_fakes import METRIC, FakeJob
+from tests.support.tune_fakes import METRIC, FakeJob
 from tfdoctor.cli import main
 from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.tune.results import load_results, load_summary
@@ -32,7 +32,7 @@ THREADS = (INTRA, INTER, "OMP_NUM_THREADS")
 # The default space with the thread counts fixed to 1..4 whatever the machine: the seven parameters.
 SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
 BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
-FAKE = REPO / "tests" / "tune_fakes.py"
+FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 
 
 def _space():

@@ -5,9 +5,9 @@ refuses, Blackwell GPUs, the intent to profile), each with its healthy twin."""
 
 from __future__ import annotations
 
-import gpu_scenarios as g
 import pytest
 from conftest import check_facts
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Facts
 from tfdoctor.facts.probes.cuda_libs import probe_cuda_libs
@@ -152,11 +152,14 @@ def test_a_blackwell_gpu_cannot_run_a_cuda_12_5_build_and_is_told_what_can():
 
 
 def test_a_hopper_gpu_on_a_ptx_only_build_still_only_warns():
-    """compute 9.0 PTX JITs fine on 9.x: the old warning, not the Blackwell error."""
-    facts = load("drv003-blackwell-newer-than-every-kernel")
-    facts.sections["nvml"]["devices"][0]["compute_capability"] = [9, 0]
-    (finding,) = findings_of(facts, "DRV003")
+    """compute 9.0 PTX JITs fine on 9.x: the old warning, not the Blackwell error (the same 2.18 build)."""
+    facts = load("drv003-hopper-on-a-ptx-only-build")
+    assert facts.sections["nvml"]["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    (finding,) = findings("drv003-hopper-on-a-ptx-only-build", "DRV003")
     assert finding.severity is Severity.WARNING
+    assert "NVIDIA H100 80GB HBM3" in finding.message and "compute capability 9.0" in finding.message
+    # A JIT that works is worth caching: CUDA007 speaks here, not on the Blackwell machine.
+    assert [f.severity for f in findings("drv003-hopper-on-a-ptx-only-build", "CUDA007")] == [Severity.WARNING]
 
 
 # -- the intent to profile -------------------------------------------------------------------------------

@@ -12,6 +12,6 @@ from . import (  # noqa: F401  (each module registers its machines)
     machines_pyenv,
     machines_threads,
 )
-from .corpus import MACHINES, HealthyMachine, check_recorded, collect, examine, family, register
+from .corpus import MACHINES, Examined, HealthyMachine, check_recorded, collect, examine, family, register
 
-__all__ = ["MACHINES", "HealthyMachine", "check_recorded", "collect", "examine", "family", "register"]
+__all__ = ["MACHINES", "Examined", "HealthyMachine", "check_recorded", "collect", "examine", "family", "register"]

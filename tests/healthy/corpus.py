@@ -48,6 +48,14 @@ class HealthyMachine:
     false_alarms: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Examined:
+    """One machine as the tests see it (tests/conftest.py's `examined` makes each once a session)."""
+
+    recorded: Path  # the facts file, as `tfdoctor collect -o` writes it
+    report: Report  # every check over it
+
+
 MACHINES: list[HealthyMachine] = []
 
 

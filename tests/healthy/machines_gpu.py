@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gpu_scenarios as gpu
+from support import gpu_scenarios as gpu
 
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.fake_nvml import FakeGpu
@@ -156,7 +156,7 @@ register(HealthyMachine(
 
 
 
-# -- machines recorded by `python tests/gpu_scenarios.py` (tests/snapshots/gpu/healthy-*.json), replayed -----
+# -- machines recorded by `python tests/support/gpu_scenarios.py` (tests/snapshots/gpu/healthy-*.json), replayed -----
 
 register(
     HealthyMachine("recorded-gpu-pip-cuda12", GPU_FAMILIES,
@@ -353,8 +353,8 @@ register(HealthyMachine(
 
 def _profile_section() -> dict:
     """profile_section() over the run's own timings and the XSpace summary of a healthy mixed_float16 step
-    (tests/gpu_xspace.py "healthy": tensor-core kernels, input and copies hidden under compute)."""
-    from gpu_xspace import SCENARIOS, build
+    (tests/support/gpu_xspace.py "healthy": tensor-core kernels, input and copies hidden under compute)."""
+    from support.gpu_xspace import SCENARIOS, build
 
     from tfdoctor.profile.facts import profile_section
     from tfdoctor.profile.runner import RunResult
@@ -387,6 +387,19 @@ register(HealthyMachine(
     "activity captured (profiling open to users), no steal", _profiled_a100,
     env={**USER_ENV, "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV,
     sections={"profile": _profile_section()}))
+
+# The same server after `tfdoctor profile --measure-mixed-precision`: the declared policy measured against
+# float32 on the CNN and found faster (the healthy twin of PROF004, which reports a measured slowdown).
+MEASURED_FASTER = {"verdict": "faster", "policy": "mixed_float16", "why": "declared (TFDOCTOR_MIXED_PRECISION)",
+                   "summary": "mixed_float16 against float32: step time ×0.52 (0.48–0.56, 99 % confidence)",
+                   "metric": "step time", "workload": "cnn", "seconds": 41.5, "budget": 60.0,
+                   "ratio": 0.52, "low": 0.48, "high": 0.56, "confidence": 0.99}
+register(HealthyMachine(
+    "gpu-profiled-mixed-precision-measured-faster", ("PROF", "MP"),
+    "the A100 server above, mixed_float16 measured against float32 and found about twice as fast",
+    _profiled_a100, env={**USER_ENV, "TFDOCTOR_MIXED_PRECISION": "mixed_float16"}, python=VENV,
+    sections={"profile": {**_profile_section(), "mixed_precision": MEASURED_FASTER,
+                          "mixed_precision_policy": "mixed_float16", "mixed_precision_speedup": 1 / 0.52}}))
 
 
 # -- a Kubernetes GPU pod: two GPUs from the device plugin, /dev/shm from a memory emptyDir, a CPU quota -------

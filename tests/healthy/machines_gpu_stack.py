@@ -1,5 +1,5 @@
-"""The GPU-stack twins (issue 11): the healthy machines of tests/gpu_scenarios.py, replayed from their
-recorded facts (tests/snapshots/gpu/healthy-*.json, rewritten by `python tests/gpu_scenarios.py`)."""
+"""The GPU-stack twins (issue 11): the healthy machines of tests/support/gpu_scenarios.py, replayed from their
+recorded facts (tests/snapshots/gpu/healthy-*.json, rewritten by `python tests/support/gpu_scenarios.py`)."""
 
 from __future__ import annotations
 

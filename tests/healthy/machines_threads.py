@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from fake_site_packages import FakeSitePackages
+from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.testing import FakeRoot
 

@@ -1,14 +1,14 @@
 """Building blocks of healthy machines, shaped as the real files are: /proc/cpuinfo flags of real CPU
 models, /proc/self/status with real capability masks, /etc/os-release, /proc/mounts, the network files,
 Python environments with real dist-info. GPU parts (driver, toolkits, pip wheels, ld.so.cache) are
-those of tests/gpu_scenarios.py; topology parts those of FakeRoot (tfdoctor/testing)."""
+those of tests/support/gpu_scenarios.py; topology parts those of FakeRoot (tfdoctor/testing)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fake_site_packages import TF_2_21_REQUIRES, FakeSitePackages, record_line
+from support.fake_site_packages import TF_2_21_REQUIRES, FakeSitePackages, record_line
 
 from tfdoctor.facts.parse import parse_cpulist
 from tfdoctor.testing import FakeRoot
@@ -271,7 +271,7 @@ def tensorflow_2_21(root: FakeRoot, env: PythonEnv, name: str = "tensorflow-cpu"
 def tensorflow_2_15(root: FakeRoot, env: PythonEnv, cuda_wheels: bool = True, **versions: str) -> FakeSitePackages:
     """`pip install tensorflow[and-cuda]==2.15.1` (or without [and-cuda]: CUDA from the system): the wheel,
     its dependencies as pip resolved them, and the nvidia-* wheels it pins."""
-    from gpu_scenarios import PINS_215, wheels
+    from support.gpu_scenarios import PINS_215, wheels
 
     site = FakeSitePackages(root.path / env.site.lstrip("/"))
     site.tensorflow(name="tensorflow", version="2.15.1", build_info=BUILD_INFO_2_15_CUDA, requires=TF_2_15_REQUIRES,
@@ -330,7 +330,7 @@ def nvidia_driver(root: FakeRoot, model: GpuModel, placement: Sequence[tuple[str
     params with the driver's default RmProfilingAdminOnly=1, one information file per GPU), /dev/nvidia*,
     the PCI functions with numa_node and local_cpulist, libcuda; returns NVML's view of the same GPUs.
     `visible_in_container`: the GPUs a container runtime passed in (its /dev/nvidiaN; NVML sees those only)."""
-    from gpu_scenarios import lib, link
+    from support.gpu_scenarios import lib, link
 
     root.write("/proc/driver/nvidia/version",
                f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Feb 22 01:44:30 UTC 2024\n"

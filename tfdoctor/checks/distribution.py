@@ -160,7 +160,7 @@ def tf_config_host_not_listed(facts: Facts) -> Iterator[Finding]:
     from tfdoctor.derive.tf_config import host_is_local, split_address
 
     host = split_address(own)[0]
-    names, addresses = facts.get("network.names"), facts.get("network.addresses")
+    names, addresses = _strings(facts, "network.names"), _strings(facts, "network.addresses")
     if host_is_local(host, names, addresses):
         return
     yield Finding(
@@ -212,8 +212,22 @@ def _without_peer_to_peer(name: object) -> bool:
                                          for row in table("gpu_peer_to_peer").rows)
 
 
+def _strings(facts: Facts, path: str) -> list[str]:
+    """The names the network probe writes (a list, or a mapping keyed by name), else NotChecked: a facts file
+    damaged or edited by hand leaves the check "not checked", never crashed (tests/test_properties.py)."""
+    value = facts.get(path)
+    if isinstance(value, dict):
+        return list(value)  # JSON keys are strings
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        held = "a list holding other things than names" if isinstance(value, list) else type(value).__name__
+        raise NotChecked(f"{path} is malformed in the facts ({held})")
+    return value
+
+
 def _active_infiniband(facts: Facts) -> list[dict[str, Any]]:
     devices = facts.get("network.infiniband")
+    if not isinstance(devices, list):
+        raise NotChecked(f"network.infiniband is malformed in the facts ({type(devices).__name__})")
     return [d for d in devices if isinstance(d, dict) and d.get("active_rate_gbps")]
 
 
@@ -285,7 +299,7 @@ def nccl_socket_ifname_missing(facts: Facts) -> Iterator[Finding]:
     setting = facts.env("NCCL_SOCKET_IFNAME")
     if setting is None or not setting.strip():
         return
-    interfaces = sorted(facts.get("network.interfaces"))
+    interfaces = sorted(_strings(facts, "network.interfaces"))
     if socket_ifname_matches(setting, interfaces):
         return
     yield Finding(f"NCCL_SOCKET_IFNAME={setting} matches none of this host's interfaces ({', '.join(interfaces)})",

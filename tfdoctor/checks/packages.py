@@ -5,7 +5,7 @@ RECORD, build_info.py) and the import path's origins, never by importing TensorF
 dependency outside TensorFlow's range is comes from the coupling table
 (tfdoctor/knowledge/python_compatibility.toml, via tfdoctor/derive/python_compatibility.py). Every pip
 command suggested here keeps the TensorFlow that is installed: it pins it, or uses --no-deps where a
-dependency would pull another TensorFlow distribution (tests/test_checks_pyenv_coupling.py applies
+dependency would pull another TensorFlow distribution (tests/test_checks_packages_coupling.py applies
 each fix to a fake environment and runs the checks again).
 """
 

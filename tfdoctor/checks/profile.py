@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts, NotChecked
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import Applicability, EnvFix, Finding, PythonFix, Severity, set_env
 from tfdoctor.registry import check
 
@@ -21,11 +21,30 @@ dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 """
 
 
+NUMBER = (int, float)
+OPTIONAL_NUMBER = (int, float, type(None))
+OPTIONAL_MAPPING = (dict, type(None))
+
+
+def _shaped(value: object, kinds: tuple[type, ...], what: str):
+    """`value` when it has the shape `tfdoctor profile` writes, else NotChecked: a facts file damaged or
+    edited by hand leaves a check "not checked", never crashed (tests/test_properties.py)."""
+    if isinstance(value, Unknown):
+        raise NotChecked(f"{what} is unknown: {value.reason}")
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise NotChecked(f"{what} is malformed in the facts ({type(value).__name__})")
+    return value
+
+
 def _profile(facts: Facts) -> dict:
-    section = facts.get("profile")
+    section = _shaped(facts.get("profile"), (dict,), "profile")
     if not section.get("ok"):
         raise NotChecked(f"the profile run failed: {section.get('error')}")
     return section
+
+
+def _steps(section: dict) -> dict:
+    return _shaped(section.get("steps"), OPTIONAL_MAPPING, "profile.steps") or {}
 
 
 @check("PROF001", "input-pipeline-bound", Severity.WARNING)
@@ -51,10 +70,10 @@ def input_pipeline_bound(facts: Facts) -> Iterator[Finding]:
     Manual: the change is in your input pipeline code; it does not change what the model sees.
     """
     section = _profile(facts)
-    share = section.get("input_share")
+    share = _shaped(section.get("input_share"), OPTIONAL_NUMBER, "profile.input_share")
     if share is None:
         raise NotChecked("the profile measured no input wait: no steps were found (PROF010)"
-                         if not (section.get("steps") or {}).get("count") else
+                         if not _steps(section).get("count") else
                          "the profile measured no input wait (Keras steps without a trace)")
     if not section.get("input_bound"):
         return
@@ -116,7 +135,7 @@ def profile_run_noisy(facts: Facts) -> Iterator[Finding]:
     Not applicable: information about the measurement.
     """
     section = _profile(facts)
-    steal = section.get("cpu_steal")
+    steal = _shaped(section.get("cpu_steal"), OPTIONAL_NUMBER, "profile.cpu_steal")
     if not section.get("noisy") or steal is None:
         return
     yield Finding(
@@ -150,9 +169,11 @@ def mixed_precision_measured_slower(facts: Facts) -> Iterator[Finding]:
     Manual: the policy is set in your code.
     """
     section = _profile(facts)
-    measured = facts.get("profile.mixed_precision")
+    measured = _shaped(facts.get("profile.mixed_precision"), (dict,), "profile.mixed_precision")
     if measured.get("verdict") != "slower":
         return
+    for name in ("ratio", "low"):
+        _shaped(measured.get(name), NUMBER, f"profile.mixed_precision.{name}")
     policy = measured.get("policy") or "mixed_float16"  # profiles recorded before the policy was chosen
     yield Finding(
         f"{policy} measured slower than float32 on this machine: {measured.get('summary')}",
@@ -208,14 +229,15 @@ tf.keras.mixed_precision.set_global_policy("mixed_float16")  # before the model 
 
 def _breakdown(facts: Facts) -> dict:
     _profile(facts)
-    return facts.get("profile.breakdown")
+    return _shaped(facts.get("profile.breakdown"), (dict,), "profile.breakdown")
 
 
 def _dominant(facts: Facts, category: str) -> tuple[float, dict] | None:
     """(the category's share of the step time, the breakdown) when it takes ≥ DOMINANT_SHARE."""
     breakdown = _breakdown(facts)
     step_ms = breakdown.get("step_ms")
-    spent = breakdown.get("categories_ms", {}).get(category)
+    categories = _shaped(breakdown.get("categories_ms", {}), (dict,), "profile.breakdown.categories_ms")
+    spent = categories.get(category)
     if not isinstance(step_ms, (int, float)) or not isinstance(spent, (int, float)) or step_ms <= 0:
         raise NotChecked("the profile's step-time breakdown has no step time")
     share = spent / step_ms
@@ -402,7 +424,8 @@ def mixed_precision_not_on_gpu(facts: Facts) -> Iterator[Finding]:
         raise NotChecked("the dtype policy of the profiled run is unknown")
     if not policy.startswith("mixed_"):
         return
-    share = facts.get("profile.breakdown.half_precision_device_share")
+    share = _shaped(facts.get("profile.breakdown.half_precision_device_share"), NUMBER,
+                    "profile.breakdown.half_precision_device_share")
     tensor_core = facts.get("profile.breakdown.tensor_core_kernels")
     evidence = {"profile.policy": policy, "profile.breakdown.half_precision_device_share": round(share, 4),
                 "profile.breakdown.tensor_core_kernels": tensor_core}
@@ -429,7 +452,7 @@ PY_FUNCTION_SHARE = 0.5  # Python holds more than half of TensorFlow's op time o
 
 
 def _no_steps(section: dict) -> bool:
-    return not (section.get("steps") or {}).get("count")
+    return not _steps(section).get("count")
 
 
 @check("PROF010", "profile-steps-not-found", Severity.INFO)
@@ -458,15 +481,17 @@ def profile_steps_not_found(facts: Facts) -> Iterator[Finding]:
     section = _profile(facts)
     if section.get("workload") != "script" or not _no_steps(section):
         return
-    excluded = (section.get("steps") or {}).get("excluded_warmup") or 0
-    seen = [f"{c.get('name')} ×{c.get('calls')}" for c in section.get("step_candidates") or []]
+    excluded = _shaped(_steps(section).get("excluded_warmup"), OPTIONAL_NUMBER, "profile.steps.excluded_warmup") or 0
+    candidates = _shaped(section.get("step_candidates"), (list, type(None)), "profile.step_candidates") or []
+    candidates = [_shaped(c, (dict,), "profile.step_candidates[]") for c in candidates]
+    seen = [f"{c.get('name')} ×{c.get('calls')}" for c in candidates]
     why = (f"all {excluded} steps found were warm-up steps (--warmup)" if excluded else
            "no step markers, no Keras fit/evaluate/predict batches, no tf.function called 5 times or more"
            + (f" (seen: {', '.join(seen)})" if seen else ""))
     yield Finding(
         f"no training steps were found in the script: {why}; step time and input wait are unknown",
         evidence={"profile.steps.count": 0, "profile.steps.excluded_warmup": excluded,
-                  "profile.step_candidates": [c.get("name") for c in section.get("step_candidates") or []]},
+                  "profile.step_candidates": [c.get("name") for c in candidates]},
         fixes=(PythonFix("Mark each training step for the profiler", STEP_MARKER_FIX, Applicability.MANUAL),),
     )
 
@@ -500,7 +525,8 @@ def python_function_dominates_op_time(facts: Facts) -> Iterator[Finding]:
     top = section.get("top_ops")
     if not isinstance(top, list):
         raise NotChecked("the profile's op times are unknown")
-    rows = [r for r in top if isinstance(r, dict) and r.get("where") == "host" and r.get("op") in PY_FUNCTION_OPS]
+    rows = [r for r in top if isinstance(r, dict) and r.get("where") == "host" and isinstance(r.get("op"), str)
+            and r.get("op") in PY_FUNCTION_OPS]
     shares = [r.get("share") or 0.0 for r in rows]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in shares):
         raise NotChecked("malformed top_ops share")

@@ -15,7 +15,7 @@ And `excerpt(text)`: a short, single-line, redacted quotation of a file or of a 
 errors (never more than EXCERPT_CHARS characters of someone else's file in a message).
 
 What is left alone on purpose: paths, versions, host names, GPU UUIDs, hashes (in wheel paths, RECORD
-files) — what tfdoctor needs and what is not a credential. tests/test_redact.py holds the corpus of both.
+files) — what tfdoctor needs and what is not a credential. tests/test_facts_redact.py holds the corpus of both.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A maintainer's command: turn a real TensorFlow wheel into the small JSON record the knowledge tables
-are proven against (tests/data/wheel_records/, tests/test_wheel_records.py).
+are proven against (tests/data/wheel_records/, tests/test_knowledge_wheel_records.py).
 
     python -m tfdoctor.knowledge.extract tensorflow-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl
 

@@ -29,7 +29,7 @@ ESCAPE_SINGLES = frozenset("!?%,;/")
 _LOOP_LIMIT = 500  # IPython's TRANSFORM_LOOP_LIMIT: past it IPython gives up on the cell
 _NESTED_CELL_MAGICS = 10  # `%%time` inside `%%capture`…: deeper than this, the rest is blanked
 # IPython re-tokenises the whole cell after each special line it finds; above these sizes the linear
-# scanner decides instead (same answers on ordinary cells, see tests/test_lint_ipython_syntax.py).
+# scanner decides instead (same answers on ordinary cells, see tests/test_lint_notebook_ipython.py).
 IPYTHON_MAX_LINES = 2_000
 IPYTHON_MAX_LINE = 2_000
 _NAME = re.compile(r"[A-Za-z_]")

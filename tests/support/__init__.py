@@ -1,0 +1,1 @@
+"""Helpers the tests share: fake machines, fake environments, recorded scenarios (tests/README.md)."""

@@ -1,0 +1,49 @@
+"""Helpers shared by the lint tests: run the linter, read `expect:` annotations, apply edits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tfdoctor.lint.rule import LintFinding, load_lint_rules
+from tfdoctor.lint.runner import LintReport, lint_paths, lint_text
+
+FIXTURES = Path(__file__).resolve().parents[1] / "lint_fixtures"
+_EXPECT = re.compile(r"expect: ((?:SRC\d{3}\s*)+)")
+
+
+def rules(select: tuple[str, ...] = ()):
+    """The selected rules, preview ones included: the fixtures exercise every rule."""
+    from tfdoctor.lint.rule import select_lint_rules
+
+    return select_lint_rules(load_lint_rules().rules, select, preview=True)
+
+
+def lint(text: str, select: tuple[str, ...] = ()) -> LintReport:
+    return lint_text(text, rules(select), "script.py")
+
+
+def lint_fixture(name: str) -> LintReport:
+    return lint_paths([FIXTURES / name], rules())
+
+
+def expected(name: str) -> list[tuple[int, str]]:
+    found = []
+    for number, line in enumerate((FIXTURES / name).read_text(encoding="utf-8").splitlines(), 1):
+        match = _EXPECT.search(line)
+        if match:
+            found += [(number, code) for code in match.group(1).split()]
+    return sorted(found)
+
+
+def apply_fixes(text: str, findings: list[LintFinding]) -> str:
+    """Apply every edit of every finding (last first, so earlier positions stay valid)."""
+    lines = text.splitlines(keepends=True)
+    edits = sorted((e for f in findings if f.fix for e in f.fix.edits),
+                   key=lambda e: (e.line, e.column), reverse=True)
+    for e in edits:
+        start = sum(len(x) for x in lines[: e.line - 1]) + e.column - 1
+        end = sum(len(x) for x in lines[: e.end_line - 1]) + e.end_column - 1
+        joined = "".join(lines)
+        lines = (joined[:start] + e.text + joined[end:]).splitlines(keepends=True)
+    return "".join(lines)

@@ -1,0 +1,80 @@
+"""Rewrite every generated file of the repository from its source, in one command:
+
+    python tools/regenerate.py
+
+1. tfdoctor/knowledge/compiled/*.json   from tfdoctor/knowledge/*.toml   (python -m tfdoctor.knowledge)
+2. docs/checks.md                       from the checks' docstrings      (tfdoctor explain --all)
+3. tests/snapshots/gpu/*.json           from tests/support/gpu_scenarios.py      (the GPU probes over fake machines)
+4. tests/golden/*                       from tests/snapshots/core/*.json (UPDATE_GOLDEN=1 pytest tests/test_golden.py)
+
+Run it after adding or changing a check, a probe, a knowledge table or a renderer, then review
+`git diff` like code: every changed file is listed at the end. A test whose failure names this command is
+one of these files gone stale. Each step runs with this interpreter, from the repository this file is in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the tfdoctor of this checkout, installed or not
+
+from tfdoctor.fixes.write import write_file  # noqa: E402
+
+GENERATED = ("tfdoctor/knowledge/compiled", "docs/checks.md", "tests/snapshots/gpu", "tests/golden")
+
+
+def digests() -> dict[str, str]:
+    """Path -> content hash of every generated file, to say at the end which ones changed."""
+    found: dict[str, str] = {}
+    for name in GENERATED:
+        top = REPO / name
+        for path in sorted([top] if top.is_file() else top.rglob("*") if top.is_dir() else []):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[str(path.relative_to(REPO))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def run(title: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    print(f"-- {title}", flush=True)
+    done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, check=False,
+                          env={**os.environ, **(env or {})})
+    if done.returncode != 0:
+        sys.exit(f"tools/regenerate.py: `{' '.join(args)}` failed (exit {done.returncode}):\n"
+                 f"{done.stdout}{done.stderr}")
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/regenerate.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-gpu-fixtures", action="store_true",
+                        help="leave tests/snapshots/gpu/ as it is (they need ldconfig; no probe changed)")
+    options = parser.parse_args(argv)
+    before = digests()
+    run("knowledge twins: python -m tfdoctor.knowledge", ["-m", "tfdoctor.knowledge"])
+    page = run("docs/checks.md: tfdoctor explain --all", ["-m", "tfdoctor", "explain", "--all"])
+    write_file(REPO / "docs" / "checks.md", page.stdout, force=True)  # the one writer: temp file + rename
+    if options.skip_gpu_fixtures:
+        print("-- GPU fixtures: skipped (--skip-gpu-fixtures)")
+    elif shutil.which("ldconfig") is None and shutil.which("/sbin/ldconfig") is None:
+        print("-- GPU fixtures: skipped, ldconfig is not installed (a fixture records a real ld.so.cache)")
+    else:
+        run("GPU fixtures: python tests/support/gpu_scenarios.py", ["tests/support/gpu_scenarios.py"])
+    run("golden reports: UPDATE_GOLDEN=1 pytest tests/test_golden.py",
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
+    after = digests()
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    print("changed:" if changed else "nothing changed: every generated file was up to date")
+    for name in changed:
+        print(f"  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

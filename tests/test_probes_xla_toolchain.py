@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 
-from support import gpu_scenarios as g
 import pytest
 from conftest import check_facts
+from support import gpu_scenarios as g
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.probes.xla_toolchain import probe_xla_toolchain

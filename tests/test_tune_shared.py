@@ -355,9 +355,12 @@ def test_a_worker_killed_mid_trial_is_failed_and_its_trial_measured_again_by_the
     assert dead[0].user_attrs["worker"] != study.user_attrs["winner-written"]["worker"]
     again = [t for t in trials if t.user_attrs.get(REPLACES_ATTR) == dead[0].number]
     assert len(again) == 1 and again[0].user_attrs["params"] == dead[0].user_attrs["params"]
+    assert again[0].params == again[0].user_attrs["params"]  # the sampler learns what was measured
     assert sum(1 for t in trials if t.state == optuna.trial.TrialState.COMPLETE) == budget  # the budget kept
-    assert len(re.findall(rf"tfdoctor: trial {dead[0].number + 1}/{budget} of worker \S+:\d+ has sent no heartbeat "
-                          r"for \d+ s \(its node lost\?\): failed; its configuration is measured again\n", err)) == 1
+    said = (r"tfdoctor: trial {}/{} of worker \S+:\d+ has sent no heartbeat for \d+ s \(its node lost\?\): failed; "
+            r"its configuration is measured again\n")
+    assert len(re.findall(said.format(dead[0].number + 1, budget), err)) == 1  # said once
+    assert re.search(said.format(r"\d+", r"\d+"), (REPO / "docs" / "tune.md").read_text())  # in the words it shows
     assert load_summary(tmp_path / "r1.jsonl")["verdict"] == "apply"  # the winner written once, by the writer
     assert load_summary(tmp_path / "r2.jsonl") is None
     _header, records = load_results(tmp_path / "r1.jsonl")

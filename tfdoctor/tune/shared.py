@@ -238,6 +238,17 @@ def _orphans(trials: list[Any], budget: int, space: Space) -> list[Any]:
     return orphans
 
 
+def _set_params(study: Any, trial: Any, distributions: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    """Record `params` as the trial's own (what suggest would record), so the sampler learns from what was
+    measured and its search space (the intersection of the trials' parameters) stays whole."""
+    for name, distribution in distributions.items():
+        try:  # optuna has no public call to give a trial chosen values
+            study._storage.set_trial_param(trial._trial_id, name, distribution.to_internal_repr(params[name]),
+                                           distribution)
+        except (KeyError, ValueError):  # a value the distribution cannot hold: the sampler does without it
+            continue
+
+
 def run_worker(study: Any, space: Space, objective: Objective, budget: int, node: str, worker: str,
                seed: int | None = None, on_trial: Callable[[int, dict[str, Any], Any], None] | None = None,
                wait_seconds: float = 3600.0, limit: int | None = None, finish: bool = False,
@@ -302,6 +313,7 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
             # its own, and no sampler choice: the configuration is the stale trial's.
             again = study.ask()
             params = dict(stale.user_attrs["params"])
+            _set_params(study, again, distributions, params)
             for name, value in (("params", params), (REPLACES_ATTR, stale.user_attrs.get(REPLACES_ATTR, stale.number))):
                 again.set_user_attr(name, value)
             measurement = _measure(study, again, space, objective, params, node, worker, interval)

@@ -391,7 +391,7 @@ def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
     journal = str(tmp_path / "s.journal")
     study = open_study(open_storage(journal), "slow", True, 1, rule_based_settings(BUDGET, space))
-    budget, floor, slow_seconds = 6, 1.0, 4.0  # the trial lasts four grace periods
+    budget, floor, slow_seconds = 6, 2.0, 6.0  # the trial lasts three grace periods
     started = threading.Event()
     slow_result = []
     slow = threading.Thread(target=lambda: slow_result.append(run_worker(

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,10 +40,10 @@ def _env(tmp_path: Path, index: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _worker(tmp_path: Path, index: int, budget: int, **extra: str) -> subprocess.Popen:
+def _worker(tmp_path: Path, index: int, budget: int, *options: str, **extra: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "tfdoctor", "tune", "--storage", "study.journal", "--study", "t", "--budget",
             str(budget), "--space", "space.toml", "--seed", str(index), "--results", f"r{index}.jsonl",
-            "--write", "env.sh", "--metric", METRIC, "--", sys.executable, str(FAKE)]
+            "--write", "env.sh", "--metric", METRIC, *options, "--", sys.executable, str(FAKE)]
     return subprocess.Popen(argv, cwd=tmp_path, env=_env(tmp_path, index, **extra), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -201,6 +202,7 @@ def test_a_node_unlike_the_others_is_named_and_its_trials_left_out(tmp_path):
     (["--storage", "study.journal", "--time", "60"], "give --budget, not --time"),
     (["--storage", ".", "--budget", "4"], "--storage .: not a regular file"),
     (["--storage", "study.journal", "--budget", "4", "--resume", "r.jsonl"], "without --resume"),
+    (["--budget", "4", "--stale-after", "5"], "--stale-after applies to a tune shared through --storage"),
 ])
 def test_a_storage_that_cannot_be_used_is_a_usage_error(tmp_path, extra, message):
     (tmp_path / "space.toml").write_text(SPACE_TOML)
@@ -311,3 +313,127 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert (f"r.jsonl: the journal of its study, {tmp_path / 'gone.journal'}, is not there (moved or deleted)"
             in capsys.readouterr().err)
     assert not (tmp_path / "gone.journal").exists()
+
+
+def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.1)
+
+
+def test_a_worker_killed_mid_trial_is_failed_and_its_trial_measured_again_by_the_writer(tmp_path):
+    """A node lost mid-trial: its trial's heartbeat goes silent, the writer fails it after the grace period
+    (not after an hour), measures its configuration again and writes the winner with the budget kept."""
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    (tmp_path / "barrier").mkdir()
+    budget = 12
+    barrier = {"FAKE_JOB_BARRIER": f"{tmp_path / 'barrier'}:2"}
+    grace = ["--stale-after", "2"]
+    writer = _worker(tmp_path, 1, budget, *grace, **barrier)
+    doomed = _worker(tmp_path, 2, budget, *grace, FAKE_JOB_HANG_AT="1", **barrier)  # its second trial hangs
+    try:
+        _wait_for(tmp_path / "runs-2.hung", doomed)
+    finally:
+        os.killpg(doomed.pid, signal.SIGKILL)  # the worker and its trial: a node lost mid-trial
+        doomed.communicate()
+    killed = time.monotonic()
+    _out, err = writer.communicate(timeout=600)
+    elapsed = time.monotonic() - killed
+    assert writer.returncode == 0, err
+    # The grace is max(2 s, 3 × the longest trial): seconds here; the old wait was an hour.
+    assert elapsed < 240, (elapsed, err)
+    print("ELAPSED", elapsed, err)
+    study = _study(tmp_path)
+    trials = study.get_trials()
+    dead = [t for t in trials if STALE_ATTR in t.user_attrs]
+    assert len(dead) == 1 and dead[0].state == optuna.trial.TrialState.FAIL and dead[0].number < budget
+    assert re.fullmatch(r"no heartbeat from worker \S+:\d+ for \d+ s \(grace \d+ s\); failed by \S+:\d+, its "
+                        r"configuration measured again", dead[0].user_attrs[STALE_ATTR])
+    assert dead[0].user_attrs["worker"] != study.user_attrs["winner-written"]["worker"]
+    again = [t for t in trials if t.user_attrs.get(REPLACES_ATTR) == dead[0].number]
+    assert len(again) == 1 and again[0].user_attrs["params"] == dead[0].user_attrs["params"]
+    assert again[0].params == again[0].user_attrs["params"]  # the sampler learns what was measured
+    assert sum(1 for t in trials if t.state == optuna.trial.TrialState.COMPLETE) == budget  # the budget kept
+    said = (r"tfdoctor: trial {}/{} of worker \S+:\d+ has sent no heartbeat for \d+ s \(its node lost\?\): failed; "
+            r"its configuration is measured again\n")
+    assert len(re.findall(said.format(dead[0].number + 1, budget), err)) == 1  # said once
+    assert re.search(said.format(r"\d+", r"\d+"), (REPO / "docs" / "tune.md").read_text())  # in the words it shows
+    assert load_summary(tmp_path / "r1.jsonl")["verdict"] == "apply"  # the winner written once, by the writer
+    assert load_summary(tmp_path / "r2.jsonl") is None
+    _header, records = load_results(tmp_path / "r1.jsonl")
+    assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
+    assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
+
+
+class _SlowJob(FakeJob):
+    """A trial that takes `seconds` — longer than the grace period — on a node that is alive."""
+
+    def __init__(self, seconds: float, started: threading.Event) -> None:
+        super().__init__(INTRA, seed=9)
+        self.seconds, self.started = seconds, started
+
+    def measure(self, env_changes, launcher=()):
+        from tfdoctor.tune.objective import Measurement
+
+        self.started.set()
+        time.sleep(self.seconds)
+        done = super().measure(env_changes, launcher)
+        return Measurement(done.status, done.value, self.seconds)
+
+
+def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
+    from tfdoctor.tune.heartbeat import STALE_ATTR
+    from tfdoctor.tune.shared import open_storage, open_study, run_worker
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    journal = str(tmp_path / "s.journal")
+    study = open_study(open_storage(journal), "slow", True, 1, rule_based_settings(BUDGET, space))
+    budget, floor, slow_seconds = 6, 2.0, 6.0  # the trial lasts three grace periods
+    started = threading.Event()
+    slow_result = []
+    slow = threading.Thread(target=lambda: slow_result.append(run_worker(
+        open_study(open_storage(journal), "slow", True, 2, None), space, _SlowJob(slow_seconds, started), budget,
+        "n2", "n2:1", seed=2, limit=1, stale_floor=floor)))
+    slow.start()
+    assert started.wait(60)
+    stale: list[int] = []
+    begun = time.monotonic()
+    writer = run_worker(study, space, FakeJob(INTRA, seed=1), budget, "n1", "n1:1", seed=1, stale_floor=floor,
+                        on_stale=lambda number, owner, silent: stale.append(number))
+    waited = time.monotonic() - begun
+    slow.join(60)
+    assert writer.writer and stale == []
+    assert waited >= slow_seconds - 1.0  # the writer waited for the slow trial instead of failing it
+    assert slow_result[0].measured == [slow_result[0].measured[0]] and not slow_result[0].writer
+    trials = study.get_trials()
+    assert not [t.number for t in trials if STALE_ATTR in t.user_attrs]
+    assert sum(1 for t in trials if t.state == optuna.trial.TrialState.COMPLETE) == budget
+    assert len(writer.records) == budget and all(r.status == "ok" for r in writer.records)
+
+
+def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path):
+    """A node that stalled past the grace period and came back: its trial was failed (and is measured again
+    elsewhere); its late measurement is dropped without an error and it goes on with the next trial."""
+    from tfdoctor.tune.heartbeat import STALE_ATTR, fail_stale
+    from tfdoctor.tune.shared import open_storage, open_study, run_worker, shared_records
+
+    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "late", True, 1, None)
+
+    class Stalled(FakeJob):
+        def measure(self, env_changes, launcher=()):
+            if self.runs == 0:  # another worker gives up on this trial while it is measured
+                running = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.RUNNING]
+                assert fail_stale(study, running[0], "no heartbeat (test)")
+                assert not fail_stale(study, running[0], "twice")  # failed once only
+            return super().measure(env_changes, launcher)
+
+    result = run_worker(study, space, Stalled(INTRA, seed=1), 4, "n1", "n1:1", seed=1, limit=3)
+    assert result.measured == [1, 2, 3]
+    first = study.get_trials()[0]
+    assert first.state == optuna.trial.TrialState.FAIL and first.user_attrs[STALE_ATTR] == "no heartbeat (test)"
+    assert [r.params for r in shared_records(study, space, 4)] == [t.user_attrs["params"]
+                                                                  for t in study.get_trials()[1:4]]

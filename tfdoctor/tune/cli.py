@@ -121,13 +121,16 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
                    "shared filesystem, or a database URL (sqlite:///…, postgresql://…). docs/tune.md.")
 @click.option("--study", "study_name", metavar="NAME", default="tfdoctor-tune", show_default=True,
               help="The study's name in --storage (every worker of one tune gives the same).")
+@click.option("--stale-after", type=click.FloatRange(min=1), metavar="S",
+              help="A shared tune's trial whose worker has sent no heartbeat for max(S, 3 × the longest trial) "
+                   "seconds (its node lost) is failed and measured again by a live worker (default 60).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
          plot_alias: str | None = None, screening: str | None = None, storage: str | None = None,
-         study_name: str = "tfdoctor-tune") -> None:
+         study_name: str = "tfdoctor-tune", stale_after: float | None = None) -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -164,6 +167,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("--storage shares a budget of trials among the workers: give --budget, not --time")
         if not storage.strip():
             raise UsageError("--storage needs a journal file or a database URL")
+    elif stale_after is not None and not resume:
+        raise UsageError("--stale-after applies to a tune shared through --storage (or the --resume of one)")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -283,7 +288,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         from tfdoctor.tune.shared_cli import shared_tune
 
         shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
-                             resumed=previous if resume else None)
+                             resumed=previous if resume else None, stale_after=stale_after)
         if shared is None:
             return  # another worker writes the winner
         previous, settings = shared.records, shared.settings

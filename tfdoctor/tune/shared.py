@@ -10,6 +10,8 @@ default) or a database URL (sqlite:///…, postgresql://…: optuna's RDBStorage
 - the worker handed trial number `budget` exactly — one worker, whatever the timing — writes the winner:
   it waits for the others' last trials, then confirms the leaders and measures the verdict on its own node
   (tfdoctor.tune.search.Tuner, the same as a single-node tune), and writes the env script once;
+- a trial whose worker died (its heartbeat silent for the grace period: tfdoctor.tune.heartbeat) is
+  failed by the next worker that looks, and the writer measures its configuration again in its place;
 - a configuration another trial already measures is not measured again: the worker measures the nearest
   point not yet tried instead (the trial records what it measured in its user attribute "params");
 - each worker records its node's facts (redacted, as `tfdoctor collect` writes them) in the study; the
@@ -158,23 +160,123 @@ def _unmeasured(space: Space, taken: set[tuple[Any, ...]], near: Mapping[str, An
     return None
 
 
+def _measure(study: Any, trial: Any, space: Space, objective: Objective, params: dict[str, Any], node: str,
+             worker: str, interval: float) -> Any:
+    """Measure `params` in `trial` (its heartbeat beating meanwhile) and tell the study; None when another
+    worker failed the trial as stale meanwhile (this node stalled): its configuration is measured again
+    there, this measurement is dropped."""
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.heartbeat import Heartbeat
+
+    try:
+        for name, value in (("node", node), ("worker", worker)):
+            trial.set_user_attr(name, value)
+        with Heartbeat(trial, interval):
+            measurement = objective.measure(space.env_changes(params), space.launcher(params))
+        trial.set_user_attr("seconds", round(measurement.seconds, 3))
+        if measurement.status == "ok" and measurement.value is not None:
+            study.tell(trial, measurement.value)
+        else:
+            from tfdoctor.facts.redact import excerpt
+
+            trial.set_user_attr("error", excerpt(measurement.error, 500))  # every worker and reader sees it
+            study.tell(trial, state=TrialState.FAIL)
+    except UpdateFinishedTrialError:
+        return None
+    return measurement
+
+
+def _durations(trials: list[Any]) -> list[float]:
+    seconds = (t.user_attrs.get("seconds") for t in trials if t.state.is_finished())
+    return [float(s) for s in seconds if isinstance(s, (int, float)) and not isinstance(s, bool)]
+
+
+def _reap(study: Any, watch: Any, budget: int, floor: float, worker: str,
+          on_stale: Callable[[int, str, float], None] | None) -> list[Any]:
+    """Fail the study's RUNNING trials (of the budget, or measuring a stale one again) whose heartbeat has
+    not changed for the grace period; the study's trials, as read, back."""
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR, fail_stale, grace_seconds
+
+    trials = study.get_trials(deepcopy=False)
+    grace = grace_seconds(_durations(trials), floor)
+    now = time.monotonic()
+    for trial in trials:
+        if trial.state != TrialState.RUNNING or not (trial.number < budget or REPLACES_ATTR in trial.user_attrs):
+            continue
+        silent = watch.silent_for(trial, now)
+        if silent <= grace:
+            continue
+        owner = str(trial.user_attrs.get("worker", "?"))
+        reason = (f"no heartbeat from worker {owner} for {silent:.0f} s (grace {grace:.0f} s); "
+                  f"failed by {worker}, its configuration measured again")
+        if fail_stale(study, trial, reason) and on_stale is not None:
+            on_stale(trial.number, owner, silent)
+    return trials
+
+
+def _orphans(trials: list[Any], budget: int, space: Space) -> list[Any]:
+    """The stale trials of the budget whose configuration no live or finished trial measures again (one
+    that died before it recorded a configuration has none to measure)."""
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+
+    covered = {t.user_attrs.get(REPLACES_ATTR) for t in trials
+               if STALE_ATTR not in t.user_attrs and t.state in (TrialState.RUNNING, TrialState.COMPLETE,
+                                                                  TrialState.FAIL)}
+    orphans = []
+    for trial in trials:
+        origin = trial.user_attrs.get(REPLACES_ATTR, trial.number)
+        if (STALE_ATTR in trial.user_attrs and isinstance(origin, int) and origin < budget and origin not in covered
+                and _well_formed(space, trial.user_attrs.get("params"))):
+            orphans.append(trial)
+            covered.add(origin)
+    return orphans
+
+
+def _set_params(study: Any, trial: Any, distributions: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    """Record `params` as the trial's own (what suggest would record), so the sampler learns from what was
+    measured and its search space (the intersection of the trials' parameters) stays whole."""
+    for name, distribution in distributions.items():
+        try:  # optuna has no public call to give a trial chosen values
+            study._storage.set_trial_param(trial._trial_id, name, distribution.to_internal_repr(params[name]),
+                                           distribution)
+        except (KeyError, ValueError):  # a value the distribution cannot hold: the sampler does without it
+            continue
+
+
 def run_worker(study: Any, space: Space, objective: Objective, budget: int, node: str, worker: str,
                seed: int | None = None, on_trial: Callable[[int, dict[str, Any], Any], None] | None = None,
-               wait_seconds: float = 3600.0, limit: int | None = None, finish: bool = False) -> WorkerResult:
+               wait_seconds: float = 3600.0, limit: int | None = None, finish: bool = False,
+               stale_floor: float | None = None,
+               on_stale: Callable[[int, str, float], None] | None = None) -> WorkerResult:
     """Measure the study's trials until its budget is handed out (or this worker has measured `limit`:
     it then leaves the rest to the others); the writer then waits for the last ones and gathers the
     records the winner is chosen from (the odd nodes' trials left out). With `finish` (a resumed worker:
-    the writer died, or never came) this worker writes the winner whatever number it is handed."""
+    the writer died, or never came) this worker writes the winner whatever number it is handed.
+
+    A trial whose worker died (its heartbeat silent for the grace period, tfdoctor.tune.heartbeat) is
+    failed by the next worker that looks, and the writer measures its configuration again: the budget is
+    kept and nobody waits for a dead node. `stale_floor`: the smallest grace period (default 60 s)."""
     import random
 
     from optuna.trial import TrialState
 
+    from tfdoctor.tune.heartbeat import GRACE_FLOOR, REPLACES_ATTR, Watch, beat_interval
     from tfdoctor.tune.search import _distributions
 
+    floor = GRACE_FLOOR if stale_floor is None else stale_floor
+    interval = beat_interval(floor)
+    watch = Watch()
     rng = random.Random(f"{seed}-{worker}")
     distributions = _distributions(space)
     out = WorkerResult()
     while limit is None or len(out.measured) < limit:
+        _reap(study, watch, budget, floor, worker, on_stale)
         trial = study.ask(distributions)
         if trial.number >= budget:
             trial.set_user_attr("over_budget", True)
@@ -195,26 +297,34 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
             trial.set_user_attr("params", None)
             study.tell(trial, state=TrialState.FAIL)
             continue
-        for name, value in (("node", node), ("worker", worker)):
-            trial.set_user_attr(name, value)
-        measurement = objective.measure(space.env_changes(params), space.launcher(params))
-        trial.set_user_attr("seconds", round(measurement.seconds, 3))
+        measurement = _measure(study, trial, space, objective, params, node, worker, interval)
+        if measurement is None:
+            continue
         out.measured.append(trial.number)
-        if measurement.status == "ok" and measurement.value is not None:
-            study.tell(trial, measurement.value)
-        else:
-            from tfdoctor.facts.redact import excerpt
-
-            trial.set_user_attr("error", excerpt(measurement.error, 500))  # every worker and reader sees it
-            study.tell(trial, state=TrialState.FAIL)
         if on_trial is not None:
             on_trial(trial.number, params, measurement)
     if not out.writer:
         return out
     deadline = time.monotonic() + wait_seconds
-    while any(t.state == TrialState.RUNNING and t.number < budget for t in study.get_trials(deepcopy=False)):
+    while True:
+        trials = _reap(study, watch, budget, floor, worker, on_stale)
+        for stale in _orphans(trials, budget, space):
+            # A number past the budget (this worker already holds `budget`): no other worker takes it for
+            # its own, and no sampler choice: the configuration is the stale trial's.
+            again = study.ask()
+            params = dict(stale.user_attrs["params"])
+            _set_params(study, again, distributions, params)
+            for name, value in (("params", params), (REPLACES_ATTR, stale.user_attrs.get(REPLACES_ATTR, stale.number))):
+                again.set_user_attr(name, value)
+            measurement = _measure(study, again, space, objective, params, node, worker, interval)
+            if measurement is not None:
+                out.measured.append(again.number)
+        trials = study.get_trials(deepcopy=False)
+        if not _orphans(trials, budget, space) and not any(
+                t.state == TrialState.RUNNING and (t.number < budget or REPLACES_ATTR in t.user_attrs) for t in trials):
+            break
         if time.monotonic() > deadline:
-            break  # a worker that died mid-trial: its trial stays out
+            break  # a safety bound only: a dead worker's trial is failed and measured again long before
         time.sleep(POLL_SECONDS)
     out.excluded = odd_nodes(study)
     out.records = shared_records(study, space, budget, set(out.excluded))
@@ -226,16 +336,26 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
     as "search"; the trials of `excluded` nodes left out."""
     from optuna.trial import TrialState
 
-    records = []
-    for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+
+    records: list[TrialRecord] = []
+    replaced: set[Any] = set()
+    def origin_of(trial: Any) -> Any:  # a stale trial measured again counts as it, in its place
+        return trial.user_attrs.get(REPLACES_ATTR, trial.number)
+
+    for trial in sorted(study.get_trials(deepcopy=False),
+                        key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
         params = trial.user_attrs.get("params")
-        if trial.number >= budget or not _well_formed(space, params) or trial.user_attrs.get("node") in excluded:
+        origin = origin_of(trial)
+        if (not isinstance(origin, int) or origin >= budget or origin in replaced or STALE_ATTR in trial.user_attrs
+                or not _well_formed(space, params) or trial.user_attrs.get("node") in excluded):
             continue
         if trial.state not in (TrialState.COMPLETE, TrialState.FAIL):
             continue
+        replaced.add(origin)
         seconds = trial.user_attrs.get("seconds", 0.0)
         ok = trial.state == TrialState.COMPLETE
-        records.append(TrialRecord(len(records), "rule" if trial.number == 0 else "search", dict(params),
+        records.append(TrialRecord(len(records), "rule" if origin == 0 else "search", dict(params),
                                    "ok" if ok else "failed", trial.value if ok else None,
                                    float(seconds) if isinstance(seconds, (int, float)) else 0.0,
                                    space.env_changes(params),

@@ -31,7 +31,8 @@ class SharedRun:
 
 
 def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
-                settings: Any, node_facts: Any, log: Any, resumed: list[Any] | None = None) -> SharedRun | None:
+                settings: Any, node_facts: Any, log: Any, resumed: list[Any] | None = None,
+                stale_after: float | None = None) -> SharedRun | None:
     """None when another worker writes the winner; else what the writer goes on with. `resumed`: the
     records of this worker's results file when it is resumed (`--resume`): it then finishes the tune —
     measures what is left of the study's budget and writes the winner, its own confirmation and
@@ -63,9 +64,16 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         value = f"{measurement.value:.4g}" if measurement.value is not None else measurement.status
         _say(f"tfdoctor: {worker} trial {number + 1}/{settings.budget}: {value}\n")
 
+    def stale(number: int, owner: str, silent: float) -> None:
+        from tfdoctor.fixes.quoting import comment_text
+
+        # The owner's name is what another worker wrote into the shared study: one printable, redacted line.
+        _say(f"tfdoctor: trial {number + 1}/{settings.budget} of worker {comment_text(owner)} has sent no "
+             f"heartbeat for {silent:.0f} s (its node lost?): failed; its configuration is measured again\n")
+
     finish = resumed is not None
     result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress,
-                        finish=finish)
+                        finish=finish, stale_floor=stale_after, on_stale=stale)
     workers = study_summary(study)["workers"]
     _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
          f"({len(workers)} worker(s) in all)\n")

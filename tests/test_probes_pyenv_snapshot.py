@@ -239,7 +239,23 @@ def test_a_file_larger_than_its_stat_said_is_read_no_further_than_one_byte_past(
     assert _hash_file(str(path), 10)[1] is None  # not the size it was hashed for: never remembered
     _, key = _hash_file(str(path), len(data))
     status = path.stat()
-    assert key == [status.st_dev, status.st_ino, len(data), status.st_mtime_ns, status.st_ctime_ns]
+    assert key == [status.st_ino, len(data), status.st_mtime_ns, status.st_ctime_ns]
+
+
+def test_a_kept_sum_serves_every_node_of_a_shared_home():
+    """The same file seen from two NFS clients differs only in st_dev: the key, and so the kept sum, is
+    the same on both; another inode, size, mtime or ctime is another key."""
+    from types import SimpleNamespace
+
+    from tfdoctor.facts.probes.pyenv_snapshot import stat_key
+
+    seen = dict(st_ino=4711, st_size=2 << 20, st_mtime_ns=1_700_000_000_123_456_789,
+                st_ctime_ns=1_700_000_100_987_654_321)
+    node_a, node_b = SimpleNamespace(st_dev=53, **seen), SimpleNamespace(st_dev=48, **seen)
+    assert stat_key(node_a) == stat_key(node_b) == [4711, 2 << 20, seen["st_mtime_ns"], seen["st_ctime_ns"]]
+    for field in seen:
+        changed = SimpleNamespace(st_dev=53, **{**seen, field: seen[field] + 1})
+        assert stat_key(changed) != stat_key(node_a), field
 
 
 def _old_enough(monkeypatch):
@@ -265,7 +281,7 @@ def test_sums_are_kept_for_unchanged_files_and_not_read_again(tmp_path, monkeypa
     kept = json.loads(cache_file.read_text())["entries"]
     so = str(site.path / "tensorflow/python/_pywrap_tensorflow_internal.so")
     status = os.stat(so)
-    assert kept[so][0] == [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    assert kept[so][0] == [status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
 
     def no_read(path, size):
         raise AssertionError(f"{path} was read again")

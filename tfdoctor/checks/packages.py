@@ -653,7 +653,7 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     the smallest shared objects are hashed too, up to a budget of bytes read (4 MiB: TensorFlow 2.21's
     shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). What this learns (the RECORD's
     lines, each hashed file's sum) is kept between runs in `~/.cache/tfdoctor` (or `$TFDOCTOR_CACHE_DIR`)
-    with the device, inode, size, mtime and ctime of the file it came from: while none of these changed,
+    with the inode, size, mtime and ctime of the file it came from: while none of these changed,
     the file is not read again. Every listed file is still looked at on every run. The finding says what
     was done: sizes compared, how many files hashed, how many of their sums were kept.
 

@@ -268,13 +268,20 @@ def _hash_file(path, size):
     return b"sha256=" + encoded.rstrip(b"="), key
 
 
+STAT_KEY_FIELDS = 4
+
+
 def stat_key(status):
-    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    # No st_dev: NFS clients number the same export differently (0:53 on one node, 0:48 on the next), and
+    # the cache sits in a HOME that every node of a cluster shares; keyed on the device, jobs on alternating
+    # nodes would replace each other's entries and never find one. The inode, size, mtime and ctime are the
+    # server's, the same on every node; a file replaced or rewritten changes at least one of them.
+    return [status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
 
 
 # What verifying a RECORD learns is kept from one run to the next in the user's cache folder, each value
-# with the stat of the file it was made from: device, inode, size, mtime and ctime (in ns). The ctime
-# cannot be set back from user space, so a file rewritten in place with its size and mtime restored
+# with the stat of the file it was made from: inode, size, mtime and ctime (in ns; not the device: see
+# stat_key). The ctime cannot be set back from user space, so a file rewritten in place with its size and mtime restored
 # (cp --preserve, touch -r) no longer matches; a file replaced by another gets another inode. The pre-job
 # hook runs on the same environment job after job: reading TensorFlow's 1.8 MB RECORD and searching it
 # twice, and hashing the same 4 MiB of shared objects (importing OpenSSL for it), took ~9 ms of a ~65 ms
@@ -344,7 +351,8 @@ class StatMemo:
         entries = data.get("entries") if ours else None
         if isinstance(entries, dict):
             self.entries = {p: e for p, e in entries.items() if isinstance(e, list) and len(e) == 2
-                            and isinstance(e[0], list) and len(e[0]) == 5 and all(type(v) is int for v in e[0])}
+                            and isinstance(e[0], list) and len(e[0]) == STAT_KEY_FIELDS
+                            and all(type(v) is int for v in e[0])}
 
     def get(self, name, key):
         """The value kept for `name` with exactly this stat key, else None."""
@@ -354,7 +362,7 @@ class StatMemo:
     def put(self, name, key, value):
         import time
 
-        if time.time_ns() - key[4] < RACY_NS:
+        if time.time_ns() - key[-1] < RACY_NS:  # the ctime, last in the key
             return
         self.entries.pop(name, None)  # re-inserted last: the most recent are kept
         self.entries[name] = [key, value]

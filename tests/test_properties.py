@@ -141,6 +141,31 @@ JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63), st.f
 BASES = sorted(p for p in SNAPSHOTS.rglob("*.json"))
 
 
+# Mutations the property test below found crashing a check, replayed every run (a random run of 60 examples
+# meets each of them only now and then): the snapshot, then each leaf and its value.
+RECORD = ("python", "watched", "tensorflow-cpu", "record")
+FOUND_BY_THE_PROPERTY = [
+    ("checks/pkg011-damaged-install-lists-what-is-missing.json", [((*RECORD, "hash_mismatch"), None)]),
+    ("checks/pkg011-damaged-install-lists-what-is-missing.json", [((*RECORD, "hash_budget"), ":")]),
+    ("checks/dist102-nccl-ib-disabled-with-active-infiniband.json",
+     [(("network", "infiniband", 0, "active_rate_gbps"), "200")]),
+    ("checks/numa001-unbound-process-with-gpus-on-one-node.json",
+     [(("numa", "pci_gpus", 0, "numa_node"), -1), (("numa", "pci_gpus", 0, "local_cpus"), [[0]])]),
+]
+
+
+@pytest.mark.parametrize(("snapshot", "mutations"), FOUND_BY_THE_PROPERTY)
+def test_mutations_that_once_crashed_a_check_do_not(registry, snapshot, mutations):
+    from tfdoctor.engine import run_checks
+    from tfdoctor.model import Status
+
+    tree = json.loads((SNAPSHOTS / snapshot).read_text())
+    for leaf, value in mutations:
+        _set(tree["sections"], leaf, value)
+    report = run_checks(registry.checks, Facts.from_json(tree))
+    assert [(r.code, r.reason) for r in report.results if r.status is Status.CRASHED] == []
+
+
 @pytest.fixture(scope="module")
 def registry():
     from tfdoctor.registry import load_registry

@@ -228,7 +228,9 @@ def _active_infiniband(facts: Facts) -> list[dict[str, Any]]:
     devices = facts.get("network.infiniband")
     if not isinstance(devices, list):
         raise NotChecked(f"network.infiniband is malformed in the facts ({type(devices).__name__})")
-    return [d for d in devices if isinstance(d, dict) and d.get("active_rate_gbps")]
+    # A rate that is not a number (a hand-made --facts file) is no active port: never a crash.
+    return [d for d in devices if isinstance(d, dict) and type(d.get("active_rate_gbps")) in (int, float)
+            and d["active_rate_gbps"] > 0]
 
 
 @check("DIST102", "nccl-ib-disabled", Severity.WARNING)
@@ -255,7 +257,7 @@ def nccl_ib_disabled(facts: Facts) -> Iterator[Finding]:
     active = _active_infiniband(facts)
     if not active:
         return
-    ports = [f"{d['name']} ({d['active_rate_gbps']:g} Gb/s)" for d in active]
+    ports = [f"{d.get('name', '?')} ({d['active_rate_gbps']:g} Gb/s)" for d in active]
     yield Finding(f"NCCL_IB_DISABLE={value} although {', '.join(ports)} is active: NCCL uses TCP sockets instead",
                   evidence={"env.NCCL_IB_DISABLE": value, "network.infiniband": ports},
                   fixes=(EnvFix("Unset NCCL_IB_DISABLE", (unset_env("NCCL_IB_DISABLE"),), Applicability.UNSAFE),))

@@ -684,9 +684,12 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
         raise NotChecked(f"python.watched.{dist.name}.record unknown: {record.reason}")
     if not isinstance(record, Mapping):
         return
-    missing = [str(m) for m in record.get("missing", [])]
-    resized = [m for m in record.get("size_mismatch", []) if isinstance(m, Mapping)]
-    rehashed = [str(m) for m in record.get("hash_mismatch", [])]
+    lists = [record.get(k, []) for k in ("missing", "size_mismatch", "hash_mismatch")]
+    if not all(isinstance(items, list) for items in lists):  # a hand-made --facts file: never a crash
+        raise NotChecked(f"python.watched.{dist.name}.record: malformed lists of files")
+    missing = [str(m) for m in lists[0]]
+    resized = [m for m in lists[1] if isinstance(m, Mapping)]
+    rehashed = [str(m) for m in lists[2]]
     counts = [record.get(k) or 0 for k in ("missing_count", "size_mismatch_count", "hash_mismatch_count")]
     if not all(type(c) is int for c in counts):  # a hand-made --facts file: never a crash
         raise NotChecked(f"python.watched.{dist.name}.record: malformed counts")
@@ -726,12 +729,14 @@ def _verification_done(record: Mapping[str, Any]) -> str:
     """What the RECORD verification did: existence and size of every file, sha256 of how many."""
     if "size_checked" not in record:  # a facts file recorded before sizes were compared
         return "existence checked, sizes and hashes not compared"
-    budget = int(record.get("hash_budget") or 0)
-    cached = record.get("hash_cached")
-    kept = (f"; {cached} of the sums kept from an earlier run, the files unchanged since"
-            if type(cached) is int and cached > 0 else "")
-    return (f"existence and size checked for every file, sha256 for {record.get('hashed', 0)} shared objects "
-            f"({int(record.get('hashed_bytes') or 0) // 1024} KiB, budget {budget // (1024 * 1024)} MiB{kept})")
+    def count(key: str) -> int:  # a hand-made --facts file may hold anything here: never a crash
+        value = record.get(key)
+        return value if type(value) is int and value > 0 else 0
+
+    cached = count("hash_cached")
+    kept = f"; {cached} of the sums kept from an earlier run, the files unchanged since" if cached else ""
+    return (f"existence and size checked for every file, sha256 for {count('hashed')} shared objects "
+            f"({count('hashed_bytes') // 1024} KiB, budget {count('hash_budget') // (1024 * 1024)} MiB{kept})")
 
 
 @check("PKG012", "wheel-built-for-another-python", Severity.ERROR)

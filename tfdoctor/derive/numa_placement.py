@@ -135,7 +135,9 @@ def gpu_placements(facts: Facts, gpus: list[Gpu], nodes: list[NumaNode]) -> list
             placements.append(GpuPlacement(gpu, bus_id, nodes[0].node, reported, "only node"))
             continue
         local = record.get("local_cpus")
-        match = [n.node for n in nodes if isinstance(local, list) and set(local) == set(n.cpus)]
+        # CPU numbers only: a recorded list of anything else (a hand-made --facts file) matches no node.
+        local_set = set(local) if isinstance(local, list) and all(type(c) is int for c in local) else None
+        match = [n.node for n in nodes if local_set is not None and local_set == set(n.cpus)]
         if len(match) == 1:
             placements.append(GpuPlacement(gpu, bus_id, match[0], reported, "local_cpulist"))
         else:

@@ -75,6 +75,9 @@ def test_two_workers_share_one_journal_file_study(tmp_path):
     writers = [i for i in (1, 2) if load_summary(tmp_path / f"r{i}.jsonl") is not None]
     assert len(writers) == 1, outputs
     assert sum("writes the winner; this one is done" in err for _out, err in outputs) == 1
+    other_err = outputs[(3 - writers[0]) - 1][1]  # the worker that did not write says how to finish without it
+    assert f"(should that worker die, `tfdoctor tune --resume 'r{3 - writers[0]}.jsonl'` finishes the tune)" \
+        in other_err
     shares = [re.search(r"tfdoctor: \S+:\d+ measured (\d+) of the study's 16 trials \(\d worker\(s\) in all\)", err)
               for _out, err in outputs]
     assert all(shares) and sum(int(m.group(1)) for m in shares) == budget  # the lines docs/tune.md shows

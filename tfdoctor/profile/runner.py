@@ -100,7 +100,7 @@ def read_cpu_times(stat_path: str = "/proc/stat") -> CpuTimes | None:
     """The aggregate `cpu` line, read once for every figure taken from it; None off Linux."""
     try:
         with open(stat_path, encoding="ascii") as handle:
-            first = handle.readline().split()
+            first = handle.readline(4096).split()  # the cpu line is ~100 bytes; never more than a bound
     except (OSError, ValueError):  # ValueError: not ASCII
         return None
     return parse_cpu_line(first)

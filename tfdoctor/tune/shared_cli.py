@@ -78,8 +78,12 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
     _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
          f"({len(workers)} worker(s) in all)\n")
     if not result.writer:
+        from tfdoctor.fixes.quoting import comment_text, sh_quote
+
+        # A command to copy: the path quoted for the shell, and one printable line.
+        resume = comment_text(f"tfdoctor tune --resume {sh_quote(str(log.path))}")
         _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done "
-             f"(should that worker die, `tfdoctor tune --resume {log.path}` finishes the tune)\n")
+             f"(should that worker die, `{resume}` finishes the tune)\n")
         return None
     for name, facts in result.excluded.items():
         from tfdoctor.fixes.quoting import comment_text

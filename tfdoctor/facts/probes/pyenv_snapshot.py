@@ -322,7 +322,7 @@ def hash_cache_path(environ=None):
 
 
 class StatMemo:
-    """Values made from files, each kept with that file's stat key: {file: [[dev, ino, size, mtime_ns,
+    """Values made from files, each kept with that file's stat key: {file: [[ino, size, mtime_ns,
     ctime_ns], value]} in one JSON file. A cache file that is not ours, that others may write, that is
     malformed, or whose `tag` is not this one (what the values were made by: a later tfdoctor that reads
     files otherwise gives its values another tag) is ignored (and replaced); the most recently kept `keep`

@@ -36,5 +36,14 @@ def test_a_stand_in_interpreter_script_runs_no_tensorflow(tmp_path):
 
 
 def test_a_test_on_the_shared_cluster_is_marked_slurm(request):
-    """The collection hook marks any test that takes the `slurm` fixture; this one does not."""
+    """The collection hook marks any test that takes the `slurm` fixture, and no other."""
+    from types import SimpleNamespace
+
+    import conftest
+
+    on_cluster, elsewhere = [], []
+    conftest.pytest_collection_modifyitems([
+        SimpleNamespace(fixturenames=["tmp_path", "slurm"], add_marker=on_cluster.append),
+        SimpleNamespace(fixturenames=["tmp_path"], add_marker=elsewhere.append)])
+    assert [mark.name for mark in on_cluster] == ["slurm"] and elsewhere == []
     assert request.node.get_closest_marker("slurm") is None

@@ -11,7 +11,6 @@ import sys
 import weakref
 from pathlib import Path
 
-import pytest
 from support.lint_support import FIXTURES, rules
 
 from tfdoctor.lint import runner
@@ -166,13 +165,19 @@ def test_the_corpus_comparison_names_every_difference():
                                        "- /r: " + __import__("json").dumps(finding, sort_keys=True)]
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_workers_and_one_process_report_the_same(tmp_path, jobs):
+def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):
+    from tfdoctor.lint import runner
+
     for i in range(70):  # above the worker threshold (64 files)
         (tmp_path / f"s{i:02}.py").write_text(PIPELINE if i % 3 == 0 else "x = 1\n", encoding="utf-8")
     files = sorted(tmp_path.glob("*.py"))
     one = lint_paths(files, rules(), jobs=1)
-    report = lint_paths(files, rules(), jobs=jobs)
+    pools: list[int] = []
+    in_processes = runner._lint_in_processes
+    monkeypatch.setattr(runner, "_lint_in_processes",
+                        lambda *args: (pools.append(args[-1]), in_processes(*args))[1])
+    report = lint_paths(files, rules(), jobs=2)
+    assert pools == [2]  # the worker processes ran: not a silent fall-back to one process
     assert [f.to_json() for f in report.findings] == [f.to_json() for f in one.findings]
     per_file = len(lint_text(PIPELINE, rules()).findings)
     assert per_file >= 3 and report.files == 70 and len(report.findings) == 24 * per_file

@@ -316,7 +316,9 @@ def test_a_file_rewritten_with_its_size_and_mtime_restored_is_hashed_again(tmp_p
     assert _verify(site, cache_file)[("hash_mismatch")] == ["tensorflow/python/_pywrap_tensorflow_internal.so"]
 
 
-def test_a_file_changed_in_the_last_two_seconds_is_hashed_but_not_remembered(tmp_path):
+def test_a_file_changed_in_the_last_two_seconds_is_hashed_but_not_remembered(tmp_path, monkeypatch):
+    # "Recent" made an hour wide: a loaded machine may take seconds between writing the files and reading them.
+    monkeypatch.setattr(pyenv_snapshot, "RACY_NS", 3600 * 10**9)
     site = FakeSitePackages(tmp_path / "site-packages").tensorflow()  # just written
     cache_file = tmp_path / "record-sha256.json"
     assert _verify(site, cache_file)["hash_cached"] == 0
@@ -379,6 +381,7 @@ def test_where_the_sums_are_kept():
     path = pyenv_snapshot.hash_cache_path
     assert path({"TFDOCTOR_CACHE_DIR": "/c", "HOME": "/h"}) == "/c/record-sha256.json"
     assert path({"TFDOCTOR_CACHE_DIR": "", "HOME": "/h"}) is None  # set empty: nothing kept
+    assert path({"TFDOCTOR_CACHE_DIR": "cache", "HOME": "/h"}) is None  # relative: not the job's folder
     assert path({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == "/x/tfdoctor/record-sha256.json"
     assert path({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == "/h/.cache/tfdoctor/record-sha256.json"
     assert path({}) is None and path({"HOME": "relative"}) is None

@@ -16,6 +16,8 @@ import subprocess
 import pytest
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # a venv and an install from the package index: README "Development"
+
 INSTALL_TIMEOUT = 600  # seconds: a fresh venv and six small dependencies on a loaded 2-CPU machine
 
 
@@ -48,7 +50,10 @@ def test_readme_first_setup_command_installs_and_checks_this_machine(tmp_path):
     done = subprocess.run(["bash", "-c", command], cwd=project, capture_output=True, text=True,
                           timeout=INSTALL_TIMEOUT, env=env)
     output = done.stdout + done.stderr
-    if done.returncode != 0 and re.search(r"No matching distribution found|Could not find a version", output):
+    # Only a network that does not answer skips: "No matching distribution" is also what a requirement
+    # that exists nowhere gives, and that is a broken set-up command.
+    if done.returncode != 0 and re.search(r"NewConnectionError|Temporary failure in name resolution|ProxyError|"
+                                          r"Network is unreachable|Failed to establish a new connection", output):
         pytest.skip(f"pip reached no package index: {output.strip().splitlines()[-1]}")
     # 0 and 1 are the documented outcomes of a check that ran ("nothing found", "found something").
     assert done.returncode in (0, 1), output[-3000:]

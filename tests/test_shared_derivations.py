@@ -112,8 +112,9 @@ def test_profile_writes_its_section_alone_through_the_seam(tmp_path, monkeypatch
 
     monkeypatch.setattr(runner, "run_workload", lambda *args, **kwargs: runner.RunResult(
         False, error="the workload could not import TensorFlow"))
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as failed:
         main(["profile", "--device", "cpu", "--html", str(tmp_path / "profile.html")])
+    assert failed.value.code == 3  # profile: 3 = the workload failed (README, exit codes); the page still written
     page = (tmp_path / "profile.html").read_text()
     assert '<section id="report-profile">' in page and page.count("<section ") == 1
     assert "<title>tfdoctor profile" in page

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the tfdoctor of this checkout, installed or not
 
-from tfdoctor.fixes.write import write_file  # noqa: E402
+from tfdoctor.fixes.write import WriteError, write_file  # noqa: E402
 
 GENERATED = ("tfdoctor/knowledge/compiled", "docs/checks.md", "tests/snapshots/gpu", "tests/golden")
 
@@ -41,10 +41,19 @@ def digests() -> dict[str, str]:
     return found
 
 
+STEP_TIMEOUT = 900  # seconds: the golden reports' pytest on a loaded 2-CPU machine takes about 30
+
+
 def run(title: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     print(f"-- {title}", flush=True)
-    done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, check=False,
-                          env={**os.environ, **(env or {})})
+    # This checkout's package first: a script under tests/ would otherwise import whichever tfdoctor is
+    # installed (another worktree's, or none).
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PYTHONPATH": path, **(env or {})}, timeout=STEP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"tools/regenerate.py: `{' '.join(args)}` still running after {STEP_TIMEOUT} s: stopped")
     if done.returncode != 0:
         sys.exit(f"tools/regenerate.py: `{' '.join(args)}` failed (exit {done.returncode}):\n"
                  f"{done.stdout}{done.stderr}")
@@ -59,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     before = digests()
     run("knowledge twins: python -m tfdoctor.knowledge", ["-m", "tfdoctor.knowledge"])
     page = run("docs/checks.md: tfdoctor explain --all", ["-m", "tfdoctor", "explain", "--all"])
-    write_file(REPO / "docs" / "checks.md", page.stdout, force=True)  # the one writer: temp file + rename
+    try:
+        write_file(REPO / "docs" / "checks.md", page.stdout, force=True)  # the one writer: temp file + rename
+    except WriteError as exc:
+        sys.exit(f"tools/regenerate.py: {exc}")
+    skipped = options.skip_gpu_fixtures or (shutil.which("ldconfig") is None and shutil.which("/sbin/ldconfig") is None)
     if options.skip_gpu_fixtures:
         print("-- GPU fixtures: skipped (--skip-gpu-fixtures)")
     elif shutil.which("ldconfig") is None and shutil.which("/sbin/ldconfig") is None:
@@ -70,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
     after = digests()
     changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
-    print("changed:" if changed else "nothing changed: every generated file was up to date")
+    print("changed:" if changed else "nothing changed: every generated file was up to date"
+          + (" (tests/snapshots/gpu/ not regenerated: skipped)" if skipped else ""))
     for name in changed:
         print(f"  {name}")
     return 0

@@ -302,10 +302,13 @@ RACY_NS = 2_000_000_000
 
 def cache_folder(environ=None):
     """Where what verifying RECORDs learns is kept: $TFDOCTOR_CACHE_DIR (set empty: nowhere), else
-    $XDG_CACHE_HOME/tfdoctor, else $HOME/.cache/tfdoctor; None when none of them is set (a job
-    environment without HOME verifies from scratch every run)."""
+    $XDG_CACHE_HOME/tfdoctor, else $HOME/.cache/tfdoctor; each only as an absolute path (a relative one
+    would follow the job's working folder), None when there is none (a job environment without HOME
+    verifies from scratch every run)."""
     environ = os.environ if environ is None else environ
     folder = environ.get("TFDOCTOR_CACHE_DIR")
+    if folder is not None:
+        return folder if os.path.isabs(folder) else None
     if folder is None:
         xdg, home = environ.get("XDG_CACHE_HOME", ""), environ.get("HOME", "")
         if os.path.isabs(xdg):

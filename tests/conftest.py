@@ -113,8 +113,8 @@ def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     here = tmp_path / "knowledge"
     shutil.copytree(knowledge.HERE, here, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    monkeypatch.setattr(knowledge, "HERE", here)
-    monkeypatch.setattr(knowledge, "COMPILED", here / "compiled")
+    monkeypatch.setattr(knowledge, "HERE", str(here))
+    monkeypatch.setattr(knowledge, "COMPILED", str(here / "compiled"))
     knowledge.table.cache_clear()
     knowledge.available.cache_clear()
     yield here

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 
@@ -27,13 +28,13 @@ def test_a_missing_table_is_a_knowledge_error() -> None:
 def test_compiled_twin_is_the_toml_parsed(name: str) -> None:
     """The hook reads compiled/<name>.json, not the TOML (json.loads instead of tomllib): the twin must
     be exactly what the TOML compiles to. If this fails: python tools/regenerate.py"""
-    compiled = knowledge.COMPILED / f"{name}.json"
+    compiled = Path(knowledge.COMPILED) / f"{name}.json"
     assert compiled.read_text(encoding="utf-8") == knowledge.compile_table(name), \
         f"{compiled} is stale: run python tools/regenerate.py (or python -m tfdoctor.knowledge)"
     import tomllib
 
-    parsed = tomllib.loads((knowledge.HERE / f"{name}.toml").read_text(encoding="utf-8"))
-    source = (knowledge.HERE / f"{name}.toml").read_bytes()
+    parsed = tomllib.loads((Path(knowledge.HERE) / f"{name}.toml").read_text(encoding="utf-8"))
+    source = (Path(knowledge.HERE) / f"{name}.toml").read_bytes()
     compiled_document = knowledge._compiled(name, source)
     assert compiled_document == parsed  # dates and all, as tomllib gives them
     import json  # and keys in the TOML's order, which a check listing a table's entries shows

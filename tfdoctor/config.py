@@ -7,8 +7,8 @@ could have planted is skipped with a warning (`untrusted_because`; docs/security
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from tfdoctor.records import value_tuple
 
@@ -34,12 +34,14 @@ class Config:
     notes: tuple[str, ...] = ()
 
 
-def find_config_file(start: Path, warnings: list[str] | None = None) -> Path | None:
-    """The nearest trusted configuration file; an untrusted one is skipped (a line added to `warnings`)."""
-    for folder in (start, *start.parents):
+def find_config_file(start: str | os.PathLike[str], warnings: list[str] | None = None) -> str | None:
+    """The nearest trusted configuration file from the folder `start` (absolute) upward; an untrusted one is
+    skipped (a line added to `warnings`). Strings, not pathlib: the pre-job hook looks on every run."""
+    folder = os.fspath(start)
+    while True:
         for name in ("tfdoctor.toml", "pyproject.toml"):
-            candidate = folder / name
-            if candidate.is_file():
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
                 if name == "pyproject.toml" and not _mentions_tfdoctor(candidate):
                     continue
                 distrust = untrusted_because(candidate)
@@ -48,35 +50,37 @@ def find_config_file(start: Path, warnings: list[str] | None = None) -> Path | N
                         warnings.append(f"ignoring configuration {candidate}: {distrust}")
                     continue
                 return candidate
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-def untrusted_because(path: Path, uid: int | None = None) -> str | None:
+def untrusted_because(path: str | os.PathLike[str], uid: int | None = None) -> str | None:
     """Why a file must not be trusted (like git's safe.directory), or None.
 
     A configuration decides whether a pre-job hook fails: one planted by another user (a /tmp/tfdoctor.toml
     with fail-on = "never") must not silence every project below it. Trusted: a file owned by this user or
     root, in a folder that others cannot write to — or can, but with the sticky bit, which stops them from
     replacing a file they do not own."""
-    import os
     import stat
 
     if not hasattr(os, "getuid"):  # not POSIX: no owners to compare
         return None
     uid = os.getuid() if uid is None else uid
     try:
-        info = path.stat()
-        folder = path.parent.stat()
+        info = os.stat(path)
+        folder = os.stat(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
         return f"cannot check its owner: {exc.strerror or exc}"
     if info.st_uid not in (uid, 0):
         return f"it is owned by another user (uid {info.st_uid})"
     if folder.st_mode & stat.S_IWOTH and not folder.st_mode & stat.S_ISVTX:
-        return f"its folder {path.parent} is writable by every user (and has no sticky bit)"
+        return f"its folder {os.path.dirname(os.path.abspath(path))} is writable by every user (and has no sticky bit)"
     return None
 
 
-def _mentions_tfdoctor(path: Path) -> bool:
+def _mentions_tfdoctor(path: str | os.PathLike[str]) -> bool:
     from tfdoctor.facts.bounded import InputFileError, read_input_file
 
     try:
@@ -85,7 +89,7 @@ def _mentions_tfdoctor(path: Path) -> bool:
         return False
 
 
-def _codes(value: object, key: str, path: Path) -> tuple[str, ...]:
+def _codes(value: object, key: str, path: str | os.PathLike[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -93,7 +97,7 @@ def _codes(value: object, key: str, path: Path) -> tuple[str, ...]:
     return tuple(v.strip().upper() for v in value if v.strip())
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: str | os.PathLike[str]) -> Config:
     # tomllib only here: the hook without a configuration file never imports the TOML parser.
     if sys.version_info >= (3, 11):
         import tomllib
@@ -115,7 +119,7 @@ def load_config(path: Path) -> Config:
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{path}: 'tool' must be a table")
-    table = tool.get("tfdoctor", {} if path.name == "pyproject.toml" else data)
+    table = tool.get("tfdoctor", {} if os.path.basename(path) == "pyproject.toml" else data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.tfdoctor] must be a table")
     unknown = sorted(set(table) - KNOWN_KEYS)

@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from tfdoctor import __version__
 from tfdoctor.facts import Facts, NotApplicable, NotChecked, Unknown
@@ -23,6 +22,10 @@ from tfdoctor.facts.redact import excerpt
 from tfdoctor.model import CheckResult, Finding, Severity, Status
 from tfdoctor.records import field, record
 from tfdoctor.registry import CheckSpec, ProbeSpec
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # A probe that has held its lane this long without finishing gets the probes still waiting a new lane.
 # Quick probes thus run one after another on one thread: seventeen threads handing the GIL to each other
@@ -117,7 +120,7 @@ def gather_facts(
         # time.strftime and os.uname, not datetime and socket: two imports fewer on the hook's path.
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
         "hostname": _hostname() if machine.is_live else "fake-root",
-        "root": str(machine.root),
+        "root": os.fspath(machine.root),
         "probe_seconds": dict(sorted(timings.items())),
     }
     return Facts(dict(sorted(sections.items())), meta)

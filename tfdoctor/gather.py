@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from tfdoctor.records import value_tuple
 from tfdoctor.usage import UsageError
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -94,17 +96,18 @@ def deadline(opts: GatherOptions, config: Any) -> float:
 def machine(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.facts.machine import Machine
 
-    root = Path("/")
+    # Strings, not pathlib: importing it costs the pre-job hook ~2 ms (tests/test_first_hour.py).
+    root = "/"
     if opts.root:
-        root = Path(opts.root).resolve()
-        if not root.is_dir():
+        root = os.path.realpath(opts.root)
+        if not os.path.isdir(root):
             raise UsageError(f"--root {opts.root}: no such directory")
     python = None
     if opts.python:
-        candidate = Path(opts.python)
-        if not candidate.exists():
+        candidate = os.path.abspath(opts.python)  # "python" from the current folder, not one found on PATH
+        if not os.path.exists(candidate):
             raise UsageError(f"--python {opts.python}: no such file")
-        if candidate.is_dir() or not os.access(candidate, os.X_OK):
+        if os.path.isdir(candidate) or not os.access(candidate, os.X_OK):
             raise UsageError(f"--python {opts.python}: not an executable interpreter")
-        python = str(candidate)
+        python = candidate
     return Machine(root=root, environ=dict(os.environ), python=python, timeout=timeout_seconds(opts, config))

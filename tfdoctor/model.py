@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
 
 from tfdoctor.records import field, record
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Severity(enum.IntEnum):

@@ -13,7 +13,10 @@ fields from the class, so nothing is compiled per class. Everything else in tfdo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _MISSING: Any = object()
 

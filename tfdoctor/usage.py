@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -86,12 +89,10 @@ def emit(text: str, err: bool = False) -> None:
 
 def project_config() -> Any:
     """The [tool.tfdoctor] configuration found from the current directory up; malformed → exit 2."""
-    from pathlib import Path
-
     from tfdoctor.config import Config, ConfigError, find_config_file, load_config
 
     warnings: list[str] = []
-    path = find_config_file(Path.cwd(), warnings)  # a file another user could have planted is skipped
+    path = find_config_file(os.getcwd(), warnings)  # a file another user could have planted is skipped
     emit("".join(f"tfdoctor: warning: {line}\n" for line in warnings), err=True)
     try:
         config = load_config(path) if path else Config()

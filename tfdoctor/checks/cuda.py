@@ -8,7 +8,6 @@ libnccl.so.2, libcuda.so.1 for a CUDA 12 build (the CUDA 11 names end in .11.0, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
 from tfdoctor.derive.tf_build import (
@@ -22,6 +21,10 @@ from tfdoctor.facts import Facts
 from tfdoctor.facts.parse import count
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # The library and release derivations are imported past each check's `cuda_gpu_setup` gate: a CPU-only
 # TensorFlow (most pre-job hook hosts) never pays for them.

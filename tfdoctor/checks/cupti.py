@@ -4,7 +4,6 @@ Profiler guide. Neither stops training, so both are warnings unless a profiler p
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from tfdoctor.derive.container import DEFAULT_CONTAINER_CAPS, container_kind, container_signs
 from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
@@ -12,7 +11,10 @@ from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity
 from tfdoctor.registry import check
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
+    from typing import Any
+
     from tfdoctor.derive.resolvable_libraries import LibraryCopy
 
 # The loader model (tfdoctor.derive.resolvable_libraries) is imported past each check's `cuda_gpu_setup`

@@ -4,7 +4,6 @@ all-reduce time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, visible_gpus
 from tfdoctor.facts import Facts, NotChecked
@@ -12,7 +11,10 @@ from tfdoctor.facts.parse import count
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
+    from typing import Any
+
     from tfdoctor.derive.allreduce import Link
     from tfdoctor.derive.tf_config import Problem, TfConfig
 

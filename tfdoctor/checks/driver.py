@@ -4,7 +4,6 @@ build's CUDA, and GPU architectures the build has kernels for."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
 from tfdoctor.derive.tf_build import TfBuild, arch_support, cuda_gpu_setup, tensorflow_build, version_tuple
@@ -12,7 +11,10 @@ from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
+    from typing import Any
+
     from tfdoctor.derive.cuda_releases import ArchitectureGap
 
 # The release tables (tfdoctor.derive.cuda_releases) are read past each check's `cuda_gpu_setup` gate: a

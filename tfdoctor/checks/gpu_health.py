@@ -4,13 +4,16 @@ to the framework family). Each check reads the device records of the "nvml" sect
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tfdoctor.derive.gpu_inventory import Gpu
 from tfdoctor.derive.gpu_inventory import visible_gpus as _visible_gpus
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 SLOWDOWN_REASONS = ("hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 OTHER_PROCESS_SHARE = 0.5

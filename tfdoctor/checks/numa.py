@@ -9,7 +9,6 @@ recipes of NVIDIA's and Intel's published benchmarks bind each process with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
@@ -18,6 +17,7 @@ from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
     from tfdoctor.derive.numa_placement import Placement
 

@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from tfdoctor.derive import python_compatibility as compat
 from tfdoctor.derive.requirement_ranges import (
@@ -42,6 +41,10 @@ from tfdoctor.derive.wheel_tags import interpreter_cpython, wheel_fits_interpret
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Fix, Severity, set_env, unset_env
 from tfdoctor.registry import check
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # TensorFlow's own test of the variable (tensorflow/python/util/lazy_loader.py): these three only.
 LEGACY_KERAS_TRUE = ("true", "True", "1")

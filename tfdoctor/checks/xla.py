@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, version_tuple
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import DATA_DIR_FLAG
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, prepend_path, set_env
 from tfdoctor.registry import check
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _roots(facts: Facts, path: str) -> list[dict[str, Any]]:

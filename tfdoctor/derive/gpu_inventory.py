@@ -23,11 +23,14 @@ whose NVML failed. When NVML fails on a driver host, the probe falls back ("sour
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import count
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @value_tuple

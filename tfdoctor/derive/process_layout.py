@@ -12,12 +12,15 @@ TF_CONFIG (tasks listed on this host), and TFDOCTOR_PROCESSES_PER_NODE for what 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.facts import Facts
 from tfdoctor.facts.parse import count
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # "Processes of this step on this node", most specific first. SLURM_TASKS_PER_NODE reads "4(x2),3":
 # this node's count is the first number.

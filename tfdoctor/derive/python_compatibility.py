@@ -8,11 +8,14 @@ under Keras 3, which Pythons a release has wheels for, and what CPU flags a dist
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from tfdoctor.derive.requirement_ranges import canonical_name, version_satisfies
 from tfdoctor.knowledge import Table, table
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 TABLE = "python_compatibility"
 SEVERITIES = ("error", "warning", "info")

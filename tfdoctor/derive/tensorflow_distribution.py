@@ -13,11 +13,14 @@ import os
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.probes.pyenv_snapshot import IMPORT_NAMES, TENSORFLOW_DISTS, normalize
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 IMPORT_PACKAGE = "tensorflow"
 

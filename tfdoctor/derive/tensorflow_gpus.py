@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from tfdoctor.derive.gpu_inventory import Gpu, visible_gpus
 from tfdoctor.derive.tf_build import tensorflow_build
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @value_tuple

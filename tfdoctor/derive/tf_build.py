@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from tfdoctor.derive.versions import major_minor, version_tuple
 from tfdoctor.facts import Facts
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly",
                     "tf-nightly-gpu", "intel-tensorflow", "tensorflow-aarch64")

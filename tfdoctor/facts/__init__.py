@@ -9,11 +9,14 @@ that into a "not checked: <reason>" result, so no check needs to handle unknowns
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 from tfdoctor.records import record
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 # A facts file of a large node is a few hundred KB; parsed JSON takes several times its size in memory.
@@ -175,7 +178,7 @@ class Facts:
         return cls(convert(sections), convert(meta) if isinstance(meta, dict) else {})
 
     @classmethod
-    def load(cls, path: str | Path) -> Facts:
+    def load(cls, path: str | os.PathLike[str]) -> Facts:
         """A facts file: a regular file (a FIFO or device is refused, never waited on) of bounded size."""
         from tfdoctor.facts.bounded import InputFileError, read_input_file
 

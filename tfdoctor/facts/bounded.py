@@ -17,17 +17,17 @@ fits what it reads, and a time limit.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING
 
 from tfdoctor.records import value_tuple
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:  # subprocess, selectors and signal cost the pre-job hook ~5 ms; only run_bounded needs them
     import subprocess
+    from typing import IO
 
 MB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -288,6 +288,8 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
     try:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
+        import contextlib  # here: the pre-job hook that starts no child never imports it
+
         with contextlib.suppress(OSError):
             process.send_signal(sig)
 
@@ -295,6 +297,7 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
 def end_group(process: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> None:
     """SIGTERM to the child's whole process group, SIGKILL to what is left after `grace` seconds (a child
     that ignores SIGTERM, a grandchild it left behind), then the leader reaped."""
+    import contextlib
     import signal
     import subprocess
 

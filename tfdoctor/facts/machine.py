@@ -16,13 +16,14 @@ import errno
 import functools
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TypeVar
 
 from tfdoctor.facts import Unknown
 from tfdoctor.records import field, record
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import TypeVar
+    T = TypeVar("T")
 
 PROBE_FILE_LIMIT = 4 * 1024 * 1024  # /proc/cpuinfo of 512 CPUs is ~1 MB; nothing a probe reads needs more
 _MAX_LINKS = 40
@@ -33,7 +34,7 @@ class Machine:
     """The machine probes read: a root ("/" or a fake tree), its environment, the interpreter to inspect, a
     time limit."""
 
-    root: Path = Path("/")
+    root: str | os.PathLike[str] = "/"  # a string or a path: probes join it as a string
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str | None = None  # another interpreter to inspect (--python); None: this one
     timeout: float = 2.0  # seconds any single subprocess or probe may take
@@ -44,13 +45,17 @@ class Machine:
         Cached (every probe read asks): a frozen instance's root does not change."""
         return os.fspath(self.root) == "/"
 
-    def path(self, absolute: str | os.PathLike[str]) -> Path:
+    def path(self, absolute: str | os.PathLike[str]) -> str:
+        """Where the machine's `absolute` path is on this host: itself on the live machine, else under root with
+        every link resolved inside it. A string: pathlib costs the pre-job hook more than its reads."""
         text = os.fspath(absolute)
         if not text.startswith("/"):
             raise ValueError(f"probe paths are absolute, got {text!r}")
         if self.is_live:
-            return Path(text)
-        return self.root / confined(os.fspath(self.root), text).lstrip("/")
+            return text
+        root = os.fspath(self.root).rstrip("/")
+        inside = confined(root, text)
+        return root + inside if inside != "/" else root
 
     def unroot(self, path: str | os.PathLike[str]) -> str:
         """The machine path of a file found under root (fake trees report paths as the machine sees them)."""
@@ -98,7 +103,7 @@ class Machine:
 
     def exists(self, absolute: str) -> bool:
         try:
-            return self.path(absolute).exists()
+            return os.path.exists(self.path(absolute))
         except OSError:
             return False
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import datetime
 import functools
-from pathlib import Path
-from typing import Any
+import os
 
 from tfdoctor.records import value_tuple
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _tomllib() -> Any:
@@ -38,8 +41,9 @@ def _tomllib() -> Any:
 
 
 # The tables are package data installed beside this module (never zipped): a plain path, not
-# importlib.resources, which costs the pre-job hook ~10 ms of imports (zipfile, typing, ...).
-HERE = Path(__file__).resolve().parent
+# importlib.resources, which costs the pre-job hook ~10 ms of imports (zipfile, typing, ...). A string, not a
+# pathlib.Path: pathlib costs it ~2 ms more.
+HERE = os.path.dirname(os.path.realpath(__file__))
 
 
 class KnowledgeError(Exception):
@@ -65,9 +69,9 @@ class Table:
 @functools.cache
 def available() -> list[str]:
     return sorted(
-        entry.name.removesuffix(".toml")
-        for entry in HERE.iterdir()
-        if entry.name.endswith(".toml")
+        entry.removesuffix(".toml")
+        for entry in os.listdir(HERE)
+        if entry.endswith(".toml")
     )
 
 
@@ -76,7 +80,7 @@ def available() -> list[str]:
 # costs a tenth of one. The TOML stays the one source: a compiled file whose CRC does not match the
 # TOML beside it is ignored. `python -m tfdoctor.knowledge` rewrites them (tests/test_knowledge.py
 # fails while one is stale).
-COMPILED = HERE / "compiled"
+COMPILED = os.path.join(HERE, "compiled")
 _TAG = "$toml"  # how a TOML date, time or datetime is written in JSON: {"$toml": ["date", "2026-11-23"]}
 
 
@@ -84,7 +88,7 @@ _TAG = "$toml"  # how a TOML date, time or datetime is written in JSON: {"$toml"
 TABLE_LIMIT = 4 * 1024 * 1024
 
 
-def _read(path: Path) -> bytes:
+def _read(path: str) -> bytes:
     """A table's bytes: a regular file of at most TABLE_LIMIT (OSError otherwise, never a hang)."""
     from tfdoctor.facts.bounded import InputFileError, read_input_file
 
@@ -103,7 +107,7 @@ def _document_crc(document: Any) -> int:
 
 
 def _document(name: str) -> dict[str, Any]:
-    source = _read(HERE / f"{name}.toml")
+    source = _read(os.path.join(HERE, f"{name}.toml"))
     compiled = _compiled(name, source)
     if compiled is not None:
         return compiled
@@ -120,7 +124,7 @@ def _compiled(name: str, source: bytes) -> dict[str, Any] | None:
     import zlib
 
     try:
-        data = json.loads(_read(COMPILED / f"{name}.json"), object_hook=_untag)
+        data = json.loads(_read(os.path.join(COMPILED, f"{name}.json")), object_hook=_untag)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):  # missing, special, or not what
         return None                                                      # compile_table writes
     if not isinstance(data, dict) or data.get("crc32") != zlib.crc32(source):
@@ -154,7 +158,8 @@ def compile_table(name: str) -> str:
     import json
     import zlib
 
-    source = (HERE / f"{name}.toml").read_bytes()
+    with open(os.path.join(HERE, f"{name}.toml"), "rb") as handle:
+        source = handle.read()
     document = _tomllib().loads(source.decode("utf-8"))
     return json.dumps({"source": f"{name}.toml", "crc32": zlib.crc32(source),
                        "document_crc32": _document_crc(document), "document": document},

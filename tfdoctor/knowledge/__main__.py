@@ -1,8 +1,11 @@
 """`python -m tfdoctor.knowledge`: rewrite compiled/<name>.json from every <name>.toml (see COMPILED)."""
 
+import os
+
 from tfdoctor.knowledge import COMPILED, available, compile_table
 
-COMPILED.mkdir(exist_ok=True)
+os.makedirs(COMPILED, exist_ok=True)
 for name in available():
-    (COMPILED / f"{name}.json").write_text(compile_table(name), encoding="utf-8")
-    print(f"wrote {COMPILED.name}/{name}.json")
+    with open(os.path.join(COMPILED, f"{name}.json"), "w", encoding="utf-8") as handle:
+        handle.write(compile_table(name))
+    print(f"wrote {os.path.basename(COMPILED)}/{name}.json")

@@ -7,11 +7,14 @@ Verbosity is a rendering rule, not a second code path: the same Report is render
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tfdoctor.engine import Report
 from tfdoctor.facts.redact import redact_text
 from tfdoctor.model import AdminFix, CheckResult, EnvFix, EnvOp, Finding, PythonFix, Severity, Status
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 GLYPH = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}

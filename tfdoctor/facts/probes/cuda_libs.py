@@ -16,12 +16,15 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Library key -> file stem. TensorFlow asks for "<stem>.<soname version>".
 LIBRARIES = {

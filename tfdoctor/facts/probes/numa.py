@@ -74,7 +74,7 @@ def _find_tool(machine: Machine, name: str) -> str | None:
             continue  # relative PATH entries depend on the job's working directory
         candidate = f"{folder.rstrip('/')}/{name}"
         target = machine.path(candidate)
-        if target.is_file() and os.access(target, os.X_OK):
+        if os.path.isfile(target) and os.access(target, os.X_OK):
             return candidate
     return None
 

@@ -12,14 +12,16 @@ Sections: "nvml" (the contract in tfdoctor/derive/gpu_inventory.py, fields in do
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Tests (and embedders) put a callable returning a pynvml-like object here; it is used even under
 # --root. None: import pynvml, on the live machine only, when a driver is present.
@@ -201,6 +203,8 @@ def query_nvml(nvml: Any, session: _Session | None = None) -> dict[str, Any] | U
         facts["devices"] = devices
         return facts
     finally:
+        import contextlib  # here: the pre-job hook on a host without NVIDIA's driver never imports it
+
         with contextlib.suppress(Exception):
             session.call("nvmlShutdown")
 

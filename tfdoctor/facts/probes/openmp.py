@@ -30,13 +30,16 @@ import re
 import stat
 import sys
 import time
-from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.records import value_tuple
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_RECORDS = 400
 MAX_RECORD_BYTES = 16 * 1024 * 1024

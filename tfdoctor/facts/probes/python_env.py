@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from tfdoctor.facts import Unknown, from_jsonable
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.probes import pyenv_snapshot
 from tfdoctor.registry import probe
 
-SNAPSHOT_SOURCE = Path(pyenv_snapshot.__file__)
+SNAPSHOT_SOURCE: str = pyenv_snapshot.__file__
 # The snapshot of an environment with thousands of packages is a few MB of JSON; an interpreter that
 # prints more is flooding, and is stopped there.
 SNAPSHOT_OUTPUT_LIMIT = 32 * 1024 * 1024
@@ -26,7 +25,8 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
     from tfdoctor.facts.redact import excerpt
 
     try:
-        source = SNAPSHOT_SOURCE.read_text(encoding="utf-8")
+        with open(SNAPSHOT_SOURCE, encoding="utf-8") as handle:
+            source = handle.read()
         done = run_bounded([python, "-B", "-c", source], timeout=machine.timeout, limit=SNAPSHOT_OUTPUT_LIMIT,
                            env=machine.environ)
     except FileNotFoundError:

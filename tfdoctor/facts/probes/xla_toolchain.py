@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
@@ -26,6 +25,10 @@ from tfdoctor.facts.probes.cuda_libs import (
 )
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
 NVCC_WHEEL_SINCE = (2, 15)

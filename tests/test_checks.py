@@ -6,6 +6,7 @@ checks, so adding one needs no other edit to this file."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -83,3 +84,101 @@ def _xspace_protos() -> bool:
 def test_every_fixture_is_named_for_a_registered_check() -> None:
     strays = {code: [where(p) for p in paths] for code, paths in FIXTURES.items() if code not in CHECKS}
     assert strays == {}, "fixtures named for no registered check (renamed or removed?): rename or delete them"
+
+
+# -- every fixture is a machine that can exist -------------------------------------------------------------
+# A fixture a probe could never have written proves a check against a machine no user has: the guards below
+# hold every recorded file to what real hosts show. Each takes the folder, so it can be shown to catch the
+# implausible file it is for.
+
+DRIVER_MISSING = ("DRV001",)  # the checks that say no NVIDIA driver is loaded
+# What a probe run always writes beside NVML's answer (unknown, with the reason, when it cannot read it): the
+# host (its nvidia_driver line), the GPUs on the PCI bus, and the CUDA libraries.
+GPU_STACK_SECTIONS = ("host", "gpu_pci", "cuda_libs")
+
+
+def nvml_fixtures(folder: Path) -> list[tuple[Path, Facts]]:
+    """The facts files under `folder` whose NVML section lists at least one GPU."""
+    found = []
+    for path in sorted(folder.rglob("*.json")):
+        facts = Facts.load(path)
+        devices = facts.peek("nvml.devices")
+        if isinstance(devices, list) and devices:
+            found.append((path, facts))
+    return found
+
+
+def driver_missing_beside_nvml(folder: Path) -> list[str]:
+    """NVML answers only through a loaded driver: a fixture that lists NVML GPUs and draws a "no driver"
+    finding cannot exist, unless its name says it is about the driver (drv…)."""
+    return [f"{path.relative_to(folder)}: {code}" for path, facts in nvml_fixtures(folder)
+            if not path.stem.startswith("drv")
+            for code in check_facts(facts, select=DRIVER_MISSING).codes()]
+
+
+def gpu_stack_sections_missing(folder: Path) -> list[str]:
+    return [f"{path.relative_to(folder)}: no {name}" for path, facts in nvml_fixtures(folder)
+            for name in GPU_STACK_SECTIONS if name not in facts.sections]
+
+
+def nvml_gpus_unbound(folder: Path) -> list[str]:
+    """NVML lists only the GPUs the nvidia module has claimed: each one the PCI bus shows is bound to a driver."""
+    found = []
+    for path, facts in nvml_fixtures(folder):
+        pci = facts.peek("gpu_pci.devices")
+        bound = {d.get("address", "").lower(): d.get("driver_bound") for d in pci if isinstance(d, dict)} \
+            if isinstance(pci, list) else {}
+        for gpu in facts.peek("nvml.devices"):
+            address = str(gpu.get("pci_bus_id", ""))[4:].lower()  # NVML "00000000:3B:00.0" -> sysfs "0000:3b:00.0"
+            if bound.get(address) is False:
+                found.append(f"{path.relative_to(folder)}: {address} unbound")
+    return found
+
+
+def same_machine_twice(folder: Path) -> list[list[str]]:
+    """Groups of fixtures with the same facts (their meta, the file's name, aside): one of them shows nothing
+    the other does not, so a code's fixture is really another code's."""
+    by_facts: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(folder.rglob("*.json")):
+        by_facts[json.dumps(json.loads(path.read_text())["sections"], sort_keys=True)].append(path.name)
+    return [names for names in by_facts.values() if len(names) > 1]
+
+
+def test_no_fixture_listing_nvml_gpus_says_the_driver_is_missing() -> None:
+    assert driver_missing_beside_nvml(SNAPSHOTS) == [], (
+        "these fixtures list NVML GPUs with no NVIDIA driver loaded: load it in their fake root (as "
+        "tests/support/gpu_scenarios.py's driver() does) and record them again")
+
+
+def test_fixtures_listing_nvml_gpus_have_every_gpu_section_a_probe_run_writes() -> None:
+    assert gpu_stack_sections_missing(SNAPSHOTS) == [], (
+        f"a probe run always writes {', '.join(GPU_STACK_SECTIONS)} (unknown with a reason when it cannot read "
+        "one): record these fixtures from a fake root, or add the sections the probes write for that machine")
+
+
+def test_gpus_nvml_lists_are_bound_to_their_driver() -> None:
+    assert nvml_gpus_unbound(SNAPSHOTS) == []
+
+
+def test_no_two_check_fixtures_are_the_same_machine() -> None:
+    assert same_machine_twice(SNAPSHOTS / "checks") == [], (
+        "make each fixture the situation its name says, one on which its own code fires")
+
+
+def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None:
+    """A host whose NVML lists A100s while no driver is loaded, its GPUs unbound and its CUDA libraries not
+    recorded (what the NUMA fixtures were), and the same facts filed under two names."""
+    original = SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json"
+    data = json.loads(original.read_text())
+    data["sections"]["host"]["nvidia_driver"] = None
+    for device in data["sections"]["gpu_pci"]["devices"]:
+        device["driver_bound"] = False
+    del data["sections"]["cuda_libs"]
+    (tmp_path / "numa001-driverless.json").write_text(json.dumps(data))
+    (tmp_path / "drv001-driverless.json").write_text(json.dumps(data))  # about the driver: DRV001 expected
+    assert driver_missing_beside_nvml(tmp_path) == ["numa001-driverless.json: DRV001"]
+    assert gpu_stack_sections_missing(tmp_path) == ["drv001-driverless.json: no cuda_libs",
+                                                    "numa001-driverless.json: no cuda_libs"]
+    assert nvml_gpus_unbound(tmp_path)[:2] == ["drv001-driverless.json: 0000:1a:00.0 unbound",
+                                               "drv001-driverless.json: 0000:3b:00.0 unbound"]
+    assert same_machine_twice(tmp_path) == [["drv001-driverless.json", "numa001-driverless.json"]]

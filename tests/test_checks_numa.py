@@ -3,10 +3,24 @@ the launcher's binding command per rank."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from conftest import check_facts, env_fixes
-from support.numa_hosts import GPU_BUS_IDS, NODE0, NODE1, probe_with_gpus, two_socket_host
+from support.numa_hosts import (
+    CHECK_SNAPSHOTS,
+    FIXTURES,
+    GPU_BUS_IDS,
+    NODE0,
+    NODE1,
+    probe_with_gpus,
+    record,
+    slurm_env,
+    two_socket_host,
+)
 
 from tfdoctor.derive.numa_placement import launch_plan, rank_layout
+from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Severity
 
 NUMACTL = ["numactl", "--cpunodebind={}", "--membind={}", "--"]
@@ -154,11 +168,6 @@ def test_container_refusing_memory_binding_falls_back_to_taskset(make_root):
     assert [plan.command_for(r) for r in range(4)] == [["taskset", "-c", NODE0]] * 4
 
 
-def slurm_env(rank: int, **extra: str) -> dict[str, str]:
-    return {"SLURM_LOCALID": str(rank), "SLURM_NTASKS_PER_NODE": "4", "SLURM_CPU_BIND": "quiet,sockets",
-            "SLURM_GPUS_ON_NODE": "4", "SLURM_STEP_GPUS": "0,1,2,3", "CUDA_VISIBLE_DEVICES": "0,1,2,3", **extra}
-
-
 def test_slurm_step_with_four_local_ranks_bound_cyclically(make_root):
     # Slurm's default cyclic distribution binds ranks 0,2 to socket 0 and 1,3 to socket 1; GPUs 0,1 are
     # on node 0 and 2,3 on node 1, so ranks 1 and 2 drive a GPU on the other socket.
@@ -294,3 +303,19 @@ def test_batch_script_that_knows_the_task_count_is_not_a_rank(make_root):
     plan = launch_plan(facts)
     assert [plan.command_for(r) for r in range(4)] == [numactl(1)] * 4
     assert [plan.slot_for(r).threads["OMP_NUM_THREADS"] for r in range(4)] == ["2"] * 4
+
+
+# -- the recorded fixtures (tests/snapshots/checks/numa*.json, from tests/support/numa_hosts.py) -------------
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
+def test_recorded_fixture_fires_exactly_its_numa_codes(fixture):
+    facts = Facts.load(CHECK_SNAPSHOTS / f"{fixture.name}.json")
+    assert check_facts(facts, select=["NUMA"]).codes() == list(fixture.expect)
+
+
+def test_numa_fixtures_are_what_the_probes_write_today(tmp_path):
+    for fixture in FIXTURES:
+        fresh = json.loads(record(fixture, tmp_path / fixture.name).dumps())
+        recorded = json.loads((CHECK_SNAPSHOTS / f"{fixture.name}.json").read_text())
+        assert fresh["sections"] == recorded["sections"], (
+            f"{fixture.name}: the probes now write other facts: run python tools/regenerate.py")

@@ -5,7 +5,8 @@
 1. tfdoctor/knowledge/compiled/*.json   from tfdoctor/knowledge/*.toml   (python -m tfdoctor.knowledge)
 2. docs/checks.md                       from the checks' docstrings      (tfdoctor explain --all)
 3. tests/snapshots/gpu/*.json           from tests/support/gpu_scenarios.py      (the GPU probes over fake machines)
-4. tests/golden/*                       from tests/snapshots/core/*.json (UPDATE_GOLDEN=1 pytest tests/test_golden.py)
+4. tests/snapshots/checks/numa*.json    from tests/support/numa_hosts.py         (every probe over fake NUMA hosts)
+5. tests/golden/*                       from tests/snapshots/core/*.json (UPDATE_GOLDEN=1 pytest tests/test_golden.py)
 
 Run it after adding or changing a check, a probe, a knowledge table or a renderer, then review
 `git diff` like code: every changed file is listed at the end. A test whose failure names this command is
@@ -27,7 +28,8 @@ sys.path.insert(0, str(REPO))  # the tfdoctor of this checkout, installed or not
 
 from tfdoctor.fixes.write import WriteError, write_file  # noqa: E402
 
-GENERATED = ("tfdoctor/knowledge/compiled", "docs/checks.md", "tests/snapshots/gpu", "tests/golden")
+GENERATED = ("tfdoctor/knowledge/compiled", "docs/checks.md", "tests/snapshots/gpu", "tests/snapshots/checks",
+             "tests/golden")
 
 
 def digests() -> dict[str, str]:
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print("-- GPU fixtures: skipped, ldconfig is not installed (a fixture records a real ld.so.cache)")
     else:
         run("GPU fixtures: python tests/support/gpu_scenarios.py", ["tests/support/gpu_scenarios.py"])
+    run("NUMA fixtures: python tests/support/numa_hosts.py", ["tests/support/numa_hosts.py"])
     run("golden reports: UPDATE_GOLDEN=1 pytest tests/test_golden.py",
         ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
     after = digests()

@@ -12,7 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ TOOLKIT_LIBS = {
              "libcublasLt.so.11": "libcublasLt.so.11.11.3.6", "libcufft.so.10": "libcufft.so.10.9.0.58",
              "libcusolver.so.11": "libcusolver.so.11.4.1.48", "libcusparse.so.11": "libcusparse.so.11.7.5.86"},
 }
+A100_DEVICE_ID = "0x20b0"  # the PCI device id of the A100 SXM4 (pci.ids: GA100)
 CUPTI_DATED = {"12.2": "libcupti.so.2023.2.2", "12.4": "libcupti.so.2024.1.1", "11.8": "libcupti.so.2022.3.0"}
 
 
@@ -158,33 +159,51 @@ def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", lib
     return base
 
 
+def gpu_uuid(index: int) -> str:
+    """The UUID /proc/driver/nvidia/gpus/<bus>/information gives GPU `index` of a fake machine."""
+    return f"GPU-{index:08d}-5a1d-4b2e-9f3a-0d6c7b8e9f10"
+
+
 def driver(root: FakeRoot, version: str = "550.54.15", gpus: int = 1, profiling_admin_only: int = 0,
-           proc_gpus: bool = True) -> None:
-    """A loaded nvidia module. proc_gpus=False: no /proc/driver/nvidia/gpus (the GPUs show only on the
-    PCI bus, as in a container that mounts the driver's version file but not the per-GPU folders)."""
+           proc_gpus: bool = True, buses: Sequence[str] | None = None) -> None:
+    """A loaded nvidia module that has claimed the GPUs: `gpus` A100s from 0000:3b:00.0 on, put on the PCI
+    bus here, or the GPUs already on the bus at `buses`. proc_gpus=False: no /proc/driver/nvidia/gpus (the
+    GPUs show only on the PCI bus, as in a container that mounts the driver's version file but not the
+    per-GPU folders)."""
+    claimed = [f"0000:{0x3b + i:02x}:00.0" for i in range(gpus)] if buses is None else list(buses)
     root.write("/proc/driver/nvidia/version",
                f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Feb 22 01:44:30 UTC 2024\n"
                "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
     root.write("/proc/driver/nvidia/params", f"ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: "
                                              f"{profiling_admin_only}\nEnableMSI: 1\n")
-    for i in range(gpus):
+    for i, bus in enumerate(claimed):
         root.write(f"/dev/nvidia{i}", "")
-        bus = f"0000:{0x3b + i:02x}:00.0"
         if not proc_gpus:
             continue
         root.write(f"/proc/driver/nvidia/gpus/{bus}/information",
                    f"Model: \t\t NVIDIA A100-SXM4-40GB\nDevice Minor: \t {i}\nBus Location: \t {bus}\n"
-                   f"GPU UUID: \t GPU-0000000{i}-5a1d-4b2e-9f3a-0d6c7b8e9f10\n")
-    pci(root, gpus)
+                   f"GPU UUID: \t {gpu_uuid(i)}\n")
+    if buses is None:
+        pci(root, gpus)
+    bind(root, claimed)
     lib(root, f"/usr/lib/x86_64-linux-gnu/libcuda.so.{version}", "libcuda.so.1")
     link(root, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", f"libcuda.so.{version}")
 
 
+def bind(root: FakeRoot, buses: Sequence[str]) -> None:
+    """The nvidia module's claim on each PCI function, as sysfs shows it: the device's driver link and the
+    driver's link back. NVML lists only GPUs the module has claimed."""
+    for bus in buses:
+        link(root, f"/sys/bus/pci/devices/{bus}/driver", "../../drivers/nvidia")
+        link(root, f"/sys/bus/pci/drivers/nvidia/{bus}", f"../../devices/{bus}")
+
+
 def pci(root: FakeRoot, gpus: int = 1) -> None:
+    """`gpus` A100s (device id 0x20b0) on the PCI bus from 0000:3b:00.0 on, and a SATA controller."""
     for i in range(gpus):
         base = f"/sys/bus/pci/devices/0000:{0x3b + i:02x}:00.0"
         root.write(f"{base}/vendor", "0x10de\n").write(f"{base}/class", "0x030200\n")
-        root.write(f"{base}/device", "0x20b0\n").write(f"{base}/numa_node", f"{i % 2}\n")
+        root.write(f"{base}/device", f"{A100_DEVICE_ID}\n").write(f"{base}/numa_node", f"{i % 2}\n")
     root.write("/sys/bus/pci/devices/0000:00:1f.2/vendor", "0x8086\n")
     root.write("/sys/bus/pci/devices/0000:00:1f.2/class", "0x010601\n")
 
@@ -274,8 +293,13 @@ class Scenario:
     no_nvml: bool = False  # no driver: the nvml section stays what the probe says
 
     def environment(self) -> dict[str, str]:
-        return {"HOME": HOME, "USER": "ada", "VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
-                **self.env}
+        return user_environment(self.env)
+
+
+def user_environment(extra: dict[str, str]) -> dict[str, str]:
+    """The variables of ada's shell with the venv activated, then `extra`."""
+    return {"HOME": HOME, "USER": "ada", "VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
+            **extra}
 
 
 def _pip_machine(root: FakeRoot) -> None:
@@ -475,12 +499,18 @@ def _release_pip(version: str, gpus: int = 1, leave_out: tuple[str, ...] = (),
     def build(root: FakeRoot) -> None:
         driver(root, gpus=gpus)
         process(root)
-        wheel = release(root, version)
-        floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
-        wheels(root, {**PINS_216, **floors, **(wheel_versions or {})},
-               only=tuple(f for f in WHEEL_FILES if f not in leave_out),
-               cudnn_major=wheel["build_info"]["cudnn_version"])
+        pip_release(root, version, leave_out, wheel_versions)
     return build
+
+
+def pip_release(root: FakeRoot, version: str, leave_out: tuple[str, ...] = (),
+                wheel_versions: dict[str, str] | None = None) -> None:
+    """The venv of `pip install 'tensorflow[and-cuda]==<version>'`: the release and its nvidia-* wheels."""
+    wheel = release(root, version)
+    floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
+    wheels(root, {**PINS_216, **floors, **(wheel_versions or {})},
+           only=tuple(f for f in WHEEL_FILES if f not in leave_out),
+           cudnn_major=wheel["build_info"]["cudnn_version"])
 
 
 # The nvidia-* wheels of CUDA 12.8 (a source build of TensorFlow for Blackwell would pin these).
@@ -735,9 +765,14 @@ def collect(scenario: Scenario, root: FakeRoot) -> Facts:
     sections["python"] = from_jsonable(python_section(**scenario.python))
     if scenario.host:
         sections["host"] = {**sections["host"], **scenario.host}
-    meta = {**facts.meta, "hostname": scenario.name, "root": "/", "collected_at": "2026-11-22T00:00:00+00:00",
+    return Facts(sections, recorded_meta(facts, scenario.name))
+
+
+def recorded_meta(facts: Facts, name: str) -> dict[str, Any]:
+    """The meta of a fixture: named for its machine, and nothing that changes from one recording to the next
+    (the fake root's folder, the clock, the probes' timings)."""
+    return {**facts.meta, "hostname": name, "root": "/", "collected_at": "2026-11-22T00:00:00+00:00",
             "probe_seconds": {}}
-    return Facts(sections, meta)
 
 
 def variant(scenario: Scenario, **changes: Any) -> Scenario:

@@ -333,7 +333,9 @@ def test_a_records_hits_are_kept_while_it_is_unchanged(tmp_path, monkeypatch):
         raise AssertionError("the RECORD was searched again")
 
     again = _record_scan(tmp_path)
-    monkeypatch.setattr(openmp_probe.mmap, "mmap", no_search)
+    import mmap
+
+    monkeypatch.setattr(mmap, "mmap", no_search)
     assert openmp_probe._record_hits(again, str(record), "torch") == ["torch/lib/libgomp-a34b3233.so.1"]
     assert (again.counts["records"], again.counts["records_kept"]) == (1, 1)
     monkeypatch.undo()

@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 from conftest import REPO
+from support.hook_imports import HOOK_NEVER_IMPORTS, NEEDED_BY_SUBPROCESS, REPORT_IMPORTS
 
 pytestmark = pytest.mark.slow  # a venv and an install from the package index: README "Development"
 
@@ -66,3 +67,12 @@ def test_readme_first_setup_command_installs_and_checks_this_machine(tmp_path):
                               "import tfdoctor, sys; sys.stdout.write(tfdoctor.__file__)"],
                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert located.returncode == 0 and "site-packages" in located.stdout, located
+    # The hook's speed rests on what it does not import (issue 26): seen on this regular install only.
+    imported = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", REPORT_IMPORTS,
+                               ",".join((*HOOK_NEVER_IMPORTS, "subprocess"))], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+    assert imported.returncode in (0, 1) and "Traceback" not in imported.stderr, imported.stderr[-2000:]
+    names = set(imported.stderr.splitlines()[-1].split())
+    if "subprocess" in names:  # a probe started a child here (numactl, ptxas): contextlib comes with it
+        names -= {"subprocess", *NEEDED_BY_SUBPROCESS}
+    assert names == set(), imported.stderr

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Iterator, Mapping
 
 from tfdoctor.derive import python_compatibility as compat
@@ -62,6 +61,8 @@ def _executable(facts: Facts) -> str:
 
 def _pip(facts: Facts) -> str:
     """pip of the inspected interpreter (with --python, the job's, not tfdoctor's own)."""
+    import shlex  # here: a healthy environment's hook never quotes a command
+
     executable = facts.peek("python.executable")
     return f"{shlex.quote(executable)} -m pip" if isinstance(executable, str) and executable else "pip"
 
@@ -104,6 +105,8 @@ def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
         return EnvFix(f"Ignore the user site-packages {location} (it supplies {name})",
                       (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
     if origin.startswith("pth:"):
+        import shlex
+
         pth = origin[4:]
         return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
                         (f"edit {shlex.quote(pth)}: delete the line naming {location}",))

@@ -8,7 +8,6 @@ starts 64 intra-op threads.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
@@ -124,7 +123,7 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
     if value >= host_cpus:
         source = "host"
     # A fractional quota (1.5 CPUs) still keeps one thread per whole CPU busy; never below one.
-    cpus = max(1, math.floor(value + 1e-9))
+    cpus = max(1, int(value + 1e-9))  # int() is floor() for what max() keeps; math is not imported for it
 
     topology = facts.peek("cpu.topology")
     if isinstance(topology, list) and topology and all(topology_entry(t) for t in topology):
@@ -133,7 +132,7 @@ def cpu_budget(facts: Facts, bound_to: Collection[int] | None = None, bound_labe
         sockets = len({t["socket"] for t in chosen}) or 1
         # A quota or allocation smaller than the allowed set fits in fewer sockets than it spans.
         per_socket = max(1, cores // sockets)
-        sockets = min(sockets, math.ceil(cpus / per_socket))
+        sockets = min(sockets, -(-cpus // per_socket))  # the ceiling of cpus / per_socket
     else:
         cores, sockets = cpus, 1
     return CpuBudget(

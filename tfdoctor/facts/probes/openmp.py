@@ -23,7 +23,6 @@ Facts section "openmp" (documented in docs/threads.md):
 
 from __future__ import annotations
 
-import mmap
 import os
 import posixpath
 import re
@@ -195,6 +194,8 @@ def _record_hits(scan: _Scan, host_record: str, entry: str) -> list[str] | None:
         if isinstance(kept, list) and all(isinstance(path, str) for path in kept):
             scan.counts["records_kept"] += 1
             return kept
+        import mmap  # here: a RECORD whose hits were kept is not read
+
         with mmap.mmap(fd, min(size, MAX_RECORD_BYTES), prot=mmap.PROT_READ) as data:
             paths = []
             for hit in scan.names.needles.finditer(data):

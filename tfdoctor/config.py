@@ -70,13 +70,14 @@ def untrusted_because(path: str | os.PathLike[str], uid: int | None = None) -> s
     uid = os.getuid() if uid is None else uid
     try:
         info = os.stat(path)
-        folder = os.stat(os.path.dirname(os.path.abspath(path)))
+        parent = os.path.dirname(os.path.abspath(path))
+        folder = os.stat(parent)
     except OSError as exc:
         return f"cannot check its owner: {exc.strerror or exc}"
     if info.st_uid not in (uid, 0):
         return f"it is owned by another user (uid {info.st_uid})"
     if folder.st_mode & stat.S_IWOTH and not folder.st_mode & stat.S_ISVTX:
-        return f"its folder {os.path.dirname(os.path.abspath(path))} is writable by every user (and has no sticky bit)"
+        return f"its folder {parent} is writable by every user (and has no sticky bit)"
     return None
 
 

@@ -96,7 +96,7 @@ def deadline(opts: GatherOptions, config: Any) -> float:
 def machine(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.facts.machine import Machine
 
-    # Strings, not pathlib: importing it costs the pre-job hook ~2 ms (tests/test_first_hour.py).
+    # Strings, not pathlib: importing it costs the pre-job hook ~2 ms (tests/support/hook_imports.py).
     root = "/"
     if opts.root:
         root = os.path.realpath(opts.root)

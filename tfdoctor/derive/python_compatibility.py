@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfdoctor.derive.requirement_ranges import canonical_name, version_satisfies
-from tfdoctor.knowledge import Table, table
+from tfdoctor.knowledge import table_rows
 from tfdoctor.records import value_tuple
 
 TABLE = "python_compatibility"
@@ -31,12 +31,8 @@ class Coupling:
     sources: tuple[str, ...]
 
 
-def _table() -> Table:
-    return table(TABLE)
-
-
 def rows(kind: str) -> Iterator[Mapping[str, Any]]:
-    return (row for row in _table().rows if row.get("kind") == kind)
+    return (row for row in table_rows(TABLE) if row.get("kind") == kind)
 
 
 def coupling_of(row: Mapping[str, Any]) -> Coupling:

@@ -190,7 +190,14 @@ def compile_table(name: str) -> str:
                       default=_tag, indent=1, ensure_ascii=False) + "\n"  # the TOML's key order
 
 
-def _validated(name: str, document: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+def _is_date(value: Any) -> bool:
+    import datetime
+
+    return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
+
+
+def _validated(name: str, document: dict[str, Any], is_date: Callable[[Any], bool] = _is_date,
+               ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
     """A table's [meta], sources and rows, once they are what a table must have (KnowledgeError otherwise)."""
     meta = document.get("meta")
     if not isinstance(meta, dict):
@@ -200,20 +207,12 @@ def _validated(name: str, document: dict[str, Any]) -> tuple[dict[str, Any], lis
         sources = [sources]
     if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s for s in sources):
         raise KnowledgeError(f"knowledge table {name!r}: [meta] source must name where it was taken from")
-    if not _is_date(meta.get("taken")):
+    if not is_date(meta.get("taken")):
         raise KnowledgeError(f"knowledge table {name!r}: [meta] taken must be a date (YYYY-MM-DD)")
     rows = document.get("rows", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise KnowledgeError(f"knowledge table {name!r}: rows must be an array of tables")
     return meta, sources, rows
-
-
-def _is_date(value: Any) -> bool:
-    if _is_tag(value):  # a compiled twin's, unparsed: the tag names its kind
-        return bool(value[_TAG][0] == "date")
-    import datetime
-
-    return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
 
 
 def _load(name: str, untag: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
@@ -241,17 +240,22 @@ def table(name: str) -> Table:
 @functools.cache
 def table_rows(name: str) -> tuple[dict[str, Any], ...]:
     """table(name).rows, validated as table() validates them, without parsing the table's date: what the
-    pre-job hook reads (it never imports datetime). A table with a date, time or datetime in its rows too
-    is read by table()."""
-    tags = 0
+    pre-job hook reads (it never imports datetime). A compiled twin's tags are checked as _untag would
+    parse them, not parsed; a table with a date, time or datetime beyond [meta] taken is read by table()."""
+    tags: list[dict[str, Any]] = []
 
-    def counted(value: dict[str, Any]) -> Any:
-        nonlocal tags
-        tags += _is_tag(value)
+    def kept(value: dict[str, Any]) -> Any:
+        if _is_tag(value):
+            tags.append(value)
         return _checked_tag(value)
 
-    meta, _, rows = _validated(name, _load(name, counted))
-    if tags > _is_tag(meta["taken"]):
+    def is_date(value: Any) -> bool:
+        if any(value is tag for tag in tags):  # the twin's own tag (not a TOML table that looks like one)
+            return bool(value[_TAG][0] == "date")
+        return _is_date(value)  # from the TOML: tomllib has imported datetime
+
+    meta, _, rows = _validated(name, _load(name, kept), is_date)
+    if any(tag is not meta["taken"] for tag in tags):
         return table(name).rows
     return tuple(rows)
 

@@ -116,9 +116,11 @@ def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(knowledge, "HERE", str(here))
     monkeypatch.setattr(knowledge, "COMPILED", str(here / "compiled"))
     knowledge.table.cache_clear()
+    knowledge.table_rows.cache_clear()
     knowledge.available.cache_clear()
     yield here
     knowledge.table.cache_clear()
+    knowledge.table_rows.cache_clear()
     knowledge.available.cache_clear()
 
 

@@ -49,7 +49,8 @@ def test_an_edited_toml_wins_over_its_stale_twin(tables_in) -> None:
     assert knowledge.table("openmp_runtimes").taken == datetime.date(2030, 1, 2)
 
 
-@pytest.mark.parametrize("damage", ["not json", '{"crc32": 1}', '{"$toml": ["nonsense", "x"]}', None])
+@pytest.mark.parametrize("damage", ["not json", '{"crc32": 1}', '{"$toml": ["nonsense", "x"]}',
+                                    '{"$toml": ["date", 20300102]}', '{"$toml": ["date"]}', None])
 def test_a_damaged_or_missing_twin_falls_back_to_the_toml(tables_in, damage: str | None) -> None:
     compiled = tables_in / "compiled" / "openmp_runtimes.json"
     if damage is None:
@@ -58,3 +59,45 @@ def test_a_damaged_or_missing_twin_falls_back_to_the_toml(tables_in, damage: str
         compiled.write_text(damage, encoding="utf-8")
     expected = knowledge._tomllib().loads((tables_in / "openmp_runtimes.toml").read_text(encoding="utf-8"))
     assert knowledge.table("openmp_runtimes").data == expected
+    assert knowledge.table_rows("openmp_runtimes") == tuple(expected["rows"])  # the twin's tags only checked
+
+
+# -- table_rows: the rows the pre-job hook reads, without parsing the table's date (no datetime import) --
+
+@pytest.mark.parametrize("name", knowledge.available())
+def test_table_rows_are_the_tables_rows(name: str) -> None:
+    assert knowledge.table_rows(name) == knowledge.table(name).rows
+    assert repr(knowledge.table_rows(name)) == repr(knowledge.table(name).rows)
+
+
+def _recompiled(tables_in, name: str, edit) -> None:
+    """Table `name` edited by `edit`, and its twin compiled from the edit (both CRCs match)."""
+    toml = tables_in / f"{name}.toml"
+    toml.write_text(edit(toml.read_text(encoding="utf-8")), encoding="utf-8")
+    (tables_in / "compiled" / f"{name}.json").write_text(knowledge.compile_table(name), encoding="utf-8")
+
+
+def test_a_date_in_a_row_is_a_date_in_table_rows_too(tables_in) -> None:
+    _recompiled(tables_in, "openmp_runtimes",
+                lambda text: text.replace("[[rows]]\n", "[[rows]]\nseen = 2030-01-02\n", 1))
+    assert '"$toml"' in (tables_in / "compiled" / "openmp_runtimes.json").read_text(encoding="utf-8")
+    rows = knowledge.table_rows("openmp_runtimes")
+    assert rows[0]["seen"] == datetime.date(2030, 1, 2)
+    assert rows == knowledge.table("openmp_runtimes").rows
+
+
+@pytest.mark.parametrize("taken", ["12:30:00", "2030-01-02T12:30:00", '"2030-01-02"'])
+def test_table_rows_refuse_a_taken_that_is_not_a_date_as_table_does(tables_in, taken: str) -> None:
+    _recompiled(tables_in, "openmp_runtimes", lambda text: text.replace("taken = ", f"taken = {taken}\n# was: ", 1))
+    for read in (knowledge.table_rows, knowledge.table):
+        with pytest.raises(knowledge.KnowledgeError, match="taken must be a date"):
+            read("openmp_runtimes")
+
+
+def test_a_toml_table_that_looks_like_a_twins_tag_is_no_date(tables_in) -> None:
+    toml = tables_in / "openmp_runtimes.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace(
+        "taken = ", 'taken = {"$toml" = ["date", "2030-01-02"]}\n# was: ', 1), encoding="utf-8")
+    for read in (knowledge.table_rows, knowledge.table):  # the twin is stale: the TOML is read
+        with pytest.raises(knowledge.KnowledgeError, match="taken must be a date"):
+            read("openmp_runtimes")

@@ -8,7 +8,7 @@ op). Shared by THR102, THR107 and THR108.
 from __future__ import annotations
 
 from tfdoctor.facts import Facts, NotChecked
-from tfdoctor.knowledge import table
+from tfdoctor.knowledge import table_rows
 from tfdoctor.records import value_tuple
 
 
@@ -38,7 +38,7 @@ class RuntimeCopy:
 
 
 def runtime_row(runtime: str) -> dict[str, object]:
-    for row in table("openmp_runtimes").rows:
+    for row in table_rows("openmp_runtimes"):
         if row["runtime"] == runtime:
             return row
     return {}
@@ -93,7 +93,7 @@ def _tensorflow_distributions(facts: Facts) -> list[tuple[str, str | None]]:
     if facts.meta.get("root") in (None, "/"):  # under --root the python facts are tfdoctor's own interpreter
         installed = facts.peek("python.distributions")
         if isinstance(installed, dict):
-            known = {row["distribution"] for row in table("tensorflow_threading").rows}
+            known = {row["distribution"] for row in table_rows("tensorflow_threading")}
             for name, record in installed.items():
                 if name in known:
                     found.append((name, record.get("version") if isinstance(record, dict) else None))
@@ -103,7 +103,7 @@ def _tensorflow_distributions(facts: Facts) -> list[tuple[str, str | None]]:
 def threading_model(facts: Facts) -> ThreadingModel:
     """OPENMP when the build starts an OpenMP team per op: an Intel-optimised distribution, or a build that
     bundles libiomp5 in its own package; EIGEN (the stock builds) otherwise."""
-    models = {row["distribution"]: row["model"] for row in table("tensorflow_threading").rows}
+    models = {row["distribution"]: row["model"] for row in table_rows("tensorflow_threading")}
     try:
         copies = openmp_copies(facts)
     except NotChecked:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from tfdoctor.derive.requirement_ranges import canonical_name, version_satisfies
-from tfdoctor.knowledge import Table, table
+from tfdoctor.knowledge import table_rows
 from tfdoctor.records import value_tuple
 
 TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
@@ -34,12 +34,8 @@ class Coupling:
     sources: tuple[str, ...]
 
 
-def _table() -> Table:
-    return table(TABLE)
-
-
 def rows(kind: str) -> Iterator[Mapping[str, Any]]:
-    return (row for row in _table().rows if row.get("kind") == kind)
+    return (row for row in table_rows(TABLE) if row.get("kind") == kind)
 
 
 def coupling_of(row: Mapping[str, Any]) -> Coupling:

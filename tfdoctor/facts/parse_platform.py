@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 _SIZE_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -22,20 +23,43 @@ def parse_fib_trie_local(text: str) -> list[str]:
 
 def parse_if_inet6(text: str) -> list[str]:
     """IPv6 addresses from /proc/net/if_inet6 (32 hex digits, then index, prefix, scope, flags, name)."""
-    import ipaddress  # a few ms at import; only this parser needs it
-
     found: list[str] = []
     for line in text.splitlines():
         fields = line.split()
         if not fields or len(fields[0]) != 32:
             continue
         try:
-            address = str(ipaddress.IPv6Address(int(fields[0], 16)))
+            address = format_ipv6(int(fields[0], 16))
         except ValueError:
             continue
         if address not in found:
             found.append(address)
     return found
+
+
+# Python 3.13 writes an IPv4-mapped address (::ffff:0:0/96) with its IPv4 part dotted (gh-87799).
+_MAPPED_DOTTED = sys.version_info >= (3, 13)
+
+
+def format_ipv6(value: int) -> str:
+    """str(ipaddress.IPv6Address(value)), without importing ipaddress (~1 ms of every pre-job hook run):
+    lowercase hextets without leading zeros, the longest run of two or more zero hextets (the first of equal
+    runs) written "::" (RFC 5952); an IPv4-mapped address as this interpreter's ipaddress writes it.
+    ValueError outside 0 .. 2**128 - 1, as ipaddress raises."""
+    if not 0 <= value < 1 << 128:
+        raise ValueError(f"{value} is not a 128-bit IPv6 address")
+    if _MAPPED_DOTTED and value >> 32 == 0xFFFF:
+        return "::ffff:" + ".".join(str(value >> shift & 0xFF) for shift in (24, 16, 8, 0))
+    hextets = [f"{value >> shift & 0xFFFF:x}" for shift in range(112, -16, -16)]
+    best_start, best_length, start = 0, 0, 0
+    for index, hextet in enumerate(hextets):
+        if hextet != "0":
+            start = index + 1
+        elif index + 1 - start > best_length:
+            best_start, best_length = start, index + 1 - start
+    if best_length < 2:
+        return ":".join(hextets)
+    return ":".join(hextets[:best_start]) + "::" + ":".join(hextets[best_start + best_length:])
 
 
 def parse_hosts_names(text: str, addresses: list[str], hostname: str) -> list[str]:

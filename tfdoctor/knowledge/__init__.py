@@ -17,7 +17,6 @@ A table file looks like::
 
 from __future__ import annotations
 
-import datetime
 import functools
 import os
 
@@ -25,6 +24,8 @@ from tfdoctor.records import value_tuple
 
 TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
+    import datetime  # imported where a date is made: the pre-job hook reads rows only (table_rows), no date
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -106,9 +107,10 @@ def _document_crc(document: Any) -> int:
     return zlib.crc32(json.dumps(document, default=_tag, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def _document(name: str) -> dict[str, Any]:
+def _document(name: str, untag: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """Table `name` parsed; `untag` reads the tags of its compiled twin (_untag by default)."""
     source = _read(os.path.join(HERE, f"{name}.toml"))
-    compiled = _compiled(name, source)
+    compiled = _compiled(name, source, untag or _untag)
     if compiled is not None:
         return compiled
     tomllib = _tomllib()
@@ -118,13 +120,15 @@ def _document(name: str) -> dict[str, Any]:
         raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
 
 
-def _compiled(name: str, source: bytes) -> dict[str, Any] | None:
-    """The compiled twin of a table, when it was compiled from exactly `source`; None otherwise."""
+def _compiled(name: str, source: bytes, untag: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any] | None:
+    """The compiled twin of a table, when it was compiled from exactly `source`; None otherwise. Its tags
+    parsed by `untag`: _untag makes dates, times and datetimes of them, _checked_tag leaves them as they are
+    (the CRC of the document is the same either way: a parsed value is written back as the tag it was)."""
     import json
     import zlib
 
     try:
-        data = json.loads(_read(os.path.join(COMPILED, f"{name}.json")), object_hook=_untag)
+        data = json.loads(_read(os.path.join(COMPILED, f"{name}.json")), object_hook=untag or _untag)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):  # missing, special, or not what
         return None                                                      # compile_table writes
     if not isinstance(data, dict) or data.get("crc32") != zlib.crc32(source):
@@ -140,13 +144,35 @@ def _compiled(name: str, source: bytes) -> dict[str, Any] | None:
 
 def _untag(value: dict[str, Any]) -> Any:
     if len(value) == 1 and _TAG in value:
+        import datetime
+
         kind, text = value[_TAG]
         parse = {"date": datetime.date, "time": datetime.time, "datetime": datetime.datetime}[kind]
         return parse.fromisoformat(text)
     return value
 
 
+_TAG_KINDS = ("date", "time", "datetime")
+
+
+def _checked_tag(value: dict[str, Any]) -> Any:
+    """A tag left as it is, once its shape is what _untag parses (the same errors otherwise)."""
+    if len(value) == 1 and _TAG in value:
+        kind, text = value[_TAG]
+        if kind not in _TAG_KINDS:
+            raise KeyError(kind)
+        if not isinstance(text, str):
+            raise TypeError(f"fromisoformat: argument must be str, not {type(text).__name__}")
+    return value
+
+
+def _is_tag(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and _TAG in value
+
+
 def _tag(value: Any) -> Any:
+    import datetime
+
     for kind, cls in (("datetime", datetime.datetime), ("date", datetime.date), ("time", datetime.time)):
         if isinstance(value, cls):
             return {_TAG: [kind, value.isoformat()]}
@@ -166,13 +192,15 @@ def compile_table(name: str) -> str:
                       default=_tag, indent=1, ensure_ascii=False) + "\n"  # the TOML's key order
 
 
-@functools.cache
-def table(name: str) -> Table:
-    """Load the packaged table `name` (cached: tables are read once per process)."""
-    try:
-        document = _document(name)
-    except OSError as exc:
-        raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
+def _is_date(value: Any) -> bool:
+    import datetime
+
+    return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
+
+
+def _validated(name: str, document: dict[str, Any], is_date: Callable[[Any], bool] = _is_date,
+               ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+    """A table's [meta], sources and rows, once they are what a table must have (KnowledgeError otherwise)."""
     meta = document.get("meta")
     if not isinstance(meta, dict):
         raise KnowledgeError(f"knowledge table {name!r} has no [meta] table")
@@ -181,20 +209,57 @@ def table(name: str) -> Table:
         sources = [sources]
     if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s for s in sources):
         raise KnowledgeError(f"knowledge table {name!r}: [meta] source must name where it was taken from")
-    taken = meta.get("taken")
-    if not isinstance(taken, datetime.date) or isinstance(taken, datetime.datetime):
+    if not is_date(meta.get("taken")):
         raise KnowledgeError(f"knowledge table {name!r}: [meta] taken must be a date (YYYY-MM-DD)")
     rows = document.get("rows", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise KnowledgeError(f"knowledge table {name!r}: rows must be an array of tables")
+    return meta, sources, rows
+
+
+def _load(name: str, untag: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    try:
+        return _document(name, untag)
+    except OSError as exc:
+        raise KnowledgeError(f"knowledge table {name!r}: {exc}") from exc
+
+
+@functools.cache
+def table(name: str) -> Table:
+    """Load the packaged table `name` (cached: tables are read once per process)."""
+    document = _load(name)
+    meta, sources, rows = _validated(name, document)
     return Table(
         name=name,
         title=str(meta.get("title", name)),
         sources=tuple(sources),
-        taken=taken,
+        taken=meta["taken"],
         rows=tuple(rows),
         data=document,
     )
+
+
+@functools.cache
+def table_rows(name: str) -> tuple[dict[str, Any], ...]:
+    """table(name).rows, validated as table() validates them, without parsing the table's date: what the
+    pre-job hook reads (it never imports datetime). A compiled twin's tags are checked as _untag would
+    parse them, not parsed; a table with a date, time or datetime beyond [meta] taken is read by table()."""
+    tags: list[dict[str, Any]] = []
+
+    def kept(value: dict[str, Any]) -> Any:
+        if _is_tag(value):
+            tags.append(value)
+        return _checked_tag(value)
+
+    def is_date(value: Any) -> bool:
+        if any(value is tag for tag in tags):  # the twin's own tag (not a TOML table that looks like one)
+            return bool(value[_TAG][0] == "date")
+        return _is_date(value)  # from the TOML: tomllib has imported datetime
+
+    meta, _, rows = _validated(name, _load(name, kept), is_date)
+    if any(tag is not meta["taken"] for tag in tags):
+        return table(name).rows
+    return tuple(rows)
 
 
 def referenced(text: str) -> list[Table]:

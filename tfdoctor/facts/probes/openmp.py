@@ -67,11 +67,11 @@ class RuntimeNames:
 
 
 def runtime_names() -> RuntimeNames:
-    from tfdoctor.knowledge import table
+    from tfdoctor.knowledge import table_rows
 
     stems: dict[str, str] = {}
     conda: dict[str, tuple[str, ...]] = {}
-    for row in table("openmp_runtimes").rows:
+    for row in table_rows("openmp_runtimes"):
         stems.update({stem: row["runtime"] for stem in row["files"]})
         conda[row["runtime"]] = tuple(row.get("conda_packages", ()))
     alternatives = "|".join(sorted((re.escape(s) for s in stems), key=len, reverse=True))

@@ -2,7 +2,7 @@
 
 tfdoctor imports this module to inspect its own interpreter, and runs its source under another
 interpreter for `--python PATH` (that environment need not have tfdoctor installed). It never imports
-TensorFlow: the wheel's facts are read from its files (build_info.py parsed with `ast`, METADATA,
+TensorFlow: the wheel's facts are read from its files (build_info.py read as literals, METADATA,
 WHEEL), since importing TensorFlow costs seconds and writes ~/.keras/keras.json.
 
 Printed (when run as a script) or returned: a JSON-able dict.
@@ -119,14 +119,212 @@ def _literal_assignments(tree):
     return values
 
 
+# build_info.py is machine-generated and tiny, and `ast` costs the pre-job hook ~1.6 ms to import (ast and
+# _ast). This strict reader takes exactly what the generator writes — comments, a docstring, `import
+# collections` (`from __future__ import …` in TensorFlow 2.0-2.4), and one-line `NAME = literal` of plain
+# quoted strings, decimal numbers, True/False/None, lists, tuples, dicts, or a dict/OrderedDict(...) of one
+# of them — and gives what _literal_assignments(ast.parse(text)) gives; anything else is refused (None),
+# and read_build_info parses with ast. One token per match at successive positions, each alternative
+# unambiguous on its first character: time linear in the text, whatever it holds.
+_BUILD_INFO_TOKEN = re.compile(r"""
+    (?P<space>[ \t]+)
+  | (?P<newline>\r?\n)
+  | (?P<comment>\#[^\r\n\x00\ud800-\udfff]*)
+  | (?P<docstring>'''(?:[^'\\\x00\ud800-\udfff]|'(?!''))*'''|\"\"\"(?:[^"\\\x00\ud800-\udfff]|"(?!""))*\"\"\")
+  | (?P<unterminated>'''|\"\"\")
+  | (?P<string>'[^'\\\r\n\x00\ud800-\udfff]*'|"[^"\\\r\n\x00\ud800-\udfff]*")
+  | (?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>[()\[\]{},:=.])
+""", re.VERBOSE)
+_KEYWORDS = frozenset(("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+                       "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
+                       "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+                       "while", "with", "yield", "__debug__"))  # not a name to assign (nor import)
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_FUTURE_FEATURES = frozenset(("absolute_import", "division", "print_function", "unicode_literals", "generators",
+                              "nested_scopes", "with_statement", "generator_stop", "annotations"))
+_MAX_DEPTH = 50  # brackets within brackets; Python's own parser stops at 200
+_MAX_NUMBER = 100  # digits: a longer number is left to ast (int() is quadratic in its length)
+
+
+class _Refused(Exception):
+    """Not a file the generator writes: the caller parses it with ast."""
+
+
+class _GeneratedModule:
+    """A cursor over the tokens of a build_info.py, read one at a time (spaces kept: a statement may not be
+    indented)."""
+
+    def __init__(self, text):
+        self.text, self.position = text, 0
+        self.ahead = None  # the next token once peeked at, its leading space skipped
+
+    def _next(self):
+        if self.position >= len(self.text):
+            return "end", ""
+        found = _BUILD_INFO_TOKEN.match(self.text, self.position)
+        if found is None or found.lastgroup == "unterminated":
+            raise _Refused
+        self.position = found.end()
+        return found.lastgroup, found.group()
+
+    def take(self, skip_space=True):
+        token, self.ahead = self.ahead or self._next(), None
+        if skip_space and token[0] == "space":
+            token = self._next()
+        return token
+
+    def peek(self):
+        if self.ahead is None:
+            token = self._next()
+            self.ahead = self._next() if token[0] == "space" else token
+        return self.ahead
+
+    def expect(self, text):
+        if self.take()[1] != text:
+            raise _Refused
+
+    def identifier(self):
+        kind, text = self.take()
+        if kind != "name" or text in _KEYWORDS:
+            raise _Refused
+        return text
+
+    def end_of_line(self):
+        kind = self.take()[0]
+        if kind == "comment":
+            kind = self.take()[0]
+        if kind not in ("newline", "end"):
+            raise _Refused
+
+    def assignments(self):
+        values = {}
+        future_allowed = True  # `from __future__` only before other statements, as Python requires
+        first = True
+        while True:
+            kind, text = self.take(skip_space=False)
+            if kind == "end":
+                return values
+            if kind == "space":  # a blank or comment line may be indented; a statement may not
+                self.end_of_line()
+                continue
+            if kind in ("newline", "comment"):
+                if kind == "comment":
+                    self.end_of_line()
+                continue
+            if kind in ("docstring", "string"):
+                future_allowed = future_allowed and first
+            elif text == "import":
+                self.identifier()
+                while self.peek()[1] == ".":
+                    self.take()
+                    self.identifier()
+                future_allowed = False
+            elif text == "from":
+                if not future_allowed or self.identifier() != "__future__":
+                    raise _Refused
+                self.expect("import")
+                if self.identifier() not in _FUTURE_FEATURES:
+                    raise _Refused
+            elif kind == "name" and text not in _KEYWORDS:
+                self.expect("=")
+                values[text] = self.assigned()
+                future_allowed = False
+            else:
+                raise _Refused
+            first = False
+            self.end_of_line()
+
+    def assigned(self):
+        """The right-hand side: a literal, or dict/OrderedDict/collections.OrderedDict of one (as
+        _literal_value reads it)."""
+        name = self.peek()[1]
+        if name not in ("dict", "OrderedDict", "collections"):
+            return self.literal(0)
+        self.take()
+        if name == "collections":
+            self.expect(".")
+            self.expect("OrderedDict")
+        self.expect("(")
+        argument = self.literal(1)
+        self.expect(")")
+        try:
+            return dict(argument)
+        except (TypeError, ValueError):
+            raise _Refused from None
+
+    def literal(self, depth):
+        if depth > _MAX_DEPTH:
+            raise _Refused
+        kind, text = self.take()
+        if kind == "string":
+            return text[1:-1]
+        if kind == "number" and len(text) <= _MAX_NUMBER:
+            if "." in text:
+                return float(text)
+            if text[0] == "0" and text.strip("0"):
+                raise _Refused  # 010 is a syntax error
+            return int(text)
+        if kind == "name" and text in _CONSTANTS:
+            return _CONSTANTS[text]
+        if text == "[":
+            return self.items("]", depth)
+        if text == "(":
+            if self.peek()[1] == ")":
+                self.take()
+                return ()
+            inner = self.literal(depth + 1)
+            if self.peek()[1] == ")":
+                self.take()
+                return inner  # (x) is x
+            self.expect(",")
+            return tuple([inner, *self.items(")", depth)])
+        if text == "{":
+            mapping = {}
+            while self.peek()[1] != "}":
+                key = self.literal(depth + 1)
+                self.expect(":")
+                try:
+                    mapping[key] = self.literal(depth + 1)
+                except TypeError:  # an unhashable key
+                    raise _Refused from None
+                if self.peek()[1] != "}":
+                    self.expect(",")
+            self.take()
+            return mapping
+        raise _Refused
+
+    def items(self, close, depth):
+        """Literals separated by commas up to `close` (a trailing comma allowed), the opener taken."""
+        found = []
+        while self.peek()[1] != close:
+            found.append(self.literal(depth + 1))
+            if self.peek()[1] != close:
+                self.expect(",")
+        self.take()
+        return found
+
+
+def _generated_assignments(text):
+    """What _literal_assignments(ast.parse(text)) gives, for a build_info.py as TensorFlow generates it;
+    None for any other text (never an exception)."""
+    try:
+        return _GeneratedModule(text).assignments()
+    except (_Refused, RecursionError, MemoryError):
+        return None
+
+
 def read_build_info(path):
     """tensorflow/python/platform/build_info.py -> the build_info dict (cuda_version, cudnn_version…)."""
-    import ast  # only when TensorFlow is there: importing ast costs a few ms of every snapshot
     try:
-        tree = ast.parse(_read(path), filename=path)
+        text = _read(path)
+        values = _generated_assignments(text)
+        if values is None:  # not as the generator writes it: Python's own parser decides
+            import ast
+            values = _literal_assignments(ast.parse(text, filename=path))
     except (OSError, SyntaxError, ValueError) as exc:
         return {"$unknown": "build_info.py unreadable: " + str(exc)}
-    values = _literal_assignments(tree)
     info = values.get("build_info")
     if isinstance(info, dict):
         return {str(k): v for k, v in info.items() if isinstance(v, (str, int, float, bool, list, type(None)))}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from support.snapshot_facts import edited_file
 
 from tfdoctor.cli import main
 
@@ -218,14 +219,7 @@ def test_help_and_version_exit_0(capsys):
 
 def _replay_with(tmp_path: Path, base: Path, path: str, value: object) -> subprocess.CompletedProcess[str]:
     """Replay `base` with the fact at the dotted `path` replaced by `value` (a wrong shape), as JSON."""
-    data = json.loads(base.read_text())
-    node = data["sections"]
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node[part]
-    node[last] = value
-    facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(data))
+    facts = edited_file(base, {path: value}, tmp_path / "facts.json")
     return run_cli(["check", "--facts", str(facts), "--format", "json"], cwd=tmp_path)
 
 
@@ -241,10 +235,8 @@ def test_env_variables_of_the_wrong_shape_is_not_checked_not_a_crash(tmp_path, v
 
 
 def test_taskprolog_replay_ignores_a_recorded_variable_that_is_not_a_string(tmp_path):
-    data = json.loads((REPO / "tests/snapshots/gpu/cuda001-library-not-on-loader-path.json").read_text())
-    data["sections"]["env"]["variables"]["LD_LIBRARY_PATH"] = 5
-    facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(data))
+    facts = edited_file("gpu/cuda001-library-not-on-loader-path.json", {"env.variables.LD_LIBRARY_PATH": 5},
+                        tmp_path / "facts.json")
     done = run_cli(["fix", "--facts", str(facts), "--format", "taskprolog"], cwd=tmp_path)
     assert_no_traceback(done)
     assert done.returncode == 0, done.stderr

@@ -335,13 +335,9 @@ def registry():
 
 
 def _facts_with_env(env: dict[str, str]):
-    import json
+    from support.snapshot_facts import edited_facts
 
-    from tfdoctor.facts import Facts
-
-    data = json.loads(SNAPSHOT.read_text())
-    data["sections"]["env"]["variables"].update(env)
-    return Facts.from_json(data)
+    return edited_facts(SNAPSHOT, {("env", "variables", name): value for name, value in env.items()})
 
 
 @settings(max_examples=60, deadline=None)
@@ -380,10 +376,9 @@ def test_count_reads_ascii_digits_only_and_caps_them():
 def test_facts_nested_900_deep_are_refused_not_a_recursion_error(tmp_path, args):
     import json
 
-    data = json.loads(SNAPSHOT.read_text())
-    data["sections"]["cpu"]["deep"] = json.loads("[" * 900 + "]" * 900)
-    deep = tmp_path / "deep.json"
-    deep.write_text(json.dumps(data))
+    from support.snapshot_facts import edited_file
+
+    deep = edited_file(SNAPSHOT, {"cpu.deep": json.loads("[" * 900 + "]" * 900)}, tmp_path / "deep.json")
     done = run_cli([a.format(deep=deep) for a in args], cwd=tmp_path)
     _no_traceback(done)
     assert "RecursionError" not in done.stderr + done.stdout
@@ -446,10 +441,12 @@ def test_fifos_in_site_packages_hold_neither_scan_nor_snapshot(tmp_path):
 def test_collect_of_120_kb_and_compare_of_240_kb_dash_runs_are_quick(tmp_path):
     import json
 
+    from support.snapshot_facts import snapshot_tree
+
     run = "a-" * 60_000  # 120 KB: about the most one environment variable can hold (MAX_ARG_STRLEN, 128 KiB)
     done = run_cli(["collect"], cwd=tmp_path, env={"XLA_FLAGS": run})  # run_cli gives up after 60 s
     assert done.returncode == 0 and run in done.stdout
-    data = json.loads(SNAPSHOT.read_text())
+    data = snapshot_tree(SNAPSHOT)
     data["sections"]["env"]["variables"]["XLA_FLAGS"] = run * 2
     (tmp_path / "a.json").write_text(json.dumps(data))
     data["meta"]["hostname"] = "other-node"

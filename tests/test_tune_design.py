@@ -38,17 +38,18 @@ def test_more_factors_than_the_largest_design_is_an_error():
 
 
 def _with_27_parameters(tmp_path, argv: list[str]) -> list[str]:
-    """The tune command of _cli with 20 more parameters in its space file: 27, past the largest design."""
+    """The command of tune_command with 20 more parameters in its space file: 27, past the largest design."""
     extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
     (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
     return argv
 
 
 def test_a_space_too_large_for_the_design_is_a_usage_error(tmp_path, monkeypatch, capsys):
-    from tests.test_tune_verdict import _cli
+    from support.tune_setup import tune_command
+
     from tfdoctor.cli import main
 
-    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--screening", "two-level"))
+    argv = _with_27_parameters(tmp_path, tune_command(tmp_path, monkeypatch, None, "--screening", "two-level"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
@@ -138,12 +139,13 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
     row) and more only to confirm an effect; the intra-op pool, the only parameter the job depends on,
     is the one written."""
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import INTRA, _cli
+    from support.tune_setup import INTRA, tune_command
+
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "16", "--screening", "two-level"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--budget", "16", "--screening", "two-level"))
     assert exit_.value.code == 0
     _header, records = load_results(tmp_path / "r.jsonl")
     screen = [r for r in records if r.phase == "screen"]
@@ -153,12 +155,13 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
 
 def test_a_resumed_tune_screens_with_the_design_it_was_recorded_with(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import INTRA, _cli
+    from support.tune_setup import INTRA, tune_command
+
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
     with pytest.raises(SystemExit):
-        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "9", "--screening", "two-level"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--budget", "9", "--screening", "two-level"))
     header, first = load_results(tmp_path / "r.jsonl")
     assert header["screening"] == "two-level"
     capsys.readouterr()
@@ -253,11 +256,12 @@ def test_the_strategies_keep_their_names_and_an_unknown_one_is_refused():
 
 def test_a_space_too_large_for_the_design_is_screened_one_at_a_time_by_default(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import _cli
+    from support.tune_setup import tune_command
+
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
-    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--budget", "4"))
+    argv = _with_27_parameters(tmp_path, tune_command(tmp_path, monkeypatch, None, "--budget", "4"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 0

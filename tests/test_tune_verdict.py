@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
+from support.tune_fakes import FakeJob
+from support.tune_setup import INTER, INTRA, THREADS, TWO_CPUS, tune_command
 
-from tests.conftest import REPO
-from tests.support.tune_fakes import METRIC, FakeJob
 from tfdoctor.cli import main
-from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.tune.results import load_results, load_summary
 from tfdoctor.tune.search import Tuner, TuneSettings
 from tfdoctor.tune.space import apply_space_file, current_settings, default_space, rule_based_settings
@@ -27,22 +27,16 @@ from tfdoctor.tune.verify import LOOK_CONFIDENCE, NoisePrior, Pending, Proposal,
 
 pytest.importorskip("optuna")
 
-INTRA, INTER = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
-THREADS = (INTRA, INTER, "OMP_NUM_THREADS")
-# The default space with the thread counts fixed to 1..4 whatever the machine: the seven parameters.
-SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
-BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
-FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 
 
 def _space():
-    return apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    return apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
 
 
 def _tune(job: FakeJob, seed: int, current_env: dict[str, str] | None = None):
     space = _space()
     current_env = current_env or {}
-    seeds = {"current": current_settings(space, current_env, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    seeds = {"current": current_settings(space, current_env, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     return Tuner(space, job, None, TuneSettings(budget=40, seed=seed), seeds,
                  current_env={p.name: current_env.get(p.name) for p in space.parameters}).run()
 
@@ -173,7 +167,7 @@ def test_screening_is_a_replaceable_step():
     screening.SCREENINGS["nothing-matters"] = NothingMatters
     try:
         space = _space()
-        seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+        seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
         result = Tuner(space, FakeJob(INTRA, 1), None, TuneSettings(budget=12, seed=1, screening="nothing-matters"),
                        seeds, current_env={}).run()
     finally:
@@ -183,18 +177,6 @@ def test_screening_is_a_replaceable_step():
 
 
 # -- the command, with a fake job in a process per trial -----------------------------------------
-
-def _cli(tmp_path: Path, monkeypatch, depends: str | None, *extra: str) -> list[str]:
-    for name in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FAKE_JOB_STATE", str(tmp_path / "runs"))
-    monkeypatch.setenv("FAKE_JOB_SEED", "7")
-    monkeypatch.setenv("FAKE_JOB_DEPENDS", depends or "")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "space.toml").write_text(SPACE_TOML)
-    return ["tune", "--space", "space.toml", "--seed", "2", "--results", "r.jsonl", *extra,
-            "--metric", METRIC, "--", sys.executable, str(FAKE)]
-
 
 def _sourced(tmp_path: Path) -> dict[str, str]:
     """The environment after a batch script sources env.sh under `set -eu`."""
@@ -211,7 +193,7 @@ def _shellcheck(script: Path) -> None:
 
 def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, None, "--write", "env.sh"))
+        main(tune_command(tmp_path, monkeypatch, None, "--write", "env.sh"))
     assert exit_.value.code == 0
     out, err = capsys.readouterr()
     assert "verdict: keep your current settings (" in out and "winner" not in out
@@ -229,7 +211,7 @@ def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, c
 
 def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, INTRA, "--write", "env.sh"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--write", "env.sh"))
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert f"verdict: change {INTRA}=4 (everything else as it is now)" in out
@@ -254,7 +236,7 @@ def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monk
 
 
 def test_resume_of_a_finished_tune_runs_nothing_unless_asked_for_more(tmp_path, monkeypatch, capsys):
-    args = _cli(tmp_path, monkeypatch, INTRA, "--budget", "16")
+    args = tune_command(tmp_path, monkeypatch, INTRA, "--budget", "16")
     with pytest.raises(SystemExit):
         main(args)
     first = capsys.readouterr().out
@@ -322,7 +304,7 @@ def test_a_tune_killed_during_the_verdict_resumes_it_without_repeating_a_run(tmp
     from tfdoctor.tune.results import ResultsLog
 
     space = _space()
-    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     settings = TuneSettings(budget=30, seed=4)
     full = Tuner(space, FakeJob(INTRA, 4), None, settings, seeds, current_env={}).run()
     verify = [r for r in full.records if r.phase == "verify"]
@@ -357,7 +339,7 @@ def _timed_tune(monkeypatch, time_limit: float):
             return type(measured)(measured.status, measured.value, 60.0)
 
     space = _space()
-    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=time_limit, seed=1), seeds,
                    current_env={}).run()
     assert clock[0] <= time_limit

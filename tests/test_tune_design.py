@@ -8,6 +8,7 @@ import random
 from collections.abc import Mapping
 
 import pytest
+from support.tune_setup import INTRA, thread_space, tune_command
 
 from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.tune.screening import TwoLevelDesign, high_level, plackett_burman
@@ -45,8 +46,6 @@ def _with_27_parameters(tmp_path, argv: list[str]) -> list[str]:
 
 
 def test_a_space_too_large_for_the_design_is_a_usage_error(tmp_path, monkeypatch, capsys):
-    from support.tune_setup import tune_command
-
     from tfdoctor.cli import main
 
     argv = _with_27_parameters(tmp_path, tune_command(tmp_path, monkeypatch, None, "--screening", "two-level"))
@@ -139,8 +138,6 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
     row) and more only to confirm an effect; the intra-op pool, the only parameter the job depends on,
     is the one written."""
     pytest.importorskip("optuna")
-    from support.tune_setup import INTRA, tune_command
-
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
@@ -155,8 +152,6 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
 
 def test_a_resumed_tune_screens_with_the_design_it_was_recorded_with(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from support.tune_setup import INTRA, tune_command
-
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
@@ -224,8 +219,7 @@ def test_a_preset_that_mattered_has_its_other_choices_searched():
     from tfdoctor.tune.search import Tuner, TuneSettings
     from tfdoctor.tune.space import current_settings
 
-    space = apply_space_file(_space(), {"parameters": {n: {"low": 1, "high": 4} for n in (
-        "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")}})
+    space = thread_space(BUDGET)
     levels = {"granularity=fine,compact,1,0": 1.0, "none": 0.9, "granularity=fine,scatter": 1.15, "unset": 1.0}
 
     def truth(p):
@@ -256,8 +250,6 @@ def test_the_strategies_keep_their_names_and_an_unknown_one_is_refused():
 
 def test_a_space_too_large_for_the_design_is_screened_one_at_a_time_by_default(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from support.tune_setup import tune_command
-
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
@@ -280,8 +272,7 @@ def test_the_sweep_measures_each_unjudged_choice_of_a_preset_that_mattered_then_
     from tfdoctor.tune.space import Space
     from tfdoctor.tune.strategies import ScreenedSearch
 
-    space = apply_space_file(_space(), {"parameters": {n: {"low": 1, "high": 2} for n in (
-        "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")}})
+    space = thread_space(BUDGET, high=2)
     rule = rule_based_settings(BUDGET, space)
     affinity, blocktime = "KMP_AFFINITY", "KMP_BLOCKTIME"
     value = {"unset": 100.0, "granularity=fine,scatter": 120.0, "granularity=fine,compact,1,0": 110.0}

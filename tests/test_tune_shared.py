@@ -18,11 +18,11 @@ import pytest
 from conftest import REPO
 from support.report_pages import visible_words
 from support.tune_fakes import METRIC, FakeJob
-from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS, TWO_CPUS
+from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS, TWO_CPUS, thread_space
 
 from tfdoctor.facts import Facts
 from tfdoctor.tune.results import load_results, load_summary
-from tfdoctor.tune.space import apply_space_file, default_space, rule_based_settings
+from tfdoctor.tune.space import rule_based_settings
 
 optuna = pytest.importorskip("optuna")
 
@@ -129,7 +129,7 @@ def test_a_report_of_a_shared_tune_whose_journal_is_gone_says_so(tmp_path):
     from tfdoctor.tune.results import ResultsLog
     from tfdoctor.tune.shared import header_entry
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     header = {"space": space.to_json(), "seeds": {}, "maximize": True, "budget": 8,
               "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
     ResultsLog.create(tmp_path / "r.jsonl", header)
@@ -169,9 +169,7 @@ def _facts(processors: int) -> dict:
 def test_a_node_unlike_the_others_is_named_and_its_trials_left_out(tmp_path):
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {
-        **{n: {"low": 1, "high": 4} for n in THREADS},
-        **{n: {"drop": True} for n in OTHERS}}})
+    space = thread_space(drop=OTHERS)
     study = open_study(open_storage(str(tmp_path / "s.journal")), "odd", True, 1, rule_based_settings(TWO_CPUS, space))
     # three nodes alike, one planted with other facts (fewer CPUs): each measures a share of the trials
     for name, cpus in (("n1", 64), ("n2", 64), ("n3", 64), ("odd", 32)):
@@ -215,7 +213,7 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     pytest.importorskip("sqlalchemy")
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
     assert isinstance(storage, optuna.storages.RDBStorage)
     study = open_study(storage, "db", True, 2, rule_based_settings(TWO_CPUS, space))
@@ -237,7 +235,7 @@ def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, ca
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
     from tfdoctor.tune.shared_cli import shared_tune
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     seeds = {"rule": rule_based_settings(TWO_CPUS, space)}
     journal = str(tmp_path / "s.journal")
     study = open_study(open_storage(journal), "w", True, 1, seeds["rule"])
@@ -274,9 +272,7 @@ def test_malformed_trials_written_into_the_shared_study_are_left_out(tmp_path):
 
     from tfdoctor.tune.shared import open_storage, open_study, shared_records
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {
-        **{n: {"low": 1, "high": 4} for n in THREADS},
-        **{n: {"drop": True} for n in OTHERS}}})
+    space = thread_space(drop=OTHERS)
     study = open_study(open_storage(str(tmp_path / "s.journal")), "bad", True, 1, None)
     good = {n: 2 for n in THREADS}
     for params, seconds in ((good, 1.5), ("not a dict", 1.0), ({**good, THREADS[0]: [1]}, 1.0), (good, "slow")):
@@ -295,7 +291,7 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     from tfdoctor.tune.shared import header_entry
     from tfdoctor.tune.space import current_settings
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     header = {"space": space.to_json(), "maximize": True, "budget": 8, "seed": 1,
               "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
               "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
@@ -384,7 +380,7 @@ def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     from tfdoctor.tune.heartbeat import STALE_ATTR
     from tfdoctor.tune.shared import open_storage, open_study, run_worker
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     journal = str(tmp_path / "s.journal")
     study = open_study(open_storage(journal), "slow", True, 1, rule_based_settings(TWO_CPUS, space))
     # The trial lasts three grace periods; 6 s of grace (a beat every 1.5 s) as a loaded machine needs.
@@ -417,7 +413,7 @@ def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path
     from tfdoctor.tune.heartbeat import STALE_ATTR, fail_stale
     from tfdoctor.tune.shared import open_storage, open_study, run_worker, shared_records
 
-    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     study = open_study(open_storage(str(tmp_path / "s.journal")), "late", True, 1, None)
 
     class Stalled(FakeJob):

@@ -17,24 +17,20 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support.tune_fakes import FakeJob
-from support.tune_setup import INTER, INTRA, THREADS, TWO_CPUS, tune_command
+from support.tune_setup import INTER, INTRA, THREADS, TWO_CPUS, thread_space, tune_command
 
 from tfdoctor.cli import main
 from tfdoctor.tune.results import load_results, load_summary
 from tfdoctor.tune.search import Tuner, TuneSettings
-from tfdoctor.tune.space import apply_space_file, current_settings, default_space, rule_based_settings
+from tfdoctor.tune.space import current_settings, rule_based_settings
 from tfdoctor.tune.verify import LOOK_CONFIDENCE, NoisePrior, Pending, Proposal, Run, Verdict, decide
 
 pytest.importorskip("optuna")
 
 
 
-def _space():
-    return apply_space_file(default_space(TWO_CPUS), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
-
-
 def _tune(job: FakeJob, seed: int, current_env: dict[str, str] | None = None):
-    space = _space()
+    space = thread_space()
     current_env = current_env or {}
     seeds = {"current": current_settings(space, current_env, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     return Tuner(space, job, None, TuneSettings(budget=40, seed=seed), seeds,
@@ -166,7 +162,7 @@ def test_screening_is_a_replaceable_step():
 
     screening.SCREENINGS["nothing-matters"] = NothingMatters
     try:
-        space = _space()
+        space = thread_space()
         seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
         result = Tuner(space, FakeJob(INTRA, 1), None, TuneSettings(budget=12, seed=1, screening="nothing-matters"),
                        seeds, current_env={}).run()
@@ -280,11 +276,11 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
     docs = (REPO / "docs" / "tune.md").read_text()
     applied, kept = _tune(FakeJob(INTRA, 0), 0), _tune(FakeJob(None, 0), 0)
     for result in (applied, kept):
-        assert "\n".join(verdict_lines(_space(), result)[:2]) in docs
-        script = render_winner(_space(), result, "gpu-node-7", "0.1.0", "python train.py --steps 200")
+        assert "\n".join(verdict_lines(thread_space(), result)[:2]) in docs
+        script = render_winner(thread_space(), result, "gpu-node-7", "0.1.0", "python train.py --steps 200")
         shown = [line for line in script.splitlines() if line and not line.startswith("# Source it (. ./env.sh);")]
         assert all(line in docs for line in shown[1:]), [line for line in shown if line not in docs]
-    assert "\n".join(verdict_lines(_space(), applied)) in docs
+    assert "\n".join(verdict_lines(thread_space(), applied)) in docs
     block = docs[docs.index('```json\n{"type": "summary", "stopped": "space exhausted", "verdict": "apply"'):]
     block = block[len("```json\n"): block.index("```", 8)]
     shown_apply, shown_keep = (json.loads(part) for part in block.replace("}\n{", "}\x00{").split("\x00"))
@@ -303,7 +299,7 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
 def test_a_tune_killed_during_the_verdict_resumes_it_without_repeating_a_run(tmp_path):
     from tfdoctor.tune.results import ResultsLog
 
-    space = _space()
+    space = thread_space()
     seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     settings = TuneSettings(budget=30, seed=4)
     full = Tuner(space, FakeJob(INTRA, 4), None, settings, seeds, current_env={}).run()
@@ -338,7 +334,7 @@ def _timed_tune(monkeypatch, time_limit: float):
             measured = super().measure(env_changes, launcher)
             return type(measured)(measured.status, measured.value, 60.0)
 
-    space = _space()
+    space = thread_space()
     seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=time_limit, seed=1), seeds,
                    current_env={}).run()

@@ -7,12 +7,14 @@ tfdoctor at its top."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from support.tune_fakes import METRIC
 from tfdoctor.derive.cpu_budget import CpuBudget
+from tfdoctor.tune.space import Space, apply_space_file, default_space
 
 INTRA, INTER = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
 THREADS = (INTRA, INTER, "OMP_NUM_THREADS")
@@ -23,6 +25,13 @@ OTHERS = ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OP
 SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
 TWO_CPUS = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
 FAKE = Path(__file__).resolve().with_name("tune_fakes.py")
+
+
+def thread_space(budget: CpuBudget = TWO_CPUS, high: int = 4, drop: Iterable[str] = ()) -> Space:
+    """`budget`'s default space with the thread counts 1..`high` whatever the machine (with 4, the space of
+    SPACE_TOML) and the parameters of `drop` left out."""
+    return apply_space_file(default_space(budget), {"parameters": {**{n: {"low": 1, "high": high} for n in THREADS},
+                                                                   **{n: {"drop": True} for n in drop}}})
 
 
 def tune_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depends: str | None, *extra: str) -> list[str]:

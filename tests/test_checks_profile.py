@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import check_facts
 
-from tests.conftest import check_facts
 from tfdoctor.model import Applicability, PythonFix, Status
 from tfdoctor.testing import facts_from
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.test_cli import run_cli
+from test_cli import run_cli
 
 HOSTILE_NAMES = ["X;touch /tmp/PWN;Y", "X\ntouch /tmp/PWN\nY", "A=B", "1ABC", "", "A B", "$(id)", "A-B", "é"]
 
@@ -215,7 +214,7 @@ HUGE_AFFINITY = [
 
 @pytest.mark.parametrize("env", HUGE_AFFINITY)
 def test_cpu_lists_beyond_the_machine_are_a_finding_not_work(make_root, env):
-    from tests.conftest import check_root
+    from conftest import check_root
 
     root = make_root().cpus(sockets=2, cores_per_socket=4, threads_per_core=2)  # CPUs 0-15
     report = check_root(root, env={"OMP_NUM_THREADS": "8", **env}, select=["THR"])
@@ -232,14 +231,14 @@ def test_cpu_lists_beyond_the_machine_are_a_finding_not_work(make_root, env):
                                  {"OMP_PLACES": "cores"}, {"OMP_PLACES": "{0}:4000000000:0"}])
 def test_cpu_lists_within_the_machine_are_silent(make_root, env):
     """The healthy twin: the same variables naming only CPUs 0-15 of a 16-CPU node."""
-    from tests.conftest import check_root
+    from conftest import check_root
 
     root = make_root().cpus(sockets=2, cores_per_socket=4, threads_per_core=2)
     assert check_root(root, env={"OMP_NUM_THREADS": "8", **env}, select=["THR120"]).codes() == []
 
 
 def test_a_cpu_online_file_naming_four_billion_cpus_is_malformed_not_read(make_root):
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     root = make_root().cpus(cores_per_socket=2)
     root.write("/sys/devices/system/cpu/online", "0-4000000000\n")
@@ -253,7 +252,7 @@ def test_a_cpu_online_file_naming_four_billion_cpus_is_malformed_not_read(make_r
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_probed_device_or_fifo_is_not_read(make_root, kind):
     """The review's /dev/zero as /proc/cpuinfo (1 GB in 2 s) and a FIFO (blocks forever)."""
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     if kind == "device" and os.getuid() != 0:
         pytest.skip("mknod of a character device needs root")
@@ -301,7 +300,8 @@ def test_the_last_stderr_line_of_a_failing_interpreter_is_short_and_redacted(tmp
 # -- 5. bad input is exit 2; a check bug on an odd fact is not exit 3 ------------------------------
 
 def test_drv002_with_a_one_component_cuda_version_is_judged_not_crashed():
-    from tests.conftest import check_facts
+    from conftest import check_facts
+
     from tfdoctor.facts import Facts
 
     facts = Facts.load(Path(__file__).parent / "snapshots" / "gpu" / "drv002-driver-cuda-too-old.json")
@@ -348,7 +348,7 @@ def test_a_check_still_running_at_the_deadline_is_not_checked():
 # -- 8. --root confinement -------------------------------------------------------------------------
 
 def test_absolute_links_in_a_fake_root_stay_inside_it(make_root, tmp_path):
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     outside = tmp_path / "host-secret"
     outside.write_text("root:$6$hostonlyhash:19000:0:99999:7:::\n")

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tests.test_cli import run_cli
+from test_cli import run_cli
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "core" / "slurm-node-bad-threads.json"
 

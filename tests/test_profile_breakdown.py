@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import check_facts
+from support.gpu_xspace import SCENARIOS, build
 
-from tests.conftest import check_facts
-from tests.support.gpu_xspace import SCENARIOS, build
 from tfdoctor.facts import Unknown, to_jsonable
 from tfdoctor.fixes.plan import plan_fixes
 from tfdoctor.profile.breakdown import CATEGORIES, attribute, step_breakdown

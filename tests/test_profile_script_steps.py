@@ -11,9 +11,9 @@ from types import SimpleNamespace
 from typing import ClassVar
 
 import pytest
+from conftest import REPO, check_facts
+from test_profile_xspace import MS, PlaneBuilder, pb  # noqa: F401 - pb is a fixture
 
-from tests.conftest import REPO, check_facts
-from tests.test_profile_xspace import MS, PlaneBuilder, pb  # noqa: F401 - pb is a fixture
 from tfdoctor.facts import Unknown
 from tfdoctor.model import Applicability, PythonFix, Severity, Status
 from tfdoctor.profile.facts import profile_section

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import check_facts
 
-from tests.conftest import check_facts
 from tfdoctor.facts import Unknown
 from tfdoctor.profile.facts import profile_section
 from tfdoctor.profile.runner import RunResult

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, probe_root
 
-from tests.conftest import REPO, probe_root
 from tfdoctor.cli import main
 from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.tune.objective import CommandObjective

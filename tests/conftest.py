@@ -107,6 +107,19 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def pb():
+    """The XSpace protobuf module of the installed TensorFlow wheel (tfdoctor.profile.xspace.xplane_module),
+    loaded by path without importing TensorFlow; the test is skipped, with the reason, where it cannot be."""
+    from tfdoctor.facts import Unknown
+    from tfdoctor.profile.xspace import xplane_module
+
+    module = xplane_module()
+    if isinstance(module, Unknown):
+        pytest.skip(module.reason)
+    return module
+
+
+@pytest.fixture
 def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of the packaged knowledge tables, loaded from there with empty caches."""
     import shutil

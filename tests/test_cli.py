@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from support.command_line import assert_no_traceback, run_cli
 from support.snapshot_facts import edited_file
 
 from tfdoctor.cli import main
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json"
-
-
-def run_cli(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
-            ) -> subprocess.CompletedProcess[str]:
-    """The real entry point in a subprocess: exit codes and streams exactly as a batch script sees them."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=60, check=False)
-
-
-def assert_no_traceback(done: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
 
 
 def test_findings_at_error_exit_1(tmp_path):

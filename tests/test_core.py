@@ -276,7 +276,7 @@ def test_redaction(name, value, expected):
 
 
 def test_collect_redacts_and_replays(tmp_path):
-    from test_cli import run_cli
+    from support.command_line import run_cli
 
     env = {"SLURM_JOB_NAME": "https://bob:pw@host/x", "OMP_NUM_THREADS": "abc"}
     done = run_cli(["collect", "-o", str(tmp_path / "f-%h.json")], cwd=tmp_path, env=env)

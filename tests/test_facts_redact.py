@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import run_cli
+from support.command_line import run_cli
 
 from tfdoctor.facts.redact import REDACTED, excerpt, redact_text, redact_value
 

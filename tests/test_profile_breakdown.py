@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import check_facts
-from support.gpu_xspace import MS, SCENARIOS, build
+from support.gpu_xspace import SCENARIOS, build
+from support.xspace_builder import MS
 
 from tfdoctor.facts import Unknown, to_jsonable
 from tfdoctor.fixes.plan import plan_fixes

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.gpu_xspace import MS
+MS = 1_000_000_000  # picoseconds
+
+
+def numbered(ids: dict[str, int], metadata: Any, name: str) -> int:
+    """The id of `name` in a plane's event or stat metadata (`ids` holds those given so far), given the next
+    number and recorded in `metadata` the first time, as the profiler numbers them."""
+    if name not in ids:
+        ids[name] = len(ids) + 1
+        metadata[ids[name]].id = ids[name]
+        metadata[ids[name]].name = name
+    return ids[name]
 
 
 class PlaneBuilder:
@@ -15,18 +25,10 @@ class PlaneBuilder:
         self.stats: dict[str, int] = {}
 
     def meta(self, name: str) -> int:
-        if name not in self.names:
-            self.names[name] = len(self.names) + 1
-            self.plane.event_metadata[self.names[name]].id = self.names[name]
-            self.plane.event_metadata[self.names[name]].name = name
-        return self.names[name]
+        return numbered(self.names, self.plane.event_metadata, name)
 
     def stat(self, name: str) -> int:
-        if name not in self.stats:
-            self.stats[name] = len(self.stats) + 1
-            self.plane.stat_metadata[self.stats[name]].id = self.stats[name]
-            self.plane.stat_metadata[self.stats[name]].name = name
-        return self.stats[name]
+        return numbered(self.stats, self.plane.stat_metadata, name)
 
     def line(self, name: str, line_id: int) -> Any:
         line = self.plane.lines.add()

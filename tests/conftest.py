@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import builtins
+import importlib
 import os
 import subprocess
 import sys
@@ -105,6 +107,19 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def pb():
+    """The XSpace protobuf module of the installed TensorFlow wheel (tfdoctor.profile.xspace.xplane_module),
+    loaded by path without importing TensorFlow; the test is skipped, with the reason, where it cannot be."""
+    from tfdoctor.facts import Unknown
+    from tfdoctor.profile.xspace import xplane_module
+
+    module = xplane_module()
+    if isinstance(module, Unknown):
+        pytest.skip(module.reason)
+    return module
+
+
+@pytest.fixture
 def tables_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of the packaged knowledge tables, loaded from there with empty caches."""
     import shutil
@@ -142,8 +157,11 @@ def _hash_cache_of_the_tests(tmp_path_factory: pytest.TempPathFactory):
 # -- the slow parts carry their markers ----------------------------------------------------------------------
 # README, "Development": `pytest -m "not tensorflow and not browser and not slurm"` is the fast subset. A test
 # that runs one of those parts without its marker would silently make it slow, so each test is watched: the
-# programs it starts (Slurm's, Chromium) and the modules it imports (tensorflow, playwright). What runs in a
-# grandchild (`python -m tfdoctor profile` starting TensorFlow) is not seen: such tests are marked by hand.
+# programs it starts (Slurm's, Chromium) and the modules it imports (tensorflow, playwright). An import is seen
+# whether or not an earlier test already loaded the module (the import statement and importlib.import_module
+# are watched, not only what is new in sys.modules), so the verdict does not depend on the tests' order. What
+# runs in a grandchild (`python -m tfdoctor profile` starting TensorFlow) is not seen: such tests are marked
+# by hand.
 
 SLOW_PARTS = ("tensorflow", "browser", "slurm")
 SLOW_PROGRAMS = {"srun": "slurm", "sbatch": "slurm", "salloc": "slurm", "scontrol": "slurm", "slurmctld": "slurm",
@@ -154,7 +172,8 @@ WORKLOAD = "tfdoctor/profile/workload_main.py"  # the micro-profile's child: it 
 
 
 def slow_parts_used(started: Iterable[object], imported: Iterable[str]) -> set[str]:
-    """The markers that programs started (Popen's first argument) and modules newly imported call for."""
+    """The markers that programs started (Popen's first argument) and modules imported (top-level names)
+    call for."""
     used = {SLOW_MODULES[name] for name in imported if name in SLOW_MODULES}
     for args in started:
         argv = [os.fspath(args)] if isinstance(args, (str, bytes, os.PathLike)) else [os.fspath(a) for a in args]
@@ -189,6 +208,31 @@ def pytest_collection_modifyitems(items: Sequence[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slurm)
 
 
+def watch_slow_imports(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Until `monkeypatch` is undone, the top-level name of each module of SLOW_MODULES imported is added to
+    the set returned, at every import, also of a module already in sys.modules. Only an import that succeeds
+    counts: code that tries TensorFlow where it is not installed runs nothing slow. Other imports pay one
+    call and a dictionary look-up."""
+    seen: set[str] = set()
+    import_statement, import_module = builtins.__import__, importlib.import_module
+
+    def watched_import(name, globals=None, locals=None, fromlist=(), level=0):
+        module = import_statement(name, globals, locals, fromlist, level)
+        if level == 0 and name.partition(".")[0] in SLOW_MODULES:
+            seen.add(name.partition(".")[0])
+        return module
+
+    def watched_import_module(name, package=None):
+        module = import_module(name, package)
+        if module.__name__.partition(".")[0] in SLOW_MODULES:  # its name resolved, for a relative one
+            seen.add(module.__name__.partition(".")[0])
+        return module
+
+    monkeypatch.setattr(builtins, "__import__", watched_import)
+    monkeypatch.setattr(importlib, "import_module", watched_import_module)
+    return seen
+
+
 @pytest.fixture(autouse=True)
 def _slow_parts_carry_their_markers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     marked = {mark.name for mark in request.node.iter_markers()} & set(SLOW_PARTS)
@@ -203,9 +247,11 @@ def _slow_parts_carry_their_markers(request: pytest.FixtureRequest, monkeypatch:
         original(self, args, *more, **options)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", watched)
-    before = set(sys.modules)
+    imported = watch_slow_imports(monkeypatch)
+    before = set(sys.modules)  # and any other way a module is first loaded (a C extension's import)
     yield
-    missing = slow_parts_used(started, {name.split(".")[0] for name in set(sys.modules) - before}) - marked
+    imported |= {name.split(".")[0] for name in set(sys.modules) - before}
+    missing = slow_parts_used(started, imported) - marked
     if missing:
         pytest.fail(f"this test runs {', '.join(sorted(missing))} without the marker: add "
                     + " and ".join(f"@pytest.mark.{m}" for m in sorted(missing))

@@ -354,14 +354,8 @@ def test_tf_config_nested_too_deeply_is_malformed_not_a_crash():
 def test_a_damaged_network_fact_is_not_checked_never_a_crash(fixture, field, code, reason):
     """A facts file edited or damaged by hand: a number, or a list of numbers, where the network probe writes
     a list of names."""
-    import json
+    from support.snapshot_facts import edited_facts
 
-    from conftest import REPO, check_facts
-
-    from tfdoctor.facts import Facts
-    from tfdoctor.model import Status
-
-    data = json.loads((REPO / "tests" / "snapshots" / "checks" / f"{fixture}.json").read_text())
-    data["sections"]["network"][field] = [1] if field == "names" else 1
-    result = check_facts(Facts.from_json(data), select=[code]).result(code)
+    facts = edited_facts(f"checks/{fixture}.json", {f"network.{field}": [1] if field == "names" else 1})
+    result = check_facts(facts, select=[code]).result(code)
     assert (result.status, result.reason) == (Status.NOT_CHECKED, reason)

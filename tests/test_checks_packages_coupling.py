@@ -8,7 +8,6 @@ the finding is gone and no new warning or error appears.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -17,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import REPO, check_facts
+from conftest import check_facts
 from support.fake_pip import FakePip
 from support.fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
+from support.snapshot_facts import edited_facts
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
 from tfdoctor.engine import Report
@@ -532,20 +532,18 @@ def test_open_range_release_with_numpy_2_is_a_known_break(tmp_path):
     assert environment.check().codes() == []
 
 
+PKG011_FIXTURE = "checks/pkg011-damaged-install-lists-what-is-missing.json"
+
+
 @pytest.mark.parametrize("field", ["missing", "size_mismatch", "hash_mismatch"])
 @pytest.mark.parametrize("value", [None, "libtensorflow_framework.so.2", {"path": "x"}])
 def test_a_damaged_record_with_a_malformed_list_is_not_checked_never_a_crash(field, value):
     """A hand-made --facts file whose list of damaged files is null or not a list (found by the property
     test on the PKG011 fixture): PKG011 says it could not check, it does not crash."""
-    from tfdoctor.engine import run_checks
-    from tfdoctor.facts import Facts
     from tfdoctor.model import Status
-    from tfdoctor.registry import load_registry
 
-    raw = json.loads((REPO / "tests/snapshots/checks/pkg011-damaged-install-lists-what-is-missing.json").read_text())
-    raw["sections"]["python"]["watched"]["tensorflow-cpu"]["record"][field] = value
-    checks = [spec for spec in load_registry().checks if spec.code == "PKG011"]
-    result = run_checks(checks, Facts.from_json(raw)).result("PKG011")
+    facts = edited_facts(PKG011_FIXTURE, {f"python.watched.tensorflow-cpu.record.{field}": value})
+    result = check_facts(facts, select=["PKG011"]).result("PKG011")
     assert result.status is Status.NOT_CHECKED
     assert result.reason == "python.watched.tensorflow-cpu.record: malformed lists of files"
 
@@ -554,14 +552,9 @@ def test_a_damaged_record_with_a_malformed_list_is_not_checked_never_a_crash(fie
 def test_a_damaged_record_with_malformed_figures_still_reports_the_damage(field):
     """The figures that only describe how far the verification went (found by the property test: a
     hash_budget of ":") are shown as 0 when malformed; the damage itself is still reported."""
-    from tfdoctor.engine import run_checks
-    from tfdoctor.facts import Facts
     from tfdoctor.model import Status
-    from tfdoctor.registry import load_registry
 
-    raw = json.loads((REPO / "tests/snapshots/checks/pkg011-damaged-install-lists-what-is-missing.json").read_text())
-    raw["sections"]["python"]["watched"]["tensorflow-cpu"]["record"][field] = ":"
-    checks = [spec for spec in load_registry().checks if spec.code == "PKG011"]
-    result = run_checks(checks, Facts.from_json(raw)).result("PKG011")
+    facts = edited_facts(PKG011_FIXTURE, {f"python.watched.tensorflow-cpu.record.{field}": ":"})
+    result = check_facts(facts, select=["PKG011"]).result("PKG011")
     assert result.status is Status.FAILED
     assert [f.code for f in result.findings] == ["PKG011"]

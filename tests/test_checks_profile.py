@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import check_facts
 
-from tests.conftest import check_facts
 from tfdoctor.model import Applicability, PythonFix, Status
 from tfdoctor.testing import facts_from
 
@@ -84,16 +84,9 @@ def test_measured_mixed_precision_slowdown():
 def test_a_damaged_profile_field_is_not_checked_never_a_crash(fixture, field, code):
     """A facts file edited or damaged by hand (a string where `tfdoctor profile` writes a number, a
     mapping or a list): the check says which field, as with any unreadable fact."""
-    import json
+    from support.snapshot_facts import edited_facts
 
-    from tests.conftest import REPO
-    from tfdoctor.facts import Facts
-
-    data = json.loads((REPO / "tests" / "snapshots" / "checks" / f"{fixture}.json").read_text())
-    where = data["sections"]["profile"]
-    for name in field[:-1]:
-        where = where[name]
-    where[field[-1]] = "damaged"
-    result = check_facts(Facts.from_json(data), select=[code]).result(code)
+    result = check_facts(edited_facts(f"checks/{fixture}.json", {"profile." + ".".join(field): "damaged"}),
+                         select=[code]).result(code)
     assert result.status is Status.NOT_CHECKED
     assert result.reason == f"profile.{'.'.join(field)} is malformed in the facts (str)"

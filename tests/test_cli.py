@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from support.command_line import assert_no_traceback, run_cli
+from support.snapshot_facts import edited_file
 
 from tfdoctor.cli import main
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "core" / "slurm-node-bad-threads.json"
-
-
-def run_cli(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
-            ) -> subprocess.CompletedProcess[str]:
-    """The real entry point in a subprocess: exit codes and streams exactly as a batch script sees them."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=60, check=False)
-
-
-def assert_no_traceback(done: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
 
 
 def test_findings_at_error_exit_1(tmp_path):
@@ -218,14 +206,7 @@ def test_help_and_version_exit_0(capsys):
 
 def _replay_with(tmp_path: Path, base: Path, path: str, value: object) -> subprocess.CompletedProcess[str]:
     """Replay `base` with the fact at the dotted `path` replaced by `value` (a wrong shape), as JSON."""
-    data = json.loads(base.read_text())
-    node = data["sections"]
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node[part]
-    node[last] = value
-    facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(data))
+    facts = edited_file(base, {path: value}, tmp_path / "facts.json")
     return run_cli(["check", "--facts", str(facts), "--format", "json"], cwd=tmp_path)
 
 
@@ -241,10 +222,8 @@ def test_env_variables_of_the_wrong_shape_is_not_checked_not_a_crash(tmp_path, v
 
 
 def test_taskprolog_replay_ignores_a_recorded_variable_that_is_not_a_string(tmp_path):
-    data = json.loads((REPO / "tests/snapshots/gpu/cuda001-library-not-on-loader-path.json").read_text())
-    data["sections"]["env"]["variables"]["LD_LIBRARY_PATH"] = 5
-    facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(data))
+    facts = edited_file("gpu/cuda001-library-not-on-loader-path.json", {"env.variables.LD_LIBRARY_PATH": 5},
+                        tmp_path / "facts.json")
     done = run_cli(["fix", "--facts", str(facts), "--format", "taskprolog"], cwd=tmp_path)
     assert_no_traceback(done)
     assert done.returncode == 0, done.stderr

@@ -3,6 +3,7 @@ it imported call for (README, "Development": the fast subset leaves those tests 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,3 +48,83 @@ def test_a_test_on_the_shared_cluster_is_marked_slurm(request):
         SimpleNamespace(fixturenames=["tmp_path"], add_marker=elsewhere.append)])
     assert [mark.name for mark in on_cluster] == ["slurm"] and elsewhere == []
     assert request.node.get_closest_marker("slurm") is None
+
+
+# A run of pytest of its own over a small file, with tests/conftest.py's watch and nothing else of this suite:
+# `module` stands for TensorFlow, as SLOW_MODULES is configured for it. The marked test imports it first;
+# each unmarked test after it imports it again (already in sys.modules) and must still be caught.
+ORDERED_TESTS = '''
+import importlib
+
+import pytest
+
+
+@pytest.mark.tensorflow
+def test_1_marked_imports_it_first():
+    import {module}
+
+
+def test_2_unmarked_import_statement():
+    import {module}
+
+
+def test_3_unmarked_from_import():
+    from {module} import __version__
+
+
+def test_4_unmarked_import_module():
+    importlib.import_module("{module}")
+
+
+def test_5_unmarked_imports_nothing_slow():
+    import json
+'''
+WATCH_ONLY = '''
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("watched_conftest", {conftest!r})
+watch = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(watch)
+watch.SLOW_MODULES.setdefault({module!r}, "tensorflow")
+_slow_parts_carry_their_markers = watch._slow_parts_carry_their_markers
+'''
+
+
+@pytest.mark.parametrize("module", ["stand_in_tensorflow", pytest.param("tensorflow", marks=pytest.mark.tensorflow)])
+def test_an_unmarked_import_is_caught_after_a_marked_test_loaded_the_module(tmp_path, module):
+    from conftest import REPO
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    tensorflow: runs TensorFlow\n")
+    (tmp_path / "stand_in_tensorflow.py").write_text('__version__ = "0"\n')
+    (tmp_path / "conftest.py").write_text(WATCH_ONLY.format(conftest=str(REPO / "tests" / "conftest.py"),
+                                                            module=module))
+    (tmp_path / "test_order.py").write_text(ORDERED_TESTS.format(module=module))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "test_order.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # The watch fails a test at its teardown: pytest counts it as an error.
+    caught = {line.split("::")[1].split(" ")[0] for line in done.stdout.splitlines() if line.startswith("ERROR ")}
+    assert caught == {"test_2_unmarked_import_statement", "test_3_unmarked_from_import",
+                      "test_4_unmarked_import_module"}, done.stdout + done.stderr
+    assert "5 passed, 3 errors" in done.stdout and done.returncode == 1
+    assert done.stdout.count("this test runs tensorflow without the marker: add @pytest.mark.tensorflow") == 3
+
+
+def test_the_import_watch_counts_each_import_that_succeeds_by_its_top_level_name():
+    """`colorsys` stands for TensorFlow (already loaded or not, its import is counted each time it runs);
+    a module that is not installed runs nothing slow, so its failed import is not counted."""
+    import importlib
+
+    import conftest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(conftest.SLOW_MODULES, "colorsys", "tensorflow")
+        patch.setitem(conftest.SLOW_MODULES, "no_such_module_anywhere", "browser")
+        seen = conftest.watch_slow_imports(patch)
+        with pytest.raises(ImportError):
+            import no_such_module_anywhere  # noqa: F401
+        assert seen == set()
+        import colorsys  # noqa: F401
+        assert seen == {"colorsys"}
+        seen.clear()
+        importlib.import_module("colorsys")
+        assert seen == {"colorsys"}

@@ -10,6 +10,7 @@ import types
 
 import pytest
 from conftest import REPO
+from support.snapshot_facts import edited_facts
 
 from tfdoctor.engine import gather_facts, run_checks
 from tfdoctor.facts import Facts, FactsFileError, NotChecked, Unknown, abandoned
@@ -275,7 +276,7 @@ def test_redaction(name, value, expected):
 
 
 def test_collect_redacts_and_replays(tmp_path):
-    from test_cli import run_cli
+    from support.command_line import run_cli
 
     env = {"SLURM_JOB_NAME": "https://bob:pw@host/x", "OMP_NUM_THREADS": "abc"}
     done = run_cli(["collect", "-o", str(tmp_path / "f-%h.json")], cwd=tmp_path, env=env)
@@ -333,19 +334,6 @@ def test_a_probe_stuck_from_an_earlier_run_does_not_end_a_later_one(capsys):
         assert "stuck" in abandoned.abandoned_probes()
     finally:
         release.set()
-
-
-def _with_fact(snapshot: str, path: str, value: object) -> Facts:
-    data = json.loads((REPO / "tests" / "snapshots" / snapshot).read_text())
-    node = data["sections"]
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return Facts.from_json(data)
 
 
 # A facts file edited by hand (or written by another tool) can hold any JSON where a fact belongs; the
@@ -417,7 +405,7 @@ def _with_fact(snapshot: str, path: str, value: object) -> Facts:
 ])
 def test_wrong_shaped_shared_facts_crash_no_check(snapshot, path, value):
     registry = load_registry()
-    report = run_checks(registry.checks, _with_fact(snapshot, path, value))
+    report = run_checks(registry.checks, edited_facts(snapshot, {path: value}))
     assert [(r.code, r.reason) for r in report.crashed()] == []
 
 
@@ -426,7 +414,7 @@ def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
     from tfdoctor.derive.gpu_inventory import all_gpus
     from tfdoctor.derive.numa_placement import gpu_placements, numa_nodes
 
-    facts = _with_fact("numa/slurm-rank1-off-gpu-node.json", "numa.pci_gpus.0.numa_node", 2)
+    facts = edited_facts("numa/slurm-rank1-off-gpu-node.json", {"numa.pci_gpus.0.numa_node": 2})
     first = gpu_placements(facts, all_gpus(facts), numa_nodes(facts))[0]
     assert (first.node, first.reported_node, first.how) == (0, 2, "local_cpulist")
     facts.sections["numa"]["pci_gpus"][0]["local_cpus"] = []
@@ -437,7 +425,7 @@ def test_a_gpu_on_a_node_without_cpus_is_placed_by_its_local_cpus():
 @pytest.mark.parametrize("record", [{"a": 1}, {"path": None}, {"path": 5}, {"path": "/x/libcublas.so.12", "others": 5},
                                     {"path": "/x/libcublas.so.12", "others": [None]}])
 def test_wrong_shaped_loader_resolution_crashes_no_check(record):
-    facts = _with_fact("gpu/cuda003-cublas-shadowed.json", "cuda_libs.libraries.cublas.resolved", {})
+    facts = edited_facts("gpu/cuda003-cublas-shadowed.json", {"cuda_libs.libraries.cublas.resolved": {}})
     facts.sections["cuda_libs"]["libraries"]["cublas"]["resolved"] = {"libcublas.so.12": record}
     report = run_checks(load_registry().checks, facts)
     assert [(r.code, r.reason) for r in report.crashed()] == []

@@ -8,8 +8,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.command_line import run_cli
 
-from tests.test_cli import run_cli
 from tfdoctor.facts.redact import REDACTED, excerpt, redact_text, redact_value
 
 # Each secret is planted inside ordinary text; none of its characters may survive. These are the

@@ -7,17 +7,10 @@ import sys
 
 import pytest
 from conftest import REPO
+from support.command_line import run_cli
 
 from tfdoctor.facts import Facts
 from tfdoctor.registry import doc_summary
-
-
-def run_cli(args: list[str], env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd or REPO,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=60,
-                          check=False)
 
 
 def test_list_checks_describes_each_check_by_its_first_sentence():

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli import SNAPSHOT, run_cli
+from support.command_line import run_cli
+from support.snapshot_facts import SNAPSHOTS
 
 from tfdoctor.fixes.plan import FixPlan, plan_fixes
 from tfdoctor.fixes.render_fish import render_fish
@@ -28,6 +29,7 @@ from tfdoctor.model import (
     unset_env,
 )
 
+SNAPSHOT = SNAPSHOTS / "core" / "slurm-node-bad-threads.json"
 HOSTILE = "sp ace 'single' \"double\" $(touch pwned) `touch pwned2` ${HOME} \\ back\nnew line; rm -rf x *"
 NON_UTF8 = os.fsdecode(b"caf\xe9-\xff")  # not UTF-8: reaches Python as lone surrogates
 LIB_DIR = "/opt/lib dir/it's $(touch pwned3)"

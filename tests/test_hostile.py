@@ -18,14 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.test_cli import run_cli
+from support.command_line import assert_no_traceback, run_cli
 
 HOSTILE_NAMES = ["X;touch /tmp/PWN;Y", "X\ntouch /tmp/PWN\nY", "A=B", "1ABC", "", "A B", "$(id)", "A-B", "é"]
-
-
-def _no_traceback(done: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in done.stderr + done.stdout
 
 
 # -- 1. command execution: one validator, one quoting --------------------------------------------
@@ -75,7 +70,7 @@ def test_tune_space_names_are_validated_before_any_trial(tmp_path, name):
     done = run_cli(["tune", "--space", str(space), "--budget", "2", "--repeats", "1", "--results", "r.jsonl",
                     "--write", "env.sh", "--metric", "v: ([0-9]+)", "--", sys.executable, "-c", "print('v: 1')"],
                    cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert "is not a valid environment variable name" in done.stderr
     assert not (tmp_path / "env.sh").exists() and not (tmp_path / "r.jsonl").exists()
@@ -109,7 +104,7 @@ INT_PARAM = {"name": "TF_NUM_INTRAOP_THREADS", "kind": "int", "target": "env", "
 def test_resume_validates_the_results_file_on_read(tmp_path, space, trials, message):
     results = _results_file(tmp_path / "r.jsonl", space, trials)
     done = run_cli(["tune", "--resume", str(results), "--write", "env.sh"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert not (tmp_path / "env.sh").exists() and not (tmp_path / "PWN").exists()
@@ -131,7 +126,7 @@ def fifo(tmp_path: Path) -> Path:
 ])
 def test_fifos_and_devices_are_refused_not_waited_on(tmp_path, fifo, args):
     done = run_cli([a.format(fifo=fifo) for a in args], cwd=tmp_path)  # run_cli's timeout is 60 s
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert "not a regular file" in done.stderr
 
@@ -150,7 +145,7 @@ def test_a_facts_file_over_the_limit_is_refused_without_reading_it(tmp_path):
 @pytest.mark.parametrize("timeout", ["1e300", "inf", "nan", "0", "-1", "86401"])
 def test_absurd_timeouts_are_usage_errors(tmp_path, timeout):
     done = run_cli(["check", "--timeout", timeout], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2
     assert "--timeout must be a positive number of seconds" in done.stderr
 
@@ -158,7 +153,7 @@ def test_absurd_timeouts_are_usage_errors(tmp_path, timeout):
 def test_absurd_timeout_in_the_config_is_a_usage_error(tmp_path):
     (tmp_path / "tfdoctor.toml").write_text("timeout = 1e300\n")
     done = run_cli(["check"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2
     assert "timeout must be a positive number of seconds" in done.stderr
 
@@ -215,7 +210,7 @@ HUGE_AFFINITY = [
 
 @pytest.mark.parametrize("env", HUGE_AFFINITY)
 def test_cpu_lists_beyond_the_machine_are_a_finding_not_work(make_root, env):
-    from tests.conftest import check_root
+    from conftest import check_root
 
     root = make_root().cpus(sockets=2, cores_per_socket=4, threads_per_core=2)  # CPUs 0-15
     report = check_root(root, env={"OMP_NUM_THREADS": "8", **env}, select=["THR"])
@@ -232,14 +227,14 @@ def test_cpu_lists_beyond_the_machine_are_a_finding_not_work(make_root, env):
                                  {"OMP_PLACES": "cores"}, {"OMP_PLACES": "{0}:4000000000:0"}])
 def test_cpu_lists_within_the_machine_are_silent(make_root, env):
     """The healthy twin: the same variables naming only CPUs 0-15 of a 16-CPU node."""
-    from tests.conftest import check_root
+    from conftest import check_root
 
     root = make_root().cpus(sockets=2, cores_per_socket=4, threads_per_core=2)
     assert check_root(root, env={"OMP_NUM_THREADS": "8", **env}, select=["THR120"]).codes() == []
 
 
 def test_a_cpu_online_file_naming_four_billion_cpus_is_malformed_not_read(make_root):
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     root = make_root().cpus(cores_per_socket=2)
     root.write("/sys/devices/system/cpu/online", "0-4000000000\n")
@@ -253,7 +248,7 @@ def test_a_cpu_online_file_naming_four_billion_cpus_is_malformed_not_read(make_r
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_probed_device_or_fifo_is_not_read(make_root, kind):
     """The review's /dev/zero as /proc/cpuinfo (1 GB in 2 s) and a FIFO (blocks forever)."""
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     if kind == "device" and os.getuid() != 0:
         pytest.skip("mknod of a character device needs root")
@@ -282,7 +277,7 @@ def test_a_flooding_python_interpreter_is_stopped(tmp_path):
     flood.write_text("#!/bin/sh\nexec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n")
     flood.chmod(0o755)
     done = run_cli(["check", "--python", str(flood), "-v", "--select", "PKG", "--timeout", "20"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert f"interpreter {flood} printed more than 32 MB: stopped" in done.stdout
 
 
@@ -292,7 +287,7 @@ def test_the_last_stderr_line_of_a_failing_interpreter_is_short_and_redacted(tmp
                    "\"$(head -c 5000 /dev/zero | tr '\\0' x)\" >&2\nexit 1\n")
     bad.chmod(0o755)
     done = run_cli(["check", "--python", str(bad), "-v", "--select", "PKG"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     reasons = [line for line in done.stdout.splitlines() if "failed the snapshot" in line]
     assert reasons and "hunter2" not in done.stdout
     assert all(len(line) < 600 for line in reasons)
@@ -301,7 +296,8 @@ def test_the_last_stderr_line_of_a_failing_interpreter_is_short_and_redacted(tmp
 # -- 5. bad input is exit 2; a check bug on an odd fact is not exit 3 ------------------------------
 
 def test_drv002_with_a_one_component_cuda_version_is_judged_not_crashed():
-    from tests.conftest import check_facts
+    from conftest import check_facts
+
     from tfdoctor.facts import Facts
 
     facts = Facts.load(Path(__file__).parent / "snapshots" / "gpu" / "drv002-driver-cuda-too-old.json")
@@ -348,7 +344,7 @@ def test_a_check_still_running_at_the_deadline_is_not_checked():
 # -- 8. --root confinement -------------------------------------------------------------------------
 
 def test_absolute_links_in_a_fake_root_stay_inside_it(make_root, tmp_path):
-    from tests.conftest import probe_root
+    from conftest import probe_root
 
     outside = tmp_path / "host-secret"
     outside.write_text("root:$6$hostonlyhash:19000:0:99999:7:::\n")

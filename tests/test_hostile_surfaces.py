@@ -14,14 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tests.test_cli import run_cli
+from support.command_line import assert_no_traceback, run_cli
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "core" / "slurm-node-bad-threads.json"
-
-
-def _no_traceback(done: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in done.stderr + done.stdout
 
 
 # -- 7. outputs are regular files or standard output; --force replaces nothing else ----------------
@@ -46,7 +41,7 @@ def test_force_never_replaces_a_fifo_or_a_device(tmp_path, writer, kind):
     else:
         os.symlink("/dev/null" if "null" in kind else fifo, target)
     done = run_cli([a.format(target=target) for a in WRITERS[writer]], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert "tfdoctor writes only regular files" in done.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -104,7 +99,7 @@ def _all_ended(pids: list[int]) -> bool:
 def test_a_python_that_ignores_sigterm_does_not_outlive_tfdoctor(tmp_path):
     python = _stubborn(tmp_path, "sleep 300\n")
     done = run_cli(["check", "--python", str(python), "--timeout", "1.5", "-q", "--select", "PKG"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert "did not finish within the --timeout budget" in done.stderr
     assert _all_ended(_pids(tmp_path))
 
@@ -221,7 +216,7 @@ def test_explain_log_of_a_one_megabyte_hostile_line_is_quick(tmp_path):
     log = tmp_path / "hostile.log"
     log.write_text("Ignoring visible gpu device (" * (1_000_000 // 29) + "\n")
     done = run_cli(["explain", "--log", str(log), "--facts", str(SNAPSHOT)], cwd=tmp_path)  # 60 s timeout
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 0, done.stderr
     assert "1 line(s) read, 0 known message(s)" in done.stdout
 
@@ -231,7 +226,7 @@ def test_explain_log_of_a_one_megabyte_hostile_line_is_quick(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg here")
 def test_explain_log_of_proc_kmsg_is_refused_not_waited_on(tmp_path):
     done = run_cli(["explain", "--log", "/proc/kmsg"], cwd=tmp_path)  # run_cli's timeout is 60 s
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2
     assert done.stderr.startswith("tfdoctor: error: cannot read --log /proc/kmsg: ")
 
@@ -239,7 +234,7 @@ def test_explain_log_of_proc_kmsg_is_refused_not_waited_on(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg here")
 def test_a_facts_file_that_would_block_is_refused(tmp_path):
     done = run_cli(["check", "--facts", "/proc/kmsg"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2 and "cannot read facts file /proc/kmsg" in done.stderr
 
 
@@ -248,7 +243,7 @@ def test_a_facts_file_that_would_block_is_refused(tmp_path):
 def test_explain_log_with_standard_input_closed_is_a_usage_error(tmp_path):
     done = subprocess.run(["sh", "-c", f"'{sys.executable}' -m tfdoctor explain --log - <&-"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2
     assert done.stderr == ("tfdoctor: error: --log -: standard input is closed; pipe a log into it "
                            "(tfdoctor explain --log - < train.log)\n")
@@ -285,7 +280,7 @@ def test_explain_log_says_so_while_it_waits_on_an_open_pipe(tmp_path):
     done = subprocess.run(["sh", "-c", f"(echo 'Illegal instruction'; sleep 3) | '{sys.executable}' -m tfdoctor "
                            f"explain --log - --facts '{SNAPSHOT}'"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 0, done.stderr
     assert "standard input is still open after 2 s" in done.stderr
     assert "Illegal instruction" in done.stdout
@@ -335,13 +330,9 @@ def registry():
 
 
 def _facts_with_env(env: dict[str, str]):
-    import json
+    from support.snapshot_facts import edited_facts
 
-    from tfdoctor.facts import Facts
-
-    data = json.loads(SNAPSHOT.read_text())
-    data["sections"]["env"]["variables"].update(env)
-    return Facts.from_json(data)
+    return edited_facts(SNAPSHOT, {("env", "variables", name): value for name, value in env.items()})
 
 
 @settings(max_examples=60, deadline=None)
@@ -360,7 +351,7 @@ def test_absurd_numbers_in_the_environment_crash_no_check(registry, name, value)
 
 def test_a_120000_digit_thread_count_is_judged_not_crashed(tmp_path):
     done = run_cli(["check", "--select", "THR"], cwd=tmp_path, env={"OMP_NUM_THREADS": "9" * 120_000})
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode in (0, 1), done.stdout[-2000:]
     assert "crashed" not in done.stdout
 
@@ -380,12 +371,11 @@ def test_count_reads_ascii_digits_only_and_caps_them():
 def test_facts_nested_900_deep_are_refused_not_a_recursion_error(tmp_path, args):
     import json
 
-    data = json.loads(SNAPSHOT.read_text())
-    data["sections"]["cpu"]["deep"] = json.loads("[" * 900 + "]" * 900)
-    deep = tmp_path / "deep.json"
-    deep.write_text(json.dumps(data))
+    from support.snapshot_facts import edited_file
+
+    deep = edited_file(SNAPSHOT, {"cpu.deep": json.loads("[" * 900 + "]" * 900)}, tmp_path / "deep.json")
     done = run_cli([a.format(deep=deep) for a in args], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert "RecursionError" not in done.stderr + done.stdout
     assert done.returncode == (1 if args[0] == "compare" else 2), done.stderr
     assert "nest" in done.stderr + done.stdout and "64 levels deep" in done.stderr + done.stdout
@@ -413,7 +403,7 @@ def test_profile_inputs_name_a_fifo_as_a_fifo(tmp_path, option):
 ])
 def test_tune_output_errors_name_the_option_given(tmp_path, args, message):
     done = run_cli(["tune", *args, "--budget", "2", "--metric", "v: ([0-9]+)", "--", "true"], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 2
     assert done.stderr.startswith(f"tfdoctor: error: {message}")
     assert list(tmp_path.iterdir()) == []  # refused before any trial: no results file either
@@ -446,15 +436,17 @@ def test_fifos_in_site_packages_hold_neither_scan_nor_snapshot(tmp_path):
 def test_collect_of_120_kb_and_compare_of_240_kb_dash_runs_are_quick(tmp_path):
     import json
 
+    from support.snapshot_facts import snapshot_tree
+
     run = "a-" * 60_000  # 120 KB: about the most one environment variable can hold (MAX_ARG_STRLEN, 128 KiB)
     done = run_cli(["collect"], cwd=tmp_path, env={"XLA_FLAGS": run})  # run_cli gives up after 60 s
     assert done.returncode == 0 and run in done.stdout
-    data = json.loads(SNAPSHOT.read_text())
+    data = snapshot_tree(SNAPSHOT)
     data["sections"]["env"]["variables"]["XLA_FLAGS"] = run * 2
     (tmp_path / "a.json").write_text(json.dumps(data))
     data["meta"]["hostname"] = "other-node"
     data["sections"]["env"]["variables"]["XLA_FLAGS"] = "b-" * 120_000
     (tmp_path / "b.json").write_text(json.dumps(data))
     done = run_cli(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")], cwd=tmp_path)
-    _no_traceback(done)
+    assert_no_traceback(done)
     assert done.returncode == 1 and "XLA_FLAGS" in done.stdout

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import probe_root
-from test_cli import assert_no_traceback, run_cli
+from support.command_line import assert_no_traceback, run_cli
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.parse import format_cpulist, parse_cpu_max, parse_cpuinfo, parse_cpulist

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.command_line import assert_no_traceback, run_cli
 from support.fake_site_packages import BUILD_INFO_CUDA, TF_2_21_REQUIRES, TF_WHEEL_TAG, FakeSitePackages
-from test_cli import assert_no_traceback, run_cli
 
 from tfdoctor.facts.probes import pyenv_snapshot
 from tfdoctor.facts.probes.pyenv_snapshot import read_build_info, snapshot

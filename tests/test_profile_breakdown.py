@@ -7,27 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import check_facts
+from support.gpu_xspace import SCENARIOS, build
+from support.xspace_builder import MS
 
-from tests.conftest import check_facts
-from tests.support.gpu_xspace import SCENARIOS, build
 from tfdoctor.facts import Unknown, to_jsonable
 from tfdoctor.fixes.plan import plan_fixes
 from tfdoctor.profile.breakdown import CATEGORIES, attribute, step_breakdown
 from tfdoctor.profile.facts import profile_section
 from tfdoctor.profile.runner import RunResult
-from tfdoctor.profile.xspace import summarize_xspace, xplane_module
+from tfdoctor.profile.xspace import summarize_xspace
 from tfdoctor.testing import facts_from
 
 SCHEMA = Path(__file__).resolve().parents[1] / "tfdoctor" / "schema" / "breakdown.schema.json"
-MS = 1_000_000_000
-
-
-@pytest.fixture
-def pb():
-    module = xplane_module()
-    if isinstance(module, Unknown):
-        pytest.skip(module.reason)
-    return module
 
 
 def test_every_instant_goes_to_exactly_one_category():

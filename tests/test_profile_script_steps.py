@@ -11,9 +11,9 @@ from types import SimpleNamespace
 from typing import ClassVar
 
 import pytest
+from conftest import REPO, check_facts
+from support.xspace_builder import PlaneBuilder
 
-from tests.conftest import REPO, check_facts
-from tests.test_profile_xspace import MS, PlaneBuilder, pb  # noqa: F401 - pb is a fixture
 from tfdoctor.facts import Unknown
 from tfdoctor.model import Applicability, PythonFix, Severity, Status
 from tfdoctor.profile.facts import profile_section
@@ -65,7 +65,7 @@ def _mark(host: PlaneBuilder, line, start: float, length: float, source: str, n:
     stat.str_value = source
 
 
-def docs_loop_space(pb, steps: int = 6, fetch_ms: float = 95.0, step_ms: float = 5.0, marked: bool = True):  # noqa: F811
+def docs_loop_space(pb, steps: int = 6, fetch_ms: float = 95.0, step_ms: float = 5.0, marked: bool = True):
     """The loop docs/profile.md shows: the marker holds train_step; the `for` fetches (eagerly) before it.
     The workload process's marks of the same calls are there too (function_1), and a second function."""
     space = pb.XSpace()
@@ -87,7 +87,7 @@ def docs_loop_space(pb, steps: int = 6, fetch_ms: float = 95.0, step_ms: float =
     return space
 
 
-def test_docs_marker_loop_counts_the_fetch_between_markers_as_input(pb):  # noqa: F811
+def test_docs_marker_loop_counts_the_fetch_between_markers_as_input(pb):
     summary = summarize_xspace(docs_loop_space(pb), script=True, warmup=1, step_source="function_1")
     assert summary["step_source"] == "markers"  # the script's own markers win
     steps = summary["steps"]
@@ -101,7 +101,7 @@ def test_docs_marker_loop_counts_the_fetch_between_markers_as_input(pb):  # noqa
     assert breakdown["categories_ms"]["input"] == pytest.approx(4 * 95 / 5)
 
 
-def test_keras2_fit_markers_are_the_train_steps_of_each_epoch(pb):  # noqa: F811
+def test_keras2_fit_markers_are_the_train_steps_of_each_epoch(pb):
     """Keras 2 / tf-keras mark each batch of fit ("train", with epoch_num) and of its validation ("test")."""
     space = pb.XSpace()
     plane = space.planes.add()
@@ -123,7 +123,7 @@ def test_keras2_fit_markers_are_the_train_steps_of_each_epoch(pb):  # noqa: F811
     assert [s["step"] for s in summary["breakdown"]["per_step"]] == [1, 2, 3, 0, 1, 2, 3]
 
 
-def test_markers_named_per_step_are_all_steps(pb):  # noqa: F811
+def test_markers_named_per_step_are_all_steps(pb):
     space = pb.XSpace()
     plane = space.planes.add()
     plane.name = "/host:CPU"
@@ -134,14 +134,14 @@ def test_markers_named_per_step_are_all_steps(pb):  # noqa: F811
     assert summarize_xspace(space, script=True)["steps"]["count"] == 5
 
 
-def test_a_builtin_workloads_markers_hold_the_whole_step(pb):  # noqa: F811
+def test_a_builtin_workloads_markers_hold_the_whole_step(pb):
     summary = summarize_xspace(docs_loop_space(pb))  # not a script: what the marker holds is the step
     assert summary["steps"]["count"] == 6
     assert summary["steps"]["median_seconds"] == pytest.approx(0.005)
     assert summary["input_share"] == 0.0
 
 
-def test_without_markers_the_chosen_source_gives_the_steps(pb):  # noqa: F811
+def test_without_markers_the_chosen_source_gives_the_steps(pb):
     space = docs_loop_space(pb, marked=False)
     summary = summarize_xspace(space, script=True, warmup=1, step_source="function_1", gap_is_input=True)
     assert summary["step_source"] == "function_1"
@@ -156,7 +156,7 @@ def test_without_markers_the_chosen_source_gives_the_steps(pb):  # noqa: F811
     assert nothing["top_ops"][0]["op"] == "EagerPyFunc"
 
 
-def keras_space(pb, abandoned: bool = False):  # noqa: F811
+def keras_space(pb, abandoned: bool = False):
     """Keras fit: the batch is fetched inside the train function (IteratorGetNextOp::DoCompute on the
     iterator's own line); between batches Keras runs its callbacks. Two epochs of four batches."""
     space = pb.XSpace()
@@ -178,7 +178,7 @@ def keras_space(pb, abandoned: bool = False):  # noqa: F811
     return space
 
 
-def test_keras_steps_count_the_wait_inside_the_train_function_not_the_callbacks(pb):  # noqa: F811
+def test_keras_steps_count_the_wait_inside_the_train_function_not_the_callbacks(pb):
     summary = summarize_xspace(keras_space(pb), script=True, warmup=1, step_source="keras_fit")
     steps = summary["steps"]
     assert (steps["count"], steps["excluded_warmup"]) == (7, 1)
@@ -217,7 +217,7 @@ def test_malformed_windows_are_left_out():
     assert section["steps"]["count"] == 3
 
 
-def test_the_trace_outranks_the_workload_process_windows(pb):  # noqa: F811
+def test_the_trace_outranks_the_workload_process_windows(pb):
     summary = summarize_xspace(docs_loop_space(pb), script=True, warmup=1, step_source="function_1")
     run = script_run("function_1", [[0.0, 0.001, 0]] * 3, True)
     section = profile_section(run, "script", summary, warmup=1)

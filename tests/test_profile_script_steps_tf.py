@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import REPO
+from conftest import REPO
 
 pytestmark = [
     pytest.mark.tensorflow,

@@ -5,60 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import check_facts
+from support.xspace_builder import PlaneBuilder
 
-from tests.conftest import check_facts
 from tfdoctor.facts import Unknown
 from tfdoctor.profile.facts import profile_section
 from tfdoctor.profile.runner import RunResult
-from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace, xplane_module
+from tfdoctor.profile.xspace import find_xspace_files, load_xspace, summarize_xspace
 from tfdoctor.testing import facts_from
-
-MS = 1_000_000_000  # picoseconds
-
-
-@pytest.fixture
-def pb():
-    module = xplane_module()
-    if isinstance(module, Unknown):
-        pytest.skip(module.reason)
-    return module
-
-
-class PlaneBuilder:
-    def __init__(self, plane) -> None:
-        self.plane = plane
-        self.names: dict[str, int] = {}
-        self.stats: dict[str, int] = {}
-
-    def meta(self, name: str) -> int:
-        if name not in self.names:
-            self.names[name] = len(self.names) + 1
-            self.plane.event_metadata[self.names[name]].id = self.names[name]
-            self.plane.event_metadata[self.names[name]].name = name
-        return self.names[name]
-
-    def stat(self, name: str) -> int:
-        if name not in self.stats:
-            self.stats[name] = len(self.stats) + 1
-            self.plane.stat_metadata[self.stats[name]].id = self.stats[name]
-            self.plane.stat_metadata[self.stats[name]].name = name
-        return self.stats[name]
-
-    def line(self, name: str, line_id: int):
-        line = self.plane.lines.add()
-        line.id, line.name, line.timestamp_ns = line_id, name, 1000
-        return line
-
-    def event(self, line, name: str, start_ms: float, length_ms: float, **stats: int):
-        event = line.events.add()
-        event.metadata_id = self.meta(name)
-        event.offset_ps = int(start_ms * MS)
-        event.duration_ps = int(length_ms * MS)
-        for key, value in stats.items():
-            stat = event.stats.add()
-            stat.metadata_id = self.stat(key)
-            stat.int64_value = value
-        return event
 
 
 def host_plane(space, input_ms: float = 2.0):

@@ -8,15 +8,14 @@ its values, gives findings or "not checked" — no check crashes on it (a crash 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.snapshot_facts import SNAPSHOTS, edited_facts, set_fact, snapshot_tree
 
 from tfdoctor.facts import Facts
 from tfdoctor.facts.parse import (
@@ -32,8 +31,6 @@ from tfdoctor.facts.parse import (
 )
 from tfdoctor.facts.parse_ldcache import parse_ld_so_cache
 from tfdoctor.facts.parse_platform import parse_hosts_names, parse_iommu_cmdline, parse_mount, parse_size
-
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 # Numbers of every size, the grammar's own punctuation, and noise.
 NUMBER = st.one_of(st.integers(0, 70), st.integers(0, 10**12)).map(str)
@@ -127,12 +124,6 @@ def _leaves(node: Any, path: tuple = ()) -> list[tuple]:
     return [path]
 
 
-def _set(tree: Any, path: tuple, value: Any) -> None:
-    for key in path[:-1]:
-        tree = tree[key]
-    tree[path[-1]] = value
-
-
 JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63), st.floats(allow_nan=False),
                       st.text(max_size=30), st.sampled_from(["", "0", "-1", "12", "1.2.3.4.5", "0-4000000000",
                                                              "{0:4000000000}", "nan", "max"]),
@@ -159,10 +150,7 @@ def test_mutations_that_once_crashed_a_check_do_not(registry, snapshot, mutation
     from tfdoctor.engine import run_checks
     from tfdoctor.model import Status
 
-    tree = json.loads((SNAPSHOTS / snapshot).read_text())
-    for leaf, value in mutations:
-        _set(tree["sections"], leaf, value)
-    report = run_checks(registry.checks, Facts.from_json(tree))
+    report = run_checks(registry.checks, edited_facts(snapshot, dict(mutations)))
     assert [(r.code, r.reason) for r in report.results if r.status is Status.CRASHED] == []
 
 
@@ -181,13 +169,12 @@ def test_replaying_mutated_facts_never_crashes_a_check(registry, data):
     from tfdoctor.model import Status
 
     base = data.draw(st.sampled_from(BASES), label="snapshot")
-    raw = json.loads(base.read_text())
-    tree = copy.deepcopy(raw)
+    tree = snapshot_tree(base)
     leaves = _leaves(tree["sections"])
     for _ in range(data.draw(st.integers(1, 6), label="mutations")):
         path = data.draw(st.sampled_from(leaves), label="leaf")
         if path:
-            _set(tree["sections"], path, data.draw(JSON_LEAF, label="value"))
+            set_fact(tree, path, data.draw(JSON_LEAF, label="value"))
     facts = Facts.from_json(json.loads(json.dumps(tree)))
     report = run_checks(registry.checks, facts)
     crashed = [(r.code, r.reason) for r in report.results if r.status is Status.CRASHED]

@@ -17,26 +17,17 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from support.chromium import CHROMIUM_ARGS, chromium
 from support.report_inputs import SECRET_GH_TOKEN
 
 pytestmark = [pytest.mark.browser, pytest.mark.tensorflow]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 METRIC_SCRIPT = """
 import os
 intra = int(os.environ.get("TF_NUM_INTRAOP_THREADS", "1"))
 inter = int(os.environ.get("TF_NUM_INTEROP_THREADS", "1"))
 print(f"images/sec: {100 - 5 * (intra - 2) ** 2 - 3 * (inter - 1)}")
 """
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; the README's test command does)")
 
 
 def tfdoctor(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

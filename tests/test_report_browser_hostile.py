@@ -4,7 +4,8 @@ profile's step labels, in tune choice values (a results file for `report --tune`
 the page itself (a `<span style="background:url(…)">` drawn as markup fetches), no plot may hold a link, and
 the hostile text must be visible literally.
 
-Chromium and Playwright as in tests/test_report_browser.py; no TensorFlow needed (the inputs are files)."""
+Chromium (tests/support/chromium.py) and Playwright as in tests/test_report_browser.py; no TensorFlow needed
+(the inputs are files)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from support.chromium import CHROMIUM_ARGS, chromium
 from support.report_inputs import profile_document
-from test_report_browser import CHROMIUM_ARGS, chromium
 
 from tfdoctor.report.html.tune_section import MIN_TRIALS_FOR_SHAPE
 from tfdoctor.tune.results import ResultsLog, TrialRecord

@@ -21,6 +21,7 @@ from support.report_inputs import (
     write_fleet,
     write_tune_results,
 )
+from support.report_pages import visible_text
 
 from tfdoctor.cli import main
 from tfdoctor.report.html.profile_section import breakdown_figure
@@ -31,12 +32,6 @@ def run_report(capsys, *args: str) -> tuple[int, str, str]:
         main(["report", *args])
     out = capsys.readouterr()
     return exited.value.code, out.out, out.err
-
-
-def visible_text(page: str) -> str:
-    """The page's text without plotly's bundle and figure scripts (what a reader sees in tables)."""
-    page = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
 def rows_of(page: str, table_class: str) -> list[list[str]]:

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, probe_root
 
-from tests.conftest import REPO, probe_root
 from tfdoctor.cli import main
 from tfdoctor.derive.cpu_budget import cpu_budget
 from tfdoctor.tune.objective import CommandObjective
@@ -592,11 +592,10 @@ def test_a_trial_that_floods_its_output_costs_only_the_tail(tmp_path):
 def test_a_pattern_move_never_repeats_a_step_of_a_held_parameter():
     """A local step that fell back to a random point resets the held parameters: repeating it as a pattern
     move would step a parameter the narrowed search does not have (it raised KeyError)."""
-    from tests.support.tune_fakes import FakeJob
-    from tfdoctor.derive.cpu_budget import CpuBudget
+    from support.tune_fakes import FakeJob
+    from support.tune_setup import TWO_CPUS
 
-    budget = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
-    space = apply_space_file(default_space(budget), {"parameters": {
+    space = apply_space_file(default_space(TWO_CPUS), {"parameters": {
         "TF_NUM_INTRAOP_THREADS": {"low": 1, "high": 4}, "TF_NUM_INTEROP_THREADS": {"low": 1, "high": 4}}})
     tuner = Tuner(space, FakeJob(None, 0), None, TuneSettings(budget=4, seed=1), {})
     narrowed = Space(tuple(p for p in space.parameters if p.name == "TF_NUM_INTRAOP_THREADS"))

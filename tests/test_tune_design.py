@@ -8,6 +8,7 @@ import random
 from collections.abc import Mapping
 
 import pytest
+from support.tune_setup import INTRA, thread_space, tune_command
 
 from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.tune.screening import TwoLevelDesign, high_level, plackett_burman
@@ -38,17 +39,16 @@ def test_more_factors_than_the_largest_design_is_an_error():
 
 
 def _with_27_parameters(tmp_path, argv: list[str]) -> list[str]:
-    """The tune command of _cli with 20 more parameters in its space file: 27, past the largest design."""
+    """The command of tune_command with 20 more parameters in its space file: 27, past the largest design."""
     extra = "".join(f"[parameters.EXTRA_{i}]\nvalues = [1, 2]\n" for i in range(20))
     (tmp_path / "space.toml").write_text((tmp_path / "space.toml").read_text() + extra)
     return argv
 
 
 def test_a_space_too_large_for_the_design_is_a_usage_error(tmp_path, monkeypatch, capsys):
-    from tests.test_tune_verdict import _cli
     from tfdoctor.cli import main
 
-    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--screening", "two-level"))
+    argv = _with_27_parameters(tmp_path, tune_command(tmp_path, monkeypatch, None, "--screening", "two-level"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
@@ -138,12 +138,11 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
     row) and more only to confirm an effect; the intra-op pool, the only parameter the job depends on,
     is the one written."""
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import INTRA, _cli
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "16", "--screening", "two-level"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--budget", "16", "--screening", "two-level"))
     assert exit_.value.code == 0
     _header, records = load_results(tmp_path / "r.jsonl")
     screen = [r for r in records if r.phase == "screen"]
@@ -153,12 +152,11 @@ def test_the_command_screens_with_the_two_level_design_when_asked(tmp_path, monk
 
 def test_a_resumed_tune_screens_with_the_design_it_was_recorded_with(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import INTRA, _cli
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
     with pytest.raises(SystemExit):
-        main(_cli(tmp_path, monkeypatch, INTRA, "--budget", "9", "--screening", "two-level"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--budget", "9", "--screening", "two-level"))
     header, first = load_results(tmp_path / "r.jsonl")
     assert header["screening"] == "two-level"
     capsys.readouterr()
@@ -221,8 +219,7 @@ def test_a_preset_that_mattered_has_its_other_choices_searched():
     from tfdoctor.tune.search import Tuner, TuneSettings
     from tfdoctor.tune.space import current_settings
 
-    space = apply_space_file(_space(), {"parameters": {n: {"low": 1, "high": 4} for n in (
-        "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")}})
+    space = thread_space(BUDGET)
     levels = {"granularity=fine,compact,1,0": 1.0, "none": 0.9, "granularity=fine,scatter": 1.15, "unset": 1.0}
 
     def truth(p):
@@ -253,11 +250,10 @@ def test_the_strategies_keep_their_names_and_an_unknown_one_is_refused():
 
 def test_a_space_too_large_for_the_design_is_screened_one_at_a_time_by_default(tmp_path, monkeypatch, capsys):
     pytest.importorskip("optuna")
-    from tests.test_tune_verdict import _cli
     from tfdoctor.cli import main
     from tfdoctor.tune.results import load_results
 
-    argv = _with_27_parameters(tmp_path, _cli(tmp_path, monkeypatch, None, "--budget", "4"))
+    argv = _with_27_parameters(tmp_path, tune_command(tmp_path, monkeypatch, None, "--budget", "4"))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 0
@@ -276,8 +272,7 @@ def test_the_sweep_measures_each_unjudged_choice_of_a_preset_that_mattered_then_
     from tfdoctor.tune.space import Space
     from tfdoctor.tune.strategies import ScreenedSearch
 
-    space = apply_space_file(_space(), {"parameters": {n: {"low": 1, "high": 2} for n in (
-        "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")}})
+    space = thread_space(BUDGET, high=2)
     rule = rule_based_settings(BUDGET, space)
     affinity, blocktime = "KMP_AFFINITY", "KMP_BLOCKTIME"
     value = {"unset": 100.0, "granularity=fine,scatter": 120.0, "granularity=fine,compact,1,0": 110.0}

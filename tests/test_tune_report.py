@@ -4,24 +4,19 @@ winner."""
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
 import pytest
+from support.report_inputs import write_tune_results
+from support.report_pages import visible_words
+from support.tune_setup import INTRA
 
-from tests.support.report_inputs import write_tune_results
 from tfdoctor.tune.results import ResultsLog, TrialRecord, load_results
 
 pytest.importorskip("optuna")
 pytest.importorskip("plotly")
 
-INTRA = "TF_NUM_INTRAOP_THREADS"
-
-
-def _text(section) -> str:
-    page = re.sub(r"<script>.*?</script>", "", section.body, flags=re.S)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
 def _section(path: Path, verify: list[tuple[str, dict, float]], summary: dict | None):
@@ -44,7 +39,7 @@ def test_an_applied_verdict_shows_the_change_and_its_gain_over_the_current_setti
                "the current settings", "changes": {INTRA: 6}, "winner": {INTRA: 6, "TF_NUM_INTEROP_THREADS": 2},
                "gain": {"gain": 0.23, "low": 0.2, "high": 0.26, "pairs": 3, "confidence": 0.975},
                "mattered": [INTRA, "KMP_BLOCKTIME"], "effects": {}}
-    shown = _text(_section(tmp_path / "t.jsonl", verify, summary))
+    shown = visible_words(_section(tmp_path / "t.jsonl", verify, summary).body)
     assert f"Verdict: change {INTRA}=6 (everything else as it is now): +23.0 % (97.5 % interval" in shown
     assert "the change written 100 99 – 101 (3 runs) +23.0% (interval +20.0% … +26.0%, 97.5%)" in shown
     assert "current settings 81 80 – 82 (3 runs) —" in shown
@@ -58,7 +53,7 @@ def test_keep_current_settings_shows_no_winner(tmp_path):
               ("change", {INTRA: 6}, 99.0)]
     summary = {"verdict": "keep-current", "reason": "the change measured -9.9 % against the current settings",
                "changes": {}, "winner": None, "gain": {"gain": -0.099, "low": -0.12, "high": -0.08}}
-    shown = _text(_section(tmp_path / "t.jsonl", verify, summary))
+    shown = visible_words(_section(tmp_path / "t.jsonl", verify, summary).body)
     assert "Verdict: keep your current settings (the change measured -9.9 % against the current settings)" in shown
     assert "current settings 110.5 110 – 111 (2 runs)" in shown
     assert "winner" not in shown and "the change written" not in shown
@@ -76,7 +71,7 @@ def test_a_tune_before_the_verdict_never_shows_a_winner_slower_than_the_current_
     from tfdoctor.report.html.tune_section import tune_section
 
     header, records = load_results(path)
-    shown = _text(tune_section(header, records, str(path), summary={"stopped": "budget"}))
+    shown = visible_words(tune_section(header, records, str(path), summary={"stopped": "budget"}).body)
     assert re.search(r"Verdict: keep your current settings \(the best configuration searched measured "
                      r"[0-9.]+% slower", shown)
     assert "winner" not in shown

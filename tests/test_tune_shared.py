@@ -15,26 +15,21 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
+from support.report_pages import visible_words
+from support.tune_fakes import METRIC, FakeJob
+from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS, TWO_CPUS, thread_space
 
-from tests.conftest import REPO
-from tests.support.tune_fakes import METRIC, FakeJob
-from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.facts import Facts
 from tfdoctor.tune.results import load_results, load_summary
-from tfdoctor.tune.space import apply_space_file, default_space, rule_based_settings
+from tfdoctor.tune.space import rule_based_settings
 
 optuna = pytest.importorskip("optuna")
 
-INTRA = "TF_NUM_INTRAOP_THREADS"
-THREADS = (INTRA, "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
-FAKE = REPO / "tests" / "support" / "tune_fakes.py"
-BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
 
 
 def _env(tmp_path: Path, index: int, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY",
-                                                             "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}
+    env = {k: v for k, v in os.environ.items() if k not in (*THREADS, *OTHERS)}
     env.update(FAKE_JOB_STATE=str(tmp_path / f"runs-{index}"), FAKE_JOB_SEED=str(index), FAKE_JOB_DEPENDS=INTRA,
                PYTHONPATH=str(REPO), **extra)
     return env
@@ -87,15 +82,14 @@ def test_two_workers_share_one_journal_file_study(tmp_path):
     assert study.user_attrs["winner-written"]["verdict"] == "apply"
     # The report reads the study: the other worker's file holds no trial of its own, yet its section shows
     # every worker's trials (and so does the writer's, with its confirmation and verification runs).
-    from tests.test_tune_report import _text
     from tfdoctor.report.html.build import _tune
 
     other = 3 - writers[0]
     assert [r.phase for r in load_results(tmp_path / f"r{other}.jsonl")[1]] == []
-    shown = _text(_tune(str(tmp_path / f"r{other}.jsonl")))
+    shown = visible_words(_tune(str(tmp_path / f"r{other}.jsonl")).body)
     assert f"r{other}.jsonl with study 't' ({budget} trials of every worker): {budget} trials recorded" in shown
     writer_records = len(load_results(tmp_path / f"r{writers[0]}.jsonl")[1])
-    assert f"{writer_records} trials recorded" in _text(_tune(str(tmp_path / f"r{writers[0]}.jsonl")))
+    assert f"{writer_records} trials recorded" in visible_words(_tune(str(tmp_path / f"r{writers[0]}.jsonl")).body)
 
 
 def test_the_writer_killed_mid_tune_is_finished_by_resume_with_the_budget_kept(tmp_path):
@@ -131,16 +125,15 @@ def test_the_writer_killed_mid_tune_is_finished_by_resume_with_the_budget_kept(t
 
 
 def test_a_report_of_a_shared_tune_whose_journal_is_gone_says_so(tmp_path):
-    from tests.test_tune_report import _text
     from tfdoctor.report.html.build import _tune
     from tfdoctor.tune.results import ResultsLog
     from tfdoctor.tune.shared import header_entry
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     header = {"space": space.to_json(), "seeds": {}, "maximize": True, "budget": 8,
               "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
     ResultsLog.create(tmp_path / "r.jsonl", header)
-    shown = _text(_tune(str(tmp_path / "r.jsonl")))
+    shown = visible_words(_tune(str(tmp_path / "r.jsonl")).body)
     assert (f"its shared study could not be read: the study's journal {tmp_path / 'gone.journal'} is not there; "
             "this file's trials only") in shown
     assert not (tmp_path / "gone.journal").exists()  # reading never creates a journal
@@ -176,10 +169,8 @@ def _facts(processors: int) -> dict:
 def test_a_node_unlike_the_others_is_named_and_its_trials_left_out(tmp_path):
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {
-        **{n: {"low": 1, "high": 4} for n in THREADS},
-        **{n: {"drop": True} for n in ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}}})
-    study = open_study(open_storage(str(tmp_path / "s.journal")), "odd", True, 1, rule_based_settings(BUDGET, space))
+    space = thread_space(drop=OTHERS)
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "odd", True, 1, rule_based_settings(TWO_CPUS, space))
     # three nodes alike, one planted with other facts (fewer CPUs): each measures a share of the trials
     for name, cpus in (("n1", 64), ("n2", 64), ("n3", 64), ("odd", 32)):
         record_node(study, name, _facts(cpus))
@@ -222,10 +213,10 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     pytest.importorskip("sqlalchemy")
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
     assert isinstance(storage, optuna.storages.RDBStorage)
-    study = open_study(storage, "db", True, 2, rule_based_settings(BUDGET, space))
+    study = open_study(storage, "db", True, 2, rule_based_settings(TWO_CPUS, space))
     again = open_study(open_storage(f"sqlite:///{tmp_path / 'tune.db'}"), "db", True, 3, None)  # a second worker
     for name in ("a", "b"):
         record_node(study, name, _facts(8))
@@ -233,7 +224,7 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     second = run_worker(again, space, FakeJob(INTRA, seed=2), 8, "b", "b:1", seed=2)
     assert (len(first.measured), len(second.measured)) == (5, 3) and second.writer and not first.writer
     assert second.excluded == {} and len(second.records) == 8
-    assert second.records[0].phase == "rule" and second.records[0].params == rule_based_settings(BUDGET, space)
+    assert second.records[0].phase == "rule" and second.records[0].params == rule_based_settings(TWO_CPUS, space)
     with pytest.raises(Exception, match="maximize"):
         open_study(storage, "db", False, 2, None)  # a worker that would minimize the same study
 
@@ -244,8 +235,8 @@ def test_the_writer_names_the_odd_node_in_the_words_docs_tune_shows(tmp_path, ca
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
     from tfdoctor.tune.shared_cli import shared_tune
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
-    seeds = {"rule": rule_based_settings(BUDGET, space)}
+    space = thread_space()
+    seeds = {"rule": rule_based_settings(TWO_CPUS, space)}
     journal = str(tmp_path / "s.journal")
     study = open_study(open_storage(journal), "w", True, 1, seeds["rule"])
     for name, processors in (("n1", 64), ("n3", 64), ("node07", 32)):
@@ -281,9 +272,7 @@ def test_malformed_trials_written_into_the_shared_study_are_left_out(tmp_path):
 
     from tfdoctor.tune.shared import open_storage, open_study, shared_records
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {
-        **{n: {"low": 1, "high": 4} for n in THREADS},
-        **{n: {"drop": True} for n in ("KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS")}}})
+    space = thread_space(drop=OTHERS)
     study = open_study(open_storage(str(tmp_path / "s.journal")), "bad", True, 1, None)
     good = {n: 2 for n in THREADS}
     for params, seconds in ((good, 1.5), ("not a dict", 1.0), ({**good, THREADS[0]: [1]}, 1.0), (good, "slow")):
@@ -302,9 +291,9 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     from tfdoctor.tune.shared import header_entry
     from tfdoctor.tune.space import current_settings
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     header = {"space": space.to_json(), "maximize": True, "budget": 8, "seed": 1,
-              "seeds": {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)},
+              "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
               "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
                             "user_metric": METRIC},
               "shared": header_entry(str(tmp_path / "gone.journal"), "t")}
@@ -391,9 +380,9 @@ def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     from tfdoctor.tune.heartbeat import STALE_ATTR
     from tfdoctor.tune.shared import open_storage, open_study, run_worker
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     journal = str(tmp_path / "s.journal")
-    study = open_study(open_storage(journal), "slow", True, 1, rule_based_settings(BUDGET, space))
+    study = open_study(open_storage(journal), "slow", True, 1, rule_based_settings(TWO_CPUS, space))
     # The trial lasts three grace periods; 6 s of grace (a beat every 1.5 s) as a loaded machine needs.
     budget, floor, slow_seconds = 6, 6.0, 18.0
     started = threading.Event()
@@ -424,7 +413,7 @@ def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path
     from tfdoctor.tune.heartbeat import STALE_ATTR, fail_stale
     from tfdoctor.tune.shared import open_storage, open_study, run_worker, shared_records
 
-    space = apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
+    space = thread_space()
     study = open_study(open_storage(str(tmp_path / "s.journal")), "late", True, 1, None)
 
     class Stalled(FakeJob):

@@ -13,16 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from support.local_slurm import LocalSlurm
-
-from tests.conftest import REPO
-from tests.support.tune_fakes import METRIC
+from support.tune_fakes import METRIC
+from support.tune_setup import FAKE, SPACE_TOML
 
 pytestmark = pytest.mark.slurm
 optuna = pytest.importorskip("optuna")
 
 TFDOCTOR = str(Path(sys.executable).parent / "tfdoctor")
-FAKE = REPO / "tests" / "support" / "tune_fakes.py"
 BUDGET = 12
 
 
@@ -40,10 +39,6 @@ def _array_script() -> str:
     assert str(FAKE) in script and "--space space.toml" in script and METRIC in script
     return script.replace("#!/bin/sh\n", "#!/bin/sh\nexport FAKE_JOB_STATE=\"runs-$SLURM_ARRAY_TASK_ID\" "
                           "FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS\n", 1)
-
-
-SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n"
-                     for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"))
 
 
 def test_a_two_task_array_tunes_to_the_end_and_writes_the_winner_once(slurm: LocalSlurm) -> None:

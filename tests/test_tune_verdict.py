@@ -15,34 +15,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
+from support.tune_fakes import FakeJob
+from support.tune_setup import INTER, INTRA, THREADS, TWO_CPUS, thread_space, tune_command
 
-from tests.conftest import REPO
-from tests.support.tune_fakes import METRIC, FakeJob
 from tfdoctor.cli import main
-from tfdoctor.derive.cpu_budget import CpuBudget
 from tfdoctor.tune.results import load_results, load_summary
 from tfdoctor.tune.search import Tuner, TuneSettings
-from tfdoctor.tune.space import apply_space_file, current_settings, default_space, rule_based_settings
+from tfdoctor.tune.space import current_settings, rule_based_settings
 from tfdoctor.tune.verify import LOOK_CONFIDENCE, NoisePrior, Pending, Proposal, Run, Verdict, decide
 
 pytest.importorskip("optuna")
 
-INTRA, INTER = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
-THREADS = (INTRA, INTER, "OMP_NUM_THREADS")
-# The default space with the thread counts fixed to 1..4 whatever the machine: the seven parameters.
-SPACE_TOML = "".join(f"[parameters.{name}]\nlow = 1\nhigh = 4\n" for name in THREADS)
-BUDGET = CpuBudget(cpus=2, source="test", host_cpus=2, allowed=(0, 1), physical_cores=2, sockets=1)
-FAKE = REPO / "tests" / "support" / "tune_fakes.py"
-
-
-def _space():
-    return apply_space_file(default_space(BUDGET), {"parameters": {n: {"low": 1, "high": 4} for n in THREADS}})
 
 
 def _tune(job: FakeJob, seed: int, current_env: dict[str, str] | None = None):
-    space = _space()
+    space = thread_space()
     current_env = current_env or {}
-    seeds = {"current": current_settings(space, current_env, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    seeds = {"current": current_settings(space, current_env, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     return Tuner(space, job, None, TuneSettings(budget=40, seed=seed), seeds,
                  current_env={p.name: current_env.get(p.name) for p in space.parameters}).run()
 
@@ -172,8 +162,8 @@ def test_screening_is_a_replaceable_step():
 
     screening.SCREENINGS["nothing-matters"] = NothingMatters
     try:
-        space = _space()
-        seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+        space = thread_space()
+        seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
         result = Tuner(space, FakeJob(INTRA, 1), None, TuneSettings(budget=12, seed=1, screening="nothing-matters"),
                        seeds, current_env={}).run()
     finally:
@@ -183,18 +173,6 @@ def test_screening_is_a_replaceable_step():
 
 
 # -- the command, with a fake job in a process per trial -----------------------------------------
-
-def _cli(tmp_path: Path, monkeypatch, depends: str | None, *extra: str) -> list[str]:
-    for name in (*THREADS, "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND", "TF_ENABLE_ONEDNN_OPTS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FAKE_JOB_STATE", str(tmp_path / "runs"))
-    monkeypatch.setenv("FAKE_JOB_SEED", "7")
-    monkeypatch.setenv("FAKE_JOB_DEPENDS", depends or "")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "space.toml").write_text(SPACE_TOML)
-    return ["tune", "--space", "space.toml", "--seed", "2", "--results", "r.jsonl", *extra,
-            "--metric", METRIC, "--", sys.executable, str(FAKE)]
-
 
 def _sourced(tmp_path: Path) -> dict[str, str]:
     """The environment after a batch script sources env.sh under `set -eu`."""
@@ -211,7 +189,7 @@ def _shellcheck(script: Path) -> None:
 
 def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, None, "--write", "env.sh"))
+        main(tune_command(tmp_path, monkeypatch, None, "--write", "env.sh"))
     assert exit_.value.code == 0
     out, err = capsys.readouterr()
     assert "verdict: keep your current settings (" in out and "winner" not in out
@@ -229,7 +207,7 @@ def test_tune_of_a_pure_noise_command_writes_no_setting(tmp_path, monkeypatch, c
 
 def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(_cli(tmp_path, monkeypatch, INTRA, "--write", "env.sh"))
+        main(tune_command(tmp_path, monkeypatch, INTRA, "--write", "env.sh"))
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert f"verdict: change {INTRA}=4 (everything else as it is now)" in out
@@ -254,7 +232,7 @@ def test_tune_where_one_parameter_matters_writes_exactly_that_one(tmp_path, monk
 
 
 def test_resume_of_a_finished_tune_runs_nothing_unless_asked_for_more(tmp_path, monkeypatch, capsys):
-    args = _cli(tmp_path, monkeypatch, INTRA, "--budget", "16")
+    args = tune_command(tmp_path, monkeypatch, INTRA, "--budget", "16")
     with pytest.raises(SystemExit):
         main(args)
     first = capsys.readouterr().out
@@ -298,11 +276,11 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
     docs = (REPO / "docs" / "tune.md").read_text()
     applied, kept = _tune(FakeJob(INTRA, 0), 0), _tune(FakeJob(None, 0), 0)
     for result in (applied, kept):
-        assert "\n".join(verdict_lines(_space(), result)[:2]) in docs
-        script = render_winner(_space(), result, "gpu-node-7", "0.1.0", "python train.py --steps 200")
+        assert "\n".join(verdict_lines(thread_space(), result)[:2]) in docs
+        script = render_winner(thread_space(), result, "gpu-node-7", "0.1.0", "python train.py --steps 200")
         shown = [line for line in script.splitlines() if line and not line.startswith("# Source it (. ./env.sh);")]
         assert all(line in docs for line in shown[1:]), [line for line in shown if line not in docs]
-    assert "\n".join(verdict_lines(_space(), applied)) in docs
+    assert "\n".join(verdict_lines(thread_space(), applied)) in docs
     block = docs[docs.index('```json\n{"type": "summary", "stopped": "space exhausted", "verdict": "apply"'):]
     block = block[len("```json\n"): block.index("```", 8)]
     shown_apply, shown_keep = (json.loads(part) for part in block.replace("}\n{", "}\x00{").split("\x00"))
@@ -321,8 +299,8 @@ def test_the_examples_in_docs_tune_are_what_the_tune_prints():
 def test_a_tune_killed_during_the_verdict_resumes_it_without_repeating_a_run(tmp_path):
     from tfdoctor.tune.results import ResultsLog
 
-    space = _space()
-    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    space = thread_space()
+    seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     settings = TuneSettings(budget=30, seed=4)
     full = Tuner(space, FakeJob(INTRA, 4), None, settings, seeds, current_env={}).run()
     verify = [r for r in full.records if r.phase == "verify"]
@@ -356,8 +334,8 @@ def _timed_tune(monkeypatch, time_limit: float):
             measured = super().measure(env_changes, launcher)
             return type(measured)(measured.status, measured.value, 60.0)
 
-    space = _space()
-    seeds = {"current": current_settings(space, {}, BUDGET), "rule": rule_based_settings(BUDGET, space)}
+    space = thread_space()
+    seeds = {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)}
     result = Tuner(space, SlowJob(INTRA, 1), None, TuneSettings(budget=None, time_limit=time_limit, seed=1), seeds,
                    current_env={}).run()
     assert clock[0] <= time_limit

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MS = 1_000_000_000  # picoseconds
+from support.xspace_builder import MS, numbered
+
 STEP_GAP_MS = 0.5  # Python between steps: outside the step markers, never counted
 KIND_CATEGORY = {"input": "input", "launch": "launch", "kernel": "device_compute", "h2d": "copies",
                  "d2h": "copies", "nccl": "communication", "compile": "compilation", "host": "host_compute",
@@ -77,25 +78,14 @@ class Plane:
             self.lines[name] = line
         return self.lines[name]
 
-    def _stat_id(self, name: str) -> int:
-        if name not in self.stats:
-            self.stats[name] = len(self.stats) + 1
-            self.plane.stat_metadata[self.stats[name]].id = self.stats[name]
-            self.plane.stat_metadata[self.stats[name]].name = name
-        return self.stats[name]
-
     def event(self, line_name: str, name: str, start_ms: float, length_ms: float, **stats: Any) -> None:
-        if name not in self.events:
-            self.events[name] = len(self.events) + 1
-            self.plane.event_metadata[self.events[name]].id = self.events[name]
-            self.plane.event_metadata[self.events[name]].name = name
         event = self.line(line_name).events.add()
-        event.metadata_id = self.events[name]
+        event.metadata_id = numbered(self.events, self.plane.event_metadata, name)
         event.offset_ps = round(start_ms * MS)
         event.duration_ps = round(length_ms * MS)
         for key, value in stats.items():
             stat = event.stats.add()
-            stat.metadata_id = self._stat_id(key)
+            stat.metadata_id = numbered(self.stats, self.plane.stat_metadata, key)
             if isinstance(value, str):
                 stat.str_value = value
             else:

@@ -12,24 +12,22 @@ import sys
 import sysconfig
 
 from conftest import REPO
+from support.build_info_samples import GENERATED
 from support.fake_site_packages import FakeSitePackages
-from test_build_info_reader import GENERATED
+from support.hook_imports import HOOK_NEVER_IMPORTS, NEEDED_BY_SUBPROCESS
 
-# Standard-library modules the hook's path must not import: ast (build_info.py, read by
+# What the hook's path must not import (tests/support/hook_imports.py): ast (build_info.py, read by
 # pyenv_snapshot._generated_assignments), ipaddress (/proc/net/if_inet6, written by format_ipv6), datetime
-# (the knowledge tables' dates, parsed only by knowledge.table, not knowledge.table_rows).
-HOOK_FREE_OF = ("ast", "ipaddress", "datetime")
-# Python 3.11.4+'s urllib.parse imports ipaddress, and pathlib imports urllib.parse: while pathlib is on the
-# hook's path, ipaddress may come through it, and only through it.
-THROUGH_PATHLIB = {"ipaddress": "urllib.parse"}
+# (the knowledge tables' dates, parsed only by knowledge.table, not knowledge.table_rows), typing, pathlib...
+HOOK_FREE_OF = HOOK_NEVER_IMPORTS
 
 # Run first in the child: records which module first imported each module named in sys.argv[1:], and at
-# exit prints that with the `result` the code left and whether pathlib was imported.
+# exit prints that with the `result` the code left and whether subprocess was imported.
 RECORDER = """
 import atexit, sys
 watched = set(sys.argv[1:])
 importers = {name: "<startup>" for name in watched if name in sys.modules}
-atexit.register(lambda: print(repr((result, importers, "pathlib" in sys.modules)), file=sys.stderr))
+atexit.register(lambda: print(repr((result, importers, "subprocess" in sys.modules)), file=sys.stderr))
 
 class Recorder:
     def find_spec(self, name, path=None, target=None):
@@ -48,7 +46,8 @@ def _fresh(code: str, *args: str, pythonpath: tuple[str, ...] = ()) -> tuple[obj
     """`code`, after RECORDER, in a fresh interpreter started as the installed `tfdoctor` command starts:
     without site's .pth files (an editable install's finder imports pathlib, and with it ipaddress, before
     any code runs), this checkout first, then the packages of this environment. Returns what `code` left in
-    `result`, the importers of the modules named in HOOK_FREE_OF, and whether pathlib was imported."""
+    `result`, the importers of the modules named in HOOK_FREE_OF, and whether subprocess was imported (a
+    probe that starts a child, numactl's binding test on a host of several NUMA nodes, brings contextlib)."""
     paths = (str(REPO), *pythonpath, sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
     done = subprocess.run([sys.executable, "-S", "-c", RECORDER + code, *HOOK_FREE_OF, *args], capture_output=True,
                           text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
@@ -66,9 +65,9 @@ def test_a_live_check_imports_none_of_them(tmp_path):
             "pyenv_snapshot.read_build_info = lambda path: calls.append(path) or read(path)\n"
             "from tfdoctor.console import main\nsys.argv = ['tfdoctor', 'check', '--quiet']\ntry:\n    main()\n"
             "finally:\n    result = len(calls)")
-    read_build_info, importers, pathlib = _fresh(code, pythonpath=(str(site),))
+    read_build_info, importers, child = _fresh(code, pythonpath=(str(site),))
     assert read_build_info > 0  # the fake TensorFlow's build_info.py was read
-    assert importers == (THROUGH_PATHLIB if pathlib else {})
+    assert {k: v for k, v in importers.items() if not (child and k in NEEDED_BY_SUBPROCESS)} == {}
 
 
 def test_the_network_probe_reads_addresses_without_ipaddress(tmp_path):
@@ -82,9 +81,9 @@ def test_the_network_probe_reads_addresses_without_ipaddress(tmp_path):
             "    def read_text(self, path):\n        with open(sys.argv[-1] + path) as handle:\n"
             "            return handle.read()\n"
             "result = _addresses(Files())")
-    addresses, importers, pathlib = _fresh(code, str(tmp_path))
+    addresses, importers, _ = _fresh(code, str(tmp_path))
     assert addresses == ["10.0.0.7", "::1", "fe80::fc:ff:fe00:1"]
-    assert importers == (THROUGH_PATHLIB if pathlib else {})
+    assert importers == {}
 
 
 def test_the_hooks_tables_are_read_without_datetime():

@@ -1,9 +1,11 @@
 """How long `tfdoctor check` takes on this machine, against `python -c "import tensorflow"` measured
 in the same run (issue 26: at most 3 %; issue 2 had 5 %; peak RSS under 60 MB).
 
-    python benchmarks/check_speed.py [--runs 10] [--tf-runs 5] [--tf-python PATH]
+    python benchmarks/check_speed.py [--runs 10] [--tf-runs 5] [--tf-python PATH] [--nothing-kept]
 
 The TensorFlow baseline needs an interpreter with TensorFlow installed (this one by default).
+--nothing-kept runs every check with TFDOCTOR_CACHE_DIR set empty: nothing is kept from one run to the next,
+as on a node's first run after an install or in a job without HOME (the RECORD verified from scratch).
 """
 
 from __future__ import annotations
@@ -27,22 +29,24 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tf-runs", type=int, default=5)
     parser.add_argument("--tf-python", default=sys.executable)
+    parser.add_argument("--nothing-kept", action="store_true", help="checks keep nothing between runs")
     args = parser.parse_args()
 
     script = shutil.which("tfdoctor", path=str(Path(sys.executable).parent)) or shutil.which("tfdoctor")
     check = [script, "check"] if script else [sys.executable, "-m", "tfdoctor", "check"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    check_env = {**env, "TFDOCTOR_CACHE_DIR": ""} if args.nothing_kept else env
     has_tf = subprocess.run([args.tf_python, "-c", "import importlib.util as u; "
                              "raise SystemExit(u.find_spec('tensorflow') is None)"], check=False).returncode == 0
     tf_import = [args.tf_python, "-c", "import tensorflow"]
-    median_of(check, 2, env=env)  # warm the page cache and .pyc files; not counted
+    median_of(check, 2, env=check_env)  # warm the page cache and .pyc files; not counted
     if has_tf:
         median_of(tf_import, 1, env=env)
     # Interleaved, so that a change in the machine's load during the run hits both figures alike.
     check_runs: list[Run] = []
     tf_runs: list[Run] = []
     for i in range(args.runs):
-        check_runs.append(run_once(check, env=env))
+        check_runs.append(run_once(check, env=check_env))
         if has_tf and len(tf_runs) < args.tf_runs and i % max(1, args.runs // args.tf_runs) == 0:
             tf_runs.append(run_once(tf_import, env=env))
     check_s = statistics.median(r.seconds for r in check_runs)
@@ -50,8 +54,9 @@ def main() -> int:
     codes = sorted({r.returncode for r in check_runs})
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average "
           f"{os.getloadavg()[0]:.2f}")
+    kept = "nothing kept between runs" if args.nothing_kept else f"kept in {_cache_folder(check_env)}"
     print(f"tfdoctor check: median {check_s * 1000:.0f} ms over {args.runs} runs "
-          f"(exit codes {codes}), peak RSS {check_rss:.1f} MB")
+          f"(exit codes {codes}), peak RSS {check_rss:.1f} MB; {kept}")
     if not has_tf:
         print(f"baseline: {args.tf_python} has no TensorFlow; pass --tf-python PATH")
         return 2
@@ -63,6 +68,14 @@ def main() -> int:
     print(f"ratio: {ratio * 100:.1f} % of the TensorFlow import (limit {LIMIT * 100:g} %); "
           f"RSS {check_rss:.1f} MB (limit 60 MB)")
     return 0 if ratio <= LIMIT and check_rss < 60 else 1
+
+
+def _cache_folder(env: dict[str, str]) -> str:
+    """Where the checks keep what RECORD verification learns (pyenv_snapshot.cache_folder's rule)."""
+    if "TFDOCTOR_CACHE_DIR" in env:
+        return env["TFDOCTOR_CACHE_DIR"] or "nothing (TFDOCTOR_CACHE_DIR empty)"
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME", "~"), ".cache")
+    return os.path.join(base, "tfdoctor")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Finding-for-finding comparison of `tfdoctor lint` before and after a change that must not alter output.
 
-    python benchmarks/lint_same_findings.py [--ref COMMIT] [--mirror /work/.mirror]
+    python benchmarks/lint_same_findings.py [--ref COMMIT] [--mirror /work/.mirror] [--output FILE]
 
 A speed-up of the linter (issue 25) must report exactly what it reported before. This lints every
 repository of the three corpora (benchmarks/lint_corpus/manifest.toml, heldout.toml, heldout2.toml; read
@@ -8,7 +8,9 @@ from `fetch` snapshots like benchmarks/lint_corpus.py) with every rule, preview 
 included, once with the working tree and once with tfdoctor at `--ref` (a `git archive` of that commit, in
 a subprocess without site-packages), and compares the whole of each finding: path, cell, span, code,
 message, evidence, fix and its edits, plus crashes and the count of suppressed findings. It prints the
-count of findings of each and every difference, and exits 1 when there is one.
+count of findings of each and every difference, and exits 1 when there is one. With `--output FILE` it
+also writes that summary to FILE (benchmarks/results/lint_same_findings-DATE.txt), under a line saying
+what was run, on which commit of the working tree, and when.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import tomllib
@@ -82,12 +85,41 @@ def differences(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     return lines
 
 
+def summary(ref: str, before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    """What the run prints: repositories, files and findings on each side, then every difference."""
+    count = {name: sum(len(e["findings"]) for e in side.values()) for name, side in (("before", before),
+                                                                                      ("after", after))}
+    files = sum(e["files"] for e in after.values())
+    lines = differences(before, after)
+    return [f"{len(after)} repositories, {files} files; findings at {ref}: {count['before']}, "
+            f"working tree: {count['after']}", *lines, "identical" if not lines else f"{len(lines)} differences"]
+
+
+def results_header(argv: list[str], commit: str, dirty: bool, when: float) -> str:
+    """The first line of a results file: the command, the working tree it linted, the time (UTC)."""
+    tree = f"working tree at {commit}" + (" with uncommitted changes" if dirty else "")
+    return (f"# python benchmarks/lint_same_findings.py {' '.join(argv)}".rstrip() + f", {tree}, "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(when))}")
+
+
+def write_results(path: Path, header: str, lines: list[str]) -> None:
+    try:
+        path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    except OSError as exc:
+        sys.exit(f"lint_same_findings.py: cannot write {path}: {exc.strerror or exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="HEAD", help="the tfdoctor commit to compare the working tree with")
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
+    parser.add_argument("--output", type=Path, metavar="FILE",
+                        help="also write the summary to FILE (benchmarks/results/lint_same_findings-DATE.txt)")
     args = parser.parse_args()
+    started = time.time()
+    if args.output and not args.output.parent.is_dir():
+        parser.error(f"--output {args.output}: no folder {args.output.parent}")
     repos = [r for name in MANIFESTS for r in tomllib.loads((HERE / "lint_corpus" / name).read_text())["repos"]]
     roots, _ = materialise(args.mirror, args.cache, repos)
     paths = [roots[r["repo"]] for r in repos]
@@ -97,16 +129,15 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         before = dump(Path(tmp), paths)
     after = dump(ROOT, paths)
-    count = {name: sum(len(e["findings"]) for e in side.values()) for name, side in (("before", before),
-                                                                                      ("after", after))}
-    files = sum(e["files"] for e in after.values())
-    print(f"{len(paths)} repositories, {files} files; findings at {args.ref}: {count['before']}, "
-          f"working tree: {count['after']}")
-    lines = differences(before, after)
-    for line in lines:
-        print(line)
-    print("identical" if not lines else f"{len(lines)} differences")
-    sys.exit(1 if lines else 0)
+    lines = summary(args.ref, before, after)
+    print("\n".join(lines))
+    if args.output:
+        git = ["git", "-C", str(ROOT)]
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = bool(subprocess.run([*git, "status", "--porcelain", "--", "tfdoctor"], capture_output=True,
+                                    text=True).stdout.strip())
+        write_results(args.output, results_header(sys.argv[1:], commit, dirty, started), lines)
+    sys.exit(0 if lines[-1] == "identical" else 1)
 
 
 if __name__ == "__main__":

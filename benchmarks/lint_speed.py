@@ -15,6 +15,10 @@ the workers. The floor runs `ast.parse` as a script would (the garbage collector
 lint pauses the collector while it parses and lints one file (tfdoctor/lint/runner.py says why), so a
 second reference, the same floor with the collector paused per file as lint pauses it, is printed too:
 lint's ratio to that one is what the index and the rules cost, parsing made equal.
+
+What the workers add is measured too: starting lint's worker pool, giving each worker one empty task and
+closing it (`start_pool`, as tfdoctor/lint/runner.py's `_lint_in_processes` does it: fork after the
+imports, the parent's heap frozen for the collector), in elapsed and CPU seconds.
 """
 
 from __future__ import annotations
@@ -64,6 +68,24 @@ def _parse_one(path: Path) -> None:
         pass
 
 
+def _nothing(_: int) -> None:
+    return None
+
+
+def start_pool(workers: int) -> None:
+    """Lint's worker pool with no files: created as `_lint_in_processes` creates it, one empty task per
+    worker (so every worker has started), then closed."""
+    import gc
+    import multiprocessing
+
+    gc.freeze()
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pool.map(_nothing, range(workers), chunksize=1)
+    finally:
+        gc.unfreeze()
+
+
 def timed_once(func) -> tuple[float, float]:
     """(elapsed seconds, CPU seconds of this process and of the worker processes it waited for)."""
     def cpu() -> float:
@@ -98,7 +120,8 @@ def main() -> None:
     rounds = []
     for _ in range(args.runs):
         rounds.append((timed_once(lambda: parse_only(files)), timed_once(lambda: lint_paths(files, rules)),
-                       timed_once(lambda: lint_paths(files, rules, jobs=1)), timed_once(lambda: parse_paused(files))))
+                       timed_once(lambda: lint_paths(files, rules, jobs=1)), timed_once(lambda: parse_paused(files)),
+                       timed_once(lambda: start_pool(usable_cpus()))))
     wall = [tuple(t[0] for t in r) for r in rounds]
     cpu = [tuple(t[1] for t in r) for r in rounds]
     floor = statistics.median(r[0] for r in wall)
@@ -125,6 +148,9 @@ def main() -> None:
     print(f"reference: parse with the collector paused per file as lint pauses it "
           f"{statistics.median(r[3] for r in cpu):.2f} s CPU = {ratio(3)} of parse; lint one process = "
           f"{ratio(2, 3)} of it, with workers {ratio(1, 3)}")
+    print(f"the worker pool alone ({usable_cpus()} workers, no files: fork, one empty task each, close): median "
+          f"{statistics.median(r[4] for r in wall):.3f} s elapsed, {statistics.median(r[4] for r in cpu):.3f} s CPU "
+          f"= {ratio(4)} of parse's CPU")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

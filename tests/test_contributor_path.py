@@ -1,7 +1,12 @@
-"""docs/writing-a-check.md, walked (issue 29): in a copy of the repository, every step of its worked
-example is done exactly as the page says — its code blocks written to the files it names, its commands run
-in order (with a virtual environment of the copy's own standing for `.venv-test`) — and the tests of its
-last step must pass. The page is the script: a step it leaves out, or a file it does not list, fails here.
+"""The contributor how-tos, walked (issue 29): in a copy of the repository, every step of a page's worked
+example is done exactly as the page says — its code blocks written to the files it names (or inserted at the
+lines it names), its commands run in order (with a virtual environment of the copy's own standing for
+`.venv-test`) — and the tests of its last step must pass. Afterwards only the files the page writes by hand
+and the generated files its regenerate step rewrites may differ from the repository. The page is the
+script: a step it leaves out, or a file it does not list, fails here.
+
+One walker, four pages: docs/writing-a-check.md, docs/adding-a-fact.md, docs/writing-a-lint-rule.md and
+docs/adding-a-report-section.md. What differs between them is data (`Walk`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -22,50 +28,112 @@ from conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-DOC = REPO / "docs" / "writing-a-check.md"
 LEFT_BEHIND = {".git", ".hypothesis", ".pytest_cache", ".ruff_cache", "__pycache__", "tfdoctor.egg-info"}
 TIMEOUT = 300  # seconds for one command on a loaded 2-CPU machine
+REGENERATE = ".venv-test/bin/python tools/regenerate.py"
 
 
 @dataclass(frozen=True)
 class Step:
-    """One thing the page says to do: write `text` to `path` (after the line `after`, when given), or run
-    `command`."""
+    """One thing the page says to do: write `text` to `path` — a new file, or inserted after or before the
+    line `anchor` (a line that starts with it, when `prefix`), or in place of it (`where` "replace") — or
+    run `command`."""
 
     path: str = ""
     text: str = ""
-    after: str = ""
+    where: str = ""  # "", "after", "before" or "replace"
+    anchor: str = ""
+    prefix: bool = False
     command: str = ""
 
 
-def steps(doc: str) -> list[Step]:
+@dataclass(frozen=True)
+class Walk:
+    """What one page's worked example must do, beyond its own tests passing."""
+
+    doc: str
+    by_hand: frozenset[str]  # the files its steps write or edit, all of them
+    regenerates: tuple[str, ...]  # the generated files (prefixes) its regenerate step must change; () none
+    prints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # part of a command: what it prints
+    # Before the page writes this file, this pytest run fails and says so: the suite names the missing step.
+    missing: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    shows: Mapping[str, str] = field(default_factory=dict)  # a file of the copy afterwards: what it holds
+
+
+WALKS = [
+    Walk("docs/writing-a-check.md",
+         frozenset({"tfdoctor/checks/debugging.py", "pyproject.toml", "tfdoctor/registry.py",
+                    "tests/snapshots/checks/dbg001-cuda-launch-blocking-left-on.json",
+                    "tests/test_checks_debugging.py"}),
+         regenerates=("docs/checks.md", "tests/golden/"),
+         shows={"docs/checks.md": "DBG001"},
+         prints={" explain DBG001": ("cuda-launch-blocking-left-on", "Fix safety")},
+         missing={"tests/snapshots/checks/dbg001-cuda-launch-blocking-left-on.json": (
+             ("tests/test_checks.py", "-k", "fires_on_its_fixture and DBG001"),
+             "DBG001 has no triggering fixture: add tests/snapshots/checks/dbg001-<situation>.json")}),
+    Walk("docs/adding-a-fact.md",
+         frozenset({"tfdoctor/facts/probes/thp.py", "pyproject.toml", "tfdoctor/registry.py",
+                    "tfdoctor/schema/facts.schema.json", "tests/test_probes_thp.py"}),
+         regenerates=(),
+         prints={"tfdoctor collect": ('"thp": {', '"enabled": ', '"defrag": ')}),
+    Walk("docs/writing-a-lint-rule.md",
+         frozenset({"tfdoctor/lint/rules/debugging.py", "pyproject.toml", "tfdoctor/registry.py",
+                    "tests/lint_fixtures/debugging_bad.py", "tests/lint_fixtures/debugging_good.py",
+                    "tests/test_lint_rules.py", "tests/test_lint_rules_debugging.py", "docs/lint.md"}),
+         regenerates=(),
+         prints={" explain SRC116": ("check-numerics-left-on", "Fix safety")},
+         missing={"tests/lint_fixtures/debugging_bad.py": (
+             ("tests/test_lint_rules.py", "-k", "every_rule_has_a_triggering"), "SRC116")}),
+    Walk("docs/adding-a-report-section.md",
+         frozenset({"tfdoctor/report/html/lint_section.py", "tfdoctor/report/html/build.py",
+                    "tfdoctor/report/html/command.py", "tests/test_report_lint_section.py",
+                    "tests/test_report_html.py", "docs/report.md"}),
+         regenerates=()),
+]
+
+
+def steps(doc: str, name: str = "the page") -> list[Step]:
     """The worked example's blocks, in order: a block follows the paragraph that says what to do with it
-    ("Write `path`:", "In `path`, after the line `anchor`:"); a `sh` block is commands, one a line."""
-    section = doc[doc.index("## Worked example"):]
-    section = section[:section.index("\n## ", 1)]
+    ("Write `path`:", "In `path`, after the line `anchor`:", "… before the line starting `anchor`:",
+    "In `path`, replace the line `anchor` with:"); a `sh` block is commands, one a line."""
+    assert "\n## Worked example" in doc, f"{name} has no worked example"
+    section = doc[doc.index("\n## Worked example"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
     found: list[Step] = []
     for match in re.finditer(r"(?P<lead>(?:[^\n]+\n)+)\n```(?P<lang>\w*)\n(?P<body>.*?)\n```", section, re.S):
-        lead, lang, body = " ".join(match["lead"].split()), match["lang"], match["body"] + "\n"
+        # The paragraph's lines joined (a named line keeps its inner spaces), the block as it is.
+        lead = " ".join(line.strip() for line in match["lead"].splitlines())
+        lang, body = match["lang"], match["body"] + "\n"
         if lang == "sh":
             found += [Step(command=line) for line in body.splitlines() if line.strip()]
             continue
-        insert = re.search(r"`([^`]+)`, after the line `([^`]+)`:$", lead)
+        insert = re.search(r"`([^`]+)`, (after|before) the line (starting )?`([^`]+)`:$", lead)
+        replace = re.search(r"`([^`]+)`, replace the line `([^`]+)` with:$", lead)
         write = re.search(r"[Ww]rite `([^`]+)`:$", lead)
-        assert insert or write, f"docs/writing-a-check.md: a {lang} block with no file to write it to: {lead!r}"
-        found.append(Step(path=insert[1], text=body, after=insert[2]) if insert else Step(path=write[1], text=body))
+        if insert:
+            found.append(Step(insert[1], body, insert[2], insert[4], prefix=bool(insert[3])))
+        elif replace:
+            found.append(Step(replace[1], body, "replace", replace[2]))
+        else:
+            assert write, f"{name}: a {lang} block with no file to write it to: {lead!r}"
+            found.append(Step(write[1], body))
     return found
 
 
 def apply(step: Step, repo: Path) -> None:
     target = repo / step.path
-    if not step.after:
+    if not step.where:
         assert not target.exists(), f"the page writes {step.path}, which exists already"
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(step.text)
         return
     lines = target.read_text().splitlines(keepends=True)
-    anchor = [i for i, line in enumerate(lines) if line.strip() == step.after.strip()]
-    assert len(anchor) == 1, f"{step.path}: the line `{step.after}` the page names is not there exactly once"
-    lines.insert(anchor[0] + 1, step.text)
+    anchor = [i for i, line in enumerate(lines) if (line.strip().startswith(step.anchor.strip()) if step.prefix
+                                                    else line.strip() == step.anchor.strip())]
+    assert len(anchor) == 1, f"{step.path}: the line `{step.anchor}` the page names is not there exactly once"
+    at = anchor[0]
+    lines[at:at + 1] = {"after": [lines[at], step.text], "before": [step.text, lines[at]],
+                        "replace": [step.text]}[step.where]
     target.write_text("".join(lines))
 
 
@@ -82,12 +150,15 @@ def as_run(command: str, venv: Path) -> list[str]:
 
 def environment_of(copy: Path, tmp: Path) -> Path:
     """A virtual environment that sees the test environment's packages (a .pth file) but in which only
-    the copy gets installed: its entry points are the copy's, as after `pip install -e .` in a clone."""
+    the copy is installed, as README's set-up leaves a clone's `.venv-test` before any how-to: its entry
+    points and its `tfdoctor` script are the copy's. (The install takes about 2 s: one per walk.)"""
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT)
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
                                 "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
     (site / "test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = run(as_run(".venv-test/bin/pip install -q -e .", venv), copy)
+    assert done.returncode == 0, done.stdout + done.stderr
     return venv
 
 
@@ -102,44 +173,65 @@ def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False, env=env)
 
 
-def test_the_page_has_every_kind_of_step():
-    found = steps(DOC.read_text())
-    written = {s.path for s in found if s.path}
-    assert {"tfdoctor/checks/debugging.py", "pyproject.toml", "tfdoctor/registry.py",
-            "tests/snapshots/checks/dbg001-cuda-launch-blocking-left-on.json",
-            "tests/test_checks_debugging.py"} == written
+def ids(walk: Walk) -> str:
+    return Path(walk.doc).stem
+
+
+def test_each_how_to_is_walked():
+    """A new how-to beside these (a page that links the other extension points) gets its walk too."""
+    pages = {str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md") if "## Worked example" in p.read_text()}
+    assert pages == {w.doc for w in WALKS}
+
+
+@pytest.mark.parametrize("walk", WALKS, ids=ids)
+def test_the_page_lists_what_its_example_writes_and_runs(walk: Walk) -> None:
+    found = steps((REPO / walk.doc).read_text(), walk.doc)
+    assert {s.path for s in found if s.path} == walk.by_hand
     commands = [s.command for s in found if s.command]
-    assert commands[0].startswith(".venv-test/bin/pip install") and "tools/regenerate.py" in commands[-2]
-    assert commands[-1].startswith(".venv-test/bin/python -m pytest")
+    assert commands[-2] == REGENERATE, commands
+    assert commands[-1].startswith(".venv-test/bin/python -m pytest -q -p no:cacheprovider tests/"), commands
+    # A page whose example adds an entry point says to install again before anything reads it.
+    registers = any(s.path == "pyproject.toml" for s in found)
+    assert registers == commands[0].startswith(".venv-test/bin/pip install"), commands
+    for part in (*walk.prints, *walk.missing):
+        assert any(part in c for c in commands) or any(s.path == part for s in found), part
 
 
-def test_a_check_added_by_the_page_alone_passes_the_suite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("walk", WALKS, ids=ids)
+def test_the_page_alone_does_what_it_says(walk: Walk, tmp_path: Path) -> None:
     copy = tmp_path / "repo"
     shutil.copytree(REPO, copy, ignore=lambda _, names: [n for n in names if n in LEFT_BEHIND
                                                           or n.startswith(".venv")])
     before = digests(copy)
     venv = environment_of(copy, tmp_path)
-    fixture_step = "tests/snapshots/checks/dbg001-cuda-launch-blocking-left-on.json"
-    for step in steps(DOC.read_text()):
-        if step.path == fixture_step:
-            # Before the fixture exists, the registry-wide test names the file to add.
-            done = run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "tests/test_checks.py", "-k", "fires_on_its_fixture and DBG001"], copy)
-            assert done.returncode == 1, done.stdout + done.stderr
-            assert "DBG001 has no triggering fixture: add tests/snapshots/checks/dbg001-<situation>.json" in done.stdout
+    found = steps((REPO / walk.doc).read_text(), walk.doc)
+    regenerated = ""
+    for step in found:
+        if step.path in walk.missing:
+            args, says = walk.missing[step.path]
+            done = run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], copy)
+            assert done.returncode == 1 and says in done.stdout, done.stdout + done.stderr
         if step.command:
             done = run(as_run(step.command, venv), copy)
             assert done.returncode == 0, f"{step.command}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-            if " explain DBG001" in step.command:
-                assert "cuda-launch-blocking-left-on" in done.stdout and "Fix safety" in done.stdout
+            for part, printed in walk.prints.items():
+                if part in step.command:
+                    assert all(p in done.stdout for p in printed), done.stdout
+            if step.command == REGENERATE:
+                regenerated = done.stdout
         else:
             apply(step, copy)
     # Nothing but what the page lists changed: the files it writes by hand and the generated ones.
     after = digests(copy)
     changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
-    by_hand = {s.path for s in steps(DOC.read_text()) if s.path}
-    generated = {name for name in changed if name == "docs/checks.md" or name.startswith("tests/golden/")}
-    assert changed == by_hand | generated, sorted(changed - by_hand)
-    assert "DBG001" in (copy / "docs" / "checks.md").read_text()
-    # Both kinds the page says a new check regenerates: the checks page and the golden reports (their counts).
-    assert "docs/checks.md" in generated and any(name.startswith("tests/golden/") for name in generated)
+    generated = {name for name in changed - walk.by_hand if name.startswith(("docs/checks.md", "tests/golden/",
+                                                                              "tests/snapshots/gpu/"))}
+    assert changed == walk.by_hand | generated, sorted(changed - walk.by_hand)
+    # The generated files the page says its example changes, and only those; the regenerate step names them.
+    assert {p for p in walk.regenerates if any(name.startswith(p) for name in generated)} == set(walk.regenerates)
+    assert all(name.startswith(walk.regenerates) for name in generated), sorted(generated)
+    assert all(f"  {name}\n" in regenerated for name in generated), regenerated
+    if not walk.regenerates:
+        assert "nothing changed: every generated file was up to date" in regenerated, regenerated
+    for name, text in walk.shows.items():
+        assert text in (copy / name).read_text(), name

@@ -371,11 +371,11 @@ def _run(example: Example, materials: dict[str, Path], cwd: Path,
 def _check_repository(command: str, doc: str) -> None:
     """A command on the clone (`python tools/regenerate.py`, `python -m pytest -m "not tensorflow" tests/…`):
     not run here, where it would rewrite or re-test the repository itself (tests/test_contributor_path.py
-    runs docs/writing-a-check.md's in a copy). Checked: the files it names exist (or the page says to write
-    them), the markers it selects are declared, and a `.venv-test/bin/` program is one the test environment
-    has."""
+    runs the worked examples of the four contributor how-tos in a copy). Checked: the files it names exist
+    (or the page says to write them), the markers it selects are declared, and a `.venv-test/bin/` program
+    is one the test environment has."""
     words = _words(command)
-    written = set(re.findall(r"[Ww]rite `([^`]+)`", doc))
+    written = set(re.findall(r"[Ww]rite\s+`([^`]+)`", doc))  # "write `path`", the path maybe on the next line
     program = words[0].removeprefix(".venv-test/bin/")
     assert program in ("python", "python3", "pip") or shutil.which(program, path=str(Path(sys.executable).parent)), \
         f"{command}: no {program} in the test environment"

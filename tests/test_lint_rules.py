@@ -9,8 +9,9 @@ from support.lint_support import FIXTURES, apply_fixes, expected, lint, lint_fix
 
 from tfdoctor.model import Applicability
 
-BAD = ["keras_fit_bad.py", "custom_loop_bad.py", "input_pipeline_bad.py"]
-GOOD = ["keras_fit_good.py", "custom_loop_good.py", "input_pipeline_good.py"]
+# Every script of tests/lint_fixtures: a new pair is linted whole without being listed here.
+BAD = sorted(p.name for p in FIXTURES.glob("*_bad.py"))
+GOOD = sorted(p.name for p in FIXTURES.glob("*_good.py"))
 
 # Every rule: the fixture that must trigger it and its fixed twin that must stay silent.
 RULE_FIXTURES = {
@@ -34,7 +35,10 @@ RULE_FIXTURES = {
 
 def test_every_rule_has_a_triggering_and_a_silent_fixture():
     codes = {r.code for r in rules() if r.code >= "SRC100"}
+    assert not codes - set(RULE_FIXTURES), (f"{sorted(codes - set(RULE_FIXTURES))} have no fixture pair: add "
+                                            "tests/lint_fixtures/<script>_bad.py and _good.py to RULE_FIXTURES")
     assert codes == set(RULE_FIXTURES)
+    assert {name for pair in RULE_FIXTURES.values() for name in pair} == set(BAD + GOOD)
 
 
 @pytest.mark.parametrize("name", BAD + GOOD)

@@ -11,6 +11,7 @@ import sys
 import weakref
 from pathlib import Path
 
+import pytest
 from support.lint_support import FIXTURES, rules
 
 from tfdoctor.lint import runner
@@ -163,6 +164,46 @@ def test_the_corpus_comparison_names_every_difference():
         "/r: the same findings in another order (or repeated)"]
     assert differences(before, {}) == ["/r: files 2 before, None after", "/r: suppressed 0 before, None after",
                                        "- /r: " + __import__("json").dumps(finding, sort_keys=True)]
+
+
+def test_the_corpus_comparison_summary_and_its_results_file(tmp_path):
+    from lint_same_findings import results_header, summary, write_results
+
+    finding = {"path": "a.py", "line": 3, "code": "SRC103", "message": "map without parallel calls"}
+    side = {"/r": {"files": 2, "suppressed": 0, "crashes": [], "findings": [finding]},
+            "/s": {"files": 5, "suppressed": 1, "crashes": [], "findings": []}}
+    assert summary("607f17b", side, side) == ["2 repositories, 7 files; findings at 607f17b: 1, working tree: 1",
+                                              "identical"]
+    other = {**side, "/s": dict(side["/s"], findings=[finding])}
+    lines = summary("607f17b", side, other)
+    assert lines[0] == "2 repositories, 7 files; findings at 607f17b: 1, working tree: 2"
+    assert lines[1].startswith("+ /s: ") and lines[-1] == "1 differences"
+    header = results_header(["--ref", "607f17b", "--output", "x.txt"], "1882bc7", False, 1795824000.0)
+    assert header == ("# python benchmarks/lint_same_findings.py --ref 607f17b --output x.txt, working tree at "
+                      "1882bc7, 2026-11-28T00:00:00Z")
+    assert results_header([], "1882bc7", True, 1795824000.0) == (
+        "# python benchmarks/lint_same_findings.py, working tree at 1882bc7 with uncommitted changes, "
+        "2026-11-28T00:00:00Z")
+    out = tmp_path / "lint_same_findings-2026-11-28.txt"
+    write_results(out, header, lines)
+    assert out.read_text().splitlines() == [header, *lines]
+
+
+def test_a_results_file_that_cannot_be_written_is_a_message(tmp_path):
+    from lint_same_findings import write_results
+
+    with pytest.raises(SystemExit) as exited:
+        write_results(tmp_path, "# header", ["identical"])  # a folder, not a file
+    assert str(exited.value.code).startswith(f"lint_same_findings.py: cannot write {tmp_path}: ")
+
+
+def test_the_pool_benchmark_starts_every_worker_and_unfreezes_the_heap():
+    from lint_speed import start_pool, timed_once
+
+    before = gc.get_freeze_count()
+    elapsed, cpu = timed_once(lambda: start_pool(2))
+    assert gc.get_freeze_count() == before  # the heap is frozen only while the pool lives
+    assert elapsed > 0 and cpu > 0  # the forked workers' CPU is counted once they are reaped
 
 
 def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):

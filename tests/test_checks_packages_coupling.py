@@ -420,7 +420,7 @@ def test_damaged_install_lists_what_is_missing(tmp_path):
     assert finding.message == ("tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files "
                                "its RECORD lists, 1 missing (first: tensorflow/libtensorflow_framework.so.2) "
                                "(existence and size checked for every file, sha256 for 3 shared objects "
-                               "(0 KiB, budget 4 MiB))")
+                               "(0 KiB, budget 1 MiB))")
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)
 
 
@@ -432,7 +432,7 @@ def test_truncated_shared_object_is_found_by_its_size(tmp_path):
         "tensorflow-cpu 2.21.0 is damaged: of the 7 shared objects and __init__.py files its RECORD lists, 1 of "
         "another size than installed (tensorflow/python/_pywrap_tensorflow_internal.so is 1 bytes, RECORD says 4); "
         "import tensorflow dies with a bus error (SIGBUS, exit 135) or fails to load a truncated or altered shared "
-        "object (existence and size checked for every file, sha256 for 3 shared objects (0 KiB, budget 4 MiB))")
+        "object (existence and size checked for every file, sha256 for 3 shared objects (0 KiB, budget 1 MiB))")
     assert finding.evidence["python.watched.tensorflow-cpu.record.size_mismatch"] == [
         {"path": "tensorflow/python/_pywrap_tensorflow_internal.so", "recorded": 4, "actual": 1}]
     assert finding.fixes[0].steps == (f"{PIP} install --force-reinstall --no-deps 'tensorflow-cpu==2.21.0'",)

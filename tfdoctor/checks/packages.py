@@ -656,7 +656,7 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     Verifies the installed TensorFlow distribution against its RECORD (the list of files pip
     installed, with each one's size and sha256): every shared object (`.so`, `.pyd`, `.dylib`, `.dll`)
     and every `__init__.py` it lists must still exist with the size the RECORD gives (a stat each), and
-    the smallest shared objects are hashed too, up to a budget of bytes read (4 MiB: TensorFlow 2.21's
+    the smallest shared objects are hashed too, up to a budget of bytes read (1 MiB: TensorFlow 2.21's
     shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). What this learns (the RECORD's
     lines, each hashed file's sum) is kept between runs in `~/.cache/tfdoctor` (or `$TFDOCTOR_CACHE_DIR`)
     with the inode, size, mtime and ctime of the file it came from: while none of these changed,

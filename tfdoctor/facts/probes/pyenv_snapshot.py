@@ -415,7 +415,11 @@ else:
     SHARED_SUFFIXES = (b".so",)
 # Hashing is the costly part of verifying (TensorFlow 2.21's shared objects are ~1 GB): the smallest shared
 # objects are hashed, smallest first, until this many bytes have been read; every size is compared (a stat).
-HASH_BUDGET = 4 * 1024 * 1024
+# The sums are a sample: what damages an install (a truncated copy, an uninstall of a distribution that shared
+# the files, another build written over it) changes sizes or every file, and the sample sees the latter.
+# 1 MiB is TensorFlow 2.21's 15 smallest of 77; 4 MiB (34 of them) cost a run with nothing kept ~3 ms more of
+# a ~70 ms pre-job hook (benchmarks/check_speed_ab.py --nothing-kept, 2026-11-28), a budget of 3 % of the import.
+HASH_BUDGET = 1024 * 1024
 
 
 def _sha256():
@@ -482,7 +486,7 @@ def stat_key(status):
 # stat_key). The ctime cannot be set back from user space, so a file rewritten in place with its size and mtime restored
 # (cp --preserve, touch -r) no longer matches; a file replaced by another gets another inode. The pre-job
 # hook runs on the same environment job after job: reading TensorFlow's 1.8 MB RECORD and searching it
-# twice, and hashing the same 4 MiB of shared objects (importing OpenSSL for it), took ~9 ms of a ~65 ms
+# twice, and hashing the same shared objects (importing OpenSSL for it), took ~9 ms of a ~65 ms
 # `tfdoctor check` on a 2-CPU node; kept, ~1.5 ms. Kept: the lines of a RECORD that are verified
 # (RECORD_MEMO_NAME), and the sha256 of each file hashed (HASH_CACHE_NAME) — a sum, never a verdict: a
 # file that differed from its RECORD line when it was hashed keeps differing.

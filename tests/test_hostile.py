@@ -63,6 +63,20 @@ def test_quoted_values_come_back_literally_from_sh_and_fish(tmp_path, value):
     assert not (tmp_path / "PWN").exists()
 
 
+@pytest.mark.parametrize("value", ["/opt/venv/bin/python", "", "a b", "'; touch PWN; '", "$(touch PWN)", "x*", "é",
+                                   "--logdir=/tmp/run", "~user", "a\nb"])
+def test_a_shown_word_is_plain_only_when_sh_reads_it_so(tmp_path, value):
+    """sh_word leaves a word bare exactly where shlex.quote does, and sh reads back what it wrote."""
+    import shlex
+
+    from tfdoctor.fixes.quoting import sh_quote, sh_word
+
+    assert sh_word(value) == (value if shlex.quote(value) == value else sh_quote(value))
+    sh = subprocess.run(["sh", "-c", f"printf %s {sh_word(value)}"], capture_output=True, text=True, cwd=tmp_path)
+    assert sh.stdout == value
+    assert not (tmp_path / "PWN").exists()
+
+
 @pytest.mark.parametrize("name", ["X;touch PWN;Y", "X\ntouch PWN\nY", "A=B"])
 def test_tune_space_names_are_validated_before_any_trial(tmp_path, name):
     space = tmp_path / "space.toml"

@@ -111,9 +111,10 @@ def checks_importing_checks(graph: dict[str, set[str]]) -> dict[str, list[str]]:
 
 
 # What a check may stand on: facts, their derivations and the release knowledge, the data model and the
-# registry it is declared with. Not the engine that runs it, nor anything above.
+# registry it is declared with, and the one quoting of words written into a command (a fix's steps). Not the
+# engine that runs it, nor anything above.
 CHECK_FOUNDATIONS = ("tfdoctor.derive", "tfdoctor.facts", "tfdoctor.knowledge", "tfdoctor.model",
-                     "tfdoctor.records", "tfdoctor.registry")
+                     "tfdoctor.records", "tfdoctor.registry", "tfdoctor.fixes.quoting")
 # The commands the report draws pages of (it imports their results), so they must not import its pages:
 # they reach the writer through tfdoctor.usage.write_section_page, installed by the command line.
 BELOW_THE_REPORT = ("tfdoctor.tune", "tfdoctor.fleet", "tfdoctor.profile", "tfdoctor.lint", "tfdoctor.logs")
@@ -130,7 +131,8 @@ def test_checks_never_import_another_check_module():
 def test_checks_stand_only_on_facts_derivations_knowledge_and_the_model():
     graph = import_graph()
     above = {t for targets in graph.values() for t in targets
-             if not any(within(t, p) for p in (*CHECK_FOUNDATIONS, "tfdoctor.checks")) and t != "tfdoctor"}
+             if not any(within(t, p) for p in (*CHECK_FOUNDATIONS, "tfdoctor.checks"))
+             and not any(p.startswith(t + ".") for p in CHECK_FOUNDATIONS)}  # a foundation's own package
     assert reaching(graph, ("tfdoctor.checks",), tuple(sorted(above))) == {}
 
 

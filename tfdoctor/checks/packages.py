@@ -61,10 +61,10 @@ def _executable(facts: Facts) -> str:
 
 def _pip(facts: Facts) -> str:
     """pip of the inspected interpreter (with --python, the job's, not tfdoctor's own)."""
-    import shlex  # here: a healthy environment's hook never quotes a command
+    from tfdoctor.fixes.quoting import sh_word
 
     executable = facts.peek("python.executable")
-    return f"{shlex.quote(executable)} -m pip" if isinstance(executable, str) and executable else "pip"
+    return f"{sh_word(executable)} -m pip" if isinstance(executable, str) and executable else "pip"
 
 
 def _origin(facts: Facts, location: str) -> str:
@@ -105,11 +105,11 @@ def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
         return EnvFix(f"Ignore the user site-packages {location} (it supplies {name})",
                       (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
     if origin.startswith("pth:"):
-        import shlex
+        from tfdoctor.fixes.quoting import sh_word
 
         pth = origin[4:]
         return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
-                        (f"edit {shlex.quote(pth)}: delete the line naming {location}",))
+                        (f"edit {sh_word(pth)}: delete the line naming {location}",))
     return None
 
 

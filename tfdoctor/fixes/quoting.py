@@ -47,6 +47,17 @@ def sh_quote(value: str) -> str:
     return "'" + _value(value).replace("'", "'\\''") + "'"
 
 
+# What a POSIX shell takes literally in a word: shlex.quote's set (letters, digits, _, and @%+=:,./-).
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def sh_word(value: str) -> str:
+    """POSIX sh, for a command shown to a person: the word as it is when nothing in it is special to the
+    shell (`/opt/venv/bin/python`), else sh_quote's form. What shlex.quote gives, with this module's quoting
+    (and without importing shlex on the pre-job hook's path)."""
+    return value if value and all(ch in _PLAIN for ch in value) else sh_quote(value)
+
+
 def fish_quote(value: str) -> str:
     """fish: inside single quotes only backslash and the quote itself are special."""
     return "'" + _value(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from tfdoctor.facts import Unknown
+from tfdoctor.fixes.quoting import sh_word
 
 
 def _ms(seconds: Any) -> str:
@@ -59,7 +59,7 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
         lines.extend(f"    {row['where']:<6} {row['op'][:60]:<60} {_ms(row['seconds']):>10} {_pct(row['share']):>5}"
                      for row in top[:8])
     if section.get("logdir"):
-        lines.append(f"  view it         tensorboard --logdir {shlex.quote(section['logdir'])}  (Profile tab)")
+        lines.append(f"  view it         tensorboard --logdir {sh_word(section['logdir'])}  (Profile tab)")
     text = "\n".join(lines) + "\n"
     if report.findings():
         from tfdoctor.report.text import render_text

@@ -9,8 +9,8 @@ check is found, selected, documented and run exactly like a built-in one.
 from __future__ import annotations
 
 import functools
-import importlib
 import re
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
 
@@ -259,7 +259,10 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
 
 def _load(value: str) -> object:
     module_name, _, attr = value.partition(":")
-    module = importlib.import_module(module_name)
+    # importlib.import_module's own work, without importing the importlib package (and warnings with it):
+    # the pre-job hook loads every check and probe module here.
+    __import__(module_name)
+    module = sys.modules[module_name]
     obj: object = module
     for part in filter(None, attr.split(".")):
         obj = getattr(obj, part)

@@ -8,6 +8,7 @@ WHEEL), since importing TensorFlow costs seconds and writes ~/.keras/keras.json.
 Printed (when run as a script) or returned: a JSON-able dict.
 """
 
+import functools
 import json
 import os
 import re
@@ -125,18 +126,26 @@ def _literal_assignments(tree):
 # quoted strings, decimal numbers, True/False/None, lists, tuples, dicts, or a dict/OrderedDict(...) of one
 # of them — and gives what _literal_assignments(ast.parse(text)) gives; anything else is refused (None),
 # and read_build_info parses with ast. One token per match at successive positions, each alternative
-# unambiguous on its first character: time linear in the text, whatever it holds.
-_BUILD_INFO_TOKEN = re.compile(r"""
+# unambiguous on its first character: time linear in the text, whatever it holds. NUL and lone surrogates,
+# which Python's parser refuses, are refused before (in the classes below, their ranges made compiling the
+# pattern cost ~1 ms of every run).
+_BUILD_INFO_TOKEN = r"""
     (?P<space>[ \t]+)
   | (?P<newline>\r?\n)
-  | (?P<comment>\#[^\r\n\x00\ud800-\udfff]*)
-  | (?P<docstring>'''(?:[^'\\\x00\ud800-\udfff]|'(?!''))*'''|\"\"\"(?:[^"\\\x00\ud800-\udfff]|"(?!""))*\"\"\")
+  | (?P<comment>\#[^\r\n]*)
+  | (?P<docstring>'''(?:[^'\\]|'(?!''))*'''|\"\"\"(?:[^"\\]|"(?!""))*\"\"\")
   | (?P<unterminated>'''|\"\"\")
-  | (?P<string>'[^'\\\r\n\x00\ud800-\udfff]*'|"[^"\\\r\n\x00\ud800-\udfff]*")
+  | (?P<string>'[^'\\\r\n]*'|"[^"\\\r\n]*")
   | (?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>[()\[\]{},:=.])
-""", re.VERBOSE)
+"""
+
+
+@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is 3.9+; this file runs under 3.8
+def _build_info_token():
+    """The pattern, compiled on first use: only an environment with TensorFlow has a build_info.py to read."""
+    return re.compile(_BUILD_INFO_TOKEN, re.VERBOSE)
 _KEYWORDS = frozenset(("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
                        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
                        "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
@@ -163,7 +172,7 @@ class _GeneratedModule:
     def _next(self):
         if self.position >= len(self.text):
             return "end", ""
-        found = _BUILD_INFO_TOKEN.match(self.text, self.position)
+        found = _build_info_token().match(self.text, self.position)
         if found is None or found.lastgroup == "unterminated":
             raise _Refused
         self.position = found.end()
@@ -306,9 +315,22 @@ class _GeneratedModule:
         return found
 
 
+def _encodable(text):
+    """Whether `text` is valid Unicode source (no lone surrogate), as Python's parser requires."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _generated_assignments(text):
     """What _literal_assignments(ast.parse(text)) gives, for a build_info.py as TensorFlow generates it;
     None for any other text (never an exception)."""
+    if "\x00" in text or not _encodable(text):
+        return None
     try:
         return _GeneratedModule(text).assignments()
     except (_Refused, RecursionError, MemoryError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -107,6 +108,22 @@ def test_python_that_is_not_python_is_an_unknown_fact(tmp_path):
     facts = run_cli(["collect", "--python", str(fake)], cwd=tmp_path)
     python = json.loads(facts.stdout)["sections"]["python"]
     assert python == {"$unknown": f"interpreter {fake} failed the snapshot (exit 3): boom"}
+
+
+def test_python_named_bare_is_the_file_in_the_current_folder_not_one_on_path(tmp_path):
+    """`--python python` names ./python (it is checked to exist there): the interpreter run is that file, never
+    another `python` the job's PATH would find."""
+    here = tmp_path / "python"
+    here.write_text("#!/bin/sh\necho here >&2\nexit 3\n")
+    here.chmod(0o755)
+    elsewhere = tmp_path / "bin"
+    elsewhere.mkdir()
+    (elsewhere / "python").write_text("#!/bin/sh\necho on-path >&2\nexit 4\n")
+    (elsewhere / "python").chmod(0o755)
+    done = run_cli(["collect", "--python", "python"], cwd=tmp_path,
+                   env={"PATH": f"{elsewhere}:{os.environ.get('PATH', '')}"})
+    python = json.loads(done.stdout)["sections"]["python"]
+    assert python == {"$unknown": f"interpreter {here} failed the snapshot (exit 3): here"}
 
 
 def test_root_that_does_not_exist(tmp_path):

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from support.command_line import run_cli
 from support.numa_hosts import probe_with_gpus, two_socket_host
 
 
 def tfdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return run_cli(list(args), cwd=cwd, timeout=120)
 
 
 def facts_file(make_root, tmp_path: Path, env: dict[str, str]) -> Path:

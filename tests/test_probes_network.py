@@ -4,11 +4,9 @@ container replayed through the CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from conftest import REPO, check_root, probe_root
+from support.command_line import run_cli
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.parse_platform import (
@@ -125,13 +123,10 @@ def test_tf_config_and_nccl_checks_on_a_fake_root(make_root):
 SNAPSHOT = REPO / "tests" / "snapshots" / "framework" / "dgx-a100-container.json"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], capture_output=True, text=True,
-                          cwd=Path(REPO), timeout=60)
 
 
 def test_recorded_multi_gpu_container_replays():
-    result = run_cli("check", "--facts", str(SNAPSHOT), "--select", "LAY,MP,XLA1,GPU1,DIST", "--format", "json")
+    result = run_cli(["check", "--facts", str(SNAPSHOT), "--select", "LAY,MP,XLA1,GPU1,DIST", "--format", "json"])
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     failed = sorted(r["code"] for r in report["results"] if r["status"] == "failed")

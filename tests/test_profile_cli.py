@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from support.command_line import run_cli
 
 
 def tfdoctor(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=60)
+    return run_cli(list(args), cwd=cwd)
 
 
 def test_profile_is_listed_and_has_help():

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 from support.chromium import CHROMIUM_ARGS, chromium
+from support.command_line import run_cli
 from support.report_inputs import SECRET_GH_TOKEN
 
 pytestmark = [pytest.mark.browser, pytest.mark.tensorflow]
@@ -31,9 +32,7 @@ print(f"images/sec: {100 - 5 * (intra - 2) ** 2 - 3 * (inter - 1)}")
 
 
 def tfdoctor(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**os.environ, **(env or {})})
-    return done
+    return run_cli(list(args), env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

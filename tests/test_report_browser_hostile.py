@@ -10,7 +10,6 @@ Chromium (tests/support/chromium.py) and Playwright as in tests/test_report_brow
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 from support.chromium import CHROMIUM_ARGS, chromium
+from support.command_line import run_cli
 from support.report_inputs import profile_document
 
 from tfdoctor.report.html.tune_section import MIN_TRIALS_FOR_SHAPE
@@ -34,8 +34,7 @@ HOSTILE = [f'<a href="{LINK}">clickme</a>', f'<span style="background:url({FETCH
 
 
 def tfdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return run_cli(list(args), cwd=cwd, env={"PYTHONPATH": str(REPO)}, timeout=300)
 
 
 def _hostile_profile(path: Path) -> Path:

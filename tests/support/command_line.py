@@ -11,12 +11,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
-            ) -> subprocess.CompletedProcess[str]:
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`python -m tfdoctor ARGS` with this interpreter, in `cwd` (the checkout by default), the environment
-    plus `env`; given up after 60 s."""
+    plus `env`; given up after `timeout` seconds."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "tfdoctor", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def assert_no_traceback(done: subprocess.CompletedProcess[str]) -> None:

@@ -7,6 +7,7 @@ first XLA use, so a misspelt flag is not a silent no-op but a crashed job.
 
 from __future__ import annotations
 
+from tfdoctor.facts.parse import flag_tokens
 from tfdoctor.records import value_tuple
 
 # Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
@@ -66,15 +67,9 @@ class Flag:
 
 
 def split_flags(text: str) -> list[Flag]:
-    """Tokens of a flags variable. Quotes are honoured like a shell would; a stray quote is kept literal."""
-    import shlex  # only when a flags variable is set
-
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        tokens = text.split()
+    """Tokens of a flags variable (facts.parse.flag_tokens), each split into its name and value."""
     flags = []
-    for token in tokens:
+    for token in flag_tokens(text):
         if not token.startswith("--"):
             flags.append(Flag(token, "", None))
             continue

@@ -234,16 +234,22 @@ def parse_int(text: str) -> int:
     return int(text.strip())
 
 
+def flag_tokens(text: str) -> list[str]:
+    """The words of a flags variable (XLA_FLAGS, TF_XLA_FLAGS): quotes honoured as a shell would; with a
+    stray quote, split on whitespace."""
+    import shlex  # only when a flags variable is set
+
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def parse_data_dir(xla_flags: str | None) -> str | None:
     """The last --xla_gpu_cuda_data_dir in XLA_FLAGS (XLA parses flags left to right)."""
     if not xla_flags:
         return None
-    import shlex  # only when XLA_FLAGS is set
-
-    try:
-        tokens = shlex.split(xla_flags)
-    except ValueError:
-        tokens = xla_flags.split()
+    tokens = flag_tokens(xla_flags)
     found = None
     for i, token in enumerate(tokens):
         if token.startswith(DATA_DIR_FLAG + "="):

@@ -341,6 +341,22 @@ def test_doc_example_runs(example: Example, materials: dict[str, Path], tmp_path
         assert done.stderr == "", done.stderr
 
 
+@pytest.mark.tensorflow
+def test_python_env_probe_runs_as_its_synopsis_says():
+    """docs/python-environment.md's `python benchmarks/python_env_probe.py --python PATH …` is a synopsis,
+    which test_doc_example_runs only asks for --help; here it runs, with this interpreter as PATH: every
+    measurement is printed beside its baseline, and its exit is the budget's verdict (0 or 1), never a crash.
+    (Its twin, python_env_truth.py, builds venvs from the package index: not run here.)"""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "python_env_probe.py"), "--python",
+                           sys.executable, "--runs", "1"], capture_output=True, text=True, timeout=600,
+                          check=False, env={**os.environ, "TFDOCTOR_CACHE_DIR": ""})
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stdout + done.stderr
+    for line in ("1. snapshot in-process: ", "4. RECORD of tensorflow", "2. snapshot under ",
+                 "3. running the PKG+CPU checks ", f"5. tfdoctor check --python {sys.executable}: "):
+        assert line in done.stdout, done.stdout
+    assert "baseline" in done.stdout.split("5. ")[1] and "(budget 3 %)" in done.stdout, done.stdout
+
+
 @functools.cache
 def slurm_cluster() -> bool:
     if not shutil.which("srun") or not shutil.which("scontrol"):

@@ -660,8 +660,9 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). What this learns (the RECORD's
     lines, each hashed file's sum) is kept between runs in the user's cache folder (`$TFDOCTOR_CACHE_DIR`,
     else `$XDG_CACHE_HOME/tfdoctor`, else `~/.cache/tfdoctor`; set empty, nowhere) with the inode, size,
-    mtime and ctime of the file it came from: while none of these changed, the file is not read again. Every listed file is still looked at on every run. The finding says what
-    was done: sizes compared, how many files hashed, how many of their sums were kept.
+    mtime and ctime of the file it came from: while none of these changed, the file is not read again.
+    Every listed file is still looked at on every run. The finding says what was done: sizes compared,
+    how many files hashed, how many of their sums were kept.
 
     Why is this bad?
     A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_

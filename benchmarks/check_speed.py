@@ -21,6 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _measure import Run, median_of, run_once
 
+from tfdoctor.facts.probes.pyenv_snapshot import cache_folder
+
 LIMIT = 0.03  # of the import's time (issue 26)
 
 
@@ -54,7 +56,7 @@ def main() -> int:
     codes = sorted({r.returncode for r in check_runs})
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average "
           f"{os.getloadavg()[0]:.2f}")
-    kept = "nothing kept between runs" if args.nothing_kept else f"kept in {_cache_folder(check_env)}"
+    kept = "nothing kept between runs" if args.nothing_kept else kept_where(check_env)
     print(f"tfdoctor check: median {check_s * 1000:.0f} ms over {args.runs} runs "
           f"(exit codes {codes}), peak RSS {check_rss:.1f} MB; {kept}")
     if not has_tf:
@@ -70,12 +72,10 @@ def main() -> int:
     return 0 if ratio <= LIMIT and check_rss < 60 else 1
 
 
-def _cache_folder(env: dict[str, str]) -> str:
-    """Where the checks keep what RECORD verification learns (pyenv_snapshot.cache_folder's rule)."""
-    if "TFDOCTOR_CACHE_DIR" in env:
-        return env["TFDOCTOR_CACHE_DIR"] or "nothing (TFDOCTOR_CACHE_DIR empty)"
-    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME", "~"), ".cache")
-    return os.path.join(base, "tfdoctor")
+def kept_where(env: dict[str, str]) -> str:
+    """Where the checks keep what RECORD verification learns, by the probe's own rule (cache_folder)."""
+    folder = cache_folder(env)
+    return f"kept in {folder}" if folder else "nothing kept between runs (no absolute cache folder in the environment)"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What the Python-environment facts cost `tfdoctor check`, each against a baseline measured in the same run.
 
-    python benchmarks/python_env_probe.py [--python PATH] [--runs 20]
+    python benchmarks/python_env_probe.py [--python PATH] [--runs 20] [--ab BEFORE_TFDOCTOR AFTER_TFDOCTOR]
 
 1. The snapshot in-process (dist-info scan, TensorFlow metadata, build_info.py; the OpenMP scan is
    the openmp probe's, measured by benchmarks/openmp_probe.py)
@@ -12,7 +12,7 @@
    one's existence and size, sha256 of the smallest within the hash budget; part of 1), against reading the
    same RECORD line by line, the obvious way (existence only).
 5. The whole `tfdoctor check --python PATH` against `PATH -c "import tensorflow"` in that environment: the
-   pre-job hook's budget (5 %, docs/writing-a-check.md) for an inspected environment. With
+   pre-job hook's budget (3 %, issue 26: docs/writing-a-check.md) for an inspected environment. With
    `--ab BEFORE AFTER` (two `tfdoctor` scripts, regular installs of two commits), both are measured turn by
    turn in the same run, with the import.
 The processes of 2, 3 and 5 are fresh interpreters, interleaved so machine load hits both alike.
@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _measure import median_ms, run_once
 
 from tfdoctor.facts.probes import pyenv_snapshot
+
+LIMIT = 0.03  # of `import tensorflow` in the inspected environment: the pre-job hook's budget (issue 26)
 
 SETUP = """
 from tfdoctor.facts import Facts
@@ -178,8 +180,8 @@ def check_python_budget(python: str, runs: int) -> int:
     ratio = statistics.median(hook) / statistics.median(imports)
     print(f"5. tfdoctor check --python {python}: median {statistics.median(hook) * 1000:.0f} ms over {runs} runs; "
           f"baseline `import tensorflow` there: {statistics.median(imports) * 1000:.0f} ms; ratio "
-          f"{ratio * 100:.1f} % (budget 5 %); load average {os.getloadavg()[0]:.2f}")
-    return 0 if ratio <= 0.05 else 1
+          f"{ratio * 100:.1f} % (budget {LIMIT * 100:g} %); load average {os.getloadavg()[0]:.2f}")
+    return 0 if ratio <= LIMIT else 1
 
 
 

@@ -57,19 +57,20 @@ class Example:
 
 
 def _blocks(text: str) -> list[tuple[int, str, list[str]]]:
-    """(line of the first body line, language, body lines) of each fenced block."""
+    """(line of the first body line, language, body lines) of each fenced block, also of a block indented
+    under a list item (its indent taken off its lines)."""
     blocks, lines, i = [], text.split("\n"), 0
     while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        fence = re.match(r"^( *)```(\w*)\s*$", lines[i])
         if not fence:
             i += 1
             continue
-        start, body = i + 2, []
+        indent, start, body = fence.group(1), i + 2, []
         i += 1
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
+        while i < len(lines) and not lines[i].startswith(indent + "```"):
+            body.append(lines[i].removeprefix(indent))
             i += 1
-        blocks.append((start, fence.group(1), body))
+        blocks.append((start, fence.group(2), body))
         i += 1
     return blocks
 
@@ -292,6 +293,11 @@ def test_every_doc_has_its_examples_found():
     assert "tfdoctor check --quiet              # pre-job hook: silent when healthy, one line per problem" in commands
     assert any(c.startswith("while read -r host; do\n") and c.endswith("done < hosts.txt") for c in commands)
     assert not [c for c in commands if c.startswith(("train.py:", "Facts that differ"))]  # outputs are not run
+    # A block indented under a list item (a how-to's step) is an example like any other: its first line is found.
+    indented = {f"{doc.relative_to(REPO)}:{number + 2}" for doc in DOCS
+                for number, line in enumerate(doc.read_text().split("\n"))
+                if re.match(r" +```(sh|bash|console)\s*$", line)}
+    assert indented and indented <= {e.id for e in found}, sorted(indented - {e.id for e in found})
 
 
 @pytest.mark.parametrize("example", _params())
@@ -333,6 +339,22 @@ def test_doc_example_runs(example: Example, materials: dict[str, Path], tmp_path
     assert done.returncode in (0, 1), f"{example.id}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     if "--quiet" in example.command or " -q" in example.command:
         assert done.stderr == "", done.stderr
+
+
+@pytest.mark.tensorflow
+def test_python_env_probe_runs_as_its_synopsis_says():
+    """docs/python-environment.md's `python benchmarks/python_env_probe.py --python PATH …` is a synopsis,
+    which test_doc_example_runs only asks for --help; here it runs, with this interpreter as PATH: every
+    measurement is printed beside its baseline, and its exit is the budget's verdict (0 or 1), never a crash.
+    (Its twin, python_env_truth.py, builds venvs from the package index: not run here.)"""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "python_env_probe.py"), "--python",
+                           sys.executable, "--runs", "1"], capture_output=True, text=True, timeout=600,
+                          check=False, env={**os.environ, "TFDOCTOR_CACHE_DIR": ""})
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stdout + done.stderr
+    for line in ("1. snapshot in-process: ", "4. RECORD of tensorflow", "2. snapshot under ",
+                 "3. running the PKG+CPU checks ", f"5. tfdoctor check --python {sys.executable}: "):
+        assert line in done.stdout, done.stdout
+    assert "baseline" in done.stdout.split("5. ")[1] and "(budget 3 %)" in done.stdout, done.stdout
 
 
 @functools.cache

@@ -658,10 +658,11 @@ def tensorflow_install_damaged(facts: Facts) -> Iterator[Finding]:
     and every `__init__.py` it lists must still exist with the size the RECORD gives (a stat each), and
     the smallest shared objects are hashed too, up to a budget of bytes read (1 MiB: TensorFlow 2.21's
     shared objects weigh ~1 GB, and this runs on every `tfdoctor check`). What this learns (the RECORD's
-    lines, each hashed file's sum) is kept between runs in `~/.cache/tfdoctor` (or `$TFDOCTOR_CACHE_DIR`)
-    with the inode, size, mtime and ctime of the file it came from: while none of these changed,
-    the file is not read again. Every listed file is still looked at on every run. The finding says what
-    was done: sizes compared, how many files hashed, how many of their sums were kept.
+    lines, each hashed file's sum) is kept between runs in the user's cache folder (`$TFDOCTOR_CACHE_DIR`,
+    else `$XDG_CACHE_HOME/tfdoctor`, else `~/.cache/tfdoctor`; set empty, nowhere) with the inode, size,
+    mtime and ctime of the file it came from: while none of these changed, the file is not read again.
+    Every listed file is still looked at on every run. The finding says what was done: sizes compared,
+    how many files hashed, how many of their sums were kept.
 
     Why is this bad?
     A missing shared object or package file breaks `import tensorflow` ("ImportError: libtensorflow_

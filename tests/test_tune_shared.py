@@ -148,6 +148,19 @@ def test_the_results_file_keeps_no_database_password_and_a_journal_path_absolute
     assert header_entry("study.journal", "s") == {"study": "s", "storage": str(tmp_path / "study.journal")}
 
 
+@pytest.mark.parametrize(("url", "kept"), [
+    # SQLAlchemy (the driver's parser) takes an unquoted '/' or ':' as part of the password.
+    ("postgresql://tuner:pa/ss@db:5432/tune", "postgresql://tuner@db:5432/tune"),
+    ("mysql+pymysql://tuner:a:b@db/tune", "mysql+pymysql://tuner@db/tune"),
+    ("postgresql://db/tune?sslmode=require&password=pa/ss", "postgresql://db/tune?sslmode=require"),
+    ("not a url://", "not a url://…"),
+])
+def test_no_password_the_driver_would_read_reaches_the_results_file(url, kept):
+    from tfdoctor.tune.shared import header_entry
+
+    assert header_entry(url, "s") == {"study": "s", "storage": kept}
+
+
 @pytest.mark.parametrize(("host", "expected"), [
     ("node07", "tfdoctor-tune-20260102-030405-node07-42.jsonl"),
     ("n%Y%H%%x", "tfdoctor-tune-20260102-030405-n_Y_H__x-42.jsonl"),  # no strftime pattern in a host name

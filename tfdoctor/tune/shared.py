@@ -24,7 +24,6 @@ A single-node tune (no --storage) uses none of this.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -368,8 +367,25 @@ def header_entry(storage_spec: str, study_name: str) -> dict[str, str]:
     journal's absolute path, or the database URL without its password (a password stays in the driver's
     own configuration, e.g. ~/.pgpass, never in a results file)."""
     if "://" in storage_spec:
-        return {"study": study_name, "storage": re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", storage_spec)}
+        return {"study": study_name, "storage": _without_password(storage_spec)}
     return {"study": study_name, "storage": str(Path(storage_spec).resolve())}
+
+
+def _without_password(url: str) -> str:
+    """The URL as RDBStorage's driver layer (SQLAlchemy) parses it, its password dropped: the same parser, so a
+    password holding '/' or ':' (which SQLAlchemy accepts unquoted) is found where the driver finds it."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return url.split("://")[0] + "://…"  # not a URL the driver reads either: nothing of it is kept
+    from tfdoctor.facts.redact import is_secret_name
+
+    # A password can also ride in the query (?password=…, which the driver reads): dropped as well.
+    parsed = parsed.difference_update_query([k for k in parsed.query if is_secret_name(k)])
+    return parsed._replace(password=None).render_as_string(hide_password=False)  # set() skips a None
 
 
 def recorded_study(header: Mapping[str, Any]) -> tuple[str, str] | None:

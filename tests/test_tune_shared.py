@@ -139,6 +139,38 @@ def test_a_report_of_a_shared_tune_whose_journal_is_gone_says_so(tmp_path):
     assert not (tmp_path / "gone.journal").exists()  # reading never creates a journal
 
 
+def _planted_report(tmp_path, storage):
+    from tfdoctor.report.html.build import _tune
+    from tfdoctor.tune.results import ResultsLog
+
+    header = {"space": thread_space().to_json(), "seeds": {}, "maximize": True, "budget": 8,
+              "shared": {"study": "t", "storage": storage}}
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    return visible_words(_tune(str(tmp_path / "r.jsonl")).body)
+
+
+def test_a_report_never_creates_the_database_a_results_file_names(tmp_path):
+    """SQLite makes the file it is pointed at, and RDBStorage its tables: a reader must do neither."""
+    shown = _planted_report(tmp_path, f"sqlite:///{tmp_path / 'planted.db'}")
+    assert (f"its shared study could not be read: the study's database {tmp_path / 'planted.db'} is not there; "
+            "this file's trials only") in shown
+    assert not (tmp_path / "planted.db").exists()
+
+
+def test_a_report_opens_no_storage_named_by_another_users_results_file(tmp_path, monkeypatch):
+    """The report is drawn from other people's files: their header must not make it connect to a database
+    (or write one) of their choosing."""
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "app.db").close()  # an existing database of the user's, not optuna's
+    before = (tmp_path / "app.db").read_bytes()
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 4242)
+    shown = _planted_report(tmp_path, f"sqlite:///{tmp_path / 'app.db'}")
+    assert ("the shared study it names is opened only from a results file of your own; this file's trials only"
+            in shown)
+    assert (tmp_path / "app.db").read_bytes() == before  # no optuna tables added
+
+
 def test_the_results_file_keeps_no_database_password_and_a_journal_path_absolute(tmp_path, monkeypatch):
     from tfdoctor.tune.shared import header_entry
 

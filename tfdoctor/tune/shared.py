@@ -43,13 +43,14 @@ class StorageError(ValueError):
     """A storage that cannot be opened (shown to the user as a usage error)."""
 
 
-def open_storage(spec: str) -> Any:
-    """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path."""
+def open_storage(spec: str, read_only: bool = False) -> Any:
+    """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path. `read_only`
+    (a reader, not a worker): a database's tables are never created."""
     import optuna
 
     if "://" in spec:
         try:
-            return optuna.storages.RDBStorage(spec)
+            return optuna.storages.RDBStorage(spec, skip_table_creation=read_only)
         except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
             from tfdoctor.facts.redact import excerpt
 
@@ -408,11 +409,13 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     spec, name = found
     if "://" not in spec and not Path(spec).is_file():
         raise StorageError(f"the study's journal {spec} is not there")
+    if "://" in spec:
+        _check_database_there(spec)
     budget = header.get("budget")
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise StorageError("the results file's header has no budget")
     try:
-        study = optuna.load_study(storage=open_storage(spec), study_name=name)
+        study = optuna.load_study(storage=open_storage(spec, read_only=True), study_name=name)
     except StorageError:
         raise
     except Exception as exc:  # no such study, a damaged journal: optuna raises many kinds
@@ -421,6 +424,19 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
         raise StorageError(f"cannot read study {name!r}: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
     excluded = odd_nodes(study)
     return shared_records(study, space, budget, set(excluded)), excluded
+
+
+def _check_database_there(url: str) -> None:
+    """A reader never creates a database: SQLite makes the file it is pointed at on connecting."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise StorageError("the study's database URL cannot be parsed") from None
+    if parsed.get_backend_name() == "sqlite" and not (parsed.database and Path(parsed.database).is_file()):
+        raise StorageError(f"the study's database {parsed.database or '(in memory)'} is not there")
 
 
 def mark_written(study: Any, worker: str, verdict: str) -> None:

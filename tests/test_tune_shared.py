@@ -452,6 +452,42 @@ def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     assert len(writer.records) == budget and all(r.status == "ok" for r in writer.records)
 
 
+@pytest.mark.parametrize("told", ["value", "error"])
+def test_a_trial_its_worker_finishes_while_another_fails_it_keeps_its_result(tmp_path, told):
+    """fail_stale writes the reason, then the state; the owner's result told in between wins (fail_stale says
+    False): the trial is counted as measured, not dropped and measured again."""
+    from tfdoctor.tune.heartbeat import STALE_ATTR, fail_stale
+    from tfdoctor.tune.search import _distributions
+    from tfdoctor.tune.shared import _orphans, open_storage, open_study, shared_records
+
+    space = thread_space()
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "race", True, 1, None)
+    trial = study.ask(_distributions(space))
+    params = rule_based_settings(TWO_CPUS, space)
+    for name, value in (("params", params), ("node", "n1"), ("worker", "n1:1"), ("seconds", 1.5)):
+        trial.set_user_attr(name, value)
+    storage, write = study._storage, study._storage.set_trial_user_attr
+
+    def reason_then_owner_tells(trial_id, key, value):
+        write(trial_id, key, value)
+        if key == STALE_ATTR:  # the owner's result lands between the reaper's two writes
+            if told == "value":
+                study.tell(trial, 5.0)
+            else:
+                trial.set_user_attr("error", "exit 1")
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+
+    storage.set_trial_user_attr = reason_then_owner_tells
+    running = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.RUNNING]
+    assert not fail_stale(study, running[0], "no heartbeat (test)")
+    storage.set_trial_user_attr = write
+    assert STALE_ATTR in study.get_trials()[0].user_attrs  # the reason stays: optuna cannot take it back
+    records = shared_records(study, space, 1)
+    assert [(r.params, r.status, r.value) for r in records] == [
+        (params, "ok", 5.0) if told == "value" else (params, "failed", None)]
+    assert _orphans(study.get_trials(), 1, space) == []  # not measured again
+
+
 def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path):
     """A node that stalled past the grace period and came back: its trial was failed (and is measured again
     elsewhere); its late measurement is dropped without an error and it goes on with the next trial."""

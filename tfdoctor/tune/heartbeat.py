@@ -79,7 +79,8 @@ class Watch:
 
 def fail_stale(study: Any, trial: Any, reason: str) -> bool:
     """Mark a RUNNING trial FAIL with its reason; False when it finished meanwhile (its worker came back,
-    or another worker failed it first): then it is not ours to measure again."""
+    or another worker failed it first): then it is not ours to measure again (tfdoctor.tune.shared._stale:
+    a trial its worker finished between the two writes keeps its result)."""
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 

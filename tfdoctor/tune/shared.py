@@ -218,20 +218,30 @@ def _reap(study: Any, watch: Any, budget: int, floor: float, worker: str,
     return trials
 
 
+def _stale(trial: Any) -> bool:
+    """Failed as stale by another worker, its own worker not having finished it first. fail_stale writes its
+    reason, then the state (two writes: optuna takes no attribute on a finished trial): a worker that tells
+    its result in between — a value, or its measurement's error — keeps its trial, the reason notwithstanding."""
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.heartbeat import STALE_ATTR
+
+    return STALE_ATTR in trial.user_attrs and trial.state == TrialState.FAIL and "error" not in trial.user_attrs
+
+
 def _orphans(trials: list[Any], budget: int, space: Space) -> list[Any]:
     """The stale trials of the budget whose configuration no live or finished trial measures again (one
     that died before it recorded a configuration has none to measure)."""
     from optuna.trial import TrialState
 
-    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     covered = {t.user_attrs.get(REPLACES_ATTR) for t in trials
-               if STALE_ATTR not in t.user_attrs and t.state in (TrialState.RUNNING, TrialState.COMPLETE,
-                                                                  TrialState.FAIL)}
+               if not _stale(t) and t.state in (TrialState.RUNNING, TrialState.COMPLETE, TrialState.FAIL)}
     orphans = []
     for trial in trials:
         origin = trial.user_attrs.get(REPLACES_ATTR, trial.number)
-        if (STALE_ATTR in trial.user_attrs and isinstance(origin, int) and origin < budget and origin not in covered
+        if (_stale(trial) and isinstance(origin, int) and origin < budget and origin not in covered
                 and _well_formed(space, trial.user_attrs.get("params"))):
             orphans.append(trial)
             covered.add(origin)
@@ -336,7 +346,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
     as "search"; the trials of `excluded` nodes left out."""
     from optuna.trial import TrialState
 
-    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     records: list[TrialRecord] = []
     replaced: set[Any] = set()
@@ -347,7 +357,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
                         key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
         params = trial.user_attrs.get("params")
         origin = origin_of(trial)
-        if (not isinstance(origin, int) or origin >= budget or origin in replaced or STALE_ATTR in trial.user_attrs
+        if (not isinstance(origin, int) or origin >= budget or origin in replaced or _stale(trial)
                 or not _well_formed(space, params) or trial.user_attrs.get("node") in excluded):
             continue
         if trial.state not in (TrialState.COMPLETE, TrialState.FAIL):

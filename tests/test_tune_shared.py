@@ -352,6 +352,36 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert not (tmp_path / "gone.journal").exists()
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("budget", ["8", True, 0, -3, 2.5])
+def test_resuming_a_header_whose_budget_is_not_a_number_of_trials_is_refused(tmp_path, monkeypatch, capsys,
+                                                                             shared, budget):
+    """A hand-edited header: a usage error before any trial, not an internal error (a str compared with a
+    trial number) nor a tune of True trials."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.shared import header_entry
+    from tfdoctor.tune.space import current_settings
+
+    space = thread_space()
+    header = {"space": space.to_json(), "maximize": True, "budget": budget, "seed": 1,
+              "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
+              "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
+                            "user_metric": METRIC}}
+    if shared:
+        (tmp_path / "s.journal").touch()
+        header["shared"] = header_entry(str(tmp_path / "s.journal"), "t")
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    before = (tmp_path / "r.jsonl").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl"])
+    assert exit_.value.code == 2
+    assert "r.jsonl: the header's budget is not a whole number of trials (at least 1)" in capsys.readouterr().err
+    assert (tmp_path / "r.jsonl").read_bytes() == before  # no trial run
+    assert not shared or (tmp_path / "s.journal").stat().st_size == 0  # no study opened
+
+
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 300) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():

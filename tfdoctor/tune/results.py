@@ -142,6 +142,17 @@ def check_owner(path: str | os.PathLike[str],
         raise ResultsError(f"{path} is owned by another user (uid {owner}): {why}")
 
 
+def recorded_budget(header: Mapping[str, Any]) -> int | None:
+    """The trials a results file's header allows: None for a tune without a budget (a --time tune);
+    ResultsError for anything but a whole number of at least one (a hand-edited or damaged header)."""
+    budget = header.get("budget")
+    if budget is None:
+        return None
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ResultsError("the header's budget is not a whole number of trials (at least 1)")
+    return budget
+
+
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:
     """The header and the finished trials. With `repair`, a torn last line is cut off the file so the
     next append starts on a line of its own."""

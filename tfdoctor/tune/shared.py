@@ -421,8 +421,13 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
         raise StorageError(f"the study's journal {spec} is not there")
     if "://" in spec:
         _check_database_there(spec)
-    budget = header.get("budget")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+    from tfdoctor.tune.results import ResultsError, recorded_budget
+
+    try:
+        budget = recorded_budget(header)
+    except ResultsError as exc:
+        raise StorageError(str(exc)) from None
+    if budget is None:
         raise StorageError("the results file's header has no budget")
     try:
         study = optuna.load_study(storage=open_storage(spec, read_only=True), study_name=name)

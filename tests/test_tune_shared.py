@@ -451,6 +451,44 @@ class _SlowJob(FakeJob):
         return Measurement(done.status, done.value, self.seconds)
 
 
+class _FlakyTrial:
+    """A trial whose storage refuses the given writes (an exception each), and records the others."""
+
+    def __init__(self, failures):
+        self.failures, self.beats, self.calls = list(failures), [], 0
+
+    def set_user_attr(self, key, value):
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        self.beats.append((key, value))
+
+
+def test_a_heartbeat_goes_on_after_a_write_the_storage_refused():
+    """One lost write (an NFS hiccup) must not silence a live trial for good: beat_interval promises four
+    beats within the grace, so one lost beat costs nothing."""
+    from tfdoctor.tune.heartbeat import HEARTBEAT_ATTR, Heartbeat
+
+    trial = _FlakyTrial([OSError(5, "Input/output error")])
+    with Heartbeat(trial, 0.01):
+        deadline = time.monotonic() + 30
+        while len(trial.beats) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert len(trial.beats) >= 2 and {key for key, _ in trial.beats} == {HEARTBEAT_ATTR}
+
+
+def test_a_heartbeat_stops_once_its_trial_was_failed_by_another_worker():
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    from tfdoctor.tune.heartbeat import Heartbeat
+
+    trial = _FlakyTrial([UpdateFinishedTrialError("finished")])
+    with Heartbeat(trial, 0.01) as beat:
+        beat._thread.join(30)  # it ends by itself, before the block does
+        assert not beat._thread.is_alive()
+    assert trial.calls == 1 and trial.beats == []
+
+
 def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     from tfdoctor.tune.heartbeat import STALE_ATTR
     from tfdoctor.tune.shared import open_storage, open_study, run_worker

@@ -139,6 +139,38 @@ def test_a_report_of_a_shared_tune_whose_journal_is_gone_says_so(tmp_path):
     assert not (tmp_path / "gone.journal").exists()  # reading never creates a journal
 
 
+def _planted_report(tmp_path, storage):
+    from tfdoctor.report.html.build import _tune
+    from tfdoctor.tune.results import ResultsLog
+
+    header = {"space": thread_space().to_json(), "seeds": {}, "maximize": True, "budget": 8,
+              "shared": {"study": "t", "storage": storage}}
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    return visible_words(_tune(str(tmp_path / "r.jsonl")).body)
+
+
+def test_a_report_never_creates_the_database_a_results_file_names(tmp_path):
+    """SQLite makes the file it is pointed at, and RDBStorage its tables: a reader must do neither."""
+    shown = _planted_report(tmp_path, f"sqlite:///{tmp_path / 'planted.db'}")
+    assert (f"its shared study could not be read: the study's database {tmp_path / 'planted.db'} is not there; "
+            "this file's trials only") in shown
+    assert not (tmp_path / "planted.db").exists()
+
+
+def test_a_report_opens_no_storage_named_by_another_users_results_file(tmp_path, monkeypatch):
+    """The report is drawn from other people's files: their header must not make it connect to a database
+    (or write one) of their choosing."""
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "app.db").close()  # an existing database of the user's, not optuna's
+    before = (tmp_path / "app.db").read_bytes()
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 4242)
+    shown = _planted_report(tmp_path, f"sqlite:///{tmp_path / 'app.db'}")
+    assert ("the shared study it names is opened only from a results file of your own; this file's trials only"
+            in shown)
+    assert (tmp_path / "app.db").read_bytes() == before  # no optuna tables added
+
+
 def test_the_results_file_keeps_no_database_password_and_a_journal_path_absolute(tmp_path, monkeypatch):
     from tfdoctor.tune.shared import header_entry
 
@@ -146,6 +178,19 @@ def test_the_results_file_keeps_no_database_password_and_a_journal_path_absolute
         "study": "s", "storage": "postgresql://tuner@db.example:5432/tune"}
     monkeypatch.chdir(tmp_path)
     assert header_entry("study.journal", "s") == {"study": "s", "storage": str(tmp_path / "study.journal")}
+
+
+@pytest.mark.parametrize(("url", "kept"), [
+    # SQLAlchemy (the driver's parser) takes an unquoted '/' or ':' as part of the password.
+    ("postgresql://tuner:pa/ss@db:5432/tune", "postgresql://tuner@db:5432/tune"),
+    ("mysql+pymysql://tuner:a:b@db/tune", "mysql+pymysql://tuner@db/tune"),
+    ("postgresql://db/tune?sslmode=require&password=pa/ss", "postgresql://db/tune?sslmode=require"),
+    ("not a url://", "not a url://…"),
+])
+def test_no_password_the_driver_would_read_reaches_the_results_file(url, kept):
+    from tfdoctor.tune.shared import header_entry
+
+    assert header_entry(url, "s") == {"study": "s", "storage": kept}
 
 
 @pytest.mark.parametrize(("host", "expected"), [
@@ -307,6 +352,36 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert not (tmp_path / "gone.journal").exists()
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("budget", ["8", True, 0, -3, 2.5])
+def test_resuming_a_header_whose_budget_is_not_a_number_of_trials_is_refused(tmp_path, monkeypatch, capsys,
+                                                                             shared, budget):
+    """A hand-edited header: a usage error before any trial, not an internal error (a str compared with a
+    trial number) nor a tune of True trials."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+    from tfdoctor.tune.shared import header_entry
+    from tfdoctor.tune.space import current_settings
+
+    space = thread_space()
+    header = {"space": space.to_json(), "maximize": True, "budget": budget, "seed": 1,
+              "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
+              "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
+                            "user_metric": METRIC}}
+    if shared:
+        (tmp_path / "s.journal").touch()
+        header["shared"] = header_entry(str(tmp_path / "s.journal"), "t")
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    before = (tmp_path / "r.jsonl").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl"])
+    assert exit_.value.code == 2
+    assert "r.jsonl: the header's budget is not a whole number of trials (at least 1)" in capsys.readouterr().err
+    assert (tmp_path / "r.jsonl").read_bytes() == before  # no trial run
+    assert not shared or (tmp_path / "s.journal").stat().st_size == 0  # no study opened
+
+
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 300) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -376,6 +451,44 @@ class _SlowJob(FakeJob):
         return Measurement(done.status, done.value, self.seconds)
 
 
+class _FlakyTrial:
+    """A trial whose storage refuses the given writes (an exception each), and records the others."""
+
+    def __init__(self, failures):
+        self.failures, self.beats, self.calls = list(failures), [], 0
+
+    def set_user_attr(self, key, value):
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        self.beats.append((key, value))
+
+
+def test_a_heartbeat_goes_on_after_a_write_the_storage_refused():
+    """One lost write (an NFS hiccup) must not silence a live trial for good: beat_interval promises four
+    beats within the grace, so one lost beat costs nothing."""
+    from tfdoctor.tune.heartbeat import HEARTBEAT_ATTR, Heartbeat
+
+    trial = _FlakyTrial([OSError(5, "Input/output error")])
+    with Heartbeat(trial, 0.01):
+        deadline = time.monotonic() + 30
+        while len(trial.beats) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert len(trial.beats) >= 2 and {key for key, _ in trial.beats} == {HEARTBEAT_ATTR}
+
+
+def test_a_heartbeat_stops_once_its_trial_was_failed_by_another_worker():
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    from tfdoctor.tune.heartbeat import Heartbeat
+
+    trial = _FlakyTrial([UpdateFinishedTrialError("finished")])
+    with Heartbeat(trial, 0.01) as beat:
+        beat._thread.join(30)  # it ends by itself, before the block does
+        assert not beat._thread.is_alive()
+    assert trial.calls == 1 and trial.beats == []
+
+
 def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     from tfdoctor.tune.heartbeat import STALE_ATTR
     from tfdoctor.tune.shared import open_storage, open_study, run_worker
@@ -405,6 +518,42 @@ def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):
     assert not [t.number for t in trials if STALE_ATTR in t.user_attrs]
     assert sum(1 for t in trials if t.state == optuna.trial.TrialState.COMPLETE) == budget
     assert len(writer.records) == budget and all(r.status == "ok" for r in writer.records)
+
+
+@pytest.mark.parametrize("told", ["value", "error"])
+def test_a_trial_its_worker_finishes_while_another_fails_it_keeps_its_result(tmp_path, told):
+    """fail_stale writes the reason, then the state; the owner's result told in between wins (fail_stale says
+    False): the trial is counted as measured, not dropped and measured again."""
+    from tfdoctor.tune.heartbeat import STALE_ATTR, fail_stale
+    from tfdoctor.tune.search import _distributions
+    from tfdoctor.tune.shared import _orphans, open_storage, open_study, shared_records
+
+    space = thread_space()
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "race", True, 1, None)
+    trial = study.ask(_distributions(space))
+    params = rule_based_settings(TWO_CPUS, space)
+    for name, value in (("params", params), ("node", "n1"), ("worker", "n1:1"), ("seconds", 1.5)):
+        trial.set_user_attr(name, value)
+    storage, write = study._storage, study._storage.set_trial_user_attr
+
+    def reason_then_owner_tells(trial_id, key, value):
+        write(trial_id, key, value)
+        if key == STALE_ATTR:  # the owner's result lands between the reaper's two writes
+            if told == "value":
+                study.tell(trial, 5.0)
+            else:
+                trial.set_user_attr("error", "exit 1")
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+
+    storage.set_trial_user_attr = reason_then_owner_tells
+    running = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.RUNNING]
+    assert not fail_stale(study, running[0], "no heartbeat (test)")
+    storage.set_trial_user_attr = write
+    assert STALE_ATTR in study.get_trials()[0].user_attrs  # the reason stays: optuna cannot take it back
+    records = shared_records(study, space, 1)
+    assert [(r.params, r.status, r.value) for r in records] == [
+        (params, "ok", 5.0) if told == "value" else (params, "failed", None)]
+    assert _orphans(study.get_trials(), 1, space) == []  # not measured again
 
 
 def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path):

@@ -142,7 +142,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     --resume runs the command recorded in the results file, so it refuses a file another user owns; a
     space, resume or results file naming a parameter that is not an environment variable name is refused.
     """
-    from tfdoctor.tune.results import ResultsError, ResultsLog, check_owner, load_results, load_summary
+    from tfdoctor.tune.results import (
+        ResultsError,
+        ResultsLog,
+        check_owner,
+        load_results,
+        load_summary,
+        recorded_budget,
+    )
     from tfdoctor.tune.search import SEARCH_PHASES, Tuner, TuneSettings
     from tfdoctor.tune.space import (
         Space,
@@ -191,6 +198,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             seeds = header["seeds"]
             maximize = header["maximize"]
             recorded = dict(header["objective"])
+            header_budget = recorded_budget(header)
+        except ResultsError as exc:
+            raise UsageError(f"{resume}: {exc}") from None
         except SpaceError as exc:
             raise UsageError(f"{resume}: the header line is incomplete or invalid: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
@@ -209,7 +219,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                                  + (f"run: --budget {budget} is not above them" if budget is not None else "run")
                                  + f". To continue it, give --budget above {done} or --time SECONDS.\n")
         else:
-            budget = budget if budget is not None else header.get("budget")
+            budget = budget if budget is not None else header_budget
             if budget is None and time_limit is None:
                 time_limit = header.get("time_limit")  # a killed --time tune resumes with its full time again
         seed = header.get("seed")
@@ -225,14 +235,16 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         if recorded_shared is not None and not finished:
             # One worker's file of a shared tune: this process finishes the study it names (the budget is
             # the study's), measuring on this node.
-            if budget not in (None, header.get("budget")):
-                raise UsageError(f"--budget: a shared tune's budget is its study's ({header.get('budget')})")
+            if header_budget is None:
+                raise UsageError(f"{resume}: the header of a shared tune has no budget")
+            if budget not in (None, header_budget):
+                raise UsageError(f"--budget: a shared tune's budget is its study's ({header_budget})")
             storage, study_name = recorded_shared
             if "://" not in storage and not Path(storage).is_file():
                 # Opening it would start an empty study and measure the whole budget again.
                 raise UsageError(f"{resume}: the journal of its study, {storage}, is not there (moved or deleted); "
                                  "a shared tune is finished from its study")
-            budget = header.get("budget")
+            budget = header_budget
             _cpu, _launchers, node_facts = _node_facts()
         log = ResultsLog(resume)
     else:

@@ -35,8 +35,9 @@ def beat_interval(floor: float = GRACE_FLOOR) -> float:
 
 class Heartbeat:
     """`with Heartbeat(trial, interval):` beats while the block runs. It stops by itself once the trial is
-    finished (failed as stale by another worker) or the storage refuses a write: a beat must never stop
-    the measurement."""
+    finished (failed as stale by another worker). A write the storage refuses otherwise (a shared file
+    system's passing error) is one lost beat: the next is tried at the next interval, as beat_interval
+    counts on. A beat must never stop the measurement."""
 
     def __init__(self, trial: Any, interval: float) -> None:
         self._trial, self._interval = trial, interval
@@ -44,11 +45,15 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name="tfdoctor-heartbeat", daemon=True)
 
     def _run(self) -> None:
+        from optuna.exceptions import UpdateFinishedTrialError
+
         while True:
             try:
                 self._trial.set_user_attr(HEARTBEAT_ATTR, time.time())
-            except Exception:  # optuna's UpdateFinishedTrialError, a storage error: nothing more to beat
+            except UpdateFinishedTrialError:  # failed as stale meanwhile: nothing more to beat
                 return
+            except Exception:  # a lost beat: giving up would make a live trial look dead
+                pass
             if self._stop.wait(self._interval):
                 return
 
@@ -79,7 +84,8 @@ class Watch:
 
 def fail_stale(study: Any, trial: Any, reason: str) -> bool:
     """Mark a RUNNING trial FAIL with its reason; False when it finished meanwhile (its worker came back,
-    or another worker failed it first): then it is not ours to measure again."""
+    or another worker failed it first): then it is not ours to measure again (tfdoctor.tune.shared._stale:
+    a trial its worker finished between the two writes keeps its result)."""
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 

@@ -126,9 +126,12 @@ class ResultsLog:
             os.fsync(handle.fileno())
 
 
-def check_owner(path: str | os.PathLike[str]) -> None:
+def check_owner(path: str | os.PathLike[str],
+                why: str = "--resume runs the command recorded in it, so it only resumes results files of your own",
+                ) -> None:
     """`--resume` runs the command recorded in the file: only a file of this user's own may say which.
-    ResultsError for a file owned by anyone else (root included: a results file is never a system file)."""
+    ResultsError for a file owned by anyone else (root included: a results file is never a system file);
+    `why` says what the file would have made this process do."""
     if not hasattr(os, "getuid"):
         return
     try:
@@ -136,8 +139,18 @@ def check_owner(path: str | os.PathLike[str]) -> None:
     except OSError as exc:
         raise ResultsError(f"cannot read {path}: {exc.strerror or exc}") from None
     if owner != os.getuid():
-        raise ResultsError(f"{path} is owned by another user (uid {owner}): --resume runs the command recorded "
-                           "in it, so it only resumes results files of your own")
+        raise ResultsError(f"{path} is owned by another user (uid {owner}): {why}")
+
+
+def recorded_budget(header: Mapping[str, Any]) -> int | None:
+    """The trials a results file's header allows: None for a tune without a budget (a --time tune);
+    ResultsError for anything but a whole number of at least one (a hand-edited or damaged header)."""
+    budget = header.get("budget")
+    if budget is None:
+        return None
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ResultsError("the header's budget is not a whole number of trials (at least 1)")
+    return budget
 
 
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:

@@ -24,7 +24,6 @@ A single-node tune (no --storage) uses none of this.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,13 +43,14 @@ class StorageError(ValueError):
     """A storage that cannot be opened (shown to the user as a usage error)."""
 
 
-def open_storage(spec: str) -> Any:
-    """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path."""
+def open_storage(spec: str, read_only: bool = False) -> Any:
+    """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path. `read_only`
+    (a reader, not a worker): a database's tables are never created."""
     import optuna
 
     if "://" in spec:
         try:
-            return optuna.storages.RDBStorage(spec)
+            return optuna.storages.RDBStorage(spec, skip_table_creation=read_only)
         except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
             from tfdoctor.facts.redact import excerpt
 
@@ -218,20 +218,30 @@ def _reap(study: Any, watch: Any, budget: int, floor: float, worker: str,
     return trials
 
 
+def _stale(trial: Any) -> bool:
+    """Failed as stale by another worker, its own worker not having finished it first. fail_stale writes its
+    reason, then the state (two writes: optuna takes no attribute on a finished trial): a worker that tells
+    its result in between — a value, or its measurement's error — keeps its trial, the reason notwithstanding."""
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.heartbeat import STALE_ATTR
+
+    return STALE_ATTR in trial.user_attrs and trial.state == TrialState.FAIL and "error" not in trial.user_attrs
+
+
 def _orphans(trials: list[Any], budget: int, space: Space) -> list[Any]:
     """The stale trials of the budget whose configuration no live or finished trial measures again (one
     that died before it recorded a configuration has none to measure)."""
     from optuna.trial import TrialState
 
-    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     covered = {t.user_attrs.get(REPLACES_ATTR) for t in trials
-               if STALE_ATTR not in t.user_attrs and t.state in (TrialState.RUNNING, TrialState.COMPLETE,
-                                                                  TrialState.FAIL)}
+               if not _stale(t) and t.state in (TrialState.RUNNING, TrialState.COMPLETE, TrialState.FAIL)}
     orphans = []
     for trial in trials:
         origin = trial.user_attrs.get(REPLACES_ATTR, trial.number)
-        if (STALE_ATTR in trial.user_attrs and isinstance(origin, int) and origin < budget and origin not in covered
+        if (_stale(trial) and isinstance(origin, int) and origin < budget and origin not in covered
                 and _well_formed(space, trial.user_attrs.get("params"))):
             orphans.append(trial)
             covered.add(origin)
@@ -336,7 +346,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
     as "search"; the trials of `excluded` nodes left out."""
     from optuna.trial import TrialState
 
-    from tfdoctor.tune.heartbeat import REPLACES_ATTR, STALE_ATTR
+    from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     records: list[TrialRecord] = []
     replaced: set[Any] = set()
@@ -347,7 +357,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
                         key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
         params = trial.user_attrs.get("params")
         origin = origin_of(trial)
-        if (not isinstance(origin, int) or origin >= budget or origin in replaced or STALE_ATTR in trial.user_attrs
+        if (not isinstance(origin, int) or origin >= budget or origin in replaced or _stale(trial)
                 or not _well_formed(space, params) or trial.user_attrs.get("node") in excluded):
             continue
         if trial.state not in (TrialState.COMPLETE, TrialState.FAIL):
@@ -368,8 +378,25 @@ def header_entry(storage_spec: str, study_name: str) -> dict[str, str]:
     journal's absolute path, or the database URL without its password (a password stays in the driver's
     own configuration, e.g. ~/.pgpass, never in a results file)."""
     if "://" in storage_spec:
-        return {"study": study_name, "storage": re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", storage_spec)}
+        return {"study": study_name, "storage": _without_password(storage_spec)}
     return {"study": study_name, "storage": str(Path(storage_spec).resolve())}
+
+
+def _without_password(url: str) -> str:
+    """The URL as RDBStorage's driver layer (SQLAlchemy) parses it, its password dropped: the same parser, so a
+    password holding '/' or ':' (which SQLAlchemy accepts unquoted) is found where the driver finds it."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return url.split("://")[0] + "://…"  # not a URL the driver reads either: nothing of it is kept
+    from tfdoctor.facts.redact import is_secret_name
+
+    # A password can also ride in the query (?password=…, which the driver reads): dropped as well.
+    parsed = parsed.difference_update_query([k for k in parsed.query if is_secret_name(k)])
+    return parsed._replace(password=None).render_as_string(hide_password=False)  # set() skips a None
 
 
 def recorded_study(header: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -392,11 +419,18 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     spec, name = found
     if "://" not in spec and not Path(spec).is_file():
         raise StorageError(f"the study's journal {spec} is not there")
-    budget = header.get("budget")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+    if "://" in spec:
+        _check_database_there(spec)
+    from tfdoctor.tune.results import ResultsError, recorded_budget
+
+    try:
+        budget = recorded_budget(header)
+    except ResultsError as exc:
+        raise StorageError(str(exc)) from None
+    if budget is None:
         raise StorageError("the results file's header has no budget")
     try:
-        study = optuna.load_study(storage=open_storage(spec), study_name=name)
+        study = optuna.load_study(storage=open_storage(spec, read_only=True), study_name=name)
     except StorageError:
         raise
     except Exception as exc:  # no such study, a damaged journal: optuna raises many kinds
@@ -405,6 +439,19 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
         raise StorageError(f"cannot read study {name!r}: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
     excluded = odd_nodes(study)
     return shared_records(study, space, budget, set(excluded)), excluded
+
+
+def _check_database_there(url: str) -> None:
+    """A reader never creates a database: SQLite makes the file it is pointed at on connecting."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise StorageError("the study's database URL cannot be parsed") from None
+    if parsed.get_backend_name() == "sqlite" and not (parsed.database and Path(parsed.database).is_file()):
+        raise StorageError(f"the study's database {parsed.database or '(in memory)'} is not there")
 
 
 def mark_written(study: Any, worker: str, verdict: str) -> None:

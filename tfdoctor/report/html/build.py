@@ -54,6 +54,7 @@ def _tune(path: str) -> Section:
 def _shared_records(header: Mapping[str, Any], records: list[Any], path: str) -> tuple[list[Any], str]:
     """A worker's file of a shared tune: the study's trials (every worker's, the odd nodes' left out) with
     this file's own confirmation and verification runs; the study unreadable, the file's records and why."""
+    from tfdoctor.tune.results import ResultsError, check_owner
     from tfdoctor.tune.search import SEARCH_PHASES
     from tfdoctor.tune.shared import StorageError, load_shared, recorded_study
     from tfdoctor.tune.space import Space
@@ -62,8 +63,11 @@ def _shared_records(header: Mapping[str, Any], records: list[Any], path: str) ->
     if found is None:
         return records, path
     try:
+        # The report is drawn from other people's files; the storage a header names is opened (a database
+        # connected to) only for a file of this user's own, as --resume.
+        check_owner(path, "the shared study it names is opened only from a results file of your own")
         shared, excluded = load_shared(header, Space.from_json(header["space"]))
-    except StorageError as exc:
+    except (StorageError, ResultsError) as exc:
         return records, f"{path} (its shared study could not be read: {exc}; this file's trials only)"
     left_out = f"; the trials of {', '.join(sorted(excluded))} left out (unlike the other nodes)" if excluded else ""
     own = [r for r in records if r.phase not in SEARCH_PHASES]

@@ -135,6 +135,25 @@ def nvml_gpus_unbound(folder: Path) -> list[str]:
     return found
 
 
+# The version on the first line of /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module
+# 550.54.15  Thu Feb 22 …", or the open module's "… Open Kernel Module for x86_64  575.57.08  Release Build …").
+MODULE_VERSION = re.compile(r"NVRM version: (?:.*?\s)?(\d+\.\d+(?:\.\d+)?)\s")
+
+
+def nvml_driver_unlike_the_loaded_module(folder: Path) -> list[str]:
+    """NVML is the loaded module's own library: it reports that module's version, and a library of another
+    version fails ("Driver/library version mismatch"), so a fixture whose NVML names another driver than
+    /proc/driver/nvidia/version cannot exist. (No version line, as on WSL2 or Windows: nothing to compare.)"""
+    found = []
+    for path, facts in nvml_fixtures(folder):
+        line = facts.peek("host.nvidia_driver")
+        module = MODULE_VERSION.match(line + " ") if isinstance(line, str) else None
+        reported = facts.peek("nvml.driver_version")
+        if module and module.group(1) != reported:
+            found.append(f"{path.relative_to(folder)}: module {module.group(1)}, NVML {reported}")
+    return found
+
+
 def same_machine_twice(folder: Path) -> list[list[str]]:
     """Groups of fixtures with the same facts (their meta, the file's name, aside): one of them shows nothing
     the other does not, so a code's fixture is really another code's."""
@@ -160,6 +179,12 @@ def test_gpus_nvml_lists_are_bound_to_their_driver() -> None:
     assert nvml_gpus_unbound(SNAPSHOTS) == []
 
 
+def test_nvml_reports_the_driver_that_is_loaded() -> None:
+    assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS) == [], (
+        "NVML answers with the loaded module's version: give the fake root that driver (gpu_scenarios.build_root "
+        "loads the one the scenario's NVML reports) and record these fixtures again")
+
+
 def test_no_two_check_fixtures_are_the_same_machine() -> None:
     assert same_machine_twice(SNAPSHOTS / "checks") == [], (
         "make each fixture the situation its name says, one on which its own code fires")
@@ -182,3 +207,22 @@ def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None
     assert nvml_gpus_unbound(tmp_path)[:2] == ["drv001-driverless.json: 0000:1a:00.0 unbound",
                                                "drv001-driverless.json: 0000:3b:00.0 unbound"]
     assert same_machine_twice(tmp_path) == [["drv001-driverless.json", "numa001-driverless.json"]]
+
+
+def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: Path) -> None:
+    """The NUMA host (module 550.54.15 loaded, NVML 550.54.15) with NVML answering as driver 575.57.08; a
+    module line without a version (or none at all, as on WSL2) is left alone."""
+    data = json.loads((SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json").read_text())
+    assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS / "checks") == []
+    data["sections"]["nvml"]["driver_version"] = "575.57.08"
+    (tmp_path / "numa001-mismatch.json").write_text(json.dumps(data))
+    open_module = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  Thu Feb 22"
+    data["sections"]["host"]["nvidia_driver"] = open_module
+    (tmp_path / "numa002-open-module.json").write_text(json.dumps(data))
+    data["sections"]["host"]["nvidia_driver"] = "NVRM version: unreadable"
+    (tmp_path / "numa003-no-version.json").write_text(json.dumps(data))
+    del data["sections"]["host"]["nvidia_driver"]
+    (tmp_path / "numa004-wsl2.json").write_text(json.dumps(data))
+    assert nvml_driver_unlike_the_loaded_module(tmp_path) == [
+        "numa001-mismatch.json: module 550.54.15, NVML 575.57.08",
+        "numa002-open-module.json: module 550.54.15, NVML 575.57.08"]

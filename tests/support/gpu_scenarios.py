@@ -743,7 +743,31 @@ def by_name(name: str) -> Scenario:
 def build_root(scenario: Scenario, path: Path) -> FakeRoot:
     root = FakeRoot(path)
     scenario.build(root)
+    if "driver" in scenario.nvml and not scenario.no_nvml:
+        loaded_driver(root, scenario.nvml["driver"])
     return root
+
+
+def loaded_driver(root: FakeRoot, version: str) -> None:
+    """The nvidia module a scenario's NVML answers for is the one loaded: NVML is that module's own library
+    (another version fails with "Driver/library version mismatch"), so /proc/driver/nvidia/version and
+    libcuda.so.1 are `version`'s. A machine without the version file (WSL2) keeps its libraries."""
+    proc = root.path / "proc/driver/nvidia/version"
+    if not proc.is_file():
+        return
+    first, _, rest = proc.read_text().partition("\n")
+    words = first.split()
+    loaded = words[words.index("Module") + 1]
+    if loaded == version:
+        return
+    proc.write_text(first.replace(f"  {loaded}  ", f"  {version}  ", 1) + "\n" + rest)
+    libs = "/usr/lib/x86_64-linux-gnu"
+    stale = root.path / libs.lstrip("/") / f"libcuda.so.{loaded}"
+    if stale.is_file():
+        stale.unlink()
+        (root.path / libs.lstrip("/") / "libcuda.so.1").unlink()
+        lib(root, f"{libs}/libcuda.so.{version}", "libcuda.so.1")
+        link(root, f"{libs}/libcuda.so.1", f"libcuda.so.{version}")
 
 
 def collect(scenario: Scenario, root: FakeRoot) -> Facts:

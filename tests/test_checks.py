@@ -154,6 +154,22 @@ def nvml_driver_unlike_the_loaded_module(folder: Path) -> list[str]:
     return found
 
 
+# Instruction sets a CPU lists only with another: every AVX2 or FMA CPU has AVX, every AVX-512 one AVX2.
+CPU_FLAG_NEEDS = {"avx2": "avx", "fma": "avx", "avx512f": "avx2"}
+
+
+def cpu_flags_no_cpu_lists(folder: Path) -> list[str]:
+    """A recorded /proc/cpuinfo whose flags no CPU shows (AVX2 without AVX): the checks that read them judge a
+    processor that does not exist (CPU001 would say `import tensorflow` dies on it)."""
+    found = []
+    for path in sorted(folder.rglob("*.json")):
+        flags = Facts.load(path).peek("cpu.cpuinfo.flags")
+        if isinstance(flags, list):
+            found += [f"{path.relative_to(folder)}: {flag} without {needs}"
+                      for flag, needs in CPU_FLAG_NEEDS.items() if flag in flags and needs not in flags]
+    return found
+
+
 def same_machine_twice(folder: Path) -> list[list[str]]:
     """Groups of fixtures with the same facts (their meta, the file's name, aside): one of them shows nothing
     the other does not, so a code's fixture is really another code's."""
@@ -183,6 +199,11 @@ def test_nvml_reports_the_driver_that_is_loaded() -> None:
     assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS) == [], (
         "NVML answers with the loaded module's version: give the fake root that driver (gpu_scenarios.build_root "
         "loads the one the scenario's NVML reports) and record these fixtures again")
+
+
+def test_cpu_flags_are_a_cpus() -> None:
+    assert cpu_flags_no_cpu_lists(SNAPSHOTS) == [], (
+        "record these fixtures with the flags of a real CPU (tests/support/framework_facts.py HASWELL_FLAGS)")
 
 
 def test_no_two_check_fixtures_are_the_same_machine() -> None:
@@ -226,3 +247,13 @@ def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: 
     assert nvml_driver_unlike_the_loaded_module(tmp_path) == [
         "numa001-mismatch.json: module 550.54.15, NVML 575.57.08",
         "numa002-open-module.json: module 550.54.15, NVML 575.57.08"]
+
+
+def test_the_cpu_flags_guard_catches_avx2_without_avx(tmp_path: Path) -> None:
+    data = json.loads((SNAPSHOTS / "checks" / "mp104-bfloat16-on-cpu-without-bf16-units.json").read_text())
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx2", "fma", "sse4_2"]
+    (tmp_path / "mp104-avx2-alone.json").write_text(json.dumps(data))
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx", "avx2", "avx512f", "fma"]
+    (tmp_path / "mp105-avx512.json").write_text(json.dumps(data))
+    assert cpu_flags_no_cpu_lists(tmp_path) == ["mp104-avx2-alone.json: avx2 without avx",
+                                                "mp104-avx2-alone.json: fma without avx"]

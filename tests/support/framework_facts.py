@@ -19,8 +19,14 @@ def gpu_devices(*models: tuple[str, str], **extra: Any) -> list[dict[str, Any]]:
              "pci_bus_id": f"00000000:{i + 1:02X}:00.0", **extra} for i, (name, cc) in enumerate(models)]
 
 
+# The /proc/cpuinfo flags of a Haswell Xeon (E5-2680 v3) that the checks read: AVX2 and FMA, with the AVX and
+# SSE levels every CPU that has them lists too (no AVX-512, no bfloat16 units).
+HASWELL_FLAGS = ("fpu", "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "avx", "f16c", "fma", "avx2", "bmi1",
+                 "bmi2")
+
+
 def make_facts(env: dict[str, str] | None = None, gpus: list[dict[str, Any]] | None = None,
-               keras: dict[str, Any] | None = None, flags: tuple[str, ...] = ("avx2", "fma"),
+               keras: dict[str, Any] | None = None, flags: tuple[str, ...] = HASWELL_FLAGS,
                container: bool = False, network: dict[str, Any] | None = None, shm: dict[str, Any] | None = None,
                iommu: dict[str, Any] | None = None, profile: dict[str, Any] | None = None) -> Facts:
     sections: dict[str, Any] = {

@@ -135,21 +135,25 @@ def nvml_gpus_unbound(folder: Path) -> list[str]:
     return found
 
 
-# The version on the first line of /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module
-# 550.54.15  Thu Feb 22 …", or the open module's "… Open Kernel Module for x86_64  575.57.08  Release Build …").
-MODULE_VERSION = re.compile(r"NVRM version: (?:.*?\s)?(\d+\.\d+(?:\.\d+)?)\s")
+# The first line of /proc/driver/nvidia/version as the module writes it ("NVRM version: NVIDIA UNIX x86_64 Kernel
+# Module  550.54.15  Thu Feb 22 …", the open module's "… Open Kernel Module for x86_64  575.57.08  Release …").
+MODULE_LINE = re.compile(r"NVRM version: NVIDIA UNIX (?:[\w-]+ )*?Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+)+)(?:\s|$)")
 
 
 def nvml_driver_unlike_the_loaded_module(folder: Path) -> list[str]:
     """NVML is the loaded module's own library: it reports that module's version, and a library of another
     version fails ("Driver/library version mismatch"), so a fixture whose NVML names another driver than
-    /proc/driver/nvidia/version cannot exist. (No version line, as on WSL2 or Windows: nothing to compare.)"""
+    /proc/driver/nvidia/version cannot exist; nor a version line the module does not write. (No line, as on
+    WSL2 or Windows: nothing to compare.)"""
     found = []
     for path, facts in nvml_fixtures(folder):
         line = facts.peek("host.nvidia_driver")
-        module = MODULE_VERSION.match(line + " ") if isinstance(line, str) else None
-        reported = facts.peek("nvml.driver_version")
-        if module and module.group(1) != reported:
+        if not isinstance(line, str):
+            continue
+        module, reported = MODULE_LINE.match(line), facts.peek("nvml.driver_version")
+        if module is None:
+            found.append(f"{path.relative_to(folder)}: {line!r} is not the module's version line")
+        elif module.group(1) != reported:
             found.append(f"{path.relative_to(folder)}: module {module.group(1)}, NVML {reported}")
     return found
 
@@ -231,8 +235,8 @@ def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None
 
 
 def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: Path) -> None:
-    """The NUMA host (module 550.54.15 loaded, NVML 550.54.15) with NVML answering as driver 575.57.08; a
-    module line without a version (or none at all, as on WSL2) is left alone."""
+    """The NUMA host (module 550.54.15 loaded, NVML 550.54.15) with NVML answering as driver 575.57.08, and
+    with a version line no module writes; no line at all (WSL2) is left alone."""
     data = json.loads((SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json").read_text())
     assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS / "checks") == []
     data["sections"]["nvml"]["driver_version"] = "575.57.08"
@@ -240,13 +244,14 @@ def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: 
     open_module = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  Thu Feb 22"
     data["sections"]["host"]["nvidia_driver"] = open_module
     (tmp_path / "numa002-open-module.json").write_text(json.dumps(data))
-    data["sections"]["host"]["nvidia_driver"] = "NVRM version: unreadable"
-    (tmp_path / "numa003-no-version.json").write_text(json.dumps(data))
+    data["sections"]["host"]["nvidia_driver"] = "NVRM version: 575.57.08"
+    (tmp_path / "numa003-short-line.json").write_text(json.dumps(data))
     del data["sections"]["host"]["nvidia_driver"]
     (tmp_path / "numa004-wsl2.json").write_text(json.dumps(data))
     assert nvml_driver_unlike_the_loaded_module(tmp_path) == [
         "numa001-mismatch.json: module 550.54.15, NVML 575.57.08",
-        "numa002-open-module.json: module 550.54.15, NVML 575.57.08"]
+        "numa002-open-module.json: module 550.54.15, NVML 575.57.08",
+        "numa003-short-line.json: 'NVRM version: 575.57.08' is not the module's version line"]
 
 
 def test_the_cpu_flags_guard_catches_avx2_without_avx(tmp_path: Path) -> None:

@@ -174,6 +174,17 @@ def cpu_flags_no_cpu_lists(folder: Path) -> list[str]:
     return found
 
 
+GPU_UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def nvml_uuids_no_gpu_has(folder: Path) -> list[str]:
+    """NVML names each GPU by "GPU-" and a UUID (what CUDA_VISIBLE_DEVICES may hold, by prefix): "GPU-0000"
+    is no GPU's, and a prefix of it would select GPUs no real machine would."""
+    return [f"{path.relative_to(folder)}: {gpu.get('uuid')!r}" for path, facts in nvml_fixtures(folder)
+            for gpu in facts.peek("nvml.devices")
+            if isinstance(gpu, dict) and isinstance(gpu.get("uuid"), str) and not GPU_UUID.fullmatch(gpu["uuid"])]
+
+
 def same_machine_twice(folder: Path) -> list[list[str]]:
     """Groups of fixtures with the same facts (their meta, the file's name, aside): one of them shows nothing
     the other does not, so a code's fixture is really another code's."""
@@ -203,6 +214,10 @@ def test_nvml_reports_the_driver_that_is_loaded() -> None:
     assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS) == [], (
         "NVML answers with the loaded module's version: give the fake root that driver (gpu_scenarios.build_root "
         "loads the one the scenario's NVML reports) and record these fixtures again")
+
+
+def test_nvml_gpus_have_the_uuids_nvml_gives() -> None:
+    assert nvml_uuids_no_gpu_has(SNAPSHOTS) == [], "give these GPUs UUIDs as NVML reports them (gpu_scenarios.gpu_uuid)"
 
 
 def test_cpu_flags_are_a_cpus() -> None:
@@ -262,3 +277,10 @@ def test_the_cpu_flags_guard_catches_avx2_without_avx(tmp_path: Path) -> None:
     (tmp_path / "mp105-avx512.json").write_text(json.dumps(data))
     assert cpu_flags_no_cpu_lists(tmp_path) == ["mp104-avx2-alone.json: avx2 without avx",
                                                 "mp104-avx2-alone.json: fma without avx"]
+
+
+def test_the_uuid_guard_catches_a_made_up_uuid(tmp_path: Path) -> None:
+    data = json.loads((SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json").read_text())
+    data["sections"]["nvml"]["devices"][1]["uuid"] = "GPU-0001"
+    (tmp_path / "numa001-made-up.json").write_text(json.dumps(data))
+    assert nvml_uuids_no_gpu_has(tmp_path) == ["numa001-made-up.json: 'GPU-0001'"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.gpu_scenarios import gpu_uuid
 from tfdoctor.facts import Facts
 from tfdoctor.testing import facts_from
 
@@ -15,7 +16,7 @@ P100 = ("Tesla P100-PCIE-16GB", "6.0")
 
 
 def gpu_devices(*models: tuple[str, str], **extra: Any) -> list[dict[str, Any]]:
-    return [{"index": i, "name": name, "compute_capability": cc, "uuid": f"GPU-{i:04d}",
+    return [{"index": i, "name": name, "compute_capability": cc, "uuid": gpu_uuid(i),
              "pci_bus_id": f"00000000:{i + 1:02X}:00.0", **extra} for i, (name, cc) in enumerate(models)]
 
 

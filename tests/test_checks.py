@@ -122,16 +122,20 @@ def gpu_stack_sections_missing(folder: Path) -> list[str]:
 
 
 def nvml_gpus_unbound(folder: Path) -> list[str]:
-    """NVML lists only the GPUs the nvidia module has claimed: each one the PCI bus shows is bound to a driver."""
+    """NVML lists only the GPUs the nvidia module has claimed: each is on the PCI bus (where the bus could be
+    read: not on WSL2), bound to a driver."""
     found = []
     for path, facts in nvml_fixtures(folder):
         pci = facts.peek("gpu_pci.devices")
-        bound = {d.get("address", "").lower(): d.get("driver_bound") for d in pci if isinstance(d, dict)} \
-            if isinstance(pci, list) else {}
+        if not isinstance(pci, list):
+            continue
+        bound = {d.get("address", "").lower(): d.get("driver_bound") for d in pci if isinstance(d, dict)}
         for gpu in facts.peek("nvml.devices"):
             address = str(gpu.get("pci_bus_id", ""))[4:].lower()  # NVML "00000000:3B:00.0" -> sysfs "0000:3b:00.0"
             if bound.get(address) is False:
                 found.append(f"{path.relative_to(folder)}: {address} unbound")
+            elif address not in bound:
+                found.append(f"{path.relative_to(folder)}: {address} not on the PCI bus")
     return found
 
 
@@ -247,6 +251,12 @@ def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None
     assert nvml_gpus_unbound(tmp_path)[:2] == ["drv001-driverless.json: 0000:1a:00.0 unbound",
                                                "drv001-driverless.json: 0000:3b:00.0 unbound"]
     assert same_machine_twice(tmp_path) == [["drv001-driverless.json", "numa001-driverless.json"]]
+    data["sections"]["gpu_pci"]["devices"] = data["sections"]["gpu_pci"]["devices"][1:]  # GPU 0 off the bus
+    for device in data["sections"]["gpu_pci"]["devices"]:
+        device["driver_bound"] = True
+    (tmp_path / "numa001-driverless.json").write_text(json.dumps(data))
+    (tmp_path / "drv001-driverless.json").unlink()
+    assert nvml_gpus_unbound(tmp_path) == ["numa001-driverless.json: 0000:1a:00.0 not on the PCI bus"]
 
 
 def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: Path) -> None:

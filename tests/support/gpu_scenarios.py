@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -302,8 +303,8 @@ def user_environment(extra: dict[str, str]) -> dict[str, str]:
             **extra}
 
 
-def _pip_machine(root: FakeRoot) -> None:
-    driver(root)
+def _pip_machine(root: FakeRoot, gpus: int = 1) -> None:
+    driver(root, gpus=gpus)
     process(root)
     tensorflow(root, pins=PINS_215)
     wheels(root)
@@ -617,13 +618,11 @@ SCENARIOS: list[Scenario] = [
              env={"LD_LIBRARY_PATH": "/opt/cudnn-8.6/lib"}, expect=("CUDA002",)),
     Scenario("cuda003-cublas-shadowed", _newer_cublas_on_path, python=PIP,
              env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64"}, expect=("CUDA003",)),
-    Scenario("cuda004-visible-devices-missing", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
-        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+    Scenario("cuda004-visible-devices-missing", partial(_pip_machine, gpus=2), python=PIP, gpus=TWO_A100,
         env={"CUDA_VISIBLE_DEVICES": "1,2,3"}, expect=("CUDA004",)),
     Scenario("cuda005-visible-devices-empty", _pip_machine, python=PIP, env={"CUDA_VISIBLE_DEVICES": ""},
              expect=("CUDA005",)),
-    Scenario("cuda006-visible-devices-mixed", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
-        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+    Scenario("cuda006-visible-devices-mixed", partial(_pip_machine, gpus=2), python=PIP, gpus=TWO_A100,
         env={"CUDA_VISIBLE_DEVICES": "0,GPU-1b2c3d4e"}, expect=("CUDA006",)),
     Scenario("cuda007-jit-cache-default", _pip_machine, python=PIP,
              gpus=H100, expect=("CUDA007", "DRV003")),

@@ -122,17 +122,71 @@ def gpu_stack_sections_missing(folder: Path) -> list[str]:
 
 
 def nvml_gpus_unbound(folder: Path) -> list[str]:
-    """NVML lists only the GPUs the nvidia module has claimed: each one the PCI bus shows is bound to a driver."""
+    """NVML lists only the GPUs the nvidia module has claimed: each is on the PCI bus (where the bus could be
+    read: not on WSL2), bound to a driver."""
     found = []
     for path, facts in nvml_fixtures(folder):
         pci = facts.peek("gpu_pci.devices")
-        bound = {d.get("address", "").lower(): d.get("driver_bound") for d in pci if isinstance(d, dict)} \
-            if isinstance(pci, list) else {}
+        if not isinstance(pci, list):
+            continue
+        bound = {d.get("address", "").lower(): d.get("driver_bound") for d in pci if isinstance(d, dict)}
         for gpu in facts.peek("nvml.devices"):
             address = str(gpu.get("pci_bus_id", ""))[4:].lower()  # NVML "00000000:3B:00.0" -> sysfs "0000:3b:00.0"
             if bound.get(address) is False:
                 found.append(f"{path.relative_to(folder)}: {address} unbound")
+            elif address not in bound:
+                found.append(f"{path.relative_to(folder)}: {address} not on the PCI bus")
     return found
+
+
+# The first line of /proc/driver/nvidia/version as the module writes it ("NVRM version: NVIDIA UNIX x86_64 Kernel
+# Module  550.54.15  Thu Feb 22 …", the open module's "… Open Kernel Module for x86_64  575.57.08  Release …").
+MODULE_LINE = re.compile(r"NVRM version: NVIDIA UNIX (?:[\w-]+ )*?Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+)+)(?:\s|$)")
+
+
+def nvml_driver_unlike_the_loaded_module(folder: Path) -> list[str]:
+    """NVML is the loaded module's own library: it reports that module's version, and a library of another
+    version fails ("Driver/library version mismatch"), so a fixture whose NVML names another driver than
+    /proc/driver/nvidia/version cannot exist; nor a version line the module does not write. (No line, as on
+    WSL2 or Windows: nothing to compare.)"""
+    found = []
+    for path, facts in nvml_fixtures(folder):
+        line = facts.peek("host.nvidia_driver")
+        if not isinstance(line, str):
+            continue
+        module, reported = MODULE_LINE.match(line), facts.peek("nvml.driver_version")
+        if module is None:
+            found.append(f"{path.relative_to(folder)}: {line!r} is not the module's version line")
+        elif module.group(1) != reported:
+            found.append(f"{path.relative_to(folder)}: module {module.group(1)}, NVML {reported}")
+    return found
+
+
+# Instruction sets a CPU lists only with another: every AVX2 or FMA CPU has AVX, every AVX-512 one AVX2.
+CPU_FLAG_NEEDS = {"avx2": "avx", "fma": "avx", "avx512f": "avx2"}
+
+
+def cpu_flags_no_cpu_lists(folder: Path) -> list[str]:
+    """A recorded /proc/cpuinfo whose flags no CPU shows (AVX2 without AVX): the checks that read them judge a
+    processor that does not exist (CPU001 would say `import tensorflow` dies on it)."""
+    found = []
+    for path in sorted(folder.rglob("*.json")):
+        flags = Facts.load(path).peek("cpu.cpuinfo.flags")
+        if isinstance(flags, list):
+            found += [f"{path.relative_to(folder)}: {flag} without {needs}"
+                      for flag, needs in CPU_FLAG_NEEDS.items() if flag in flags and needs not in flags]
+    return found
+
+
+GPU_UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def nvml_uuids_no_gpu_has(folder: Path) -> list[str]:
+    """NVML names each GPU by "GPU-" and a UUID (what CUDA_VISIBLE_DEVICES may hold, by prefix): "GPU-0000"
+    is no GPU's, and a prefix of it would select GPUs no real machine would."""
+    return [f"{path.relative_to(folder)}: {gpu.get('uuid')!r}" for path, facts in nvml_fixtures(folder)
+            for gpu in facts.peek("nvml.devices")
+            if isinstance(gpu, dict) and isinstance(gpu.get("uuid"), str) and not GPU_UUID.fullmatch(gpu["uuid"])]
 
 
 def same_machine_twice(folder: Path) -> list[list[str]]:
@@ -160,6 +214,21 @@ def test_gpus_nvml_lists_are_bound_to_their_driver() -> None:
     assert nvml_gpus_unbound(SNAPSHOTS) == []
 
 
+def test_nvml_reports_the_driver_that_is_loaded() -> None:
+    assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS) == [], (
+        "NVML answers with the loaded module's version: give the fake root that driver (gpu_scenarios.build_root "
+        "loads the one the scenario's NVML reports) and record these fixtures again")
+
+
+def test_nvml_gpus_have_the_uuids_nvml_gives() -> None:
+    assert nvml_uuids_no_gpu_has(SNAPSHOTS) == [], "give these GPUs UUIDs as NVML reports them (gpu_scenarios.gpu_uuid)"
+
+
+def test_cpu_flags_are_a_cpus() -> None:
+    assert cpu_flags_no_cpu_lists(SNAPSHOTS) == [], (
+        "record these fixtures with the flags of a real CPU (tests/support/framework_facts.py HASWELL_FLAGS)")
+
+
 def test_no_two_check_fixtures_are_the_same_machine() -> None:
     assert same_machine_twice(SNAPSHOTS / "checks") == [], (
         "make each fixture the situation its name says, one on which its own code fires")
@@ -182,3 +251,46 @@ def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None
     assert nvml_gpus_unbound(tmp_path)[:2] == ["drv001-driverless.json: 0000:1a:00.0 unbound",
                                                "drv001-driverless.json: 0000:3b:00.0 unbound"]
     assert same_machine_twice(tmp_path) == [["drv001-driverless.json", "numa001-driverless.json"]]
+    data["sections"]["gpu_pci"]["devices"] = data["sections"]["gpu_pci"]["devices"][1:]  # GPU 0 off the bus
+    for device in data["sections"]["gpu_pci"]["devices"]:
+        device["driver_bound"] = True
+    (tmp_path / "numa001-driverless.json").write_text(json.dumps(data))
+    (tmp_path / "drv001-driverless.json").unlink()
+    assert nvml_gpus_unbound(tmp_path) == ["numa001-driverless.json: 0000:1a:00.0 not on the PCI bus"]
+
+
+def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: Path) -> None:
+    """The NUMA host (module 550.54.15 loaded, NVML 550.54.15) with NVML answering as driver 575.57.08, and
+    with a version line no module writes; no line at all (WSL2) is left alone."""
+    data = json.loads((SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json").read_text())
+    assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS / "checks") == []
+    data["sections"]["nvml"]["driver_version"] = "575.57.08"
+    (tmp_path / "numa001-mismatch.json").write_text(json.dumps(data))
+    open_module = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  Thu Feb 22"
+    data["sections"]["host"]["nvidia_driver"] = open_module
+    (tmp_path / "numa002-open-module.json").write_text(json.dumps(data))
+    data["sections"]["host"]["nvidia_driver"] = "NVRM version: 575.57.08"
+    (tmp_path / "numa003-short-line.json").write_text(json.dumps(data))
+    del data["sections"]["host"]["nvidia_driver"]
+    (tmp_path / "numa004-wsl2.json").write_text(json.dumps(data))
+    assert nvml_driver_unlike_the_loaded_module(tmp_path) == [
+        "numa001-mismatch.json: module 550.54.15, NVML 575.57.08",
+        "numa002-open-module.json: module 550.54.15, NVML 575.57.08",
+        "numa003-short-line.json: 'NVRM version: 575.57.08' is not the module's version line"]
+
+
+def test_the_cpu_flags_guard_catches_avx2_without_avx(tmp_path: Path) -> None:
+    data = json.loads((SNAPSHOTS / "checks" / "mp104-bfloat16-on-cpu-without-bf16-units.json").read_text())
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx2", "fma", "sse4_2"]
+    (tmp_path / "mp104-avx2-alone.json").write_text(json.dumps(data))
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx", "avx2", "avx512f", "fma"]
+    (tmp_path / "mp105-avx512.json").write_text(json.dumps(data))
+    assert cpu_flags_no_cpu_lists(tmp_path) == ["mp104-avx2-alone.json: avx2 without avx",
+                                                "mp104-avx2-alone.json: fma without avx"]
+
+
+def test_the_uuid_guard_catches_a_made_up_uuid(tmp_path: Path) -> None:
+    data = json.loads((SNAPSHOTS / "checks" / "numa001-unbound-process-with-gpus-on-one-node.json").read_text())
+    data["sections"]["nvml"]["devices"][1]["uuid"] = "GPU-0001"
+    (tmp_path / "numa001-made-up.json").write_text(json.dumps(data))
+    assert nvml_uuids_no_gpu_has(tmp_path) == ["numa001-made-up.json: 'GPU-0001'"]

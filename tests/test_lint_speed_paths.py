@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import gc
 import os
+import resource
 import sys
 import weakref
 from pathlib import Path
@@ -203,7 +204,24 @@ def test_the_pool_benchmark_starts_every_worker_and_unfreezes_the_heap():
     before = gc.get_freeze_count()
     elapsed, cpu = timed_once(lambda: start_pool(2))
     assert gc.get_freeze_count() == before  # the heap is frozen only while the pool lives
-    assert elapsed > 0 and cpu > 0  # the forked workers' CPU is counted once they are reaped
+    assert elapsed > 0 and cpu > 0
+
+
+def test_the_benchmarks_cpu_time_counts_the_children_it_waited_for():
+    """A child that computes for a fixed amount of CPU (about half a second here; a loaded machine stretches
+    its wall time, not its CPU time) while this process only waits: its CPU is in the figure."""
+    import subprocess
+
+    from lint_speed import timed_once
+
+    def child() -> None:
+        subprocess.run([sys.executable, "-c", "sum(range(5 * 10**7))"], check=True, timeout=300)
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    _elapsed, cpu = timed_once(child)
+    waiting = resource.getrusage(resource.RUSAGE_SELF)
+    own_cpu = waiting.ru_utime + waiting.ru_stime - own.ru_utime - own.ru_stime
+    assert cpu - own_cpu > 0.1, (cpu, own_cpu)
 
 
 def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,12 +93,25 @@ def test_snapshot_source_runs_standalone_with_isolated_path(tmp_path):
 
 
 def _other_pythons() -> list[str]:
-    found = sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))[:1]
-    found += sorted(glob.glob("/usr/bin/python3.1[0-9]"))[:1]
-    return found
+    """Interpreters of other versions than the one running the tests, found in pyenv's versions
+    ($PYENV_ROOT, else ~/.pyenv) or as `python3.N` on PATH (not a pyenv shim, which runs whatever version
+    pyenv selects): the oldest the snapshot supports (3.8+, its docstring) and the newest, so the source
+    is run under more than the version it was written with."""
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    found = []
+    for minor in range(8, 15):
+        if (3, minor) == sys.version_info[:2]:
+            continue
+        name = f"python3.{minor}"
+        on_path = shutil.which(name)
+        candidates = [*sorted(glob.glob(str(pyenv / "versions" / f"3.{minor}.*" / "bin" / name))),
+                      on_path if on_path and Path(on_path).parent.name != "shims" else None]
+        found += [c for c in candidates if c][:1]
+    return sorted(set(found[:1] + found[-1:]), key=found.index)
 
 
-@pytest.mark.parametrize("python", _other_pythons() or [pytest.param("", marks=pytest.mark.skip("none found"))])
+@pytest.mark.parametrize("python", _other_pythons() or [pytest.param("", marks=pytest.mark.skip(
+    f"no python3.8 to 3.14 other than {sys.version_info[0]}.{sys.version_info[1]} on PATH or in pyenv"))])
 def test_snapshot_under_another_python_version(python, tmp_path):
     done = subprocess.run([python, "-B", "-c", SNAPSHOT_SOURCE], capture_output=True, timeout=60, cwd=tmp_path,
                           check=True)

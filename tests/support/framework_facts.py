@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.gpu_scenarios import gpu_uuid
 from tfdoctor.facts import Facts
 from tfdoctor.testing import facts_from
 
@@ -15,17 +16,25 @@ P100 = ("Tesla P100-PCIE-16GB", "6.0")
 
 
 def gpu_devices(*models: tuple[str, str], **extra: Any) -> list[dict[str, Any]]:
-    return [{"index": i, "name": name, "compute_capability": cc, "uuid": f"GPU-{i:04d}",
+    return [{"index": i, "name": name, "compute_capability": cc, "uuid": gpu_uuid(i),
              "pci_bus_id": f"00000000:{i + 1:02X}:00.0", **extra} for i, (name, cc) in enumerate(models)]
 
 
+# The first line of /proc/driver/nvidia/version with driver 550.54.15 loaded (NVML's driver_version below).
+DRIVER_LINE = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Thu Feb 22 01:44:30 UTC 2024"
+# The /proc/cpuinfo flags of a Haswell Xeon (E5-2680 v3) that the checks read: AVX2 and FMA, with the AVX and
+# SSE levels every CPU that has them lists too (no AVX-512, no bfloat16 units).
+HASWELL_FLAGS = ("fpu", "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "avx", "f16c", "fma", "avx2", "bmi1",
+                 "bmi2")
+
+
 def make_facts(env: dict[str, str] | None = None, gpus: list[dict[str, Any]] | None = None,
-               keras: dict[str, Any] | None = None, flags: tuple[str, ...] = ("avx2", "fma"),
+               keras: dict[str, Any] | None = None, flags: tuple[str, ...] = HASWELL_FLAGS,
                container: bool = False, network: dict[str, Any] | None = None, shm: dict[str, Any] | None = None,
                iommu: dict[str, Any] | None = None, profile: dict[str, Any] | None = None) -> Facts:
     sections: dict[str, Any] = {
         "host": {"arch": "x86_64", "container": {"detected": container, "signs": []},
-                 "nvidia_driver": "NVRM version: 550.54.15" if gpus else None},
+                 "nvidia_driver": DRIVER_LINE if gpus else None},
         "cpu": {"cpuinfo": {"flags": sorted(flags), "vendor": "GenuineIntel", "model_name": "Fake", "processors": 8}},
         "keras": {"path": "/home/u/.keras/keras.json", "exists": keras is not None, "config": keras},
         "network": network or {"hostname": "node1", "names": ["node1", "node1.cluster.local"],

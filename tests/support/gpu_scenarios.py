@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -302,8 +303,8 @@ def user_environment(extra: dict[str, str]) -> dict[str, str]:
             **extra}
 
 
-def _pip_machine(root: FakeRoot) -> None:
-    driver(root)
+def _pip_machine(root: FakeRoot, gpus: int = 1) -> None:
+    driver(root, gpus=gpus)
     process(root)
     tensorflow(root, pins=PINS_215)
     wheels(root)
@@ -617,13 +618,11 @@ SCENARIOS: list[Scenario] = [
              env={"LD_LIBRARY_PATH": "/opt/cudnn-8.6/lib"}, expect=("CUDA002",)),
     Scenario("cuda003-cublas-shadowed", _newer_cublas_on_path, python=PIP,
              env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64"}, expect=("CUDA003",)),
-    Scenario("cuda004-visible-devices-missing", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
-        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+    Scenario("cuda004-visible-devices-missing", partial(_pip_machine, gpus=2), python=PIP, gpus=TWO_A100,
         env={"CUDA_VISIBLE_DEVICES": "1,2,3"}, expect=("CUDA004",)),
     Scenario("cuda005-visible-devices-empty", _pip_machine, python=PIP, env={"CUDA_VISIBLE_DEVICES": ""},
              expect=("CUDA005",)),
-    Scenario("cuda006-visible-devices-mixed", _pip_machine, python=PIP, gpus=[FakeGpu(), FakeGpu(
-        uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", pci_bus_id="00000000:3C:00.0")],
+    Scenario("cuda006-visible-devices-mixed", partial(_pip_machine, gpus=2), python=PIP, gpus=TWO_A100,
         env={"CUDA_VISIBLE_DEVICES": "0,GPU-1b2c3d4e"}, expect=("CUDA006",)),
     Scenario("cuda007-jit-cache-default", _pip_machine, python=PIP,
              gpus=H100, expect=("CUDA007", "DRV003")),
@@ -743,7 +742,31 @@ def by_name(name: str) -> Scenario:
 def build_root(scenario: Scenario, path: Path) -> FakeRoot:
     root = FakeRoot(path)
     scenario.build(root)
+    if "driver" in scenario.nvml and not scenario.no_nvml:
+        loaded_driver(root, scenario.nvml["driver"])
     return root
+
+
+def loaded_driver(root: FakeRoot, version: str) -> None:
+    """The nvidia module a scenario's NVML answers for is the one loaded: NVML is that module's own library
+    (another version fails with "Driver/library version mismatch"), so /proc/driver/nvidia/version and
+    libcuda.so.1 are `version`'s. A machine without the version file (WSL2) keeps its libraries."""
+    proc = root.path / "proc/driver/nvidia/version"
+    if not proc.is_file():
+        return
+    first, _, rest = proc.read_text().partition("\n")
+    words = first.split()
+    loaded = words[words.index("Module") + 1]
+    if loaded == version:
+        return
+    proc.write_text(first.replace(f"  {loaded}  ", f"  {version}  ", 1) + "\n" + rest)
+    libs = "/usr/lib/x86_64-linux-gnu"
+    stale = root.path / libs.lstrip("/") / f"libcuda.so.{loaded}"
+    if stale.is_file():
+        stale.unlink()
+        (root.path / libs.lstrip("/") / "libcuda.so.1").unlink()
+        lib(root, f"{libs}/libcuda.so.{version}", "libcuda.so.1")
+        link(root, f"{libs}/libcuda.so.1", f"libcuda.so.{version}")
 
 
 def collect(scenario: Scenario, root: FakeRoot) -> Facts:

@@ -163,7 +163,7 @@ def nvml_driver_unlike_the_loaded_module(folder: Path) -> list[str]:
 
 
 # Instruction sets a CPU lists only with another: every AVX2 or FMA CPU has AVX, every AVX-512 one AVX2.
-CPU_FLAG_NEEDS = {"avx2": "avx", "fma": "avx", "avx512f": "avx2"}
+CPU_FLAG_NEEDS = {"avx2": "avx", "fma": "avx", "avx512f": "avx2", "avx": "sse4_2", "sse4_2": "sse4_1"}
 
 
 def cpu_flags_no_cpu_lists(folder: Path) -> list[str]:
@@ -226,7 +226,7 @@ def test_nvml_gpus_have_the_uuids_nvml_gives() -> None:
 
 def test_cpu_flags_are_a_cpus() -> None:
     assert cpu_flags_no_cpu_lists(SNAPSHOTS) == [], (
-        "record these fixtures with the flags of a real CPU (tests/support/framework_facts.py HASWELL_FLAGS)")
+        "record these fixtures with the flags of a real CPU (tfdoctor.testing.HASWELL_FLAGS)")
 
 
 def test_no_two_check_fixtures_are_the_same_machine() -> None:
@@ -281,12 +281,15 @@ def test_the_driver_version_guard_catches_a_library_of_another_driver(tmp_path: 
 
 def test_the_cpu_flags_guard_catches_avx2_without_avx(tmp_path: Path) -> None:
     data = json.loads((SNAPSHOTS / "checks" / "mp104-bfloat16-on-cpu-without-bf16-units.json").read_text())
-    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx2", "fma", "sse4_2"]
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx2", "fma", "sse4_1", "sse4_2"]
     (tmp_path / "mp104-avx2-alone.json").write_text(json.dumps(data))
-    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["avx", "avx2", "avx512f", "fma"]
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["sse4_1", "sse4_2", "avx", "avx2", "avx512f", "fma"]
     (tmp_path / "mp105-avx512.json").write_text(json.dumps(data))
+    data["sections"]["cpu"]["cpuinfo"]["flags"] = ["sse", "sse2", "avx", "avx2", "fma"]  # FakeRoot's old default
+    (tmp_path / "mp106-avx-without-sse4.json").write_text(json.dumps(data))
     assert cpu_flags_no_cpu_lists(tmp_path) == ["mp104-avx2-alone.json: avx2 without avx",
-                                                "mp104-avx2-alone.json: fma without avx"]
+                                                "mp104-avx2-alone.json: fma without avx",
+                                                "mp106-avx-without-sse4.json: avx without sse4_2"]
 
 
 def test_the_uuid_guard_catches_a_made_up_uuid(tmp_path: Path) -> None:

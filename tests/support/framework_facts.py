@@ -6,7 +6,7 @@ from typing import Any
 
 from support.gpu_scenarios import gpu_uuid
 from tfdoctor.facts import Facts
-from tfdoctor.testing import facts_from
+from tfdoctor.testing import HASWELL_FLAGS, facts_from
 
 A100 = ("NVIDIA A100-SXM4-40GB", "8.0")
 V100 = ("Tesla V100-SXM2-16GB", "7.0")
@@ -22,10 +22,6 @@ def gpu_devices(*models: tuple[str, str], **extra: Any) -> list[dict[str, Any]]:
 
 # The first line of /proc/driver/nvidia/version with driver 550.54.15 loaded (NVML's driver_version below).
 DRIVER_LINE = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Thu Feb 22 01:44:30 UTC 2024"
-# The /proc/cpuinfo flags of a Haswell Xeon (E5-2680 v3) that the checks read: AVX2 and FMA, with the AVX and
-# SSE levels every CPU that has them lists too (no AVX-512, no bfloat16 units).
-HASWELL_FLAGS = ("fpu", "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "avx", "f16c", "fma", "avx2", "bmi1",
-                 "bmi2")
 
 
 def make_facts(env: dict[str, str] | None = None, gpus: list[dict[str, Any]] | None = None,

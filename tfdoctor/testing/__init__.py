@@ -15,6 +15,11 @@ from tfdoctor.facts import Facts, from_jsonable
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.parse import format_cpulist
 
+# A real CPU's /proc/cpuinfo flags (a Haswell Xeon, E5-2680 v3): AVX2 and FMA with the AVX and SSE levels every
+# CPU that has them lists too, no AVX-512, no bfloat16 units. A fake machine's CPU is one that exists.
+HASWELL_FLAGS = ("fpu", "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "avx", "f16c", "fma", "avx2", "bmi1",
+                 "bmi2")
+
 
 class FakeRoot:
     """A fake machine under `path`. Every helper returns self, so a root reads as one expression."""
@@ -42,7 +47,7 @@ class FakeRoot:
         return self
 
     def cpus(self, sockets: int = 1, cores_per_socket: int = 2, threads_per_core: int = 1,
-             flags: Iterable[str] = ("fpu", "sse", "sse2", "avx", "avx2", "fma"),
+             flags: Iterable[str] = HASWELL_FLAGS,
              model: str = "Fake CPU", vendor: str = "GenuineIntel", allowed: Iterable[int] | None = None,
              governor: str | None = None) -> FakeRoot:
         """Linux numbering: all first threads of every core come first, then their siblings."""

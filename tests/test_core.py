@@ -177,6 +177,40 @@ def test_a_probe_that_waits_hands_the_queue_to_a_new_lane():
     assert elapsed < 0.8
 
 
+def test_a_probe_waiting_on_a_child_starts_first_beside_the_others(monkeypatch):
+    """`--python`'s snapshot waits on another interpreter: its probe (last in the sorted order) starts at once in
+    a lane of its own, and the quick probes run meanwhile in another lane. The handoff is put out of reach, so
+    without that head start all three would run in one lane (as they do when there is no child to wait on)."""
+    import tfdoctor.engine as engine
+
+    monkeypatch.setattr(engine, "HANDOFF_S", 60.0)
+    quick_ran = threading.Event()
+    lanes: dict[str, int] = {}
+
+    def quick(machine):
+        lanes.setdefault("quick", threading.get_ident())
+        quick_ran.set()
+        return {}
+
+    def child(machine):
+        lanes["child"] = threading.get_ident()
+        return {"saw_a_quick_probe": quick_ran.wait(5)}
+
+    plugin = types.ModuleType("probes")
+    plugin.a, plugin.b = probe("a")(lambda m: quick(m)), probe("b")(lambda m: quick(m))
+    plugin.z = probe("z_child", waits_on_child=lambda machine: machine.python is not None)(lambda m: child(m))
+    specs = load_registry(check_modules=[], probe_modules=[plugin]).probes
+    facts = gather_facts(specs, Machine(environ={}, python="/opt/venv/bin/python", timeout=10))
+    assert facts.sections["z_child"] == {"saw_a_quick_probe": True}
+    assert lanes["quick"] != lanes["child"]
+    # Without another interpreter to wait on, the same probe keeps its place in the one lane.
+    quick_ran.clear()
+    lanes.clear()
+    facts = gather_facts(specs, Machine(environ={}, timeout=10))
+    assert facts.sections["z_child"] == {"saw_a_quick_probe": True}  # the quick ones ran before it
+    assert lanes["quick"] == lanes["child"]
+
+
 def test_a_hung_first_probe_costs_its_own_section_only():
     """A probe hung for good (a stale NFS mount under site-packages) is first in the queue: the others
     still run, it is abandoned at the machine's timeout, and abandoned_probes() names it."""

@@ -42,12 +42,15 @@ def gather_facts(
     Probes run in lanes (daemon threads) taking them in turn from one queue. A probe still running when
     its time is up (its own timeout, else the machine's, counted from the start, and never past
     `deadline`) is abandoned in its lane, and its section is unknown."""
+    # A probe that will wait on a child process (`--python`'s interpreter) is taken first, by a lane of its
+    # own opened at once: the child runs on another CPU while the other probes run in the next lane.
     probes = list(probes)
+    early = [spec for spec in probes if spec.waits_on_child is not None and _waits(spec, machine)]
     start = time.monotonic()
     limits = {spec.section: spec.timeout if spec.timeout is not None else machine.timeout for spec in probes}
     ends = {section: start + limit if deadline is None else min(start + limit, deadline)
             for section, limit in limits.items()}
-    waiting = collections.deque(probes)
+    waiting = collections.deque([*early, *(spec for spec in probes if spec not in early)])
     running: dict[threading.Thread, tuple[ProbeSpec, float]] = {}  # busy lane -> (its probe, started at)
     given_up: set[str] = set()
     results: dict[str, Any] = {}
@@ -89,6 +92,8 @@ def gather_facts(
         lane.start()
 
     with changed:
+        for _ in early:
+            open_lane()
         while True:
             now = time.monotonic()
             for lane, (spec, _) in list(running.items()):
@@ -100,8 +105,10 @@ def gather_facts(
                 break
             wake = min([ends[spec.section] for spec, _ in running.values()] + [max(ends.values())])
             if waiting:
-                # A new lane once every lane has been held by one probe for HANDOFF_S (or none is left).
-                handoff = max((began + HANDOFF_S for _, began in running.values()), default=now)
+                # A new lane once every lane has been held by one probe for HANDOFF_S (or none is left); the
+                # lanes of probes waiting on a child do not count: they wait, they do not hold up the rest.
+                handoff = max((began + HANDOFF_S for spec, began in running.values() if spec not in early),
+                              default=now)
                 if now >= handoff:
                     open_lane()
                     handoff = now + HANDOFF_S
@@ -124,6 +131,14 @@ def gather_facts(
         "probe_seconds": dict(sorted(timings.items())),
     }
     return Facts(dict(sorted(sections.items())), meta)
+
+
+def _waits(spec: ProbeSpec, machine: Machine) -> bool:
+    """The probe's own answer; a plugin's that raises only loses the head start."""
+    try:
+        return bool(spec.waits_on_child(machine))  # type: ignore[misc]
+    except Exception:
+        return False
 
 
 REASON_CHARS = 300

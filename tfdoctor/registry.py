@@ -79,6 +79,9 @@ class ProbeSpec:
     # Seconds this probe may take before it is abandoned and its section reported unknown.
     timeout: float | None = None
     origin: str = ""
+    # Whether, on this machine, the probe will wait on a child process (another interpreter): such a probe
+    # starts first, in a lane of its own, so that the child runs on another CPU beside the other probes.
+    waits_on_child: Callable[..., bool] | None = None
 
 
 def validate_identity(kind: str, code: str, name: str) -> None:
@@ -100,11 +103,13 @@ def check(code: str, name: str, severity: Severity) -> Callable[[CheckFunc], Che
     return mark
 
 
-def probe(section: str, timeout: float | None = None) -> Callable[[ProbeFunc], ProbeFunc]:
-    """Mark a function `f(machine) -> dict` as the probe that fills one facts section."""
+def probe(section: str, timeout: float | None = None,
+          waits_on_child: Callable[..., bool] | None = None) -> Callable[[ProbeFunc], ProbeFunc]:
+    """Mark a function `f(machine) -> dict` as the probe that fills one facts section. `waits_on_child(machine)`
+    says whether it will wait on a child process there (it then starts first, beside the others)."""
 
     def mark(func: ProbeFunc) -> ProbeFunc:
-        setattr(func, _PROBE_ATTR, ProbeSpec(section, func, timeout))
+        setattr(func, _PROBE_ATTR, ProbeSpec(section, func, timeout, waits_on_child=waits_on_child))
         return func
 
     return mark

@@ -48,7 +48,11 @@ def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, objec
         return Unknown(f"interpreter {python} printed something other than the snapshot")
 
 
-@probe("python")
+def _runs_another_interpreter(machine: Machine) -> bool:
+    return bool(machine.python)
+
+
+@probe("python", waits_on_child=_runs_another_interpreter)
 def probe_python(machine: Machine) -> dict[str, object] | Unknown:
     if machine.python:
         other = snapshot_other_interpreter(machine.python, machine)

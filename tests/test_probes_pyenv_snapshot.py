@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import os
@@ -113,13 +114,32 @@ def _other_pythons() -> list[str]:
 @pytest.mark.parametrize("python", _other_pythons() or [pytest.param("", marks=pytest.mark.skip(
     f"no python3.8 to 3.14 other than {sys.version_info[0]}.{sys.version_info[1]} on PATH or in pyenv"))])
 def test_snapshot_under_another_python_version(python, tmp_path):
-    done = subprocess.run([python, "-B", "-c", SNAPSHOT_SOURCE], capture_output=True, timeout=60, cwd=tmp_path,
-                          check=True)
+    """As `--python` runs it: the bootstrap loads the snapshot's file as a module, on 3.8 as on 3.13."""
+    from tfdoctor.facts.probes.python_env import BOOTSTRAP
+
+    done = subprocess.run([python, "-B", "-c", BOOTSTRAP, pyenv_snapshot.__file__], capture_output=True, timeout=60,
+                          cwd=tmp_path, check=True)
     data = json.loads(done.stdout)
     version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                              capture_output=True, text=True, timeout=60, check=True).stdout.strip()
     assert data["version"] == version
     assert data["marker_environment"]["python_full_version"] == version
+
+
+def test_another_interpreters_snapshot_imports_nothing_from_the_jobs_folder(tmp_path, monkeypatch):
+    """A json.py in the folder tfdoctor runs from (the job's) must not stand in for the standard library's in the
+    snapshot's interpreter, which `-c` would otherwise put first on its path; the path it reports is the job's."""
+    from tfdoctor.facts.machine import Machine
+    from tfdoctor.facts.probes.python_env import snapshot_other_interpreter
+
+    (tmp_path / "json.py").write_text("raise SystemExit('the job folder\\'s json.py was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    snapshot = snapshot_other_interpreter(sys.executable, Machine(environ=dict(os.environ), timeout=60))
+    assert isinstance(snapshot, dict), snapshot
+    assert snapshot["executable"] == sys.executable
+    plain = subprocess.run([sys.executable, "-c", "import sys; print(repr(sys.path[1:]))"], capture_output=True,
+                           text=True, timeout=60, check=True)
+    assert snapshot["path"] == ast.literal_eval(plain.stdout)  # what `python -c` sees, less the current folder
 
 
 @pytest.fixture

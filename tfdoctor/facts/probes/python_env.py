@@ -15,20 +15,31 @@ SNAPSHOT_SOURCE: str = pyenv_snapshot.__file__
 SNAPSHOT_OUTPUT_LIMIT = 32 * 1024 * 1024
 
 
+# What the other interpreter runs (`python -B -c BOOTSTRAP SNAPSHOT_SOURCE`). Its first path entry, the current
+# folder for `-c`, is replaced before anything is imported: a json.py or re.py in the job's folder must not stand
+# in for the standard library's. The snapshot's file is then loaded as a module, so an interpreter of tfdoctor's
+# own version uses its compiled .pyc (compiling the source costs the pre-job hook ~7 ms); -B writes none for
+# another version. Not -I: it would drop PYTHONPATH and the user's site-packages, which the job sees.
+BOOTSTRAP = ("import sys\n"
+             "sys.path[0] = '/nonexistent/tfdoctor-snapshot'  # stands for the current folder: environment_path()\n"
+             "import importlib.util, json\n"
+             "spec = importlib.util.spec_from_file_location('tfdoctor_pyenv_snapshot', sys.argv[1])\n"
+             "module = importlib.util.module_from_spec(spec)\n"
+             "spec.loader.exec_module(module)\n"
+             "sys.stdout.write(json.dumps(module.snapshot(), sort_keys=True))\n")
+
+
 def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, object] | Unknown:
-    """Run the standalone snapshot under another interpreter: -B writes no .pyc, -I keeps the
-    snapshot from importing anything of the user's current directory. Its site-packages are still
-    those the job would see."""
+    """Run the standalone snapshot under another interpreter (BOOTSTRAP). Its site-packages and PYTHONPATH
+    are those the job would see."""
     import subprocess
 
     from tfdoctor.facts.bounded import run_bounded
     from tfdoctor.facts.redact import excerpt
 
     try:
-        with open(SNAPSHOT_SOURCE, encoding="utf-8") as handle:
-            source = handle.read()
-        done = run_bounded([python, "-B", "-c", source], timeout=machine.timeout, limit=SNAPSHOT_OUTPUT_LIMIT,
-                           env=machine.environ)
+        done = run_bounded([python, "-B", "-c", BOOTSTRAP, SNAPSHOT_SOURCE], timeout=machine.timeout,
+                           limit=SNAPSHOT_OUTPUT_LIMIT, env=machine.environ)
     except FileNotFoundError:
         return Unknown(f"interpreter {python} does not exist")
     except PermissionError:

@@ -382,6 +382,49 @@ def test_resuming_a_header_whose_budget_is_not_a_number_of_trials_is_refused(tmp
     assert not shared or (tmp_path / "s.journal").stat().st_size == 0  # no study opened
 
 
+def _unshared_header(**fields):
+    from tfdoctor.tune.space import current_settings
+
+    space = thread_space()
+    return {"space": space.to_json(), "maximize": True, "seed": 1,
+            "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
+            "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
+                          "user_metric": METRIC}, **fields}
+
+
+@pytest.mark.parametrize("time_limit", ["60", True, 0, 0.5, -3, [60]])
+def test_resuming_a_header_whose_time_limit_is_not_seconds_is_refused(tmp_path, monkeypatch, capsys, time_limit):
+    """A killed --time tune resumes with the header's time: a hand-edited one is a usage error before any
+    trial, not an internal error, nor a tune that ends at once (0, -3) or runs for True seconds."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+
+    ResultsLog.create(tmp_path / "r.jsonl", _unshared_header(budget=None, time_limit=time_limit))
+    before = (tmp_path / "r.jsonl").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl"])
+    assert exit_.value.code == 2
+    assert "r.jsonl: the header's time_limit is not a number of seconds (at least 1)" in capsys.readouterr().err
+    assert (tmp_path / "r.jsonl").read_bytes() == before
+
+
+def test_stale_after_on_the_resume_of_a_tune_of_one_node_is_refused(tmp_path, monkeypatch, capsys):
+    """It would be ignored: a tune of one node has no other workers whose trials could go stale."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+
+    ResultsLog.create(tmp_path / "r.jsonl", _unshared_header(budget=4, time_limit=None))
+    before = (tmp_path / "r.jsonl").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl", "--stale-after", "30"])
+    assert exit_.value.code == 2
+    assert ("--stale-after: r.jsonl is a tune of one node (no --storage): it has no other workers' trials to judge"
+            in capsys.readouterr().err)
+    assert (tmp_path / "r.jsonl").read_bytes() == before
+
+
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 300) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -487,6 +530,27 @@ def test_a_heartbeat_stops_once_its_trial_was_failed_by_another_worker():
         beat._thread.join(30)  # it ends by itself, before the block does
         assert not beat._thread.is_alive()
     assert trial.calls == 1 and trial.beats == []
+
+
+def test_a_beat_stuck_in_its_write_does_not_hold_the_end_of_the_block(monkeypatch):
+    """A storage that never answers (a hung NFS mount) must not hang the worker after its measurement."""
+    from tfdoctor.tune import heartbeat
+
+    monkeypatch.setattr(heartbeat, "JOIN_GRACE", 0.2)
+    released, writing = threading.Event(), threading.Event()
+
+    class _HungTrial:
+        def set_user_attr(self, key, value):
+            writing.set()
+            released.wait(60)
+
+    try:
+        with heartbeat.Heartbeat(_HungTrial(), 0.01) as beat:
+            assert writing.wait(30)
+            begun = time.monotonic()
+        assert time.monotonic() - begun < 5 and beat._thread.is_alive()
+    finally:
+        released.set()
 
 
 def test_a_slow_worker_whose_heartbeat_is_fresh_keeps_its_trial(tmp_path):

@@ -58,8 +58,19 @@ def run(title: str, args: list[str], env: dict[str, str] | None = None) -> subpr
         sys.exit(f"tools/regenerate.py: `{' '.join(args)}` still running after {STEP_TIMEOUT} s: stopped")
     if done.returncode != 0:
         sys.exit(f"tools/regenerate.py: `{' '.join(args)}` failed (exit {done.returncode}):\n"
-                 f"{done.stdout}{done.stderr}")
+                 f"{last_lines(done.stdout + done.stderr)}")
     return done
+
+
+SHOWN_LINES = 200  # of a failed step's output: pytest's summary and a traceback's end are at the bottom
+
+
+def last_lines(output: str, keep: int = SHOWN_LINES) -> str:
+    """The end of a failed step's output, saying how much was left out (a failing golden run prints MBs)."""
+    lines = output.splitlines()
+    if len(lines) <= keep:
+        return output
+    return f"[{len(lines) - keep} earlier lines not shown]\n" + "\n".join(lines[-keep:]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -149,6 +149,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         load_results,
         load_summary,
         recorded_budget,
+        recorded_time_limit,
     )
     from tfdoctor.tune.search import SEARCH_PHASES, Tuner, TuneSettings
     from tfdoctor.tune.space import (
@@ -199,6 +200,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             maximize = header["maximize"]
             recorded = dict(header["objective"])
             header_budget = recorded_budget(header)
+            header_time_limit = recorded_time_limit(header)
         except ResultsError as exc:
             raise UsageError(f"{resume}: {exc}") from None
         except SpaceError as exc:
@@ -221,7 +223,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         else:
             budget = budget if budget is not None else header_budget
             if budget is None and time_limit is None:
-                time_limit = header.get("time_limit")  # a killed --time tune resumes with its full time again
+                time_limit = header_time_limit  # a killed --time tune resumes with its full time again
         seed = header.get("seed")
         # The design the tune screened with (a results file from before the choice: one-at-a-time).
         screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
@@ -232,6 +234,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         from tfdoctor.tune.shared import recorded_study
 
         recorded_shared = recorded_study(header)
+        if stale_after is not None and (recorded_shared is None or finished):
+            raise UsageError(f"--stale-after: {resume} is " + ("a finished tune" if recorded_shared is not None else
+                             "a tune of one node (no --storage)") + ": it has no other workers' trials to judge")
         if recorded_shared is not None and not finished:
             # One worker's file of a shared tune: this process finishes the study it names (the budget is
             # the study's), measuring on this node.

@@ -20,6 +20,7 @@ STALE_ATTR = "stale"  # trial user attribute: why the trial was failed as stale
 REPLACES_ATTR = "replaces"  # trial user attribute: the number of the stale trial this one measures again
 GRACE_FLOOR = 60.0  # seconds; the grace is max(floor, 3 × the longest finished trial)
 MAX_INTERVAL = 10.0  # seconds between two beats
+JOIN_GRACE = 5.0  # seconds a block's end waits, beyond one interval, for a beat being written
 
 
 def grace_seconds(durations: Iterable[float], floor: float = GRACE_FLOOR) -> float:
@@ -63,7 +64,9 @@ class Heartbeat:
 
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        # A beat stuck in its write (a hung NFS mount, a locked database) must not hold the worker: the
+        # thread is a daemon, and a beat that lands after the trial is told fails as UpdateFinishedTrialError.
+        self._thread.join(self._interval + JOIN_GRACE)
 
 
 @dataclass

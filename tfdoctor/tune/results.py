@@ -153,6 +153,17 @@ def recorded_budget(header: Mapping[str, Any]) -> int | None:
     return budget
 
 
+def recorded_time_limit(header: Mapping[str, Any]) -> float | None:
+    """The seconds a results file's header gave the tune (--time): None for a tune without one; ResultsError
+    for anything but a finite number of at least 1 s, which --time itself accepts (a hand-edited header)."""
+    limit = header.get("time_limit")
+    if limit is None:
+        return None
+    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or not 1 <= limit < float("inf"):
+        raise ResultsError("the header's time_limit is not a number of seconds (at least 1)")
+    return float(limit)
+
+
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:
     """The header and the finished trials. With `repair`, a torn last line is cut off the file so the
     next append starts on a line of its own."""

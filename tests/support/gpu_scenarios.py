@@ -64,6 +64,20 @@ TOOLKIT_LIBS = {
              "libcusolver.so.11": "libcusolver.so.11.4.1.48", "libcusparse.so.11": "libcusparse.so.11.7.5.86"},
 }
 A100_DEVICE_ID = "0x20b0"  # the PCI device id of the A100 SXM4 (pci.ids: GA100)
+# NVML's name of each model a scenario or a recorded fixture lists -> its PCI device id (pci.ids, vendor 10de)
+# and class: the datacenter parts are 3D controllers (0x0302), the GeForce cards VGA controllers (0x0300).
+PCI_MODELS = {
+    "NVIDIA A100-SXM4-40GB": (A100_DEVICE_ID, "0x030200"),  # GA100 [A100 SXM4 40GB]
+    "NVIDIA A100-SXM4-80GB": ("0x20b2", "0x030200"),  # GA100 [A100 SXM4 80GB]
+    "Tesla V100-SXM2-32GB": ("0x1db5", "0x030200"),  # GV100GL [Tesla V100 SXM2 32GB]
+    "Tesla V100-SXM2-16GB": ("0x1db1", "0x030200"),  # GV100GL [Tesla V100 SXM2 16GB]
+    "Tesla P100-PCIE-16GB": ("0x15f8", "0x030200"),  # GP100GL [Tesla P100 PCIe 16GB]
+    "Tesla T4": ("0x1eb8", "0x030200"),  # TU104GL [Tesla T4]
+    "NVIDIA H100 80GB HBM3": ("0x2330", "0x030200"),  # GH100 [H100 SXM5 80GB]
+    "Tesla K80": ("0x102d", "0x030200"),  # GK210GL [Tesla K80]
+    "NVIDIA GeForce RTX 5090": ("0x2b85", "0x030000"),  # GB202 [GeForce RTX 5090]
+    "NVIDIA GeForce RTX 4090": ("0x2684", "0x030000"),  # AD102 [GeForce RTX 4090]
+}
 CUPTI_DATED = {"12.2": "libcupti.so.2023.2.2", "12.4": "libcupti.so.2024.1.1", "11.8": "libcupti.so.2022.3.0"}
 
 
@@ -200,7 +214,8 @@ def bind(root: FakeRoot, buses: Sequence[str]) -> None:
 
 
 def pci(root: FakeRoot, gpus: int = 1) -> None:
-    """`gpus` A100s (device id 0x20b0) on the PCI bus from 0000:3b:00.0 on, and a SATA controller."""
+    """`gpus` A100s (device id 0x20b0) on the PCI bus from 0000:3b:00.0 on, and a SATA controller (build_root
+    then makes each the model its scenario's NVML names: dress_gpus)."""
     for i in range(gpus):
         base = f"/sys/bus/pci/devices/0000:{0x3b + i:02x}:00.0"
         root.write(f"{base}/vendor", "0x10de\n").write(f"{base}/class", "0x030200\n")
@@ -695,7 +710,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("healthy-tf2170-pip", _release_pip("2.17.0"), python=release_python("2.17.0")),
     Scenario("healthy-tf2171-pip", _release_pip("2.17.1"), python=release_python("2.17.1")),
     Scenario("healthy-static-nccl-two-gpus", _static_nccl_two_gpus, python=SYSTEM_118, gpus=[
-        replace(g, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0)) for g in TWO_A100]),
+        replace(g, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0), memory_total_mib=32768) for g in TWO_A100]),
     Scenario("cuda001-tf216-wheels-off-runpath", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
              "pins": PINS_216, "installed": PINS_216}, expect=("CUDA001",)),
     Scenario("healthy-tf216-wheels-on-ld-library-path", _tf216_pip, python={"tf_version": "2.16.1", "cuda": "12.3",
@@ -744,7 +759,25 @@ def build_root(scenario: Scenario, path: Path) -> FakeRoot:
     scenario.build(root)
     if "driver" in scenario.nvml and not scenario.no_nvml:
         loaded_driver(root, scenario.nvml["driver"])
+    dress_gpus(root, scenario.gpus)
     return root
+
+
+def dress_gpus(root: FakeRoot, gpus: Sequence[FakeGpu]) -> None:
+    """The builders put A100s on the bus; the GPU at each of the scenario's buses becomes the model NVML names
+    there: its PCI device id and class, and the model line of the driver's /proc information file."""
+    for gpu in gpus:
+        bus = gpu.pci_bus_id.lower()[-12:]  # NVML's 00000000:3B:00.0 is sysfs's 0000:3b:00.0
+        device, klass = PCI_MODELS[gpu.name]
+        base = root.path / "sys/bus/pci/devices" / bus
+        if (base / "device").is_file():
+            root.write(f"/sys/bus/pci/devices/{bus}/device", f"{device}\n")
+            root.write(f"/sys/bus/pci/devices/{bus}/class", f"{klass}\n")
+        information = root.path / "proc/driver/nvidia/gpus" / bus / "information"
+        if information.is_file():
+            text = information.read_text()
+            _, _, rest = text.partition("\n")
+            information.write_text(f"Model: \t\t {gpu.name}\n{rest}")
 
 
 def loaded_driver(root: FakeRoot, version: str) -> None:

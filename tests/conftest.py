@@ -17,6 +17,11 @@ from tfdoctor.testing import FakeRoot
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The commands the tests start print through rich, which wraps at the terminal's width: COLUMNS, else 80 when
+# the output is not a terminal. A CI runner or a wide terminal sets another; the tests' expected output is the
+# 80 columns of a batch job's log. (A test about width sets its own.)
+os.environ["COLUMNS"] = "80"
+
 
 @pytest.fixture
 def make_root(tmp_path: Path) -> Callable[..., FakeRoot]:

@@ -16,7 +16,7 @@ from tfdoctor import __version__
 from tfdoctor.gather import GatherOptions, gather_options
 from tfdoctor.gather import build_report as _build_report
 from tfdoctor.gather import deadline as _deadline
-from tfdoctor.gather import machine as _machine
+from tfdoctor.gather import started_machine as _started_machine
 from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError, install_section_page_writer
 from tfdoctor.usage import emit as _emit
 from tfdoctor.usage import project_config as _config
@@ -213,7 +213,8 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
         output = str(Path(by_host)).replace("%", "%%") + "/%N.json"
     config = _config()
     opts = GatherOptions(None, root, python, timeout, (), ())
-    facts = gather_facts(load_registry().probes, _machine(opts, config), deadline=_deadline(opts, config))
+    probed = _started_machine(opts, config)  # before the registry: --python's interpreter starts meanwhile
+    facts = gather_facts(load_registry().probes, probed, deadline=_deadline(opts, config))
     text = facts.dumps() + "\n"  # redacted: Facts.dumps is the one way facts are written
     if output:
         from tfdoctor.fixes.write import WriteError, write_file

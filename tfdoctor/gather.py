@@ -58,6 +58,7 @@ def build_report(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.facts import Facts, FactsFileError
     from tfdoctor.registry import load_registry, select_checks
 
+    probed = None if opts.facts_file else started_machine(opts, config)
     registry = load_registry()
     select = opts.select or config.select
     ignore = opts.ignore + config.ignore
@@ -73,7 +74,7 @@ def build_report(opts: GatherOptions, config: Any) -> Any:
         except FactsFileError as exc:
             raise UsageError(str(exc)) from None
     else:
-        facts = gather_facts(registry.probes, machine(opts, config), deadline=deadline(opts, config))
+        facts = gather_facts(registry.probes, probed, deadline=deadline(opts, config))
     # The checks get the --timeout budget again, of their own: probes that used theirs must not leave none.
     return run_checks(checks, facts, registry.errors, deadline=deadline(opts, config))
 
@@ -91,6 +92,17 @@ def deadline(opts: GatherOptions, config: Any) -> float:
     import time
 
     return time.monotonic() + timeout_seconds(opts, config)
+
+
+def started_machine(opts: GatherOptions, config: Any) -> Any:
+    """machine(), with --python's snapshot already started: call it before the registry is loaded, so the other
+    interpreter starts up while the checks and probes are imported (python_env.prestart)."""
+    probed = machine(opts, config)
+    if probed.python:
+        from tfdoctor.facts.probes.python_env import prestart
+
+        prestart(probed)
+    return probed
 
 
 def machine(opts: GatherOptions, config: Any) -> Any:

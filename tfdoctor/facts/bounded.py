@@ -194,12 +194,28 @@ def run_bounded(argv: Sequence[str], timeout: float, limit: int, env: Mapping[st
 
     Raises subprocess.TimeoutExpired after `timeout` seconds (the process group killed first), and
     OSError when the program cannot start."""
+    started = time.monotonic()
+    return finish_bounded(start_bounded(argv, env, cwd), argv, started + timeout, timeout, limit)
+
+
+def start_bounded(argv: Sequence[str], env: Mapping[str, str] | None = None,
+                  cwd: str | None = None) -> subprocess.Popen[bytes]:
+    """run_bounded's first half: the child started (stdin from /dev/null, a session of its own, tracked), for
+    finish_bounded to collect. Raises OSError when the program cannot start."""
+    import subprocess
+
+    return track(subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=dict(env) if env is not None else None, cwd=cwd,
+                                  start_new_session=True))
+
+
+def finish_bounded(process: subprocess.Popen[bytes], argv: Sequence[str], deadline: float, timeout: float,
+                   limit: int) -> Bounded:
+    """run_bounded's second half: at most `limit` bytes of each stream until the child ends, or until
+    `deadline` (time.monotonic()), when its group is killed and subprocess.TimeoutExpired(argv, timeout) raised."""
     import selectors
     import subprocess
-    process = track(subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=dict(env) if env is not None else None, cwd=cwd,
-                                     start_new_session=True))
-    deadline = time.monotonic() + timeout
+
     buffers: dict[int, list[bytes]] = {}
     sizes: dict[int, int] = {}
     flooded = False

@@ -7,7 +7,12 @@ import json
 from tfdoctor.facts import Unknown, from_jsonable
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.probes import pyenv_snapshot
+from tfdoctor.records import value_tuple
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 SNAPSHOT_SOURCE: str = pyenv_snapshot.__file__
 # The snapshot of an environment with thousands of packages is a few MB of JSON; an interpreter that
@@ -29,17 +34,72 @@ BOOTSTRAP = ("import sys\n"
              "sys.stdout.write(json.dumps(module.snapshot(), sort_keys=True))\n")
 
 
+@value_tuple
+class Started:
+    """The other interpreter's snapshot, started (`process`) or refused (`error`), at `at` (time.monotonic())."""
+
+    argv: tuple[str, ...]
+    environ: tuple[tuple[str, str], ...]  # what it was started with: only a probe of that machine takes it
+    at: float
+    process: Any  # subprocess.Popen[bytes] | None
+    error: OSError | None
+
+
+# The snapshot prestart() began for the probe, by interpreter: at most one, taken once.
+_prestarted: dict[str, Started] = {}
+
+
+def _argv(python: str) -> tuple[str, ...]:
+    return (python, "-B", "-c", BOOTSTRAP, SNAPSHOT_SOURCE)
+
+
+def _start(python: str, machine: Machine) -> Started:
+    import time
+
+    from tfdoctor.facts.bounded import start_bounded
+
+    argv, at = _argv(python), time.monotonic()
+    environ = tuple(sorted(machine.environ.items()))
+    try:
+        return Started(argv, environ, at, start_bounded(argv, env=machine.environ), None)
+    except OSError as exc:
+        return Started(argv, environ, at, None, exc)
+
+
+def prestart(machine: Machine) -> None:
+    """Start --python's snapshot before the checks and probes are imported, so the other interpreter's start-up
+    (~25 ms) runs on another CPU beside them instead of after them; the probe collects it. Its time limit
+    counts from here. A child nobody collects (a usage error after this) is ended when tfdoctor leaves, as
+    every tracked child is."""
+    if machine.python and machine.python not in _prestarted:
+        _prestarted[machine.python] = _start(machine.python, machine)
+
+
+def _take(python: str, machine: Machine) -> Started:
+    started = _prestarted.pop(python, None)
+    if started is not None and started.environ == tuple(sorted(machine.environ.items())):
+        return started
+    if started is not None and started.process is not None:
+        from tfdoctor.facts.bounded import end_group
+
+        end_group(started.process)  # started for another environment: not this machine's answer
+    return _start(python, machine)
+
+
 def snapshot_other_interpreter(python: str, machine: Machine) -> dict[str, object] | Unknown:
-    """Run the standalone snapshot under another interpreter (BOOTSTRAP). Its site-packages and PYTHONPATH
-    are those the job would see."""
+    """Run the standalone snapshot under another interpreter (BOOTSTRAP), or collect the one prestart() began.
+    Its site-packages and PYTHONPATH are those the job would see."""
     import subprocess
 
-    from tfdoctor.facts.bounded import run_bounded
+    from tfdoctor.facts.bounded import finish_bounded
     from tfdoctor.facts.redact import excerpt
 
+    started = _take(python, machine)
     try:
-        done = run_bounded([python, "-B", "-c", BOOTSTRAP, SNAPSHOT_SOURCE], timeout=machine.timeout,
-                           limit=SNAPSHOT_OUTPUT_LIMIT, env=machine.environ)
+        if started.error is not None:
+            raise started.error
+        done = finish_bounded(started.process, started.argv, started.at + machine.timeout, machine.timeout,
+                              SNAPSHOT_OUTPUT_LIMIT)
     except FileNotFoundError:
         return Unknown(f"interpreter {python} does not exist")
     except PermissionError:

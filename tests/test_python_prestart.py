@@ -76,11 +76,17 @@ def test_a_snapshot_started_for_another_environment_is_ended_not_used():
     assert stale.process.poll() is not None  # ended, not left running
 
 
+def _interpreter(tmp_path, text: str, mode: int = 0o755):
+    """A file named python that stands for the job's interpreter."""
+    python = tmp_path / "python"
+    python.write_text(text)
+    python.chmod(mode)
+    return python
+
+
 def test_the_time_limit_counts_from_the_prestart(tmp_path):
     """A child that hangs is abandoned at its start plus the machine's timeout, however late the probe comes."""
-    hang = tmp_path / "python"
-    hang.write_text("#!/bin/sh\nexec sleep 60\n")
-    hang.chmod(0o755)
+    hang = _interpreter(tmp_path, "#!/bin/sh\nexec sleep 60\n")
     machine = Machine(environ=dict(os.environ), python=str(hang), timeout=1.0)
     python_env.prestart(machine)
     time.sleep(1.2)
@@ -91,9 +97,7 @@ def test_the_time_limit_counts_from_the_prestart(tmp_path):
 
 
 def test_an_interpreter_that_cannot_start_is_unknown_with_the_reason(tmp_path):
-    text = tmp_path / "python"
-    text.write_text("not a program\n")
-    text.chmod(0o644)
+    text = _interpreter(tmp_path, "not a program\n", 0o644)
     machine = Machine(environ=dict(os.environ), python=str(text), timeout=5.0)
     python_env.prestart(machine)
     assert python_env.snapshot_other_interpreter(str(text), machine) == Unknown(
@@ -103,9 +107,7 @@ def test_an_interpreter_that_cannot_start_is_unknown_with_the_reason(tmp_path):
 def test_a_usage_error_after_the_prestart_leaves_no_child_running(tmp_path):
     """`--select NOPE` is refused once the checks are loaded, after the interpreter started: tfdoctor ends it."""
     pid_file = tmp_path / "pid"
-    slow = tmp_path / "python"
-    slow.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
-    slow.chmod(0o755)
+    slow = _interpreter(tmp_path, f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
     begun = time.monotonic()
     done = run_cli(["check", "--python", str(slow), "--select", "NOPE"], cwd=tmp_path)
     assert done.returncode == 2 and "no check code starts with NOPE" in done.stderr

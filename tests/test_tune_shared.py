@@ -352,37 +352,8 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert not (tmp_path / "gone.journal").exists()
 
 
-@pytest.mark.parametrize("shared", [True, False])
-@pytest.mark.parametrize("budget", ["8", True, 0, -3, 2.5])
-def test_resuming_a_header_whose_budget_is_not_a_number_of_trials_is_refused(tmp_path, monkeypatch, capsys,
-                                                                             shared, budget):
-    """A hand-edited header: a usage error before any trial, not an internal error (a str compared with a
-    trial number) nor a tune of True trials."""
-    from tfdoctor.cli import main
-    from tfdoctor.tune.results import ResultsLog
-    from tfdoctor.tune.shared import header_entry
-    from tfdoctor.tune.space import current_settings
-
-    space = thread_space()
-    header = {"space": space.to_json(), "maximize": True, "budget": budget, "seed": 1,
-              "seeds": {"current": current_settings(space, {}, TWO_CPUS), "rule": rule_based_settings(TWO_CPUS, space)},
-              "objective": {"command": [sys.executable, str(FAKE)], "command_args": [sys.executable, str(FAKE)],
-                            "user_metric": METRIC}}
-    if shared:
-        (tmp_path / "s.journal").touch()
-        header["shared"] = header_entry(str(tmp_path / "s.journal"), "t")
-    ResultsLog.create(tmp_path / "r.jsonl", header)
-    before = (tmp_path / "r.jsonl").read_bytes()
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exit_:
-        main(["tune", "--resume", "r.jsonl"])
-    assert exit_.value.code == 2
-    assert "r.jsonl: the header's budget is not a whole number of trials (at least 1)" in capsys.readouterr().err
-    assert (tmp_path / "r.jsonl").read_bytes() == before  # no trial run
-    assert not shared or (tmp_path / "s.journal").stat().st_size == 0  # no study opened
-
-
-def _unshared_header(**fields):
+def _header(**fields):
+    """A results file's header of a tune of one node over the thread space, with `fields`."""
     from tfdoctor.tune.space import current_settings
 
     space = thread_space()
@@ -392,37 +363,52 @@ def _unshared_header(**fields):
                           "user_metric": METRIC}, **fields}
 
 
+def _resume_refused(tmp_path, monkeypatch, capsys, header, *options) -> str:
+    """`tune --resume r.jsonl OPTIONS` over a file with `header`: a usage error (exit 2) that runs no trial and
+    leaves the file as it was. What it said on stderr."""
+    from tfdoctor.cli import main
+    from tfdoctor.tune.results import ResultsLog
+
+    ResultsLog.create(tmp_path / "r.jsonl", header)
+    before = (tmp_path / "r.jsonl").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--resume", "r.jsonl", *options])
+    assert exit_.value.code == 2
+    assert (tmp_path / "r.jsonl").read_bytes() == before  # no trial run
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("budget", ["8", True, 0, -3, 2.5])
+def test_resuming_a_header_whose_budget_is_not_a_number_of_trials_is_refused(tmp_path, monkeypatch, capsys,
+                                                                             shared, budget):
+    """A hand-edited header: a usage error before any trial, not an internal error (a str compared with a
+    trial number) nor a tune of True trials."""
+    from tfdoctor.tune.shared import header_entry
+
+    header = _header(budget=budget)
+    if shared:
+        (tmp_path / "s.journal").touch()
+        header["shared"] = header_entry(str(tmp_path / "s.journal"), "t")
+    told = _resume_refused(tmp_path, monkeypatch, capsys, header)
+    assert "r.jsonl: the header's budget is not a whole number of trials (at least 1)" in told
+    assert not shared or (tmp_path / "s.journal").stat().st_size == 0  # no study opened
+
+
 @pytest.mark.parametrize("time_limit", ["60", True, 0, 0.5, -3, [60]])
 def test_resuming_a_header_whose_time_limit_is_not_seconds_is_refused(tmp_path, monkeypatch, capsys, time_limit):
     """A killed --time tune resumes with the header's time: a hand-edited one is a usage error before any
     trial, not an internal error, nor a tune that ends at once (0, -3) or runs for True seconds."""
-    from tfdoctor.cli import main
-    from tfdoctor.tune.results import ResultsLog
-
-    ResultsLog.create(tmp_path / "r.jsonl", _unshared_header(budget=None, time_limit=time_limit))
-    before = (tmp_path / "r.jsonl").read_bytes()
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exit_:
-        main(["tune", "--resume", "r.jsonl"])
-    assert exit_.value.code == 2
-    assert "r.jsonl: the header's time_limit is not a number of seconds (at least 1)" in capsys.readouterr().err
-    assert (tmp_path / "r.jsonl").read_bytes() == before
+    told = _resume_refused(tmp_path, monkeypatch, capsys, _header(budget=None, time_limit=time_limit))
+    assert "r.jsonl: the header's time_limit is not a number of seconds (at least 1)" in told
 
 
 def test_stale_after_on_the_resume_of_a_tune_of_one_node_is_refused(tmp_path, monkeypatch, capsys):
     """It would be ignored: a tune of one node has no other workers whose trials could go stale."""
-    from tfdoctor.cli import main
-    from tfdoctor.tune.results import ResultsLog
-
-    ResultsLog.create(tmp_path / "r.jsonl", _unshared_header(budget=4, time_limit=None))
-    before = (tmp_path / "r.jsonl").read_bytes()
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exit_:
-        main(["tune", "--resume", "r.jsonl", "--stale-after", "30"])
-    assert exit_.value.code == 2
-    assert ("--stale-after: r.jsonl is a tune of one node (no --storage): it has no other workers' trials to judge"
-            in capsys.readouterr().err)
-    assert (tmp_path / "r.jsonl").read_bytes() == before
+    told = _resume_refused(tmp_path, monkeypatch, capsys, _header(budget=4, time_limit=None), "--stale-after", "30")
+    assert ("--stale-after: r.jsonl is a tune of one node (no --storage): it has no other workers' trials to "
+            "judge") in told
 
 
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 300) -> None:

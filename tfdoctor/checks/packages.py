@@ -59,12 +59,18 @@ def _executable(facts: Facts) -> str:
     return str(facts.peek("python.executable") or "this interpreter")
 
 
-def _pip(facts: Facts) -> str:
-    """pip of the inspected interpreter (with --python, the job's, not tfdoctor's own)."""
+def _command_word(path: object) -> str | None:
+    """A path of the facts as a word of a command shown to the user (fixes.quoting.sh_word); None when no
+    file can have it (not a string, empty, a NUL: a hand-made --facts file), which the quoting refuses."""
     from tfdoctor.fixes.quoting import sh_word
 
-    executable = facts.peek("python.executable")
-    return f"{sh_word(executable)} -m pip" if isinstance(executable, str) and executable else "pip"
+    return sh_word(path) if isinstance(path, str) and path and "\0" not in path else None
+
+
+def _pip(facts: Facts) -> str:
+    """pip of the inspected interpreter (with --python, the job's, not tfdoctor's own)."""
+    word = _command_word(facts.peek("python.executable"))
+    return f"{word} -m pip" if word else "pip"
 
 
 def _origin(facts: Facts, location: str) -> str:
@@ -105,11 +111,9 @@ def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
         return EnvFix(f"Ignore the user site-packages {location} (it supplies {name})",
                       (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
     if origin.startswith("pth:"):
-        from tfdoctor.fixes.quoting import sh_word
-
         pth = origin[4:]
         return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
-                        (f"edit {sh_word(pth)}: delete the line naming {location}",))
+                        (f"edit {_command_word(pth) or 'that .pth file'}: delete the line naming {location}",))
     return None
 
 

@@ -105,18 +105,33 @@ def started_machine(opts: GatherOptions, config: Any) -> Any:
     return probed
 
 
+def _given_path(option: str, value: str) -> str:
+    """The path an option was given, refused when it is empty (it would mean the current folder) or relative
+    to a current folder that is gone (os.path.abspath raises there)."""
+    if not value:
+        raise UsageError(f"{option} was given an empty path")
+    if not os.path.isabs(value):
+        try:
+            os.getcwd()
+        except OSError as exc:
+            raise UsageError(f"{option} {value}: a relative path, and the current folder cannot be read "
+                             f"({exc.strerror or exc}): give an absolute one") from None
+    return value
+
+
 def machine(opts: GatherOptions, config: Any) -> Any:
     from tfdoctor.facts.machine import Machine
 
     # Strings, not pathlib: importing it costs the pre-job hook ~2 ms (tests/support/hook_imports.py).
     root = "/"
-    if opts.root:
-        root = os.path.realpath(opts.root)
+    if opts.root is not None:
+        root = os.path.realpath(_given_path("--root", opts.root))
         if not os.path.isdir(root):
             raise UsageError(f"--root {opts.root}: no such directory")
     python = None
-    if opts.python:
-        candidate = os.path.abspath(opts.python)  # "python" from the current folder, not one found on PATH
+    if opts.python is not None:
+        # "python" from the current folder, not one found on PATH
+        candidate = os.path.abspath(_given_path("--python", opts.python))
         if not os.path.exists(candidate):
             raise UsageError(f"--python {opts.python}: no such file")
         if os.path.isdir(candidate) or not os.access(candidate, os.X_OK):

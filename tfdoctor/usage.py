@@ -92,7 +92,13 @@ def project_config() -> Any:
     from tfdoctor.config import Config, ConfigError, find_config_file, load_config
 
     warnings: list[str] = []
-    path = find_config_file(os.getcwd(), warnings)  # a file another user could have planted is skipped
+    try:
+        here: str | None = os.getcwd()
+    except OSError as exc:  # a job started in a folder removed since (a cleaned scratch folder)
+        here = None
+        warnings.append(f"the current folder cannot be read ({exc.strerror or exc}): no [tool.tfdoctor] "
+                        "configuration is looked for")
+    path = find_config_file(here, warnings) if here else None  # a file another user could have planted is skipped
     emit("".join(f"tfdoctor: warning: {line}\n" for line in warnings), err=True)
     try:
         config = load_config(path) if path else Config()

@@ -899,6 +899,15 @@ def _pth_entries(site_dirs):
     return added
 
 
+def _absolute(entry):
+    """os.path.abspath, normalised; a relative entry as it is when the current folder is gone (a job started
+    in a folder removed since: abspath raises there)."""
+    try:
+        return os.path.normpath(os.path.abspath(entry))
+    except OSError:
+        return os.path.normpath(entry)
+
+
 def path_origins(paths, environ, site_dirs=None, user_site=None):
     """Why each path entry is there, parallel to `paths`: "pythonpath" (the PYTHONPATH variable),
     "site-packages" (the environment's own), "user-site", "pth:<file>" (a .pth file), "stdlib", "other"."""
@@ -907,14 +916,14 @@ def path_origins(paths, environ, site_dirs=None, user_site=None):
     if site_dirs is None:
         site_dirs = site.getsitepackages() if hasattr(site, "getsitepackages") else []
         user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    pythonpath = {os.path.normpath(os.path.abspath(p)) for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    pythonpath = {_absolute(p) for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     sites = {os.path.normpath(d) for d in site_dirs}
     user = os.path.normpath(user_site) if user_site else None
     pth = _pth_entries([d for d in list(site_dirs) + ([user_site] if user_site else []) if d])
     stdlib = os.path.dirname(os.__file__)
     origins = []
     for entry in paths:
-        key = os.path.normpath(os.path.abspath(entry)) if entry else entry
+        key = _absolute(entry) if entry else entry
         if key in pythonpath:
             origins.append("pythonpath")
         elif key in sites:

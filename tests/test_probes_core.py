@@ -49,7 +49,9 @@ def test_terraform_variable_is_not_collected(make_root):
 
 def test_healthy_fake_root_facts(make_root):
     root = make_root().cpus(sockets=2, cores_per_socket=2, threads_per_core=2, governor="performance")
+    root.write("/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")  # what uname's release reads
     facts = probe_root(root, env={})
+    assert facts.get("host.kernel") == "6.1.0-18-amd64"
     assert facts.get("cpu.online") == list(range(8))
     assert facts.get("cpu.allowed_cpus") == list(range(8))
     assert facts.get("cpu.governors") == {"performance": 8}
@@ -66,6 +68,7 @@ def test_empty_root_gives_unknowns_with_reasons(make_root):
     assert facts.peek("cpu.online") == Unknown("/sys/devices/system/cpu/online does not exist")
     assert facts.peek("cpu.cpuinfo") == Unknown("/proc/cpuinfo does not exist")
     assert facts.peek("cgroup") == Unknown("/proc/self/cgroup does not exist")
+    assert facts.peek("host.kernel") == Unknown("fake root: kernel release not recorded")  # not ""
 
 
 def test_garbage_files_give_unknowns(make_root):

@@ -49,11 +49,16 @@ def probe_host(machine: Machine) -> dict[str, object]:
         uname = os.uname()  # not the platform module: its import costs the hook a few ms
         system, arch, kernel = uname.sysname, uname.machine, uname.release
     else:
-        # A fake root describes a Linux machine; its architecture is whatever cpuinfo says.
-        system, arch, kernel = "Linux", Unknown("fake root: architecture not recorded"), ""
+        # A fake root describes a Linux machine: its architecture and kernel release are what its procfs
+        # says (the files uname reads), unknown where it says nothing.
+        system, arch = "Linux", Unknown("fake root: architecture not recorded")
+        kernel: object = Unknown("fake root: kernel release not recorded")
         arch_file = machine.read_text("/proc/sys/kernel/arch")
         if isinstance(arch_file, str):
             arch = arch_file.strip()
+        release = machine.read_text("/proc/sys/kernel/osrelease")
+        if isinstance(release, str) and release.strip():
+            kernel = release.strip()
     return {
         "system": system,
         "arch": arch,

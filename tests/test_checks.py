@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -221,31 +222,39 @@ def same_machine_twice(folder: Path) -> list[list[str]]:
     return [names for names in by_facts.values() if len(names) > 1]
 
 
-def test_no_fixture_listing_nvml_gpus_says_the_driver_is_missing() -> None:
-    assert driver_missing_beside_nvml(SNAPSHOTS) == [], (
+# Each guard over the recorded fixtures, with what to do when it names one.
+PLAUSIBILITY_GUARDS = [
+    pytest.param(driver_missing_beside_nvml, SNAPSHOTS, (
         "these fixtures list NVML GPUs with no NVIDIA driver loaded: load it in their fake root (as "
-        "tests/support/gpu_scenarios.py's driver() does) and record them again")
-
-
-def test_fixtures_listing_nvml_gpus_have_every_gpu_section_a_probe_run_writes() -> None:
-    assert gpu_stack_sections_missing(SNAPSHOTS) == [], (
+        "tests/support/gpu_scenarios.py's driver() does) and record them again"), id="no-driver-beside-nvml"),
+    pytest.param(gpu_stack_sections_missing, SNAPSHOTS, (
         f"a probe run always writes {', '.join(GPU_STACK_SECTIONS)} (unknown with a reason when it cannot read "
-        "one): record these fixtures from a fake root, or add the sections the probes write for that machine")
-
-
-def test_gpus_nvml_lists_are_bound_to_their_driver() -> None:
-    assert nvml_gpus_unbound(SNAPSHOTS) == []
-
-
-def test_nvml_reports_the_driver_that_is_loaded() -> None:
-    assert nvml_driver_unlike_the_loaded_module(SNAPSHOTS) == [], (
+        "one): record these fixtures from a fake root, or add the sections the probes write for that machine"),
+        id="gpu-stack-sections"),
+    pytest.param(nvml_gpus_unbound, SNAPSHOTS, (
+        "NVML lists only GPUs on the PCI bus that the nvidia module has claimed: load the driver in the fake root "
+        "(gpu_scenarios.driver() binds the GPUs it claims) and record these fixtures again"), id="nvml-gpus-bound"),
+    pytest.param(nvml_driver_unlike_the_loaded_module, SNAPSHOTS, (
         "NVML answers with the loaded module's version: give the fake root that driver (gpu_scenarios.build_root "
-        "loads the one the scenario's NVML reports) and record these fixtures again")
+        "loads the one the scenario's NVML reports) and record these fixtures again"), id="nvml-driver-is-loaded"),
+    pytest.param(pci_ids_unlike_the_nvml_model, SNAPSHOTS, (
+        "gpu_scenarios.build_root dresses each scenario GPU's bus as its model: record these fixtures again"),
+        id="pci-model-is-nvml-model"),
+    pytest.param(nvml_uuids_no_gpu_has, SNAPSHOTS,
+                 "give these GPUs UUIDs as NVML reports them (gpu_scenarios.gpu_uuid)", id="nvml-uuids"),
+    pytest.param(cpu_flags_no_cpu_lists, SNAPSHOTS,
+                 "record these fixtures with the flags of a real CPU (tfdoctor.testing.HASWELL_FLAGS)",
+                 id="cpu-flags-are-a-cpus"),
+    pytest.param(same_machine_twice, SNAPSHOTS / "checks",
+                 "make each fixture the situation its name says, one on which its own code fires",
+                 id="no-two-check-fixtures-alike"),
+]
 
 
-def test_the_gpu_on_the_pci_bus_is_the_model_nvml_names() -> None:
-    assert pci_ids_unlike_the_nvml_model(SNAPSHOTS) == [], (
-        "gpu_scenarios.build_root dresses each scenario GPU's bus as its model: record these fixtures again")
+@pytest.mark.parametrize(("guard", "folder", "what_to_do"), PLAUSIBILITY_GUARDS)
+def test_every_recorded_fixture_passes_the_plausibility_guard(guard: Callable[[Path], list], folder: Path,
+                                                              what_to_do: str) -> None:
+    assert guard(folder) == [], what_to_do
 
 
 def test_the_pci_model_guard_catches_an_a100_id_under_a_v100(tmp_path: Path) -> None:
@@ -257,20 +266,6 @@ def test_the_pci_model_guard_catches_an_a100_id_under_a_v100(tmp_path: Path) -> 
     assert pci_ids_unlike_the_nvml_model(tmp_path) == [
         "healthy-mixed.json: 'Tesla P4' has no PCI ids in PCI_MODELS",
         "healthy-mixed.json: Tesla V100-SXM2-32GB at 0000:3c:00.0 is 0x20b0/0x030200 on the PCI bus"]
-
-
-def test_nvml_gpus_have_the_uuids_nvml_gives() -> None:
-    assert nvml_uuids_no_gpu_has(SNAPSHOTS) == [], "give these GPUs UUIDs as NVML reports them (gpu_scenarios.gpu_uuid)"
-
-
-def test_cpu_flags_are_a_cpus() -> None:
-    assert cpu_flags_no_cpu_lists(SNAPSHOTS) == [], (
-        "record these fixtures with the flags of a real CPU (tfdoctor.testing.HASWELL_FLAGS)")
-
-
-def test_no_two_check_fixtures_are_the_same_machine() -> None:
-    assert same_machine_twice(SNAPSHOTS / "checks") == [], (
-        "make each fixture the situation its name says, one on which its own code fires")
 
 
 def test_the_plausibility_guards_catch_what_they_are_for(tmp_path: Path) -> None:

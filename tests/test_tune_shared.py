@@ -352,6 +352,32 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert not (tmp_path / "gone.journal").exists()
 
 
+def test_resuming_a_shared_tune_whose_sqlite_database_is_gone_is_refused(tmp_path, monkeypatch, capsys):
+    """As a journal: connecting to the missing SQLite file created it empty, and the resume measured the
+    study's whole budget again in a new study."""
+    from tfdoctor.tune.shared import header_entry
+
+    database = tmp_path / "gone.db"
+    told = _resume_refused(tmp_path, monkeypatch, capsys,
+                           _header(budget=8, shared=header_entry(f"sqlite:///{database}", "t")))
+    assert (f"r.jsonl: the study's database {database} is not there (moved or deleted); a shared tune is finished "
+            "from its study") in told
+    assert not database.exists()
+
+
+def test_a_database_that_is_there_or_not_sqlite_passes_the_check(tmp_path):
+    """The healthy twin: an existing SQLite file, or a server's database, is opened as before."""
+    import sqlite3
+
+    from tfdoctor.tune.shared import StorageError, check_database_there
+
+    sqlite3.connect(tmp_path / "tune.db").close()
+    check_database_there(f"sqlite:///{tmp_path / 'tune.db'}")
+    check_database_there("postgresql://tuner@db.example/tunes")
+    with pytest.raises(StorageError, match="the study's database :memory: is not there"):
+        check_database_there("sqlite:///:memory:")
+
+
 def _header(**fields):
     """A results file's header of a tune of one node over the thread space, with `fields`."""
     from tfdoctor.tune.space import current_settings

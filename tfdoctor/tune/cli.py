@@ -253,6 +253,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                 # Opening it would start an empty study and measure the whole budget again.
                 raise UsageError(f"{resume}: the journal of its study, {storage}, is not there (moved or deleted); "
                                  "a shared tune is finished from its study")
+            if "://" in storage:
+                from tfdoctor.tune.shared import StorageError, check_database_there
+
+                try:
+                    check_database_there(storage)  # a SQLite file, likewise: connecting would create it empty
+                except StorageError as exc:
+                    raise UsageError(f"{resume}: {exc} (moved or deleted); a shared tune is finished from its "
+                                     "study") from None
             budget = header_budget
             _cpu, _launchers, node_facts = _node_facts()
         log = ResultsLog(resume)

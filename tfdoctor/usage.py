@@ -92,7 +92,12 @@ def project_config() -> Any:
     from tfdoctor.config import Config, ConfigError, find_config_file, load_config
 
     warnings: list[str] = []
-    path = find_config_file(os.getcwd(), warnings)  # a file another user could have planted is skipped
+    try:
+        here = os.getcwd()
+    except OSError as exc:  # the job's folder was deleted under it: the check itself does not need it
+        here = None
+        warnings.append(f"no configuration looked for: the current folder cannot be read ({exc.strerror or exc})")
+    path = find_config_file(here, warnings) if here else None  # a file another user could have planted is skipped
     emit("".join(f"tfdoctor: warning: {line}\n" for line in warnings), err=True)
     try:
         config = load_config(path) if path else Config()

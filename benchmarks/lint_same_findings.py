@@ -103,10 +103,15 @@ def results_header(argv: list[str], commit: str, dirty: bool, when: float) -> st
 
 
 def write_results(path: Path, header: str, lines: list[str]) -> None:
+    """Through tfdoctor's one writer: a temporary file renamed into place (a link at `path` is replaced, not
+    written through; a results file is never left half-written)."""
+    sys.path.insert(0, str(ROOT))  # this checkout's tfdoctor, as the working tree linted
+    from tfdoctor.fixes.write import WriteError, write_file
+
     try:
-        path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
-    except OSError as exc:
-        sys.exit(f"lint_same_findings.py: cannot write {path}: {exc.strerror or exc}")
+        write_file(path, "\n".join([header, *lines]) + "\n", force=True)
+    except WriteError as exc:
+        sys.exit(f"lint_same_findings.py: {exc}")
 
 
 def main() -> None:

@@ -68,20 +68,23 @@ def _parse_one(path: Path) -> None:
         pass
 
 
-def _nothing(_: int) -> None:
-    return None
+def _nothing(_: int) -> tuple[int, int]:
+    """An empty task; what it says of where it ran: the worker's pid and its frozen objects."""
+    import gc
+
+    return os.getpid(), gc.get_freeze_count()
 
 
-def start_pool(workers: int) -> None:
-    """Lint's worker pool with no files: created as `_lint_in_processes` creates it, one empty task per
-    worker (so every worker has started), then closed."""
+def start_pool(workers: int) -> list[tuple[int, int]]:
+    """Lint's worker pool with no files: created as `_lint_in_processes` creates it (every worker forked
+    when the pool is made), one empty task per worker, then closed. What each task said (_nothing)."""
     import gc
     import multiprocessing
 
     gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            pool.map(_nothing, range(workers), chunksize=1)
+            return pool.map(_nothing, range(workers), chunksize=1)
     finally:
         gc.unfreeze()
 

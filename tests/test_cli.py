@@ -177,6 +177,23 @@ def test_config_select_and_fail_on_are_used_and_flags_override(tmp_path):
     assert run_cli(["check", "--facts", str(SNAPSHOT), "--fail-on", "error"], cwd=sub).returncode == 0
 
 
+def test_check_in_a_deleted_folder_runs_without_a_configuration_and_says_so(tmp_path):
+    """A job whose folder was removed under it (a cleaned scratch directory): the search for a configuration
+    cannot start, which ended the hook in an internal error (exit 3); the check itself needs no folder."""
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+                           sys.executable, "-m", "tfdoctor", "check", "--facts", str(SNAPSHOT)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr  # THR001's error, as from any folder
+    assert "THR001 thread-count-not-a-number" in done.stdout
+    assert ("tfdoctor: warning: the current folder cannot be read (No such file or directory): no "
+            "[tool.tfdoctor] configuration is looked for") in done.stderr
+    assert_no_traceback(done)
+
+
 def test_explain_prints_the_doc():
     done = run_cli(["explain", "thr101"])
     assert done.returncode == 0

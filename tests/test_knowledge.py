@@ -101,3 +101,27 @@ def test_a_toml_table_that_looks_like_a_twins_tag_is_no_date(tables_in) -> None:
     for read in (knowledge.table_rows, knowledge.table):  # the twin is stale: the TOML is read
         with pytest.raises(knowledge.KnowledgeError, match="taken must be a date"):
             read("openmp_runtimes")
+
+
+def test_rewriting_the_twins_replaces_a_link_and_never_writes_through_it(tmp_path: Path) -> None:
+    """`python -m tfdoctor.knowledge` writes each twin to a temporary file renamed into place: a link planted
+    at compiled/<name>.json is replaced by the twin, and the file it points to is left as it was (open(…, "w")
+    wrote through it, and a reader could see a half-written twin)."""
+    import shutil
+    import subprocess
+    import sys
+
+    package = Path(knowledge.__file__).resolve().parent.parent
+    shutil.copytree(package, tmp_path / "tfdoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    name = knowledge.available()[0]
+    twin = tmp_path / "tfdoctor" / "knowledge" / "compiled" / f"{name}.json"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a twin\n")
+    twin.unlink()
+    twin.symlink_to(outside)
+    done = subprocess.run([sys.executable, "-m", "tfdoctor.knowledge"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert f"wrote compiled/{name}.json" in done.stdout
+    assert outside.read_text() == "not a twin\n"
+    assert not twin.is_symlink() and twin.read_text(encoding="utf-8") == knowledge.compile_table(name)

@@ -195,15 +195,35 @@ def test_a_results_file_that_cannot_be_written_is_a_message(tmp_path):
 
     with pytest.raises(SystemExit) as exited:
         write_results(tmp_path, "# header", ["identical"])  # a folder, not a file
-    assert str(exited.value.code).startswith(f"lint_same_findings.py: cannot write {tmp_path}: ")
+    assert str(exited.value.code) == f"lint_same_findings.py: {tmp_path} is a directory"
 
 
-def test_the_pool_benchmark_starts_every_worker_and_unfreezes_the_heap():
+def test_the_results_file_replaces_a_link_and_never_writes_through_it(tmp_path):
+    """A link planted at --output's path is replaced by the results file; the file it points to is left."""
+    from lint_same_findings import write_results
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("kept\n")
+    out = tmp_path / "lint_same_findings-2026-11-28.txt"
+    out.symlink_to(outside)
+    write_results(out, "# header", ["identical"])
+    assert outside.read_text() == "kept\n"
+    assert not out.is_symlink() and out.read_text() == "# header\nidentical\n"
+
+
+def test_the_pool_benchmark_forks_workers_from_a_frozen_heap_and_unfreezes_it():
+    """As lint's pool: the tasks run in forked workers that see the parent's heap frozen (so they do not copy
+    it as the collector walks it); afterwards the parent's heap is as it was."""
+    import os
+
     from lint_speed import start_pool, timed_once
 
     before = gc.get_freeze_count()
+    told = start_pool(2)
+    assert len(told) == 2 and all(pid != os.getpid() for pid, _ in told)
+    assert all(frozen > before for _, frozen in told)  # the heap was frozen when the workers forked
+    assert gc.get_freeze_count() == before  # and only while the pool lived
     elapsed, cpu = timed_once(lambda: start_pool(2))
-    assert gc.get_freeze_count() == before  # the heap is frozen only while the pool lives
     assert elapsed > 0 and cpu > 0
 
 

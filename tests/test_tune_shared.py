@@ -352,6 +352,32 @@ def test_resuming_a_shared_tune_whose_journal_is_gone_is_refused(tmp_path, monke
     assert not (tmp_path / "gone.journal").exists()
 
 
+def test_resuming_a_shared_tune_whose_sqlite_database_is_gone_is_refused(tmp_path, monkeypatch, capsys):
+    """As a journal: connecting to the missing SQLite file created it empty, and the resume measured the
+    study's whole budget again in a new study."""
+    from tfdoctor.tune.shared import header_entry
+
+    database = tmp_path / "gone.db"
+    told = _resume_refused(tmp_path, monkeypatch, capsys,
+                           _header(budget=8, shared=header_entry(f"sqlite:///{database}", "t")))
+    assert (f"r.jsonl: the study's database {database} is not there (moved or deleted); a shared tune is finished "
+            "from its study") in told
+    assert not database.exists()
+
+
+def test_a_database_that_is_there_or_not_sqlite_passes_the_check(tmp_path):
+    """The healthy twin: an existing SQLite file, or a server's database, is opened as before."""
+    import sqlite3
+
+    from tfdoctor.tune.shared import StorageError, check_database_there
+
+    sqlite3.connect(tmp_path / "tune.db").close()
+    check_database_there(f"sqlite:///{tmp_path / 'tune.db'}")
+    check_database_there("postgresql://tuner@db.example/tunes")
+    with pytest.raises(StorageError, match="the study's database :memory: is not there"):
+        check_database_there("sqlite:///:memory:")
+
+
 def _header(**fields):
     """A results file's header of a tune of one node over the thread space, with `fields`."""
     from tfdoctor.tune.space import current_settings
@@ -402,6 +428,45 @@ def test_resuming_a_header_whose_time_limit_is_not_seconds_is_refused(tmp_path, 
     trial, not an internal error, nor a tune that ends at once (0, -3) or runs for True seconds."""
     told = _resume_refused(tmp_path, monkeypatch, capsys, _header(budget=None, time_limit=time_limit))
     assert "r.jsonl: the header's time_limit is not a number of seconds (at least 1)" in told
+
+
+@pytest.mark.parametrize(("fields", "told"), [
+    ({"seed": "7"}, "the header's seed is not a whole number from 0 to 4294967295"),
+    ({"seed": -1}, "the header's seed is not a whole number from 0 to 4294967295"),
+    ({"seed": 2**32}, "the header's seed is not a whole number from 0 to 4294967295"),
+    ({"seed": 1.5}, "the header's seed is not a whole number from 0 to 4294967295"),
+    ({"timeout": "600"}, "the header's timeout is not a number of seconds (at least 1)"),
+    ({"timeout": -5}, "the header's timeout is not a number of seconds (at least 1)"),
+    ({"bench_seconds": "3"}, "the header's bench_seconds is not a number of seconds (at least 0.2)"),
+    ({"command_args": [1, 2]}, "the header's command_args is not a list of strings (the command's words)"),
+    ({"command_args": "python train.py"}, "the header's command_args is not a list of strings"),
+    ({"workload": 5}, "the header's workload is not the name of a workload"),
+])
+def test_resuming_a_header_with_a_hand_edited_seed_or_objective_is_refused(tmp_path, monkeypatch, capsys, fields,
+                                                                         told):
+    """Each went to the first trial as it was (numpy's seeding, subprocess's timeout, the command's words) and
+    ended in an internal error (exit 3): now a usage error naming the field, before any trial."""
+    header = _header(budget=4)
+    if "seed" in fields:
+        header.update(fields)
+    else:
+        header["objective"] = {**header["objective"], **fields}
+    assert f"r.jsonl: {told}" in _resume_refused(tmp_path, monkeypatch, capsys, header)
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
+def test_a_seed_the_sampler_cannot_take_is_a_usage_error_before_any_file(tmp_path, monkeypatch, capsys, seed):
+    """numpy's RandomState takes 0 … 2**32 - 1: --seed -1 ended in an internal error after the results file
+    was made."""
+    from tfdoctor.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--seed", seed, "--budget", "2", "--results", "r.jsonl", "--metric", METRIC,
+              "--", sys.executable, str(FAKE)])
+    assert exit_.value.code == 2
+    assert f"Invalid value for '--seed': {seed} is not in the range 0<=x<=4294967295" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_stale_after_on_the_resume_of_a_tune_of_one_node_is_refused(tmp_path, monkeypatch, capsys):

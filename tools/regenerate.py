@@ -97,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
     after = digests()
     changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
-    print("changed:" if changed else "nothing changed: every generated file was up to date"
-          + (" (tests/snapshots/gpu/ not regenerated: skipped)" if skipped else ""))
+    # The note on both branches: a list of changed files is not the whole story when a step was skipped.
+    print(("changed" if changed else "nothing changed: every generated file was up to date")
+          + (" (tests/snapshots/gpu/ not regenerated: skipped)" if skipped else "") + (":" if changed else ""))
     for name in changed:
         print(f"  {name}")
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from tfdoctor import __version__
+from tfdoctor.tune.results import SEED_MAX
 from tfdoctor.usage import EXIT_FINDINGS, UsageError
 
 DEFAULT_BUDGET = 40
@@ -108,7 +109,7 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--plot", "plot_alias", metavar="FILE", hidden=True, help="Same as --html (its former name).")
 @click.option("--plot-params", metavar="X,Y",
               help="The two parameters of the surface plot (default: the two that mattered most).")
-@click.option("--seed", type=int, help="Seed of the sampler (a resumed tune keeps its own).")
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), help="Seed of the sampler (a resumed tune keeps its own).")
 @click.option("--workload", metavar="NAME",
               help="Measure a micro-profile workload (cnn, matmul, pyfunc) instead of the built-in benchmark.")
 @click.option("--bench-seconds", type=click.FloatRange(min=0.2), default=3.0, show_default=True,
@@ -146,9 +147,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         ResultsError,
         ResultsLog,
         check_owner,
+        check_recorded_objective,
         load_results,
         load_summary,
         recorded_budget,
+        recorded_seed,
         recorded_time_limit,
     )
     from tfdoctor.tune.search import SEARCH_PHASES, Tuner, TuneSettings
@@ -201,6 +204,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             recorded = dict(header["objective"])
             header_budget = recorded_budget(header)
             header_time_limit = recorded_time_limit(header)
+            seed = recorded_seed(header)
+            check_recorded_objective(recorded)
         except ResultsError as exc:
             raise UsageError(f"{resume}: {exc}") from None
         except SpaceError as exc:
@@ -224,7 +229,6 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = budget if budget is not None else header_budget
             if budget is None and time_limit is None:
                 time_limit = header_time_limit  # a killed --time tune resumes with its full time again
-        seed = header.get("seed")
         # The design the tune screened with (a results file from before the choice: one-at-a-time).
         screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
             "one-at-a-time")
@@ -249,6 +253,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                 # Opening it would start an empty study and measure the whole budget again.
                 raise UsageError(f"{resume}: the journal of its study, {storage}, is not there (moved or deleted); "
                                  "a shared tune is finished from its study")
+            if "://" in storage:
+                from tfdoctor.tune.shared import StorageError, check_database_there
+
+                try:
+                    check_database_there(storage)  # a SQLite file, likewise: connecting would create it empty
+                except StorageError as exc:
+                    raise UsageError(f"{resume}: {exc} (moved or deleted); a shared tune is finished from its "
+                                     "study") from None
             budget = header_budget
             _cpu, _launchers, node_facts = _node_facts()
         log = ResultsLog(resume)

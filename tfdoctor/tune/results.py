@@ -156,12 +156,43 @@ def recorded_budget(header: Mapping[str, Any]) -> int | None:
 def recorded_time_limit(header: Mapping[str, Any]) -> float | None:
     """The seconds a results file's header gave the tune (--time): None for a tune without one; ResultsError
     for anything but a finite number of at least 1 s, which --time itself accepts (a hand-edited header)."""
-    limit = header.get("time_limit")
-    if limit is None:
+    return _recorded_seconds(header, "time_limit", 1.0)
+
+
+def _recorded_seconds(table: Mapping[str, Any], key: str, least: float) -> float | None:
+    value = table.get(key)
+    if value is None:
         return None
-    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or not 1 <= limit < float("inf"):
-        raise ResultsError("the header's time_limit is not a number of seconds (at least 1)")
-    return float(limit)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not least <= value < float("inf"):
+        raise ResultsError(f"the header's {key} is not a number of seconds (at least {least:g})")
+    return float(value)
+
+
+SEED_MAX = 2**32 - 1  # the sampler's seed goes to numpy's RandomState, which takes 0 … 2**32 - 1 (as --seed)
+
+
+def recorded_seed(header: Mapping[str, Any]) -> int | None:
+    """The seed a results file's header gave the sampler: None for none recorded; ResultsError for anything
+    but a whole number that --seed accepts (a hand-edited header), before a trial runs."""
+    seed = header.get("seed")
+    if seed is None:
+        return None
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:
+        raise ResultsError(f"the header's seed is not a whole number from 0 to {SEED_MAX}")
+    return seed
+
+
+def check_recorded_objective(objective: Mapping[str, Any]) -> None:
+    """The header's objective holds what the options that wrote it accept: the command's words as strings,
+    --trial-timeout (at least 1 s), --bench-seconds (at least 0.2), --workload a name. ResultsError otherwise
+    (a hand-edited header), before a trial runs, not an internal error when the first one starts."""
+    words = objective.get("command_args", ())
+    if not isinstance(words, (list, tuple)) or not all(isinstance(word, str) for word in words):
+        raise ResultsError("the header's command_args is not a list of strings (the command's words)")
+    _recorded_seconds(objective, "timeout", 1.0)
+    _recorded_seconds(objective, "bench_seconds", 0.2)
+    if objective.get("workload") is not None and not isinstance(objective.get("workload"), str):
+        raise ResultsError("the header's workload is not the name of a workload")
 
 
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:

@@ -420,7 +420,7 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     if "://" not in spec and not Path(spec).is_file():
         raise StorageError(f"the study's journal {spec} is not there")
     if "://" in spec:
-        _check_database_there(spec)
+        check_database_there(spec)
     from tfdoctor.tune.results import ResultsError, recorded_budget
 
     try:
@@ -441,8 +441,9 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     return shared_records(study, space, budget, set(excluded)), excluded
 
 
-def _check_database_there(url: str) -> None:
-    """A reader never creates a database: SQLite makes the file it is pointed at on connecting."""
+def check_database_there(url: str) -> None:
+    """A reader, or the --resume of a worker's file, never creates a database: SQLite makes the file it is
+    pointed at on connecting (an empty study, whose whole budget a resume would measure again)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 

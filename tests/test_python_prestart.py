@@ -112,11 +112,19 @@ def test_an_interpreter_that_cannot_start_is_unknown_with_the_reason(tmp_path):
 def test_a_usage_error_after_the_prestart_leaves_no_child_running(tmp_path):
     """`--select NOPE` is refused once the checks are loaded, after the interpreter started: tfdoctor ends it."""
     pid_file = tmp_path / "pid"
-    slow = _interpreter(tmp_path, f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+    # The pid is renamed into place, so it is never read half-written.
+    slow = _interpreter(tmp_path, f"#!/bin/sh\necho $$ > {shlex.quote(f'{pid_file}.new')}\n"
+                                  f"mv {shlex.quote(f'{pid_file}.new')} {shlex.quote(str(pid_file))}\n"
+                                  "exec sleep 60\n")
     begun = time.monotonic()
     done = run_cli(["check", "--python", str(slow), "--select", "NOPE"], cwd=tmp_path)
     assert done.returncode == 2 and "no check code starts with NOPE" in done.stderr
     assert time.monotonic() - begun < 30
-    if pid_file.exists():  # else it was ended before its first line ran
+    # A child left running writes its pid moments later, even if a loaded machine had not yet run its first line
+    # when tfdoctor left: waited for, so that such a child is not taken for one ended early.
+    waited = time.monotonic() + 3
+    while not pid_file.exists() and time.monotonic() < waited:
+        time.sleep(0.05)
+    if pid_file.exists():  # else it was ended before its first lines ran
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid_file.read_text()), 0)

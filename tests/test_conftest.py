@@ -3,6 +3,7 @@ it imported call for (README, "Development": the fast subset leaves those tests 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,8 +100,11 @@ def test_an_unmarked_import_is_caught_after_a_marked_test_loaded_the_module(tmp_
     (tmp_path / "conftest.py").write_text(WATCH_ONLY.format(conftest=str(REPO / "tests" / "conftest.py"),
                                                             module=module))
     (tmp_path / "test_order.py").write_text(ORDERED_TESTS.format(module=module))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "test_order.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # Its output is read line by line: plain whatever the caller's environment asks of pytest (a CI that sets
+    # FORCE_COLOR or PY_COLORS for its logs, options in PYTEST_ADDOPTS).
+    env = {name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "--color=no", "-p", "no:cacheprovider",
+                           "test_order.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     # The watch fails a test at its teardown: pytest counts it as an error.
     caught = {line.split("::")[1].split(" ")[0] for line in done.stdout.splitlines() if line.startswith("ERROR ")}
     assert caught == {"test_2_unmarked_import_statement", "test_3_unmarked_from_import",

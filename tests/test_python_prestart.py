@@ -4,6 +4,7 @@ probe: the other interpreter's start-up runs beside tfdoctor's imports instead o
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 
@@ -26,8 +27,8 @@ def _nothing_left_started():
     python_env._prestarted.clear()
 
 
-def _machine(**environ: str) -> Machine:
-    return Machine(environ={**os.environ, **environ}, python=sys.executable, timeout=60)
+def _machine(python: str = sys.executable, **environ: str) -> Machine:
+    return Machine(environ={**os.environ, **environ}, python=python, timeout=60)
 
 
 def test_the_interpreter_is_started_before_the_registry_is_loaded(monkeypatch):
@@ -68,10 +69,14 @@ def test_a_prestarted_snapshot_is_taken_once_by_the_probe_of_its_machine():
     assert first.process.returncode == 0 and python_env._prestarted == {}
 
 
-def test_a_snapshot_started_for_another_environment_is_ended_not_used():
-    python_env.prestart(_machine(PYTHONPATH="/elsewhere"))
-    stale = python_env._prestarted[sys.executable]
-    snapshot = python_env.snapshot_other_interpreter(sys.executable, _machine(PYTHONPATH="/job/lib"))
+def test_a_snapshot_started_for_another_environment_is_ended_not_used(tmp_path):
+    """The stale child is one that would not end by itself (started for /elsewhere, it hangs, as a snapshot
+    whose output fills its pipe does): only tfdoctor ending it ends it."""
+    python = _interpreter(tmp_path, f'#!/bin/sh\n[ "$PYTHONPATH" = /elsewhere ] && exec sleep 60\n'
+                                    f'exec {shlex.quote(sys.executable)} "$@"\n')
+    python_env.prestart(_machine(PYTHONPATH="/elsewhere", python=str(python)))
+    stale = python_env._prestarted[str(python)]
+    snapshot = python_env.snapshot_other_interpreter(str(python), _machine(PYTHONPATH="/job/lib", python=str(python)))
     assert isinstance(snapshot, dict) and "/job/lib" in snapshot["path"] and "/elsewhere" not in snapshot["path"]
     assert stale.process.poll() is not None  # ended, not left running
 
@@ -107,11 +112,19 @@ def test_an_interpreter_that_cannot_start_is_unknown_with_the_reason(tmp_path):
 def test_a_usage_error_after_the_prestart_leaves_no_child_running(tmp_path):
     """`--select NOPE` is refused once the checks are loaded, after the interpreter started: tfdoctor ends it."""
     pid_file = tmp_path / "pid"
-    slow = _interpreter(tmp_path, f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+    # The pid is renamed into place, so it is never read half-written.
+    slow = _interpreter(tmp_path, f"#!/bin/sh\necho $$ > {shlex.quote(f'{pid_file}.new')}\n"
+                                  f"mv {shlex.quote(f'{pid_file}.new')} {shlex.quote(str(pid_file))}\n"
+                                  "exec sleep 60\n")
     begun = time.monotonic()
     done = run_cli(["check", "--python", str(slow), "--select", "NOPE"], cwd=tmp_path)
     assert done.returncode == 2 and "no check code starts with NOPE" in done.stderr
     assert time.monotonic() - begun < 30
-    if pid_file.exists():  # else it was ended before its first line ran
+    # A child left running writes its pid moments later, even if a loaded machine had not yet run its first line
+    # when tfdoctor left: waited for, so that such a child is not taken for one ended early.
+    waited = time.monotonic() + 3
+    while not pid_file.exists() and time.monotonic() < waited:
+        time.sleep(0.05)
+    if pid_file.exists():  # else it was ended before its first lines ran
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid_file.read_text()), 0)

@@ -142,6 +142,23 @@ def test_another_interpreters_snapshot_imports_nothing_from_the_jobs_folder(tmp_
     assert snapshot["path"] == ast.literal_eval(plain.stdout)  # what `python -c` sees, less the current folder
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="PYTHONSAFEPATH is Python 3.11's")
+def test_under_pythonsafepath_the_first_path_entry_is_the_jobs_own(tmp_path, monkeypatch):
+    """PYTHONSAFEPATH keeps the current folder off the path: sys.path[0] is then the standard library's zip, which
+    the snapshot must report, not replace."""
+    from tfdoctor.facts.machine import Machine
+    from tfdoctor.facts.probes.python_env import snapshot_other_interpreter
+
+    monkeypatch.chdir(tmp_path)
+    environ = {**os.environ, "PYTHONSAFEPATH": "1"}
+    snapshot = snapshot_other_interpreter(sys.executable, Machine(environ=environ, timeout=60))
+    assert isinstance(snapshot, dict), snapshot
+    plain = subprocess.run([sys.executable, "-c", "import sys; print(repr(sys.path))"], capture_output=True,
+                           text=True, timeout=60, check=True, env=environ)
+    assert snapshot["path"] == ast.literal_eval(plain.stdout)  # the whole path: no current folder to leave out
+    assert "/nonexistent/tfdoctor-snapshot" not in snapshot["path"]
+
+
 @pytest.fixture
 def other_venv(tmp_path: Path) -> tuple[Path, FakeSitePackages]:
     """A real virtual environment of another interpreter, with a fake TensorFlow 2.21 and an ml_dtypes too old."""

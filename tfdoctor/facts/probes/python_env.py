@@ -21,12 +21,14 @@ SNAPSHOT_OUTPUT_LIMIT = 32 * 1024 * 1024
 
 
 # What the other interpreter runs (`python -B -c BOOTSTRAP SNAPSHOT_SOURCE`). Its first path entry, the current
-# folder for `-c`, is replaced before anything is imported: a json.py or re.py in the job's folder must not stand
+# folder for `-c` (none under PYTHONSAFEPATH, Python 3.11+: then it is left alone), is replaced before anything
+# is imported: a json.py or re.py in the job's folder must not stand
 # in for the standard library's. The snapshot's file is then loaded as a module, so an interpreter of tfdoctor's
 # own version uses its compiled .pyc (compiling the source costs the pre-job hook ~7 ms); -B writes none for
 # another version. Not -I: it would drop PYTHONPATH and the user's site-packages, which the job sees.
 BOOTSTRAP = ("import sys\n"
-             "sys.path[0] = '/nonexistent/tfdoctor-snapshot'  # stands for the current folder: environment_path()\n"
+             "if not getattr(sys.flags, 'safe_path', False):\n"
+             "    sys.path[0] = '/nonexistent/tfdoctor-snapshot'  # stands for the current folder: environment_path()\n"
              "import importlib.util, json\n"
              "spec = importlib.util.spec_from_file_location('tfdoctor_pyenv_snapshot', sys.argv[1])\n"
              "module = importlib.util.module_from_spec(spec)\n"

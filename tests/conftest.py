@@ -21,6 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 # the output is not a terminal. A CI runner or a wide terminal sets another; the tests' expected output is the
 # 80 columns of a batch job's log. (A test about width sets its own.)
 os.environ["COLUMNS"] = "80"
+# A CI runner may ask every program for colour; the expected output is plain text (a test about colour sets it).
+for _name in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "TTY_COMPATIBLE"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture

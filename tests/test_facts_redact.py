@@ -185,6 +185,22 @@ FLAG_SECRETS = [
 ]
 
 
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ("postgresql://tuner:pa/ss@db.example/optuna", "pa/ss", "@db.example/optuna"),  # SQLAlchemy takes it
+    ("mysql+pymysql://u:a/b/c@db:3306/x?charset=utf8", "a/b/c", "@db:3306/x?charset=utf8"),
+    ("redis://:s3c/ret@cache:6379/0", "s3c/ret", "@cache:6379/0"),
+])
+def test_a_url_password_holding_a_slash_is_redacted_whole(text, secret, kept):
+    assert secret in text
+    assert redact_text(text) == text.split("://")[0] + "://" + REDACTED + kept  # the user and the whole password
+
+
+@pytest.mark.parametrize("text", ["git+https://github.com/org/repo.git@v1.2.0", "https://host:8080/path",
+                                  "pip install git+https://example.org/a/b@main#egg=b"])
+def test_a_vcs_reference_or_a_port_is_no_password(text):
+    assert redact_text(text) == text
+
+
 @pytest.mark.parametrize(("text", "secret", "kept"), FLAG_SECRETS)
 def test_flag_style_secrets_and_one_slash_urls_are_redacted(text, secret, kept):
     for redacted in (redact_text(text), redact_value({"SLURM_JOB_NAME": text})["SLURM_JOB_NAME"]):
@@ -253,7 +269,8 @@ def test_flag_secrets_never_reach_an_output(tmp_path, args):
 # Each pattern of the redactor against the input that made it (or could make it) super-linear: the text is
 # its trigger repeated to 120 KB, inside a variable as collect sees it. Before: 15–44 s for `a-a-a-…`.
 ADVERSARIAL = {
-    "URL_CREDENTIALS": "a-", "URL_CREDENTIALS one slash": "a:/a", "JWT": "eyJ-", "JWT run": "eyJaaaaaaaa.",
+    "URL_CREDENTIALS": "a-", "URL_CREDENTIALS one slash": "a:/a", "URL_CREDENTIALS password": "a://b:c/",
+    "URL_CREDENTIALS password only": "a://:", "JWT": "eyJ-", "JWT run": "eyJaaaaaaaa.",
     "FLAG": "--a ", "FLAG quoted": "--token \"", "ASSIGNMENT": "a ", "ASSIGNMENT key": "a.",
     "ASSIGNMENT json": '"a":', "QUERY_SECRET": "?a-", "AUTH_SCHEME": "Bearer ",
     "AUTH_SCHEME header": "Authorization:a", "PRIVATE_KEY_BLOCK": "-----BEGIN A ", "TOKEN_FORMATS": "glpat-",

@@ -65,10 +65,12 @@ AUTH_SCHEME = re.compile(
 # scheme://userinfo@ — the userinfo is replaced whole (a token is often the user name alone). A scheme is
 # at most 32 characters and starts where a run of scheme characters starts, so `a-a-a-…` costs one scan,
 # not one per letter. `scheme:/userinfo@` (one slash: a path normaliser, as --root's, folded the two) is
-# taken for the network schemes below only, so a path list such as `lib:/opt@2` stays as it is.
+# taken for the network schemes below only, so a path list such as `lib:/opt@2` stays as it is. The password
+# after the user's colon may hold a `/` (SQLAlchemy takes `postgresql://u:pa/ss@db`); the user may not, so
+# `git+https://host/repo@v1` keeps its path. The password is at most 256 characters: each match is bounded.
 URL_CREDENTIALS = re.compile(
     r"(?P<scheme>(?<![a-zA-Z0-9+.-])(?P<name>[a-zA-Z][a-zA-Z0-9+.-]{0,31}):(?P<slashes>//?))"
-    r"(?P<userinfo>[^/?#@\s]+)@")
+    r"(?P<userinfo>[^/?#@\s:]+(?::[^?#@\s]{0,256})?|:[^?#@\s]{1,256})@")
 NETWORK_SCHEMES = frozenset({
     "http", "https", "ftp", "ftps", "sftp", "ssh", "git", "git+https", "git+ssh", "git+http", "svn", "hg",
     "s3", "gs", "hdfs", "webhdfs", "redis", "rediss", "postgres", "postgresql", "mysql", "mongodb",

@@ -3,15 +3,13 @@
 `MACHINES` lists them (registered in machines.py); `examine(machine, tmp_path)` runs every registered
 check over one, through the same probes and facts file `tfdoctor check` uses."""
 
-from . import (  # noqa: F401  (each module registers its machines)
-    machines,
-    machines_cluster,
-    machines_gpu,
-    machines_gpu_stack,
-    machines_only_a_run_can_tell,
-    machines_pyenv,
-    machines_threads,
-)
+import importlib
+import pkgutil
+
 from .corpus import MACHINES, Examined, HealthyMachine, check_recorded, collect, examine, family, register
+
+# Each module machines*.py registers its machines; they are found by name, so a new area is one new file.
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("machines")):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["MACHINES", "Examined", "HealthyMachine", "check_recorded", "collect", "examine", "family", "register"]

@@ -223,3 +223,42 @@ def test_unknowns_survive_loading_from_files(tmp_path: Path) -> None:
     assert node.facts.sections["nvml"] == Unknown("NVML: driver not loaded")
     assert node.facts.peek("cpu.cpuinfo.flags") == Unknown("no /proc/cpuinfo")
     assert flatten(node.facts)["cpu.cpuinfo.flags"] == Unknown("no /proc/cpuinfo")
+
+
+def _collect_node(tmp_path: Path, name: str, folders: list[str], ld_library_path: str) -> Path:
+    """One node's facts as `tfdoctor collect --root` writes them, with these folders in its tree."""
+    import os
+    import subprocess
+    import sys
+
+    from tfdoctor.testing import FakeRoot
+
+    root = FakeRoot(tmp_path / "roots" / name).cpus()
+    for folder in folders:
+        root.write(f"{folder}/libexample.so.1", "")
+    out = tmp_path / "facts" / f"{name}.json"
+    out.parent.mkdir(exist_ok=True)
+    code = f"from tfdoctor.cli import main; main({['collect', '--root', str(root.path), '-o', str(out)]!r})"
+    env = {"PATH": os.environ["PATH"], "SLURMD_NODENAME": name, "LD_LIBRARY_PATH": ld_library_path}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_a_library_folder_missing_on_one_node_is_named_though_the_variable_is_the_same(tmp_path: Path,
+                                                                                        capsys) -> None:
+    """Issue 37: LD_LIBRARY_PATH=/opt/site/lib:/opt/mkl/lib on three nodes, /opt/mkl/lib absent on node3.
+    The variable's string is identical everywhere; the folder's state is what differs."""
+    path = "/opt/site/lib:/opt/mkl/lib:relative/lib"
+    files = [_collect_node(tmp_path, "node1", ["/opt/site/lib", "/opt/mkl/lib"], path),
+             _collect_node(tmp_path, "node2", ["/opt/site/lib", "/opt/mkl/lib"], path),
+             _collect_node(tmp_path, "node3", ["/opt/site/lib"], path)]
+    recorded = json.loads(files[2].read_text())["sections"]["cuda_libs"]["ld_library_path_dirs"]
+    assert recorded == [{"dir": "/opt/site/lib", "state": "directory"}, {"dir": "/opt/mkl/lib", "state": "missing"},
+                        {"dir": "relative/lib", "state": "relative"}]
+    odd = compare(*load_nodes(files)).odd_nodes()  # a fake root's host is "fake-root": named by file
+    assert odd == {str(files[2]): {"cuda_libs.ld_library_path_dirs[/opt/mkl/lib].state": "missing"}}
+    code, out, _ = run_cli(["compare", "--format", "json", *map(str, files)], capsys)
+    assert code == 1
+    assert "node3.json" in json.dumps(json.loads(out))

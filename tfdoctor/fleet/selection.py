@@ -54,6 +54,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     FactRule("cuda_libs.libraries.*.resolved", topic="cuda"),
     FactRule("cuda_libs.libraries.*.files", "by:name", topic="cuda"),
     FactRule("cuda_libs.ld_library_path", topic="cuda"),
+    FactRule("cuda_libs.ld_library_path_dirs", "by:dir", topic="cuda"),
     FactRule("python.tensorflow.build_info", topic="cuda"),
     # NUMA layout
     FactRule("numa.nodes", "count", topic="numa"),

@@ -463,6 +463,26 @@ def _cudnn_header(fs: RootedFs, lib_dir: str, arch: str) -> str | None:
     return None
 
 
+# A hostile LD_LIBRARY_PATH can hold thousands of entries: the first ones are the ones the loader tries.
+LD_LIBRARY_PATH_DIRS_KEPT = 256
+
+
+def ld_library_path_dirs(fs: RootedFs, entries: list[str]) -> list[dict[str, str]]:
+    """Each LD_LIBRARY_PATH entry as this node sees it: a directory, missing, not a directory, or relative
+    (the loader takes it from the current folder). Fleets compare these: a folder on every node's path that
+    one node lacks is named there (issue 37), where the variable's string alone is the same everywhere."""
+    dirs: list[dict[str, str]] = []
+    for entry in dict.fromkeys(entries[:LD_LIBRARY_PATH_DIRS_KEPT]):
+        if not entry.startswith("/"):
+            state = "relative"
+        elif fs.is_dir(entry):
+            state = "directory"
+        else:
+            state = "not a directory" if fs.exists(entry) else "missing"
+        dirs.append({"dir": entry, "state": state})
+    return dirs
+
+
 @probe("cuda_libs", timeout=3.0)
 def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     from tfdoctor.facts.probes.nvidia_presence import NO_NVIDIA, nvidia_present
@@ -474,7 +494,8 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     tensorflow = _tensorflow(fs, packages)
     if not nvidia_present(machine):
         # No GPU: nothing the loader finds matters, and the pre-job hook skips the ELF reads.
-        return {"arch": arch, "ld_library_path": ld_library_path, "site_packages": packages,
+        return {"arch": arch, "ld_library_path": ld_library_path,
+                "ld_library_path_dirs": ld_library_path_dirs(fs, ld_library_path), "site_packages": packages,
                 "tensorflow": tensorflow, "libraries": Unknown(NO_NVIDIA)}
     if tensorflow:
         witness(fs, tensorflow)
@@ -538,6 +559,7 @@ def probe_cuda_libs(machine: Machine) -> dict[str, Any]:
     return {
         "arch": arch,
         "ld_library_path": ld_library_path,
+        "ld_library_path_dirs": ld_library_path_dirs(fs, ld_library_path),
         "runpath": runpath,
         "stub_runpath": stubs,
         "ld_cache": ld_cache,

@@ -146,3 +146,27 @@ def test_a_channels_first_script_is_silent_by_default_and_flagged_when_asked() -
     text = TF + "x = tf.keras.layers.Conv2D(64, 3, data_format='channels_first')(x)\n"
     assert [f.code for f in lint_text(text, select_lint_rules(load_lint_rules().rules), "train.py").findings] == []
     assert [f.code for f in lint(text, select=("SRC101",)).findings] == ["SRC101"]
+
+
+# --- toy and in-memory data is not an input pipeline that can starve an accelerator ---------------------
+
+AUG = "def aug(x):\n    return tf.image.random_flip_left_right(x)\n"
+
+
+@pytest.mark.parametrize("data", [
+    "ds = tf.data.Dataset.from_tensors(tf.random.normal([8, 32, 32, 3])).repeat(64).map(aug)\n",
+    "vecs = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]\nds = tf.data.Dataset.from_tensor_slices(vecs).map(aug).batch(2)\n",
+    "x = np.random.rand(300, 8)\nds = tf.data.Dataset.from_tensor_slices(x).map(aug).batch(32)\n",
+])
+def test_toy_data_written_in_the_script_is_silent(data: str) -> None:
+    assert codes(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n") == []
+
+
+@pytest.mark.parametrize("data", [
+    # a synthetic stream without end, and a name bound twice (which one reaches the call is unknown)
+    "ds = tf.data.Dataset.from_tensors(tf.random.normal([8, 32, 32, 3])).repeat().map(aug)\n",
+    "x = np.random.rand(300, 8)\nx = load_features()\nds = tf.data.Dataset.from_tensor_slices(x).map(aug)\n",
+])
+def test_without_evidence_of_a_small_source_the_rules_still_speak(data: str) -> None:
+    found = codes(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n")
+    assert [c.split(":")[0] for c in found] == ["SRC103", "SRC102"]

@@ -108,7 +108,7 @@ def test_diff_shows_the_safe_fixes_and_changes_nothing(workdir, capsys):
 
 def test_fix_applies_safe_edits_then_reports_only_what_is_left(workdir, capsys):
     (workdir / "train.py").write_text((FIXTURES / "keras_fit_bad.py").read_text(encoding="utf-8"), encoding="utf-8")
-    code, out, err = run(capsys, "lint", "--fix", "train.py")
+    code, out, err = run(capsys, "lint", "--preview", "--fix", "train.py")
     assert code == 0
     fixed = (workdir / "train.py").read_text(encoding="utf-8")
     ast.parse(fixed)
@@ -122,12 +122,12 @@ def test_fix_applies_safe_edits_then_reports_only_what_is_left(workdir, capsys):
 
 def test_unsafe_fixes_apply_the_unsafe_edits_too(workdir, capsys):
     (workdir / "train.py").write_text((FIXTURES / "keras_fit_bad.py").read_text(encoding="utf-8"), encoding="utf-8")
-    run(capsys, "lint", "--fix", "--unsafe-fixes", "train.py")
+    run(capsys, "lint", "--preview", "--fix", "--unsafe-fixes", "train.py")
     fixed = (workdir / "train.py").read_text(encoding="utf-8")
     ast.parse(fixed)
     assert 'layers.Conv2D(64, 3, padding="same", use_bias=False, data_format="channels_first")' in fixed
     assert 'layers.Dense(NUM_CLASSES, activation="softmax", dtype="float32")' in fixed
-    _, out, _ = run(capsys, "lint", "train.py")
+    _, out, _ = run(capsys, "lint", "--preview", "train.py")
     # Left: manual fixes. The layout edit (SRC101) would change what the model computes on the same
     # input, so it is shown but never applied; SRC112 resizes nothing.
     assert sorted({line.split()[1] for line in out.splitlines()}) == ["SRC101", "SRC112", "SRC113"]

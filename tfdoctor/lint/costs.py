@@ -123,7 +123,14 @@ def tiny(module: SourceModule, value: Pipeline) -> bool:
     of a few elements written in the script (issue 25, item 3: toy data of feature demos)."""
     if not isinstance(value.source, ast.Call) or not in_memory(module, value):
         return False
+    func = value.source.func
+    if isinstance(func, ast.Attribute) and func.attr == "from_tensors":
+        # One element, however large: `from_tensors(x).repeat(64)` serves the same tensor 64 times (issue 39).
+        repeats = [argument(call, "count", 0) for op, call in value.ops if op == "repeat"]
+        counts = [constant(r) for r in repeats]
+        return all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < _SMALL for c in counts)
     first = argument(value.source, "tensors", 0) or (value.source.args[0] if value.source.args else None)
+    first = _literal_behind(module, first)
     count = constant(first)
     if isinstance(count, int) and not isinstance(count, bool):
         return count < _SMALL
@@ -133,6 +140,21 @@ def tiny(module: SourceModule, value: Pipeline) -> bool:
         return len(first.elts) < _SMALL and all(isinstance(e, (ast.Constant, ast.List, ast.Tuple)) for e in first.elts)
     rows = _made_rows(first)
     return rows is not None and rows < _SMALL
+
+
+def _literal_behind(module: SourceModule, node: ast.AST | None) -> ast.AST | None:
+    """`vecs = [[1.0, 2.0], [3.0, 4.0]]` then `from_tensor_slices(vecs)`: the literal or array maker a name is
+    bound to, when the file binds that name once (more than once: which value reaches the call is unknown)."""
+    if not isinstance(node, ast.Name):
+        return node
+    bound = [a for a in module.nodes(ast.Assign) if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+             and a.targets[0].id == node.id]
+    if len(bound) != 1:
+        return node
+    value = bound[0].value
+    if isinstance(value, (ast.List, ast.Tuple)) or _made_rows(value) is not None:
+        return value
+    return node
 
 
 # Array makers whose first argument is the shape (or the first dimension): np.zeros((64, 10)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
@@ -144,8 +144,10 @@ class ScopeFlow:
 
 class _ScopeWalker(ast.NodeVisitor):
     def __init__(self, module: SourceModule, flow: ScopeFlow, returning: dict[str, ReturnShape],
-                 input_fns: frozenset[str] = frozenset()) -> None:
+                 input_fns: frozenset[str] = frozenset(),
+                 consuming: Mapping[str, tuple[tuple[str, ...], frozenset[str]]] | None = None) -> None:
         self.module, self.flow, self.returning = module, flow, returning
+        self.consuming = consuming or {}
         self.env: dict[str, Pipeline] = {}
         self.input_fn = isinstance(flow.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
             flow.scope.name in input_fns
@@ -357,6 +359,8 @@ class _ScopeWalker(ast.NodeVisitor):
         if receiver is not None and func.attr in CONSUMER_METHODS:  # type: ignore[union-attr]
             self.flow.consume(receiver, node, func.value)  # type: ignore[union-attr]
             return
+        if arg_values and name is None and self._consumed_by_a_function_of_the_file(node):
+            return
         consumer = (isinstance(func, ast.Attribute) and func.attr in CONSUMER_METHODS) or (
             isinstance(func, ast.Name) and func.id in CONSUMER_BUILTINS and name is None) or name in TF1_ITERATORS
         peek = isinstance(func, ast.Name) and func.id == "iter" and _is_next_call(self.module.parents.get(node))
@@ -372,6 +376,28 @@ class _ScopeWalker(ast.NodeVisitor):
                     self.flow.consume(value, node, arg)
             if isinstance(func, ast.Name) and func.id in ("iter", "enumerate") and arg_values:
                 self.flow.of_node[id(node)] = arg_values[0]
+
+    def _consumed_by_a_function_of_the_file(self, node: ast.Call) -> bool:
+        """`train(model, ds)` where `def train(model, data): for batch in data: ...` is in this file: the
+        pipeline is consumed by that loop (issue 39, item 5), as if the loop were here."""
+        func = node.func
+        callee = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id in ("self", "cls") else None
+        if callee not in self.consuming:
+            return False
+        params, consumed = self.consuming[callee]
+        if isinstance(func, ast.Attribute) and params[:1] in (("self",), ("cls",)):
+            params = params[1:]
+        given = [(params[i] if i < len(params) else None, a) for i, a in enumerate(node.args)]
+        given += [(k.arg, k.value) for k in node.keywords]
+        found = False
+        for param, arg in given:
+            value = self.value(arg) if param in consumed else None
+            if value is not None:
+                self.flow.consume(value, node, arg)
+                found = True
+        return found
 
     def _tuple_values(self, call: ast.Call) -> list[Pipeline]:
         """Pipelines in a tuple or list argument: `Dataset.zip((images, labels))`."""
@@ -452,9 +478,15 @@ def _tfds_splits(module: SourceModule, expr: ast.AST, value: Pipeline | None) ->
         return None
     if value.node is not value.source and not isinstance(value.node, ast.Name):
         return None  # one element of it (`[0]`), not the splits; a Name: `splits, info = tfds.load(...)`
-    if module.call_name(value.source) != "tensorflow_datasets.load":
-        return None
-    return value.source
+    if module.call_name(value.source) == "tensorflow_datasets.load":
+        return value.source
+    # `train, test = builder.as_dataset(split=("train", "test"))`: a TFDS builder's splits (issue 39)
+    func = value.source.func
+    if isinstance(func, ast.Attribute) and func.attr == "as_dataset" and \
+            isinstance(keyword_value(value.source, "split"), (ast.Tuple, ast.List)) and \
+            module.imports.imports_module("tensorflow_datasets"):
+        return value.source
+    return None
 
 
 class DatasetFlow:
@@ -550,10 +582,32 @@ class DatasetFlow:
                 names.add(given.attr)
         return frozenset(names)
 
+    @cached_property
+    def consuming(self) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+        """Functions of this file that train on a parameter: name → (its parameters, those it consumes).
+
+        A parameter is consumed when the function loops over it (`for x in data`, `enumerate(data)`, not
+        a loop that only prints or plots), or gives it to fit/evaluate/predict or a distribute strategy.
+        A name defined twice in the file is left out: which definition a call reaches is not known."""
+        defined = [f for f in self.scopes[1:] if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        counts: dict[str, int] = {}
+        for function in defined:
+            counts[function.name] = counts.get(function.name, 0) + 1
+        found: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        for function in defined:
+            if counts[function.name] > 1:
+                continue
+            args = function.args
+            params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+            consumed = _consumed_parameters(self.module, function, frozenset(params))
+            if consumed:
+                found[function.name] = (params, consumed)
+        return found
+
     def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)
         try:
-            _ScopeWalker(self.module, flow, returning, self.input_fns).start(scope)
+            _ScopeWalker(self.module, flow, returning, self.input_fns, self.consuming).start(scope)
         except RecursionError:  # an expression nested thousands deep (generated code): no pipeline claims
             return ScopeFlow(scope)
         parents = self.module.parents
@@ -600,6 +654,29 @@ class DatasetFlow:
         for flow in self.flows:
             for value in flow.values:
                 yield flow, value
+
+
+def _consumed_parameters(module: SourceModule, function: ast.AST, params: frozenset[str]) -> frozenset[str]:
+    def param(node: ast.AST | None) -> str | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("enumerate", "iter") \
+                and node.args:
+            node = node.args[0]
+        return node.id if isinstance(node, ast.Name) and node.id in params else None
+
+    consumed: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            name = param(node.iter)
+            if name is not None and not _inspects_only(module, node):
+                consumed.add(name)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in CONSUMER_METHODS:
+            first = node.args[0] if node.args else keyword_value(node, "x")
+            for arg in (first, keyword_value(node, "validation_data")):
+                name = param(arg)
+                if name is not None:
+                    consumed.add(name)
+    return frozenset(consumed)
 
 
 def dataset_flow(module: SourceModule) -> DatasetFlow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from tfdoctor.lint.rule import Edit
 from tfdoctor.lint.source import SourceModule
@@ -63,3 +64,45 @@ def append_call(module: SourceModule, node: ast.AST, text: str) -> Edit:
 def tf_alias(module: SourceModule) -> str | None:
     """How this script names TensorFlow, for fixes written in its own terms (`tf`), if it imports it."""
     return module.imports.alias_for("tf")
+
+
+# What a file shows of the TensorFlow it targets (issue 39, item 6). tf.data.AUTOTUNE is TensorFlow 2.4+
+# (RELEASE.md of 2.4.0: "tf.data.experimental.AUTOTUNE is now available in the core API as tf.data.AUTOTUNE");
+# tf.data.experimental.AUTOTUNE is 1.13+ and still in 2.21 (and tf.compat.v1.data.experimental); before 1.13 it
+# was tf.contrib.data.AUTOTUNE. Plain substrings and bounded classes: linear on any text.
+_TF1_ERA = re.compile(r"\b(?:Session|placeholder|make_one_shot_iterator|make_initializable_iterator|"
+                      r"enable_eager_execution|compat\.v1|contrib)\b|data\.experimental\.AUTOTUNE|"
+                      r"hasattr\([^()\n]{0,80}AUTOTUNE")
+_CONTRIB_ONLY = re.compile(r"\bcontrib\.data\b")
+
+
+def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
+    """How to write AUTOTUNE at `line` of this file, and whether that is safe for the TensorFlow it targets.
+
+    A name the file already binds to AUTOTUNE before that line (its own guard, an import) is used as it
+    is; a file of the TensorFlow 1 era (sessions, placeholders, tf.compat.v1, contrib, its own hasattr
+    guard) gets tf.data.experimental.AUTOTUNE, which every release since 1.13 has; a file that reads its
+    pipelines through tf.contrib.data (1.12 and older) gets no safe edit."""
+    for statement in _module_level(module.tree.body):
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if (statement.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name)
+                and any(isinstance(n, ast.Attribute) and n.attr == "AUTOTUNE" for n in ast.walk(statement.value))):
+            return targets[0].id, True
+    imported = module.imports.bindings.get("AUTOTUNE", "")
+    if imported.endswith(".AUTOTUNE"):
+        return "AUTOTUNE", True
+    if _CONTRIB_ONLY.search(module.text) and "data.experimental" not in module.text:
+        return f"{alias}.data.experimental.AUTOTUNE", False
+    if _TF1_ERA.search(module.text):
+        return f"{alias}.data.experimental.AUTOTUNE", True
+    return f"{alias}.data.AUTOTUNE", True
+
+
+def _module_level(body: list[ast.stmt]):
+    """Statements run at import, including those of module-level if/try blocks (a version guard)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If | ast.Try):
+            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
+                          *(h.body for h in getattr(statement, "handlers", []))):
+                yield from _module_level(block)

@@ -172,8 +172,21 @@ def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
                 errors.append(f"lint rule code {spec.code} is registered twice ({by_code[spec.code].origin} "
                               f"and {origin}); the second is ignored")
                 continue
-            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, spec.preview)
+            preview = spec.preview or spec.code in below_the_bar()
+            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, preview)
     return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)
+
+
+def below_the_bar() -> dict[str, float]:
+    """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on: code →
+    precision. They are preview rules whatever their decorator says (issue 39, item 3:
+    tfdoctor/knowledge/lint_rule_precision.toml decides the default rule set)."""
+    from tfdoctor.knowledge import table
+
+    measured = table("lint_rule_precision")
+    bar = float(measured.data["meta"]["bar"])
+    return {row["code"]: float(row["precision"]) for row in measured.rows
+            if float(row["precision"]) < bar and not row.get("kept_on")}
 
 
 def select_lint_rules(rules: Iterable[LintRuleSpec], select: Iterable[str] = (), ignore: Iterable[str] = (),

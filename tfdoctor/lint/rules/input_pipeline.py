@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
 from tfdoctor.lint.datasets import Pipeline, ScopeFlow, dataset_flow
-from tfdoctor.lint.edits import add_keyword, append_call, tf_alias
+from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
 from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
@@ -82,8 +82,9 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
             if alias:
-                edit = append_call(module, expr, f".prefetch({alias}.data.AUTOTUNE)")
-                fix = SourceFix(fix.title, (edit,), Applicability.SAFE)
+                tune, safe = autotune(module, alias, module.position(expr).line)
+                edit = append_call(module, expr, f".prefetch({tune})")
+                fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
             ops = [op for op, _ in value.ops]
             if severity is not None:
                 where = value.node.func if isinstance(value.node, ast.Call) else value.node
@@ -126,6 +127,9 @@ def _prefetched_by_loader(module: SourceModule, value: Pipeline) -> bool:
     source = module.call_name(value.source) if isinstance(value.source, ast.Call) else None
     if source is None or source not in {row["name"] for row in table("lint_prefetching_loaders").rows}:
         return False
+    buffer = argument(value.source, "prefetch_buffer_size", None)
+    if buffer is not None and constant(buffer) == 0:
+        return False  # tf.data's readers take 0 to mean "no prefetch"
     return not any(op in ("map", "interleave", "flat_map", "unbatch", "map_with_legacy_function")
                    for op, _ in value.ops)
 
@@ -203,9 +207,10 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:
-            edit = add_keyword(module, call, f"num_parallel_calls={alias}.data.AUTOTUNE")
+            tune, safe = autotune(module, alias, module.position(call).line)
+            edit = add_keyword(module, call, f"num_parallel_calls={tune}")
             if edit is not None:
-                fix = SourceFix(fix.title, (edit,), Applicability.SAFE)
+                fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
         state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time",
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix)

@@ -1,0 +1,79 @@
+"""What the container runtime gave this process of the host's NVIDIA driver: the driver files the NVIDIA
+Container Toolkit mounted (per capability, tfdoctor/knowledge/nvidia_container_toolkit.toml), the GPU device
+nodes, and Apptainer/Singularity's image folder (/.singularity.d) with what `--nv` bound into its libs folder.
+
+Which engine runs the container is read by the host and privileges probes (host.container,
+privileges.container) and told apart in tfdoctor/derive/container.py; this probe adds only what those signs
+do not say. Outside a container, or on a host without anything NVIDIA, it reads nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfdoctor.facts import Unknown
+from tfdoctor.facts.machine import Machine
+from tfdoctor.facts.probes.nvidia_presence import NO_NVIDIA, nvidia_present
+from tfdoctor.facts.probes.privileges import container_signs
+from tfdoctor.registry import probe
+
+# Where the toolkit mounts driver libraries: the image's own library folder (Debian multiarch, RHEL lib64).
+LIBRARY_FOLDERS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+BINARY_FOLDERS = ("/usr/bin",)
+SINGULARITY_DIR = "/.singularity.d"
+# Set inside every Apptainer (and, for compatibility, Singularity) container: the image and its name.
+APPTAINER_VARIABLES = ("APPTAINER_CONTAINER", "APPTAINER_NAME", "SINGULARITY_CONTAINER", "SINGULARITY_NAME")
+MAX_LISTED = 200  # a libs folder or device list longer than this is cut (a real one holds ~30)
+
+
+def apptainer_signs(machine: Machine) -> list[str]:
+    signs = [SINGULARITY_DIR] if machine.exists(f"{SINGULARITY_DIR}/env") else []
+    return signs + [name for name in APPTAINER_VARIABLES if machine.environ.get(name)]
+
+
+def _apptainer(machine: Machine) -> dict[str, Any] | None:
+    signs = apptainer_signs(machine)
+    if not signs:
+        return None
+    libs = machine.listdir(f"{SINGULARITY_DIR}/libs")
+    return {"signs": signs, "libs": libs[:MAX_LISTED] if isinstance(libs, list) else libs}
+
+
+def _toolkit_rows() -> tuple[dict[str, Any], ...]:
+    from tfdoctor.knowledge import table_rows
+
+    return table_rows("nvidia_container_toolkit")
+
+
+def driver_files(machine: Machine) -> dict[str, list[str]]:
+    """Capability -> the toolkit's files of that capability present here (library folders and /usr/bin)."""
+    listings = {d: machine.listdir(d) for d in LIBRARY_FOLDERS}
+    found: dict[str, list[str]] = {}
+    for row in _toolkit_rows():
+        paths: list[str] = []
+        for lib in row.get("libs", ()):
+            for folder, names in listings.items():
+                if isinstance(names, list):
+                    paths += [f"{folder}/{n}" for n in names if n == lib or n.startswith(f"{lib}.")]
+        for binary in row.get("bins", ()):
+            paths += [f"{d}/{binary}" for d in BINARY_FOLDERS if machine.exists(f"{d}/{binary}")]
+        found[str(row["capability"])] = sorted(paths)[:MAX_LISTED]
+    return found
+
+
+def device_nodes(machine: Machine) -> list[str] | Unknown:
+    names = machine.listdir("/dev")
+    if isinstance(names, Unknown):
+        return names
+    return [f"/dev/{n}" for n in names if n.startswith("nvidia")][:MAX_LISTED]
+
+
+@probe("container_runtime")
+def probe_container_runtime(machine: Machine) -> dict[str, Any]:
+    apptainer = _apptainer(machine)
+    inside = bool(apptainer) or bool(container_signs(machine))
+    if not inside:
+        why = Unknown("not in a container (no engine marker, cgroup name, Kubernetes or Apptainer sign)")
+        return {"apptainer": None, "driver_files": why, "device_nodes": why}
+    if not nvidia_present(machine):
+        return {"apptainer": apptainer, "driver_files": Unknown(NO_NVIDIA), "device_nodes": Unknown(NO_NVIDIA)}
+    return {"apptainer": apptainer, "driver_files": driver_files(machine), "device_nodes": device_nodes(machine)}

@@ -96,7 +96,7 @@ def apptainer_container(root: FakeRoot, nv: bool = True) -> tuple[FakeGpu, ...] 
     root.write("/.singularity.d/labels.json", "{}\n")
     (root.path / ".singularity.d/libs").mkdir(parents=True, exist_ok=True)
     if nv:
-        for name, soname in UTILITY_LIBS + COMPUTE_LIBS:
+        for _name, soname in UTILITY_LIBS + COMPUTE_LIBS:
             gpu.lib(root, f"/.singularity.d/libs/{soname}", soname)
         for binary in UTILITY_BINS:
             root.write(f"/usr/bin/{binary}", "\x7fELF")
@@ -136,19 +136,20 @@ def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str
 
 
 CONTAINER_FAMILIES = ("CTR", "CUDA", "DRV")
+NVML = {"driver": DRIVER, "cuda": 12040}  # a 550 driver: CUDA 12.4
 
 register(
     HealthyMachine("docker-gpus-compute-utility", CONTAINER_FAMILIES,
                    "docker run --gpus all of a CUDA image (NVIDIA_DRIVER_CAPABILITIES=compute,utility): the "
                    "toolkit's utility and compute files mounted, tensorflow[and-cuda] 2.15",
-                   toolkit_container, env=toolkit_env("compute,utility"), python=VENV, nvml={"driver": DRIVER, "cuda": 12040}),
+                   toolkit_container, env=toolkit_env("compute,utility"), python=VENV, nvml=NVML),
     HealthyMachine("docker-gpus-capabilities-all", CONTAINER_FAMILIES,
                    "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=all, tensorflow[and-cuda] 2.15",
-                   toolkit_container, env=toolkit_env("all"), python=VENV, nvml={"driver": DRIVER, "cuda": 12040}),
+                   toolkit_container, env=toolkit_env("all"), python=VENV, nvml=NVML),
     HealthyMachine("apptainer-with-nv", CONTAINER_FAMILIES,
                    "apptainer exec --nv of a TensorFlow 2.15 GPU image on a Slurm node: the driver's libraries in "
                    "/.singularity.d/libs", apptainer_container, env=APPTAINER_ENV, python=VENV,
-                   nvml={"driver": DRIVER, "cuda": 12040}),
+                   nvml=NVML),
     HealthyMachine("apple-silicon-arm64-image", ("CTR", "CPU", "PKG"),
                    "Docker Desktop on an M2 Mac running an arm64 image with tensorflow 2.21's aarch64 wheel",
                    docker_desktop_mac, env=toolkit_env(None) | {"NVIDIA_VISIBLE_DEVICES": ""}, python=ARM_VENV),

@@ -1,0 +1,49 @@
+"""The CTR checks' triggering fixtures (tests/snapshots/containers/), recorded from the container machines of
+tests/healthy/machines_containers.py set up wrong: `python tests/support/container_fixtures.py` rewrites them
+(tools/regenerate.py runs it), tests/test_checks_containers.py says when they are stale."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+from healthy import HealthyMachine, collect  # noqa: E402
+from healthy import machines_containers as mc  # noqa: E402
+
+FOLDER = TESTS / "snapshots" / "containers"
+
+FIXTURES = {
+    "ctr001-utility-capability-only": HealthyMachine(
+        "ctr001", (), "docker run --gpus all with NVIDIA_DRIVER_CAPABILITIES=utility",
+        lambda root: mc.toolkit_container(root, ("utility",)), env=mc.toolkit_env("utility"), python=mc.VENV,
+        nvml=mc.NVML),
+    "ctr002-apptainer-without-nv": HealthyMachine(
+        "ctr002", (), "apptainer exec without --nv on a GPU node",
+        lambda root: mc.apptainer_container(root, nv=False), env=mc.APPTAINER_ENV, python=mc.VENV),
+    "ctr003-amd64-image-on-apple-silicon": HealthyMachine(
+        "ctr003", (), "an amd64 image with tensorflow 2.21 under Docker Desktop on an M2 Mac",
+        lambda root: mc.docker_desktop_mac(root, "x86_64"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+}
+
+
+def recorded(name: str) -> str:
+    """The facts file the fixture's machine records today, as text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return collect(FIXTURES[name], Path(tmp)).read_text()
+
+
+def main() -> int:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    for name in FIXTURES:
+        (FOLDER / f"{name}.json").write_text(recorded(name))
+        print(f"wrote {FOLDER.relative_to(TESTS.parent)}/{name}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -48,6 +48,7 @@ def toolkit_container(root: FakeRoot, capabilities: tuple[str, ...] = ("compute"
     parts.cpus(root, parts.SAPPHIRE_RAPIDS, cores_per_socket=16)
     parts.operating_system(root, "3f2a9c1d7e44", os_release=parts.UBUNTU_2204, mem_gib=256)
     gpus = parts.nvidia_driver(root, model, [("0000:3b:00.0", 0)], version=DRIVER)
+    gpu.bind(root, ["0000:3b:00.0"])  # the host's nvidia module has claimed it (sysfs is the host's)
     (root.path / LIB.lstrip("/") / "libcuda.so.1").unlink()  # the driver's own files come only from the toolkit
     (root.path / LIB.lstrip("/") / f"libcuda.so.{DRIVER}").unlink()
     if "utility" in capabilities:
@@ -84,6 +85,7 @@ def apptainer_container(root: FakeRoot, nv: bool = True) -> tuple[FakeGpu, ...] 
     parts.cpus(root, parts.SAPPHIRE_RAPIDS, sockets=2, cores_per_socket=16)
     parts.operating_system(root, "gpu017", os_release=parts.ROCKY_9, mem_gib=512)
     gpus = parts.nvidia_driver(root, parts.A100_SXM4, [("0000:3b:00.0", 0)], version=DRIVER)
+    gpu.bind(root, ["0000:3b:00.0"])
     # The image is Ubuntu: the host's (Rocky) libcuda is not in its /usr/lib/x86_64-linux-gnu.
     (root.path / LIB.lstrip("/") / "libcuda.so.1").unlink()
     (root.path / LIB.lstrip("/") / f"libcuda.so.{DRIVER}").unlink()

@@ -307,7 +307,7 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
             best = prefer_copy(better, need)
             fix: EnvFix | AdminFix = put_folder_first(best.dir, f"it holds {name} {best.version}")
         else:
-            fix = _install_fix(build, [key], [name])
+            fix = _install_fix(facts, build, [key], [name])
         yield Finding(
             f"{name} resolves to version {copy.version} ({resolved['path']}), older than the "
             f"{'.'.join(map(str, need))} this TensorFlow needs ({source})",

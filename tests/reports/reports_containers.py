@@ -5,12 +5,42 @@ The machines are tests/healthy/machines_containers.py's, set up as each thread d
 from __future__ import annotations
 
 from healthy import machines_containers as mc
+from healthy.parts import PythonEnv
+from support import gpu_scenarios as gpu
 
 from .corpus import RealReport, register
+
+PY27 = PythonEnv("/usr/local", version="2.7.12")
 
 
 def _utility_only(root):
     return mc.toolkit_container(root, ("utility",))
+
+
+def _apptainer_without_nv(root):
+    return mc.apptainer_container(root, nv=False)
+
+
+def _docker_without_toolkit(root):
+    """tensorflow-gpu 1.1.0 in an nvidia/cuda:8.0-cudnn5 image started with plain `docker run` on a GPU host: the
+    host kernel's /proc/driver/nvidia and PCI bus, no /dev/nvidia*, no driver library (1.1 has no build_info.py)."""
+    mc.parts.cpus(root, mc.parts.CASCADE_LAKE, cores_per_socket=8)
+    mc.parts.operating_system(root, "0b6c1d2e3f4a", os_release=mc.parts.UBUNTU_2204, mem_gib=64)
+    mc.parts.nvidia_driver(root, mc.parts.T4, [("0000:3b:00.0", 0)], version="375.66")
+    gpu.bind(root, ["0000:3b:00.0"])
+    for node in ("nvidia0", "nvidiactl", "nvidia-uvm"):
+        (root.path / "dev" / node).unlink()
+    for name in ("libcuda.so.1", "libcuda.so.375.66"):
+        (root.path / mc.LIB.lstrip("/") / name).unlink()
+    cuda = "/usr/local/cuda-8.0/lib64"
+    for soname in ("libcudart.so.8.0", "libcublas.so.8.0", "libcufft.so.8.0", "libcurand.so.8.0", "libcudnn.so.5"):
+        gpu.lib(root, f"{cuda}/{soname}", soname)
+    mc.parts.process(root, uid=0, cap_eff=mc.parts.CAP_DOCKER_DEFAULT)
+    root.write("/proc/self/cgroup", "4:devices:/docker/8f1e2d3c4b5a\n").write("/.dockerenv", "")
+    site = mc.parts.FakeSitePackages(root.path / PY27.site.lstrip("/"))
+    site.tensorflow(name="tensorflow-gpu", version="1.1.0", tags=("cp27-cp27mu-manylinux1_x86_64",))
+    (site.path / "tensorflow/python/platform/build_info.py").unlink(missing_ok=True)
+    gpu.ld_cache(root, [cuda])
 
 
 def _amd64_on_mac(version: str):
@@ -56,4 +86,18 @@ register(
         "dev", "Docker Desktop emulating Intel on Apple silicon for a TensorFlow task: 'compiled to use AVX "
         "instructions'", expect=("CTR003",), twin="apple-silicon-arm64-image",
         build=_amd64_on_mac("2.12.0"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+    RealReport(
+        "proteinfold-281-singularity-without-nv", "https://github.com/nf-core/proteinfold/issues/281", "containers",
+        "dev", "the pipeline's Singularity/Apptainer processes ran without --nv (the maintainers' bug, fixed by "
+        "#282): AlphaFold's TensorFlow/JAX found no libcuda.so.1 on the GPU node",
+        expect=("CTR002",), twin="apptainer-with-nv",
+        build=_apptainer_without_nv, env=mc.APPTAINER_ENV, python=mc.VENV),
+    RealReport(
+        "tf-10073-docker-without-nvidia-docker", "https://github.com/tensorflow/tensorflow/issues/10073", "containers",
+        "heldout", "tensorflow-gpu 1.1.0 image started with plain docker: libcuda.so.1 missing; the maintainer's "
+        "answer: start it with nvidia-docker", expect=("CUDA001", "DRV001"), twin="docker-gpus-compute-utility",
+        build=_docker_without_toolkit, env={"HOME": "/root", "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:"
+                                            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                            "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64"},
+        python=PY27),
 )

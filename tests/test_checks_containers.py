@@ -138,3 +138,19 @@ def test_probe_outside_a_container_reads_nothing_more(make_root) -> None:
     assert section["apptainer"] is None
     assert isinstance(section["driver_files"], Unknown)
     assert section["driver_files"].reason.startswith("not in a container")
+
+
+def test_utility_only_in_a_kubernetes_pod_asks_for_the_variable_in_the_pod_spec() -> None:
+    machine = HealthyMachine("pod", (), "", lambda r: mc.toolkit_container(r, ("utility",), engine="kubernetes"),
+                             env=mc.toolkit_env("utility") | mc.POD_ENV, python=mc.VENV, nvml=mc.NVML)
+    (finding,) = _findings(_facts(machine), "CTR001")
+    assert finding.evidence["container_kind"] == "kubernetes"
+    assert finding.fixes[0].steps == (
+        'env: [{name: NVIDIA_DRIVER_CAPABILITIES, value: "compute,utility"}]   # in the container\'s spec',)
+
+
+def test_no_ctr_finding_outside_a_container_even_with_nvml_and_no_libcuda() -> None:
+    """A host whose driver lacks its user-space libcuda is CUDA001's (the driver's advice), never CTR001's."""
+    facts = Facts.load(REPO / "tests" / "snapshots" / "gpu" / "healthy-cuda12-pip.json")
+    facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
+    assert _findings(facts, "CTR001", "CTR002", "CTR003") == []

@@ -41,7 +41,7 @@ def _driver_files(root: FakeRoot, folder: str, libs: tuple[tuple[str, str], ...]
 
 
 def toolkit_container(root: FakeRoot, capabilities: tuple[str, ...] = ("compute", "utility"),
-                      model: parts.GpuModel = parts.A100_SXM4) -> tuple[FakeGpu, ...] | None:
+                      model: parts.GpuModel = parts.A100_SXM4, engine: str = "docker") -> tuple[FakeGpu, ...] | None:
     """`docker run --gpus all` of a CUDA image with tensorflow[and-cuda] 2.15 as root: the host's driver and
     A100 seen through /proc and /sys, the toolkit's files of `capabilities` mounted, Docker's default
     capability set, a namespaced cgroup v2."""
@@ -60,7 +60,11 @@ def toolkit_container(root: FakeRoot, capabilities: tuple[str, ...] = ("compute"
         for binary in COMPUTE_BINS:
             root.write(f"/usr/bin/{binary}", "\x7fELF")
     parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
-    root.write("/proc/self/cgroup", "0::/\n").write("/.dockerenv", "")
+    if engine == "kubernetes":  # containerd under the kubelet: no marker file, the pod's cgroup path
+        root.write("/proc/self/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+                                        "7f9c2a31_4b0e_4c6a_9d7e_2f1b8c3d4e5f.slice/cri-containerd-3c1e0f6a9b8d.scope\n")
+    else:
+        root.write("/proc/self/cgroup", "0::/\n").write("/.dockerenv", "")
     parts.tensorflow_2_15(root, VENV)
     gpu.ld_cache(root, [])
     # NVML answers where its library was mounted (utility); without it nothing lists the GPU.
@@ -139,6 +143,8 @@ def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str
 
 CONTAINER_FAMILIES = ("CTR", "CUDA", "DRV")
 NVML = {"driver": DRIVER, "cuda": 12040}  # a 550 driver: CUDA 12.4
+# The device plugin names the allocated GPU by its UUID (the one parts.nvidia_driver gives minor 0 of an A100).
+POD_ENV = {"NVIDIA_VISIBLE_DEVICES": "GPU-00b2a1-7c2e-4b9d-8e31-5d1c0f9e0000", "KUBERNETES_SERVICE_HOST": "10.96.0.1"}
 
 register(
     HealthyMachine("docker-gpus-compute-utility", CONTAINER_FAMILIES,
@@ -148,6 +154,12 @@ register(
     HealthyMachine("docker-gpus-capabilities-all", CONTAINER_FAMILIES,
                    "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=all, tensorflow[and-cuda] 2.15",
                    toolkit_container, env=toolkit_env("all"), python=VENV, nvml=NVML),
+    HealthyMachine("kubernetes-pod-nvidia-gpu-limit", CONTAINER_FAMILIES,
+                   "a pod with an nvidia.com/gpu limit (NVIDIA device plugin: NVIDIA_VISIBLE_DEVICES is the GPU's "
+                   "UUID) of a CUDA image with compute,utility, tensorflow[and-cuda] 2.15",
+                   lambda root: toolkit_container(root, engine="kubernetes"),
+                   env=toolkit_env("compute,utility") | POD_ENV,
+                   python=VENV, nvml=NVML),
     HealthyMachine("apptainer-with-nv", CONTAINER_FAMILIES,
                    "apptainer exec --nv of a TensorFlow 2.15 GPU image on a Slurm node: the driver's libraries in "
                    "/.singularity.d/libs", apptainer_container, env=APPTAINER_ENV, python=VENV,

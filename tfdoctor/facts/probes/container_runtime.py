@@ -8,13 +8,15 @@ do not say. Outside a container, or on a host without anything NVIDIA, it reads 
 
 from __future__ import annotations
 
-from typing import Any
-
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.probes.nvidia_presence import NO_NVIDIA, nvidia_present
 from tfdoctor.facts.probes.privileges import container_signs
 from tfdoctor.registry import probe
+
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Where the toolkit mounts driver libraries: the image's own library folder (Debian multiarch, RHEL lib64).
 LIBRARY_FOLDERS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")

@@ -68,3 +68,13 @@ def test_a_container_on_a_host_without_nvidia_reads_no_driver_files(make_root) -
     section = _section(root)
     assert isinstance(section["driver_files"], Unknown)
     assert section["driver_files"].reason.startswith("no NVIDIA GPU or driver on this host")
+
+
+def test_a_wsl2_container_lists_dxg_as_its_gpu_device(make_root) -> None:
+    """Docker Desktop's WSL2 backend: the toolkit gives /dev/dxg and libdxcore, no /dev/nvidia*."""
+    root = make_root()
+    root.write("/.dockerenv", "").write("/dev/dxg", "")
+    root.write("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "")
+    section = _section(root, mc.toolkit_env("utility"))
+    assert section["device_nodes"] == ["/dev/dxg"]
+    assert section["driver_files"] == {"utility": ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], "compute": []}

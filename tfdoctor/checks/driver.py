@@ -34,8 +34,7 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
     the GPU, as Docker Desktop's).
 
     Example:
-    `docker run image python train.py` on a GPU host (no --gpus all); a kernel update that left the
-    DKMS module unbuilt.
+    A kernel update that left the DKMS module unbuilt, seen on the host or in any container on it.
 
     Fix:
     Install (or rebuild) the NVIDIA driver on the host and load it; in a container, then start it with

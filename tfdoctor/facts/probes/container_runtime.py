@@ -18,8 +18,10 @@ TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (do
 if TYPE_CHECKING:
     from typing import Any
 
-# Where the toolkit mounts driver libraries: the image's own library folder (Debian multiarch, RHEL lib64).
-LIBRARY_FOLDERS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+# Where the toolkit mounts driver libraries: the image's own library folder (Debian multiarch, RHEL lib64),
+# and under WSL2 the Windows driver's folder.
+LIBRARY_FOLDERS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                   "/usr/lib/wsl/lib")
 BINARY_FOLDERS = ("/usr/bin",)
 SINGULARITY_DIR = "/.singularity.d"
 # Set inside every Apptainer (and, for compatibility, Singularity) container: the image and its name.
@@ -66,7 +68,8 @@ def device_nodes(machine: Machine) -> list[str] | Unknown:
     names = machine.listdir("/dev")
     if isinstance(names, Unknown):
         return names
-    return [f"/dev/{n}" for n in names if n.startswith("nvidia")][:MAX_LISTED]
+    # /dev/dxg: the GPU of a container under WSL2 (Docker Desktop's WSL2 backend), where no /dev/nvidia* exists.
+    return [f"/dev/{n}" for n in names if n.startswith("nvidia") or n == "dxg"][:MAX_LISTED]
 
 
 @probe("container_runtime")

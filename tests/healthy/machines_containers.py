@@ -82,7 +82,7 @@ APPTAINER_ENV = {**USER_ENV, "APPTAINER_CONTAINER": SIF, "APPTAINER_NAME": "tens
                  "LD_LIBRARY_PATH": "/.singularity.d/libs"}
 
 
-def apptainer_container(root: FakeRoot, nv: bool = True) -> tuple[FakeGpu, ...] | None:
+def apptainer_container(root: FakeRoot, nv: bool = True, nvccli: bool = False) -> tuple[FakeGpu, ...] | None:
     """`apptainer exec [--nv] tensorflow_2.15.0-gpu.sif python train.py` on a Slurm GPU node: the host's /dev,
     /proc and /sys, the job's cgroup (no engine marker), the image's /.singularity.d; with --nv the host
     driver's libraries bound into /.singularity.d/libs under their sonames."""
@@ -101,14 +101,18 @@ def apptainer_container(root: FakeRoot, nv: bool = True) -> tuple[FakeGpu, ...] 
     root.write("/.singularity.d/runscript", "#!/bin/sh\nexec /bin/bash \"$@\"\n")
     root.write("/.singularity.d/labels.json", "{}\n")
     (root.path / ".singularity.d/libs").mkdir(parents=True, exist_ok=True)
-    if nv:
+    if nvccli:  # nvidia-container-cli mounts the driver's files into the image's own folders, as the toolkit does
+        _driver_files(root, LIB, UTILITY_LIBS + COMPUTE_LIBS)
+        for binary in UTILITY_BINS:
+            root.write(f"/usr/bin/{binary}", "\x7fELF")
+    elif nv:
         for _name, soname in UTILITY_LIBS + COMPUTE_LIBS:
             gpu.lib(root, f"/.singularity.d/libs/{soname}", soname)
         for binary in UTILITY_BINS:
             root.write(f"/usr/bin/{binary}", "\x7fELF")
     parts.tensorflow_2_15(root, VENV)
     gpu.ld_cache(root, [])
-    return gpus if nv else None
+    return gpus if nv or nvccli else None
 
 
 # Apple M2 cores as Docker Desktop's LinuxKit VM shows them (CPU implementer 0x61: Apple).
@@ -164,6 +168,11 @@ register(
                    "apptainer exec --nv of a TensorFlow 2.15 GPU image on a Slurm node: the driver's libraries in "
                    "/.singularity.d/libs", apptainer_container, env=APPTAINER_ENV, python=VENV,
                    nvml=NVML),
+    HealthyMachine("apptainer-with-nvccli", CONTAINER_FAMILIES,
+                   "apptainer exec --nvccli: nvidia-container-cli mounted the driver's files into "
+                   "/usr/lib/x86_64-linux-gnu, /.singularity.d/libs left empty",
+                   lambda root: apptainer_container(root, nv=False, nvccli=True),
+                   env=APPTAINER_ENV | {"NVIDIA_VISIBLE_DEVICES": "all"}, python=VENV, nvml=NVML),
     HealthyMachine("apple-silicon-arm64-image", ("CTR", "CPU", "PKG"),
                    "Docker Desktop on an M2 Mac running an arm64 image with tensorflow 2.21's aarch64 wheel",
                    docker_desktop_mac, env=toolkit_env(None) | {"NVIDIA_VISIBLE_DEVICES": ""}, python=ARM_VENV),

@@ -21,7 +21,6 @@ from tfdoctor.derive.container import (
     apptainer_without_nv,
     docker_desktop,
     emulation,
-    libcuda_resolves,
     utility_only,
 )
 from tfdoctor.derive.tf_build import cuda_gpu_setup
@@ -60,7 +59,7 @@ def container_toolkit_without_compute_capability(facts: Facts) -> Iterator[Findi
     if cuda_gpu_setup(facts) is None:
         return
     evidence = utility_only(facts)
-    if evidence is None or libcuda_resolves(facts):
+    if evidence is None:
         return
     value = evidence["env.NVIDIA_DRIVER_CAPABILITIES"]
     asked = (f"NVIDIA_DRIVER_CAPABILITIES={value}" if value else
@@ -107,7 +106,7 @@ def apptainer_started_without_nv(facts: Facts) -> Iterator[Finding]:
     if cuda_gpu_setup(facts) is None:
         return
     evidence = apptainer_without_nv(facts)
-    if evidence is None or libcuda_resolves(facts):
+    if evidence is None:
         return
     yield Finding(
         f"This Apptainer/Singularity container was started without --nv: /.singularity.d/libs holds no "

@@ -83,6 +83,8 @@ def utility_only(facts: Facts) -> dict[str, object] | None:
     value = facts.env("NVIDIA_DRIVER_CAPABILITIES")
     if capabilities_grant_compute(value):
         return None  # compute asked for and still absent: not the capability's doing (CUDA001 names the library)
+    if libcuda_resolves(facts):
+        return None  # the image brings a libcuda of its own (a CUDA compat package): not withheld
     return {"env.NVIDIA_DRIVER_CAPABILITIES": value, "env.NVIDIA_VISIBLE_DEVICES": facts.env("NVIDIA_VISIBLE_DEVICES"),
             "container_runtime.driver_files.utility": utility, "container_runtime.driver_files.compute": compute,
             "container_runtime.device_nodes": nodes, "container_kind": runtime(facts)}
@@ -94,8 +96,8 @@ def apptainer_without_nv(facts: Facts) -> dict[str, object] | None:
     if runtime(facts) != "apptainer":
         return None
     libs = apptainer_libs(facts)
-    if libs is None or any(n.startswith("libcuda.so") for n in libs):
-        return None
+    if libs is None or any(n.startswith("libcuda.so") for n in libs) or libcuda_resolves(facts):
+        return None  # --nv bound it, or --nvccli mounted it into the image's library folder
     return {"container_runtime.apptainer.libs": libs,
             "container_runtime.apptainer.signs": facts.peek("container_runtime.apptainer.signs"),
             "host.nvidia_driver": facts.peek("host.nvidia_driver"),

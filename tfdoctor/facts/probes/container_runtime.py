@@ -50,18 +50,23 @@ def _toolkit_rows() -> tuple[dict[str, Any], ...]:
 
 def driver_files(machine: Machine) -> dict[str, list[str]]:
     """Capability -> the toolkit's files of that capability present here (library folders and /usr/bin)."""
-    listings = {d: machine.listdir(d) for d in LIBRARY_FOLDERS}
-    found: dict[str, list[str]] = {}
-    for row in _toolkit_rows():
-        paths: list[str] = []
-        for lib in row.get("libs", ()):
-            for folder, names in listings.items():
-                if isinstance(names, list):
-                    paths += [f"{folder}/{n}" for n in names if n == lib or n.startswith(f"{lib}.")]
+    rows = _toolkit_rows()
+    capability_of = {str(lib): str(row["capability"]) for row in rows for lib in row.get("libs", ())}
+    found: dict[str, list[str]] = {str(row["capability"]): [] for row in rows}
+    for folder in LIBRARY_FOLDERS:
+        names = machine.listdir(folder)
+        for name in names if isinstance(names, list) else ():
+            # One lookup per entry (a CUDA image's library folder holds thousands): libcuda.so.550.54.15 and
+            # libcuda.so.1 are libcuda.so's; libcudart.so.12 is nobody's.
+            cut = name.find(".so")
+            capability = capability_of.get(name[:cut + 3]) if cut > 0 else None
+            if capability and (len(name) == cut + 3 or name[cut + 3] == "."):
+                found[capability].append(f"{folder}/{name}")
+    for row in rows:
         for binary in row.get("bins", ()):
-            paths += [f"{d}/{binary}" for d in BINARY_FOLDERS if machine.exists(f"{d}/{binary}")]
-        found[str(row["capability"])] = sorted(paths)[:MAX_LISTED]
-    return found
+            paths = [f"{d}/{binary}" for d in BINARY_FOLDERS]
+            found[str(row["capability"])] += [p for p in paths if machine.exists(p)]
+    return {capability: sorted(paths)[:MAX_LISTED] for capability, paths in found.items()}
 
 
 def device_nodes(machine: Machine) -> list[str] | Unknown:

@@ -121,11 +121,10 @@ APPLE_FEATURES = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimd
 LINUXKIT = "6.10.14-linuxkit"
 ARM_VENV = PythonEnv(f"{HOME}/venv", arch="aarch64")
 X86_VENV = PythonEnv(f"{HOME}/venv", arch="x86_64")
-ARM_TAG = "cp311-cp311-manylinux_2_17_aarch64.manylinux2014_aarch64"
-X86_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
 
 
-def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str = "2.21.0") -> None:
+def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str = "2.21.0",
+                       env: PythonEnv | None = None) -> None:
     """A container of Docker Desktop on an M2 Mac: 8 Apple cores in the LinuxKit VM, /.dockerenv, root with
     Docker's default capabilities; tensorflow `version` from pip for the image's architecture (an amd64
     image runs under Rosetta or qemu: its interpreter is x86_64, /proc/cpuinfo still the VM's arm64)."""
@@ -139,10 +138,21 @@ def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str
     parts.operating_system(root, "5d0c2b7e91aa", os_release=parts.DEBIAN_12, mem_gib=8, address="172.17.0.2",
                            nic="eth0", nic_mbps=10000, pci_others=False)
     root.write("/proc/self/cgroup", "0::/\n").write("/.dockerenv", "")
-    env = ARM_VENV if image_arch == "aarch64" else X86_VENV
+    env = env or (ARM_VENV if image_arch == "aarch64" else X86_VENV)
+    cp = "cp" + "".join(env.version.split(".")[:2])
+    tag = f"{cp}-{cp}-manylinux_2_17_{image_arch}.manylinux2014_{image_arch}"
     site = parts.FakeSitePackages(root.path / env.site.lstrip("/"))
-    site.tensorflow(name="tensorflow", version=version, tags=(ARM_TAG if image_arch == "aarch64" else X86_TAG,))
-    site.healthy_dependencies()
+    release = tuple(int(p) for p in version.split(".")[:2])
+    if release < (2, 16):
+        # Keras 2 and numpy 1, as pip resolved them for a TensorFlow before 2.16 (2.15's pins stand in), and
+        # protobuf 3 before 2.12 (its generated code predates protoc 3.19).
+        site.tensorflow(name="tensorflow", version=version, requires=parts.TF_2_15_REQUIRES,
+                        requires_python=">=3.8", tags=(tag,))
+        old_protobuf = {"protobuf": "3.20.3"} if release < (2, 12) else {}
+        site.healthy_dependencies(**{**parts.TF_2_15_DEPENDENCIES, **old_protobuf})
+    else:
+        site.tensorflow(name="tensorflow", version=version, tags=(tag,))
+        site.healthy_dependencies()
 
 
 CONTAINER_FAMILIES = ("CTR", "CUDA", "DRV")

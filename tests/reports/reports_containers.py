@@ -38,15 +38,25 @@ def _docker_without_toolkit(root):
     mc.parts.process(root, uid=0, cap_eff=mc.parts.CAP_DOCKER_DEFAULT)
     root.write("/proc/self/cgroup", "4:devices:/docker/8f1e2d3c4b5a\n").write("/.dockerenv", "")
     site = mc.parts.FakeSitePackages(root.path / PY27.site.lstrip("/"))
-    site.tensorflow(name="tensorflow-gpu", version="1.1.0", tags=("cp27-cp27mu-manylinux1_x86_64",))
+    site.tensorflow(name="tensorflow-gpu", version="1.1.0", tags=("cp27-cp27mu-manylinux1_x86_64",),
+                    requires=("numpy>=1.11.0", "six>=1.10.0", "protobuf>=3.2.0", "werkzeug>=0.11.10", "wheel>=0.26",
+                              'mock>=2.0.0; python_version < "3"'), requires_python="")
+    for name, version in (("numpy", "1.12.1"), ("six", "1.10.0"), ("protobuf", "3.3.0"), ("werkzeug", "0.12.2"),
+                          ("wheel", "0.29.0"), ("mock", "2.0.0")):
+        site.dist(name, version, top_level=(name,))
     (site.path / "tensorflow/python/platform/build_info.py").unlink(missing_ok=True)
     gpu.ld_cache(root, [cuda])
 
 
-def _amd64_on_mac(version: str):
+def _amd64_on_mac(version: str, env: PythonEnv):
     def build(root):
-        mc.docker_desktop_mac(root, "x86_64", version=version)
+        mc.docker_desktop_mac(root, "x86_64", version=version, env=env)
     return build
+
+
+def _x86_python(version: str) -> PythonEnv:
+    """The image's interpreter: x86-64, the version the thread names (or one its TensorFlow supports)."""
+    return PythonEnv(f"{mc.HOME}/venv", version=version, arch="x86_64")
 
 
 register(
@@ -65,27 +75,30 @@ register(
         "tf-49131-amd64-docker-on-m1", "https://github.com/tensorflow/tensorflow/issues/49131", "containers", "dev",
         "pip tensorflow 2.4.1 in an Ubuntu image run as linux/amd64 on an M1 Mac: import fails (AVX)",
         expect=("CTR003",), twin="apple-silicon-arm64-image",
-        build=_amd64_on_mac("2.4.1"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+        build=_amd64_on_mac("2.4.1", _x86_python("3.8.5")), env=mc.toolkit_env(None), python=_x86_python("3.8.5")),
     RealReport(
         "tf-52972-tf27-docker-on-m1", "https://github.com/tensorflow/tensorflow/issues/52972", "containers", "heldout",
         "tensorflow/tensorflow (2.7, x86-64 only) on an M1 Mac: 'compiled to use AVX instructions', qemu aborts",
         expect=("CTR003",), twin="apple-silicon-arm64-image",
-        build=_amd64_on_mac("2.7.0"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+        build=_amd64_on_mac("2.7.0", _x86_python("3.8.10")), env=mc.toolkit_env(None),
+        python=_x86_python("3.8.10")),
     RealReport(
         "kubric-288-amd64-image-on-m2", "https://github.com/google-research/kubric/issues/288", "containers", "dev",
         "kubric's x86 image on an M2 Mac (also with --platform linux/amd64): TensorFlow's AVX abort under qemu",
         expect=("CTR003",), twin="apple-silicon-arm64-image",
-        build=_amd64_on_mac("2.11.0"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+        build=_amd64_on_mac("2.11.0", _x86_python("3.10.12")), env=mc.toolkit_env(None),
+        python=_x86_python("3.10.12")),
     RealReport(
         "pixeltilt-44-prebuilt-image-on-m1", "https://github.com/tilt-dev/pixeltilt/issues/44", "containers",
         "heldout", "a prebuilt object-detector image on an M1 MacBook: cpu_feature_guard's AVX abort",
         expect=("CTR003",), twin="apple-silicon-arm64-image",
-        build=_amd64_on_mac("2.6.0"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+        build=_amd64_on_mac("2.6.0", _x86_python("3.8.12")), env=mc.toolkit_env(None), python=_x86_python("3.8.12")),
     RealReport(
         "mtriage-185-amd64-emulation", "https://github.com/forensic-architecture/mtriage/issues/185", "containers",
         "dev", "Docker Desktop emulating Intel on Apple silicon for a TensorFlow task: 'compiled to use AVX "
         "instructions'", expect=("CTR003",), twin="apple-silicon-arm64-image",
-        build=_amd64_on_mac("2.12.0"), env=mc.toolkit_env(None), python=mc.X86_VENV),
+        build=_amd64_on_mac("2.12.0", _x86_python("3.10.12")), env=mc.toolkit_env(None),
+        python=_x86_python("3.10.12")),
     RealReport(
         "proteinfold-281-singularity-without-nv", "https://github.com/nf-core/proteinfold/issues/281", "containers",
         "dev", "the pipeline's Singularity/Apptainer processes ran without --nv (the maintainers' bug, fixed by "

@@ -154,3 +154,15 @@ def test_no_ctr_finding_outside_a_container_even_with_nvml_and_no_libcuda() -> N
     facts = Facts.load(REPO / "tests" / "snapshots" / "gpu" / "healthy-cuda12-pip.json")
     facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
     assert _findings(facts, "CTR001", "CTR002", "CTR003") == []
+
+
+def test_the_toolkit_table_holds_libcuda_under_compute_and_nvml_under_utility() -> None:
+    from tfdoctor.knowledge import table
+
+    toolkit = table("nvidia_container_toolkit")
+    rows = {row["capability"]: row for row in toolkit.rows}
+    assert set(rows) == {"utility", "compute"}
+    assert "libnvidia-ml.so" in rows["utility"]["libs"] and "nvidia-smi" in rows["utility"]["bins"]
+    assert {"libcuda.so", "libnvidia-ptxjitcompiler.so"} <= set(rows["compute"]["libs"])
+    assert not set(rows["utility"]["libs"]) & set(rows["compute"]["libs"])
+    assert any("libnvidia-container" in source for source in toolkit.sources)

@@ -155,6 +155,22 @@ def docker_desktop_mac(root: FakeRoot, image_arch: str = "aarch64", version: str
         site.healthy_dependencies()
 
 
+def docker_desktop_intel_mac(root: FakeRoot) -> None:
+    """Docker Desktop on an Intel Mac: the same LinuxKit VM kernel, but x86-64 cores with AVX2 and an amd64
+    image, native (no emulation); tensorflow 2.21's x86-64 wheel."""
+    root.cpus(sockets=1, cores_per_socket=4, threads_per_core=1, flags=parts.TIGER_LAKE.flags.split(),
+              model=parts.TIGER_LAKE.model, vendor=parts.TIGER_LAKE.vendor, governor=None)
+    root.write("/proc/sys/kernel/osrelease", f"{LINUXKIT}\n")
+    root.numa(["0-3"])
+    parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
+    parts.operating_system(root, "9e8d7c6b5a41", os_release=parts.DEBIAN_12, mem_gib=8, address="172.17.0.2",
+                           nic="eth0", nic_mbps=10000, pci_others=False)
+    root.write("/proc/self/cgroup", "0::/\n").write("/.dockerenv", "")
+    site = parts.FakeSitePackages(root.path / X86_VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", tags=("cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64",))
+    site.healthy_dependencies()
+
+
 CONTAINER_FAMILIES = ("CTR", "CUDA", "DRV")
 NVML = {"driver": DRIVER, "cuda": 12040}  # a 550 driver: CUDA 12.4
 # The device plugin names the allocated GPU by its UUID (the one parts.nvidia_driver gives minor 0 of an A100).
@@ -183,6 +199,10 @@ register(
                    "/usr/lib/x86_64-linux-gnu, /.singularity.d/libs left empty",
                    lambda root: apptainer_container(root, nv=False, nvccli=True),
                    env=APPTAINER_ENV | {"NVIDIA_VISIBLE_DEVICES": "all"}, python=VENV, nvml=NVML),
+    HealthyMachine("docker-desktop-intel-mac-amd64-image", ("CTR", "CPU", "PKG"),
+                   "Docker Desktop on an Intel Mac (LinuxKit kernel, x86-64 cores with AVX2) running an amd64 image "
+                   "with tensorflow 2.21: native, not emulated", docker_desktop_intel_mac, env=toolkit_env(None),
+                   python=X86_VENV),
     HealthyMachine("apple-silicon-arm64-image", ("CTR", "CPU", "PKG"),
                    "Docker Desktop on an M2 Mac running an arm64 image with tensorflow 2.21's aarch64 wheel",
                    docker_desktop_mac, env=toolkit_env(None) | {"NVIDIA_VISIBLE_DEVICES": ""}, python=ARM_VENV),

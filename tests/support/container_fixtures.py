@@ -4,9 +4,11 @@ tests/healthy/machines_containers.py set up wrong: `python tests/support/contain
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
@@ -31,10 +33,32 @@ FIXTURES = {
 }
 
 
+# What differs between two recordings of the same machine: when and how fast it was probed, and the files'
+# times of installation (the fake tree is written anew each time). Fixed here, so a fixture changes only
+# when what the probes read does.
+RECORDED_AT = "2026-12-04T00:00:00+00:00"
+INSTALLED_AT = 1796342400.0  # 2026-12-04T00:00:00Z
+
+
+def _steady(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _steady(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    if key == "installed_at" and isinstance(value, (int, float)):
+        return INSTALLED_AT
+    if key == "seconds" and isinstance(value, (int, float)):
+        return 0.0
+    return value
+
+
 def recorded(name: str) -> str:
-    """The facts file the fixture's machine records today, as text."""
+    """The facts file the fixture's machine records today, as text, with its times fixed."""
     with tempfile.TemporaryDirectory() as tmp:
-        return collect(FIXTURES[name], Path(tmp)).read_text()
+        data = json.loads(collect(FIXTURES[name], Path(tmp)).read_text())
+    data = _steady(data)
+    data["meta"].update(collected_at=RECORDED_AT, probe_seconds={})
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def main() -> int:

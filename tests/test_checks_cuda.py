@@ -104,12 +104,19 @@ def test_a_build_that_links_nccl_in_never_asks_for_it():
     assert check_facts(facts, select=["CUDA001"]).codes() == []
 
 
-def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
+def test_missing_libcuda_with_a_driver_points_at_the_driver_on_a_host_and_the_runtime_in_a_container():
     facts = load("healthy-cuda12-pip")
     facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
     finding = check_facts(facts, select=["CUDA001"]).findings()[0]
     assert finding.evidence["libraries"] == ["libcuda.so.1"]
-    assert "docker run --gpus all" in finding.fixes[0].steps[0]
+    assert finding.fixes[0].steps[0].startswith("libcuda.so.1 comes with the NVIDIA driver: install the driver's")
+    assert not any("docker" in step for step in finding.fixes[0].steps)  # a host: no container flag helps
+    facts.sections["privileges"]["container"] = ["/.dockerenv"]
+    finding = check_facts(facts, select=["CUDA001"]).findings()[0]
+    assert finding.fixes[0].steps[0].startswith("docker run --gpus all …")
+    facts.sections["privileges"]["container"] = ["/run/.containerenv"]
+    finding = check_facts(facts, select=["CUDA001"]).findings()[0]
+    assert finding.fixes[0].steps[0].startswith("podman run --device nvidia.com/gpu=all")
 
 
 def test_old_cudnn_first_on_path_points_at_the_wheel():
@@ -195,7 +202,10 @@ def test_capabilities_decide_not_the_uid():
 
 
 def test_driver_findings():
-    assert report("drv001-driver-not-loaded").findings()[0].fixes[0].steps[0].startswith("docker run --gpus all")
+    # In a container the host kernel's /proc has no driver either: load it there, then give the container the GPU.
+    (fix,) = report("drv001-driver-not-loaded").findings()[0].fixes
+    assert fix.title == "Load the NVIDIA driver on the host, then give the container the GPU"
+    assert fix.steps[0].startswith("Install the driver") and fix.steps[-1].startswith("docker run --gpus all")
     old = report("drv002-driver-cuda-too-old").findings()[0]
     assert old.severity is Severity.ERROR and old.evidence["cuda_compat_possible"] is True
     k80 = report("drv003-gpu-older-than-build").findings()[0]

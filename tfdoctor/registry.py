@@ -235,6 +235,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("distribution", "tfdoctor.checks.distribution"),
         ("profile", "tfdoctor.checks.profile"),
         ("numa", "tfdoctor.checks.numa"),
+        ("containers", "tfdoctor.checks.containers"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -251,6 +252,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
         ("openmp", "tfdoctor.facts.probes.openmp"),
+        ("container_runtime", "tfdoctor.facts.probes.container_runtime"),
     ],
     LINT_RULE_GROUP: [
         ("source-files", "tfdoctor.lint.rules.source_files"),

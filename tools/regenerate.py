@@ -6,6 +6,7 @@
 2. docs/checks.md                       from the checks' docstrings      (tfdoctor explain --all)
 3. tests/snapshots/gpu/*.json           from tests/support/gpu_scenarios.py      (the GPU probes over fake machines)
 4. tests/snapshots/checks/numa*.json    from tests/support/numa_hosts.py         (every probe over fake NUMA hosts)
+   tests/snapshots/containers/*.json    from tests/support/container_fixtures.py (every probe over fake containers)
 5. tests/golden/*                       from tests/snapshots/core/*.json (UPDATE_GOLDEN=1 pytest tests/test_golden.py)
 
 Run it after adding or changing a check, a probe, a knowledge table or a renderer, then review
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         run("GPU fixtures: python tests/support/gpu_scenarios.py", ["tests/support/gpu_scenarios.py"])
     run("NUMA fixtures: python tests/support/numa_hosts.py", ["tests/support/numa_hosts.py"])
+    run("container fixtures: python tests/support/container_fixtures.py", ["tests/support/container_fixtures.py"])
     run("golden reports: UPDATE_GOLDEN=1 pytest tests/test_golden.py",
         ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_golden.py"], env={"UPDATE_GOLDEN": "1"})
     after = digests()

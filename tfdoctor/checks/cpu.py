@@ -70,6 +70,10 @@ def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
     tag = _release_wheel_tag(dist)
     if tag is None:
         return
+    from tfdoctor.derive.container import emulation
+
+    if emulation(facts) is not None:
+        return  # an x86 process emulated on arm64 cores: no CPU with AVX to pick there (CTR003)
     flags = facts.get("cpu.cpuinfo.flags")
     if not isinstance(flags, list):
         raise NotChecked(f"cpu.cpuinfo.flags holds a JSON {type(flags).__name__}, not a list")

@@ -37,11 +37,12 @@ JIT_CACHE_MIN_BYTES = 1 << 31  # 2 GiB: TensorFlow's PTX JITs to several hundred
 JIT_CACHE_RECOMMENDED = str(4 * (1 << 30))  # 4 GiB, the largest value the driver accepts
 
 
-def _install_fix(build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
+def _install_fix(facts: Facts, build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
+    from tfdoctor.derive.container import driver_library_steps
+
     steps: list[str] = []
     if "cuda" in keys:
-        steps += ["libcuda.so.1 comes with the NVIDIA driver: install it on a host; run a container with the "
-                  "NVIDIA Container Toolkit (docker run --gpus all), which mounts the host's libcuda.so.1."]
+        steps += driver_library_steps(facts)  # the host's driver, or the flag of this container's runtime
     others = [k for k in keys if k != "cuda"]
     if len(others) > 1 and build.pins and build.version and build.dist == "tensorflow":
         steps.append(f"pip install 'tensorflow[and-cuda]=={build.version}'   # every pinned nvidia-* wheel")
@@ -108,6 +109,7 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
     if build is None:
         _not_checked_without_gpu(facts)
         return
+    from tfdoctor.derive.container import driver_library_withheld
     from tfdoctor.derive.resolvable_libraries import LibraryView, prefer_copy, put_folder_first
 
     wanted = wanted_sonames(build)
@@ -121,6 +123,8 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
         name = wanted.get(key)
         if name is None or (key == "cuda" and not driver_present):
             continue  # no driver at all: DRV001 says so
+        if key == "cuda" and driver_library_withheld(facts):
+            continue  # the container runtime withholds it: CTR001/CTR002 name the runtime's flag
         if key == "nccl":
             nccl_evidence = _nccl_matters(build, facts)
             if not nccl_evidence.pop("matters"):
@@ -189,7 +193,7 @@ def cuda_library_not_resolvable(facts: Facts) -> Iterator[Finding]:
             f"{_listing(names)} not installed anywhere tfdoctor looked: "
             + ("multi-GPU collectives will fail" if severity else "TensorFlow will not use the GPU")
             + (f" (broken link{'s' if len(broken) > 1 else ''}: {', '.join(broken)})" if broken else ""),
-            evidence=evidence, fixes=(_install_fix(build, [k for k, _ in group], names),), severity=severity)
+            evidence=evidence, fixes=(_install_fix(facts, build, [k for k, _ in group], names),), severity=severity)
 
 
 def _framework_reaches(facts: Facts, wheel: str) -> bool:
@@ -303,7 +307,7 @@ def cuda_library_older_than_build(facts: Facts) -> Iterator[Finding]:
             best = prefer_copy(better, need)
             fix: EnvFix | AdminFix = put_folder_first(best.dir, f"it holds {name} {best.version}")
         else:
-            fix = _install_fix(build, [key], [name])
+            fix = _install_fix(facts, build, [key], [name])
         yield Finding(
             f"{name} resolves to version {copy.version} ({resolved['path']}), older than the "
             f"{'.'.join(map(str, need))} this TensorFlow needs ({source})",

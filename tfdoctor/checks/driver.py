@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tfdoctor.derive.container import driver_library_steps, runtime
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
 from tfdoctor.derive.tf_build import TfBuild, arch_support, cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
@@ -28,16 +29,17 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
     while no NVIDIA driver is loaded (no /proc/driver/nvidia/version).
 
     Why is this bad?
-    Without the driver CUDA sees no device: TensorFlow runs on the CPU. In a container it usually
-    means the container was started without the NVIDIA runtime.
+    Without the driver CUDA sees no device: TensorFlow runs on the CPU. A container sees the host's
+    kernel, so there the driver is missing on the host itself (or the container runs in a VM without
+    the GPU, as Docker Desktop's).
 
     Example:
-    `docker run image python train.py` on a GPU host (no --gpus all); a kernel update that left the
-    DKMS module unbuilt.
+    A kernel update that left the DKMS module unbuilt, seen on the host or in any container on it.
 
     Fix:
-    Host: install (or rebuild) the NVIDIA driver and load it. Container: run it with --gpus all
-    (NVIDIA Container Toolkit).
+    Install (or rebuild) the NVIDIA driver on the host and load it; in a container, then start it with
+    its runtime's GPU flag: `docker run --gpus all` (NVIDIA Container Toolkit), `podman run --device
+    nvidia.com/gpu=all`, `apptainer exec --nv`, or a Kubernetes `nvidia.com/gpu` limit.
 
     Fix safety:
     Manual: needs root or the container's launcher.
@@ -49,13 +51,15 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
         raise NotChecked(f"gpu_pci.devices holds {str(pci)[:40]!r}, not a list of PCI device records")
     build = tensorflow_build(facts)
     uses_gpu = build is not None and build.is_cuda_build
-    in_container = bool(facts.peek("privileges.container")) or bool(facts.peek("host.container.detected"))
+    in_container = runtime(facts) is not None
     fixes = [AdminFix("Load the NVIDIA driver", (
         "Install the driver (e.g. apt install nvidia-driver-550, or NVIDIA's runfile), or rebuild it for this "
         "kernel (dkms autoinstall), then: sudo modprobe nvidia", "nvidia-smi   # should now list the GPUs"))]
     if in_container:
-        fixes.insert(0, AdminFix("Start the container with the NVIDIA runtime", (
-            "docker run --gpus all …   (needs the NVIDIA Container Toolkit on the host)",)))
+        # The container sees the host's kernel: no /proc/driver/nvidia here means none on the host either, so
+        # the runtime's flag comes after loading the driver there.
+        fixes = [AdminFix("Load the NVIDIA driver on the host, then give the container the GPU", (
+            *fixes[0].steps, *driver_library_steps(facts)))]
     yield Finding(
         f"{len(pci)} NVIDIA GPU(s) on the PCI bus ({', '.join(d['address'] for d in pci)}) but no NVIDIA driver "
         f"is loaded{' in this container' if in_container else ''}: CUDA sees no GPU",

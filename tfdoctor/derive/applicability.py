@@ -12,9 +12,10 @@ from tfdoctor.facts import Facts
 
 # The checks about NVIDIA GPUs, by code prefix (longest match wins, as in --select). GPU105
 # (TF_CPP_MIN_LOG_LEVEL) and GPU106 (deterministic ops) matter on a CPU too; XLA1xx parse flags that
-# XLA's CPU backend reads as well; NUMA101 sizes the thread pools of CPU-only ranks bound to a node too.
+# XLA's CPU backend reads as well; NUMA101 sizes the thread pools of CPU-only ranks bound to a node too; CTR003
+# (an emulated x86 image) needs no GPU.
 GPU_ONLY_PREFIXES = ("CUDA", "CUPTI", "DRV", "GPU0", "GPU101", "GPU102", "GPU103", "GPU104", "NUMA00", "NUMA102",
-                     "XLA0")
+                     "XLA0", "CTR001", "CTR002")
 
 NO_GPU = "no NVIDIA GPU or driver on this host"
 

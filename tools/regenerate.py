@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))  # the tfdoctor of this checkout, installed or not
 from tfdoctor.fixes.write import WriteError, write_file  # noqa: E402
 
 GENERATED = ("tfdoctor/knowledge/compiled", "docs/checks.md", "tests/snapshots/gpu", "tests/snapshots/checks",
-             "tests/golden")
+             "tests/snapshots/containers", "tests/golden")
 
 
 def digests() -> dict[str, str]:

@@ -235,6 +235,8 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("distribution", "tfdoctor.checks.distribution"),
         ("profile", "tfdoctor.checks.profile"),
         ("numa", "tfdoctor.checks.numa"),
+        ("platforms", "tfdoctor.checks.platforms"),
+        ("cupti_wsl", "tfdoctor.checks.cupti_wsl"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -251,6 +253,8 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),
         ("openmp", "tfdoctor.facts.probes.openmp"),
+        ("tegra", "tfdoctor.facts.probes.tegra"),
+        ("darwin", "tfdoctor.facts.probes.darwin"),
     ],
     LINT_RULE_GROUP: [
         ("source-files", "tfdoctor.lint.rules.source_files"),

@@ -1,0 +1,97 @@
+"""Healthy twins of the platform checks (issue 36): a Jetson running NVIDIA's TensorFlow for its JetPack,
+Macs with a native arm64 Python (with and without the Metal plug-in of the right release), an Intel Mac
+with the x86_64 wheel. The trees are tests/support/platform_hosts.py's: real L4T lines and device-tree
+models, SystemVersion.plist and the sysctl answers real Macs print."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support import platform_hosts as hosts
+from support.fake_site_packages import FakeSitePackages
+from support.gpu_scenarios import RECORDS
+
+from tfdoctor.testing import FakeRoot
+
+from . import parts
+from .corpus import HealthyMachine, register
+
+
+def record_requires(version: str) -> tuple[str, ...]:
+    """The Requires-Dist of the real tensorflow wheel of this version (tests/data/wheel_records), without
+    the and-cuda extra: the same setup.py writes it on every platform."""
+    wheel = json.loads((Path(RECORDS) / f"tensorflow-{version}.json").read_text())
+    return tuple(r for r in wheel["requires_dist"] if "extra" not in r)
+
+
+def _jetson_jetpack_6(root: FakeRoot) -> None:
+    # JetPack 6.0 on an AGX Orin: `pip install --extra-index-url .../jp/v60 tensorflow==2.15.0+nv24.05`.
+    hosts.jetson(root, hosts.ORIN_AGX, hosts.L4T_36_3_0)
+    hosts.nvidia_jetson_tensorflow(root, hosts.JETSON_ENV)
+
+
+# Python 3.11 on an Apple silicon Mac, TensorFlow 2.21's macOS arm64 wheel and what pip resolved with it.
+def _mac_native(root: FakeRoot) -> None:
+    hosts.mac(root, hosts.M1_PRO_NATIVE, hosts.SONOMA)
+    site = FakeSitePackages(root.path / hosts.MAC_ARM_ENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", tags=(hosts.mac_wheel_tag(hosts.MAC_ARM_ENV),))
+    site.healthy_dependencies()
+
+
+# tensorflow 2.17.1 with tensorflow-metal 1.1.0 (built for 2.14, loads through 2.17: tensorflow/tensorflow#84167).
+TF_2_17_DEPENDENCIES = {
+    "absl_py": "2.1.0", "astunparse": "1.6.3", "flatbuffers": "24.3.25", "gast": "0.6.0", "google_pasta": "0.2.0",
+    "h5py": "3.12.1", "libclang": "18.1.1", "ml_dtypes": "0.4.1", "opt_einsum": "3.4.0", "packaging": "24.1",
+    "protobuf": "4.25.5", "requests": "2.32.3", "setuptools": "75.1.0", "six": "1.16.0", "termcolor": "2.5.0",
+    "typing_extensions": "4.12.2", "wrapt": "1.16.0", "grpcio": "1.67.0", "tensorboard": "2.17.1",
+    "keras": "3.6.0", "numpy": "1.26.4", "tensorflow_io_gcs_filesystem": "0.37.1", "wheel": "0.44.0",
+}
+
+
+def _mac_metal(root: FakeRoot) -> None:
+    hosts.mac(root, hosts.M1_PRO_NATIVE, hosts.SONOMA)
+    site = FakeSitePackages(root.path / hosts.MAC_ARM_ENV.site.lstrip("/"))
+    tag = hosts.mac_wheel_tag(hosts.MAC_ARM_ENV)
+    site.tensorflow(name="tensorflow", version="2.17.1", requires=record_requires("2.17.1"), requires_python=">=3.9",
+                    tags=(tag,))
+    for name, version in TF_2_17_DEPENDENCIES.items():
+        site.dist(name, version, top_level=(name,))
+    site.dist("tensorflow-metal", "1.1.0", requires=("wheel ~=0.35", "six >=1.15.0"), top_level=(),
+              tags=(tag,), record=("tensorflow-plugins/libmetal_plugin.dylib",))
+    site.file("tensorflow-plugins/libmetal_plugin.dylib", "\xcf\xfa\xed\xfe")
+
+
+INTEL_MAC_ENV = parts.PythonEnv("/Users/ada/venv", version="3.11.9", arch="x86_64", system="darwin",
+                                base_prefix="/Library/Frameworks/Python.framework/Versions/3.11")
+
+
+def _intel_mac(root: FakeRoot) -> None:
+    # A 2019 MacBook Pro (Core i9-9880H: AVX2) with tensorflow 2.15.0's macOS x86_64 wheel.
+    hosts.mac(root, hosts.I9_9880H, hosts.MONTEREY)
+    site = FakeSitePackages(root.path / INTEL_MAC_ENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.15.0", requires=parts.TF_2_15_REQUIRES, requires_python=">=3.9",
+                    tags=(hosts.mac_wheel_tag(INTEL_MAC_ENV, "10_15"),))
+    for name, version in parts.TF_2_15_DEPENDENCIES.items():
+        site.dist(name, version, top_level=(name,))
+
+
+def _user(env: parts.PythonEnv) -> dict[str, str]:
+    return {**hosts.MAC_USER, "VIRTUAL_ENV": env.prefix,
+            "PATH": f"{env.prefix}/bin:/opt/homebrew/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+
+
+register(
+    HealthyMachine("jetson-orin-jetpack-6-nvidia-tensorflow", ("PLAT",),
+                   "a Jetson AGX Orin with JetPack 6.0 (L4T R36.3.0) and NVIDIA's tensorflow 2.15.0+nv24.05 "
+                   "from the JetPack 6.0 index", _jetson_jetpack_6, env=hosts.JETSON_USER, python=hosts.JETSON_ENV),
+    HealthyMachine("mac-apple-silicon-native-python", ("PLAT", "CPU"),
+                   "an M1 Pro Mac (macOS 14.4.1), a native arm64 Python 3.11 with tensorflow 2.21.0 (macosx arm64)",
+                   _mac_native, env=_user(hosts.MAC_ARM_ENV), python=hosts.MAC_ARM_ENV),
+    HealthyMachine("mac-apple-silicon-metal-of-its-release", ("PLAT",),
+                   "an M1 Pro Mac, native Python 3.11, tensorflow 2.17.1 with tensorflow-metal 1.1.0",
+                   _mac_metal, env=_user(hosts.MAC_ARM_ENV), python=hosts.MAC_ARM_ENV),
+    HealthyMachine("mac-intel-x86-wheel", ("PLAT", "CPU"),
+                   "a 2019 Intel MacBook Pro (Core i9-9880H, AVX2), macOS 12.6, tensorflow 2.15.0 macosx x86_64",
+                   _intel_mac, env=_user(INTEL_MAC_ENV), python=INTEL_MAC_ENV),
+)

@@ -1,0 +1,183 @@
+"""Real reports of the category "platforms" (issue 36): Jetson boards, Macs, CUPTI under WSL2. Each is
+rebuilt as the machine its thread describes; `expect` and `split` were written from the thread before
+tfdoctor ran on any of them."""
+
+from __future__ import annotations
+
+from healthy import parts
+from healthy.machines_platforms import record_requires
+from healthy.parts import PythonEnv
+from support import platform_hosts as hosts
+from support.fake_site_packages import FakeSitePackages
+from support.gpu_scenarios import RTX_4090_WSL, wsl2
+
+from tfdoctor.testing import FakeRoot
+
+from .corpus import RealReport, register
+
+JETSON_TWIN = "jetson-orin-jetpack-6-nvidia-tensorflow"
+ROSETTA_TWIN = "mac-apple-silicon-native-python"
+METAL_TWIN = "mac-apple-silicon-metal-of-its-release"
+WSL2_TWIN = "gpu-stack-wsl2-pip"
+
+
+def _pypi_on_jetson(model: str, release: str, os_release: str, env: PythonEnv, version: str, cores: int = 12,
+                    features: str = hosts.A78AE_FEATURES, part: str = "0xd42", kernel: str = "5.10.120-tegra"):
+    """`pip install tensorflow` on a Jetson: PyPI's `tensorflow` for Linux aarch64, which pulls the CPU-only
+    tensorflow-cpu-aws build (the shim's Requires-Dist, from the release's real METADATA)."""
+    def build(root: FakeRoot) -> None:
+        hosts.jetson(root, model, release, cores=cores, features=features, part=part, kernel=kernel,
+                     os_release=os_release)
+        requires = record_requires(version)
+        cp = "cp" + "".join(env.version.split(".")[:2])
+        hosts.pypi_aarch64_tensorflow(root, env, version, name="tensorflow-cpu-aws",
+                                      requires=tuple(r for r in requires if "platform_system" not in r))
+        FakeSitePackages(root.path / env.site.lstrip("/")).dist(
+            "tensorflow", version, requires=requires, top_level=(), tags=(f"{cp}-{cp}-manylinux_2_17_aarch64",))
+    return build
+
+
+def _jetson_user(env: PythonEnv) -> dict[str, str]:
+    return {**hosts.JETSON_USER, "VIRTUAL_ENV": env.prefix, "PATH": f"{env.prefix}/bin:/usr/local/cuda/bin:/usr/bin:/bin"}
+
+
+ORIN_PY38 = PythonEnv("/home/nvidia/venv", version="3.8.10", arch="aarch64")
+NANO_PY38 = PythonEnv("/home/jetson/venv", version="3.8.0", arch="aarch64")
+ORIN_NX_PY310 = PythonEnv("/home/nvidia/venv", version="3.10.12", arch="aarch64")
+
+
+def _kumatea_cpu_wheel(root: FakeRoot) -> None:
+    # A Jetson Nano (JetPack 4.6.1, L4T R32.7.1, Ubuntu 18.04) with a community aarch64 build of TensorFlow
+    # 2.8.0 for Python 3.8 (KumaTea/tensorflow-aarch64, built on CPUs only), installed from its own index.
+    hosts.jetson(root, hosts.NANO, hosts.L4T_32_7_1, cores=4, features=hosts.A57_FEATURES, part="0xd07",
+                 kernel="4.9.253-tegra", os_release=hosts.UBUNTU_1804, mem_gib=4)
+    hosts.pypi_aarch64_tensorflow(root, NANO_PY38, "2.8.0", requires=())
+
+
+def _rosetta(version: str, name: str, python: str, minimum: str, requires_of: str, system: str):
+    """An x86_64 Python under Rosetta 2 on an M1 Mac with the x86_64 wheel of `name`."""
+    def build(root: FakeRoot) -> None:
+        hosts.mac(root, hosts.M1_PRO_ROSETTA, system)
+        env = PythonEnv("/Users/ada/venv", version=python, arch="x86_64", system="darwin")
+        cp = "cp" + "".join(python.split(".")[:2])
+        FakeSitePackages(root.path / env.site.lstrip("/")).tensorflow(
+            name=name, version=version, requires=record_requires(requires_of), requires_python=">=3.8",
+            tags=(f"{cp}-{cp}-macosx_{minimum}_x86_64",))
+    return build
+
+
+def _rosetta_env(python: str) -> PythonEnv:
+    return PythonEnv("/Users/ada/venv", version=python, arch="x86_64", system="darwin")
+
+
+MAC_ENV = {"HOME": "/Users/ada", "USER": "ada", "VIRTUAL_ENV": "/Users/ada/venv",
+           "PATH": "/Users/ada/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+
+
+def _metal(python: str, version: str, metal: str, sysctl: str, system: str):
+    def build(root: FakeRoot) -> None:
+        hosts.mac(root, sysctl, system)
+        env = PythonEnv("/Users/ada/venv", version=python, arch="arm64", system="darwin")
+        site = FakeSitePackages(root.path / env.site.lstrip("/"))
+        tag = hosts.mac_wheel_tag(env)
+        site.tensorflow(name="tensorflow", version=version, requires=record_requires(version), requires_python=">=3.9",
+                        tags=(tag,))
+        site.dist("tensorflow-metal", metal, requires=("wheel ~=0.35", "six >=1.15.0"), top_level=(), tags=(tag,),
+                  record=("tensorflow-plugins/libmetal_plugin.dylib",))
+        site.file("tensorflow-plugins/libmetal_plugin.dylib", "\xcf\xfa\xed\xfe")
+    return build
+
+
+def _metal_env(python: str) -> PythonEnv:
+    return PythonEnv("/Users/ada/venv", version=python, arch="arm64", system="darwin")
+
+
+WSL_ENV = PythonEnv("/home/ada/miniconda3/envs/tf", version="3.9.18", base_prefix="/home/ada/miniconda3")
+WSL_VENV = PythonEnv("/home/ada/venv", version="3.11.9")
+
+
+def _wsl2_profiler(env: PythonEnv, version: str):
+    """Ubuntu under WSL2 on an RTX 4090 (/dev/dxg, the Windows driver's libraries in /usr/lib/wsl/lib), a
+    CUDA build of TensorFlow and tensorboard-plugin-profile; CUPTI on the loader's path."""
+    def build(root: FakeRoot):
+        parts.cpus(root, parts.RAPHAEL_WSL, cores_per_socket=16, governor=None)
+        parts.process(root)
+        parts.operating_system(root, "wsl-ada", nic="eth0", pci_others=False)
+        root.write("/proc/sys/kernel/osrelease", "5.15.133.1-microsoft-standard-WSL2\n")
+        wsl2(root)
+        if version == "2.15.1":
+            parts.tensorflow_2_15(root, env)
+        else:
+            from support.gpu_scenarios import release
+            release(root, version, site=env.site)
+            site = FakeSitePackages(root.path / env.site.lstrip("/"))
+            site.dist("tensorflow", version, requires=record_requires(version), top_level=("tensorflow",),
+                      tags=("cp39-cp39-manylinux_2_17_x86_64",))
+        parts.tensorflow_profiler(root, env)
+        return tuple(RTX_4090_WSL)
+    return build
+
+
+def _wsl_env(env: PythonEnv) -> dict[str, str]:
+    return {"HOME": "/home/ada", "USER": "ada", "PATH": f"{env.prefix}/bin:/usr/local/bin:/usr/bin:/bin"}
+
+
+register(
+    RealReport(
+        "jetson-orin-pypi-tensorflow-2.13", "https://github.com/tensorflow/tensorflow/issues/62711", "platforms",
+        "dev", "`pip install tensorflow` (2.13.1, Python 3.8) on a Jetson AGX Orin: no GPU, not built with CUDA; "
+        "PyPI's aarch64 wheel is CPU-only, NVIDIA's Jetson wheel is needed",
+        expect=("PLAT001",), twin=JETSON_TWIN,
+        build=_pypi_on_jetson(hosts.ORIN_AGX, hosts.L4T_35_4_1, hosts.UBUNTU_2004, ORIN_PY38, "2.13.1"),
+        env=_jetson_user(ORIN_PY38), python=ORIN_PY38),
+    RealReport(
+        "jetson-nano-community-cpu-wheel", "https://github.com/KumaTea/tensorflow-aarch64/issues/6", "platforms",
+        "heldout", "a community aarch64 TensorFlow on a Jetson Nano lists no GPU: the build is CPU-only",
+        expect=("PLAT001",), twin=JETSON_TWIN, build=_kumatea_cpu_wheel, env=_jetson_user(NANO_PY38),
+        python=NANO_PY38),
+    RealReport(
+        "jetson-orin-nx-jetpack-6-pypi", "https://github.com/tensorflow/tensorflow/issues/78983", "platforms", "dev",
+        "TensorFlow 2.16.1 from PyPI (Python 3.10) on a Jetson Orin NX with JetPack 6.0: the GPU is not recognised",
+        expect=("PLAT001",), twin=JETSON_TWIN,
+        build=_pypi_on_jetson(hosts.ORIN_NX, hosts.L4T_36_3_0, parts.UBUNTU_2204, ORIN_NX_PY310, "2.16.1", cores=6,
+                              kernel="5.15.136-tegra"),
+        env=_jetson_user(ORIN_NX_PY310), python=ORIN_NX_PY310),
+    RealReport(
+        "mac-rosetta-tensorflow-macos-2.9", "https://github.com/tensorflow/tensorflow/issues/58339", "platforms",
+        "dev", "tensorflow-macos 2.9.2 in an x86 Python under Rosetta on an M1: Illegal instruction, the wheel "
+        "uses AVX, which Rosetta does not translate",
+        expect=("PLAT010", "CPU001"), twin=ROSETTA_TWIN,
+        build=_rosetta("2.9.2", "tensorflow-macos", "3.8.12", "10_14", "2.9.3", hosts.MONTEREY),
+        env=MAC_ENV, python=_rosetta_env("3.8.12")),
+    RealReport(
+        "mac-rosetta-tensorflow-2.16", "https://github.com/tensorflow/tensorflow/issues/63495", "platforms",
+        "heldout", "tensorflow 2.16.1 on a Mac: `import tensorflow` dies with illegal hardware instruction; the "
+        "Python was an x86_64 one running under Rosetta",
+        expect=("PLAT010", "CPU001"), twin=ROSETTA_TWIN,
+        build=_rosetta("2.16.1", "tensorflow", "3.10.13", "10_15", "2.16.1", hosts.SONOMA),
+        env=MAC_ENV, python=_rosetta_env("3.10.13")),
+    RealReport(
+        "mac-metal-1.1-with-tensorflow-2.18", "https://github.com/tensorflow/tensorflow/issues/81987", "platforms",
+        "dev", "`pip install tensorflow tensorflow-metal` (2.18.0 and 1.1.0, Python 3.9): Symbol not found in "
+        "libmetal_plugin.dylib at import",
+        expect=("PLAT011",), twin=METAL_TWIN,
+        build=_metal("3.9.20", "2.18.0", "1.1.0", hosts.M1_PRO_NATIVE, hosts.SONOMA),
+        env=MAC_ENV, python=_metal_env("3.9.20")),
+    RealReport(
+        "mac-metal-1.1-after-upgrade-to-2.18", "https://github.com/tensorflow/tensorflow/issues/84167", "platforms",
+        "dev", "tensorflow-metal 1.1.0 worked with TensorFlow 2.17; after upgrading TensorFlow to 2.18 the import "
+        "fails (M2 Max, Python 3.11)",
+        expect=("PLAT011",), twin=METAL_TWIN,
+        build=_metal("3.11.11", "2.18.0", "1.1.0", hosts.M1_PRO_NATIVE, hosts.SONOMA),
+        env=MAC_ENV, python=_metal_env("3.11.11")),
+    RealReport(
+        "wsl2-profiler-tf-2.12", "https://github.com/tensorflow/tensorflow/issues/61210", "platforms", "dev",
+        "TensorFlow 2.12 (CUDA 11.8) under WSL2 with the profiler plugin: no GPU trace (\"Failed to load libcupti\")",
+        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_profiler(WSL_ENV, "2.12.1"), env=_wsl_env(WSL_ENV),
+        python=WSL_ENV, nvml={"driver": "536.40", "cuda": 12020}),
+    RealReport(
+        "wsl2-profiler-tf-2.15", "https://github.com/tensorflow/tensorflow/issues/62895", "platforms", "heldout",
+        "TensorFlow 2.15 under WSL2: cuptiSubscribe fails with CUPTI_ERROR_INVALID_DEVICE when profiling",
+        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_profiler(WSL_VENV, "2.15.1"), env=_wsl_env(WSL_VENV),
+        python=WSL_VENV, nvml={"driver": "546.33", "cuda": 12030}),
+)

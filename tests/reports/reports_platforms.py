@@ -7,9 +7,9 @@ from __future__ import annotations
 from healthy import parts
 from healthy.machines_platforms import record_requires
 from healthy.parts import PythonEnv
+from support import gpu_scenarios as g
 from support import platform_hosts as hosts
 from support.fake_site_packages import FakeSitePackages
-from support.gpu_scenarios import RTX_4090_WSL, wsl2
 
 from tfdoctor.testing import FakeRoot
 
@@ -32,13 +32,15 @@ def _pypi_on_jetson(model: str, release: str, os_release: str, env: PythonEnv, v
         cp = "cp" + "".join(env.version.split(".")[:2])
         hosts.pypi_aarch64_tensorflow(root, env, version, name="tensorflow-cpu-aws",
                                       requires=tuple(r for r in requires if "platform_system" not in r))
-        FakeSitePackages(root.path / env.site.lstrip("/")).dist(
-            "tensorflow", version, requires=requires, top_level=(), tags=(f"{cp}-{cp}-manylinux_2_17_aarch64",))
+        site = FakeSitePackages(root.path / env.site.lstrip("/"))
+        site.dist("tensorflow", version, requires=requires, top_level=(), tags=(f"{cp}-{cp}-manylinux_2_17_aarch64",))
+        hosts.resolved(site, ".".join(version.split(".")[:2]))
     return build
 
 
 def _jetson_user(env: PythonEnv) -> dict[str, str]:
-    return {**hosts.JETSON_USER, "VIRTUAL_ENV": env.prefix, "PATH": f"{env.prefix}/bin:/usr/local/cuda/bin:/usr/bin:/bin"}
+    return {**hosts.JETSON_USER, "VIRTUAL_ENV": env.prefix,
+            "PATH": f"{env.prefix}/bin:/usr/local/cuda/bin:/usr/bin:/bin"}
 
 
 ORIN_PY38 = PythonEnv("/home/nvidia/venv", version="3.8.10", arch="aarch64")
@@ -60,9 +62,10 @@ def _rosetta(version: str, name: str, python: str, minimum: str, requires_of: st
         hosts.mac(root, hosts.M1_PRO_ROSETTA, system)
         env = PythonEnv("/Users/ada/venv", version=python, arch="x86_64", system="darwin")
         cp = "cp" + "".join(python.split(".")[:2])
-        FakeSitePackages(root.path / env.site.lstrip("/")).tensorflow(
-            name=name, version=version, requires=record_requires(requires_of), requires_python=">=3.8",
-            tags=(f"{cp}-{cp}-macosx_{minimum}_x86_64",))
+        site = FakeSitePackages(root.path / env.site.lstrip("/"))
+        site.tensorflow(name=name, version=version, requires=record_requires(requires_of), requires_python=">=3.8",
+                        tags=(f"{cp}-{cp}-macosx_{minimum}_x86_64",))
+        hosts.resolved(site, ".".join(version.split(".")[:2]))
     return build
 
 
@@ -85,6 +88,7 @@ def _metal(python: str, version: str, metal: str, sysctl: str, system: str):
         site.dist("tensorflow-metal", metal, requires=("wheel ~=0.35", "six >=1.15.0"), top_level=(), tags=(tag,),
                   record=("tensorflow-plugins/libmetal_plugin.dylib",))
         site.file("tensorflow-plugins/libmetal_plugin.dylib", "\xcf\xfa\xed\xfe")
+        hosts.resolved(site, ".".join(version.split(".")[:2]))
     return build
 
 
@@ -92,34 +96,39 @@ def _metal_env(python: str) -> PythonEnv:
     return PythonEnv("/Users/ada/venv", version=python, arch="arm64", system="darwin")
 
 
-WSL_ENV = PythonEnv("/home/ada/miniconda3/envs/tf", version="3.9.18", base_prefix="/home/ada/miniconda3")
-WSL_VENV = PythonEnv("/home/ada/venv", version="3.11.9")
+def _wsl2_conda_tf_2_12(root: FakeRoot):
+    """TensorFlow's 2.12 install guide followed under WSL2 (RTX 4090): conda's cudatoolkit 11.8 and cuDNN 8.6
+    in $CONDA_PREFIX/lib, on the loader's path through etc/conda/activate.d; tensorboard-plugin-profile."""
+    g.wsl2(root)
+    g.process(root)
+    g.tensorflow(root, version="2.12.1", cuda="11.8", cudnn="8", caps=g.SYSTEM_118["caps"], site=g.CONDA_SITE)
+    for soname, real in g.TOOLKIT_LIBS["11.8"].items():
+        g.lib(root, f"{g.CONDA_ENV}/lib/{real}", soname)
+        g.link(root, f"{g.CONDA_ENV}/lib/{soname}", real)
+    g.lib(root, f"{g.CONDA_ENV}/lib/libcudnn.so.8.6.0", "libcudnn.so.8")
+    g.link(root, f"{g.CONDA_ENV}/lib/libcudnn.so.8", "libcudnn.so.8.6.0")
+    g.lib(root, f"{g.CONDA_ENV}/lib/libcupti.so.2022.3.0", "libcupti.so.11.8")
+    g.link(root, f"{g.CONDA_ENV}/lib/libcupti.so.11.8", "libcupti.so.2022.3.0")
+    root.write(f"{g.CONDA_ENV}/etc/conda/activate.d/env_vars.sh",
+               "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$CONDA_PREFIX/lib/\n")
+    root.write("/proc/sys/kernel/osrelease", "5.15.90.1-microsoft-standard-WSL2\n")
+    parts.tensorflow_profiler(root, WSL_CONDA)
+    return tuple(g.RTX_4090_WSL)
 
 
-def _wsl2_profiler(env: PythonEnv, version: str):
-    """Ubuntu under WSL2 on an RTX 4090 (/dev/dxg, the Windows driver's libraries in /usr/lib/wsl/lib), a
-    CUDA build of TensorFlow and tensorboard-plugin-profile; CUPTI on the loader's path."""
-    def build(root: FakeRoot):
-        parts.cpus(root, parts.RAPHAEL_WSL, cores_per_socket=16, governor=None)
-        parts.process(root)
-        parts.operating_system(root, "wsl-ada", nic="eth0", pci_others=False)
-        root.write("/proc/sys/kernel/osrelease", "5.15.133.1-microsoft-standard-WSL2\n")
-        wsl2(root)
-        if version == "2.15.1":
-            parts.tensorflow_2_15(root, env)
-        else:
-            from support.gpu_scenarios import release
-            release(root, version, site=env.site)
-            site = FakeSitePackages(root.path / env.site.lstrip("/"))
-            site.dist("tensorflow", version, requires=record_requires(version), top_level=("tensorflow",),
-                      tags=("cp39-cp39-manylinux_2_17_x86_64",))
-        parts.tensorflow_profiler(root, env)
-        return tuple(RTX_4090_WSL)
-    return build
+def _wsl2_pip_tf_2_15(root: FakeRoot):
+    """tensorflow[and-cuda] 2.15 under WSL2 (the corpus's healthy WSL2 machine) with tensorboard-plugin-profile."""
+    g.wsl2(root)
+    g.process(root)
+    g.tensorflow(root, pins=g.PINS_215)
+    g.wheels(root)
+    root.write("/proc/sys/kernel/osrelease", "5.15.133.1-microsoft-standard-WSL2\n")
+    parts.tensorflow_profiler(root, WSL_VENV)
+    return tuple(g.RTX_4090_WSL)
 
 
-def _wsl_env(env: PythonEnv) -> dict[str, str]:
-    return {"HOME": "/home/ada", "USER": "ada", "PATH": f"{env.prefix}/bin:/usr/local/bin:/usr/bin:/bin"}
+WSL_CONDA = PythonEnv(g.CONDA_ENV, version="3.10.12", base_prefix="/home/ada/miniconda3")
+WSL_VENV = PythonEnv(g.VENV, version="3.11.9")
 
 
 register(
@@ -173,11 +182,14 @@ register(
     RealReport(
         "wsl2-profiler-tf-2.12", "https://github.com/tensorflow/tensorflow/issues/61210", "platforms", "dev",
         "TensorFlow 2.12 (CUDA 11.8) under WSL2 with the profiler plugin: no GPU trace (\"Failed to load libcupti\")",
-        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_profiler(WSL_ENV, "2.12.1"), env=_wsl_env(WSL_ENV),
-        python=WSL_ENV, nvml={"driver": "536.40", "cuda": 12020}),
+        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_conda_tf_2_12,
+        env={**{k: v for k, v in g.CONDA_ENVIRONMENT.items() if k != "XLA_FLAGS"},
+             "LD_LIBRARY_PATH": f":{g.CONDA_ENV}/lib/"}, python=WSL_CONDA,
+        nvml={"driver": "536.40", "cuda": 12020}),
     RealReport(
         "wsl2-profiler-tf-2.15", "https://github.com/tensorflow/tensorflow/issues/62895", "platforms", "heldout",
         "TensorFlow 2.15 under WSL2: cuptiSubscribe fails with CUPTI_ERROR_INVALID_DEVICE when profiling",
-        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_profiler(WSL_VENV, "2.15.1"), env=_wsl_env(WSL_VENV),
+        expect=("CUPTI004",), twin=WSL2_TWIN, build=_wsl2_pip_tf_2_15,
+        env={"HOME": g.HOME, "USER": "ada", "VIRTUAL_ENV": g.VENV, "PATH": f"{g.VENV}/bin:/usr/bin:/bin"},
         python=WSL_VENV, nvml={"driver": "546.33", "cuda": 12030}),
 )

@@ -173,3 +173,40 @@ MAC_USER = {"HOME": MAC_HOME, "USER": "ada", "VIRTUAL_ENV": MAC_ARM_ENV.prefix,
 def mac_wheel_tag(env: PythonEnv, minimum: str = "12_0") -> str:
     cp = "cp" + "".join(env.version.split(".")[:2])
     return f"{cp}-{cp}-macosx_{minimum}_{env.arch}"
+
+
+# What `pip install tensorflow==<release>` resolved beside each release these machines install (the
+# versions current when the release was), so that the environment is complete as pip leaves it.
+RESOLVED = {
+    "2.9": {"absl_py": "1.3.0", "astunparse": "1.6.3", "flatbuffers": "1.12", "gast": "0.4.0",
+            "google_pasta": "0.2.0", "grpcio": "1.50.0", "h5py": "3.7.0", "keras": "2.9.0",
+            "keras_preprocessing": "1.1.2", "libclang": "14.0.6", "numpy": "1.23.4", "opt_einsum": "3.3.0",
+            "packaging": "21.3", "protobuf": "3.19.6", "setuptools": "65.5.0", "six": "1.16.0",
+            "tensorboard": "2.9.1", "tensorflow_io_gcs_filesystem": "0.27.0", "tensorflow_estimator": "2.9.0",
+            "termcolor": "2.1.0", "typing_extensions": "4.4.0", "wrapt": "1.14.1"},
+    "2.13": {"absl_py": "2.0.0", "astunparse": "1.6.3", "flatbuffers": "23.5.26", "gast": "0.4.0",
+             "google_pasta": "0.2.0", "grpcio": "1.60.0", "h5py": "3.10.0", "keras": "2.13.1", "libclang": "16.0.6",
+             "numpy": "1.24.3", "opt_einsum": "3.3.0", "packaging": "23.2", "protobuf": "4.25.1",
+             "setuptools": "69.0.3", "six": "1.16.0", "tensorboard": "2.13.0", "tensorflow_estimator": "2.13.0",
+             "termcolor": "2.4.0", "typing_extensions": "4.5.0", "wrapt": "1.16.0",
+             "tensorflow_io_gcs_filesystem": "0.34.0"},
+    "2.16": {"absl_py": "2.1.0", "astunparse": "1.6.3", "flatbuffers": "24.3.25", "gast": "0.5.4",
+             "google_pasta": "0.2.0", "h5py": "3.11.0", "libclang": "18.1.1", "ml_dtypes": "0.3.2",
+             "opt_einsum": "3.3.0", "packaging": "24.0", "protobuf": "4.25.3", "requests": "2.31.0",
+             "setuptools": "69.5.1", "six": "1.16.0", "termcolor": "2.4.0", "typing_extensions": "4.11.0",
+             "wrapt": "1.16.0", "grpcio": "1.62.2", "tensorboard": "2.16.2", "keras": "3.3.3",
+             "tensorflow_io_gcs_filesystem": "0.37.0", "numpy": "1.26.4"},
+    "2.18": {"absl_py": "2.1.0", "astunparse": "1.6.3", "flatbuffers": "24.3.25", "gast": "0.6.0",
+             "google_pasta": "0.2.0", "libclang": "18.1.1", "opt_einsum": "3.4.0", "packaging": "24.2",
+             "protobuf": "5.29.0", "requests": "2.32.3", "setuptools": "75.6.0", "six": "1.16.0",
+             "termcolor": "2.5.0", "typing_extensions": "4.12.2", "wrapt": "1.17.0", "grpcio": "1.68.0",
+             "tensorboard": "2.18.0", "keras": "3.7.0", "numpy": "2.0.2", "h5py": "3.12.1", "ml_dtypes": "0.4.1",
+             "tensorflow_io_gcs_filesystem": "0.37.1", "wheel": "0.45.1"},
+}
+
+
+def resolved(site: FakeSitePackages, release: str) -> FakeSitePackages:
+    """The dependencies pip resolved beside TensorFlow `release` ("2.13"), as dist-info folders."""
+    for name, version in RESOLVED[release].items():
+        site.dist(name, version, top_level=(name,))
+    return site

@@ -179,12 +179,14 @@ def python_under_rosetta(facts: Facts) -> Iterator[Finding]:
     avx = "" if not isinstance(flags, list) or "avx" in flags else \
         " Rosetta does not translate AVX (sysctl's machdep.cpu.features lists none), so `import tensorflow` " \
         "dies with \"Illegal instruction\";"
-    brand = facts.peek("darwin.sysctl.machdep.cpu.brand_string") or "Apple silicon"
+    answers = facts.peek("darwin.sysctl")  # sysctl names hold dots: read the mapping, not a dotted path
+    brand = answers.get("machdep.cpu.brand_string") if isinstance(answers, dict) else None
+    seen = f" (the CPU it sees: {brand})" if brand else ""
     release = dist.release[:2]
     package = "tensorflow-macos" if release and release <= MACOS_PACKAGE_UNTIL else "tensorflow"
     yield Finding(
-        f"Python runs as x86_64 under Rosetta 2 ({brand}) with the x86_64 wheel of {dist.name} {dist.version} "
-        f"({tag}):{avx} run a native arm64 Python",
+        f"Python runs as x86_64 under Rosetta 2 on Apple silicon{seen} with the x86_64 wheel of {dist.name} "
+        f"{dist.version} ({tag}):{avx} run a native arm64 Python",
         evidence={"darwin.apple_silicon": True, "python.machine": facts.peek("python.machine"),
                   "darwin.translated": facts.peek("darwin.translated"), "wheel_tag": tag},
         fixes=(AdminFix("Create the environment with a native arm64 Python",

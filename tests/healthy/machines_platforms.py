@@ -1,6 +1,6 @@
 """Healthy twins of the platform checks (issue 36): a Jetson running NVIDIA's TensorFlow for its JetPack,
 Macs with a native arm64 Python (with and without the Metal plug-in of the right release), an Intel Mac
-with the x86_64 wheel. The trees are tests/support/platform_hosts.py's: real L4T lines and device-tree
+with the x86_64 wheel. The trees are platform_parts.py's: real L4T lines and device-tree
 models, SystemVersion.plist and the sysctl answers real Macs print."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support import platform_hosts as hosts
 from support.fake_site_packages import FakeSitePackages
 from support.gpu_scenarios import RECORDS
 
 from tfdoctor.testing import FakeRoot
 
 from . import parts
+from . import platform_parts as hosts
 from .corpus import HealthyMachine, register
 
 

@@ -5,10 +5,10 @@ tfdoctor ran on any of them."""
 from __future__ import annotations
 
 from healthy import parts
+from healthy import platform_parts as hosts
 from healthy.machines_platforms import record_requires
 from healthy.parts import PythonEnv
 from support import gpu_scenarios as g
-from support import platform_hosts as hosts
 from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.testing import FakeRoot

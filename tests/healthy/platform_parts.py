@@ -1,17 +1,19 @@
-"""Jetson boards and Macs as fake trees, shaped as the real ones are (issue 36): the L4T release line and
-device-tree model of real boards, the Tegra libraries and device nodes; a Mac's SystemVersion.plist and
-the answers `sysctl` printed on real Macs (native Apple silicon, a process under Rosetta 2, an Intel Mac).
-Shared by tests/healthy/machines_platforms.py, tests/reports/reports_platforms.py and the probe tests."""
+"""Building blocks of Jetson boards and Macs, as parts.py's are of servers, shaped as the real ones are
+(issue 36): the L4T release line and device-tree model of real boards, the Tegra libraries and device
+nodes; a Mac's SystemVersion.plist and the answers `sysctl` printed on real Macs (native Apple silicon, a
+process under Rosetta 2, an Intel Mac). Used by tests/healthy/machines_platforms.py,
+tests/reports/reports_platforms.py and the probe and check tests."""
 
 from __future__ import annotations
 
-from healthy import parts
-from healthy.parts import PythonEnv
-
 from support.fake_site_packages import FakeSitePackages
+
 from tfdoctor.facts.probes.darwin import RECORDED_SYSCTL, SYSTEM_VERSION
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.elf import shared_object
+
+from . import parts
+from .parts import PythonEnv
 
 # -- Jetson ---------------------------------------------------------------------------------------------
 

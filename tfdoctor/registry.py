@@ -237,6 +237,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("numa", "tfdoctor.checks.numa"),
         ("platforms", "tfdoctor.checks.platforms"),
         ("cupti_wsl", "tfdoctor.checks.cupti_wsl"),
+        ("conda", "tfdoctor.checks.conda"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -255,6 +256,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("openmp", "tfdoctor.facts.probes.openmp"),
         ("tegra", "tfdoctor.facts.probes.tegra"),
         ("darwin", "tfdoctor.facts.probes.darwin"),
+        ("conda", "tfdoctor.facts.probes.conda"),
     ],
     LINT_RULE_GROUP: [
         ("source-files", "tfdoctor.lint.rules.source_files"),

@@ -95,3 +95,45 @@ register(
                    "a 2019 Intel MacBook Pro (Core i9-9880H, AVX2), macOS 12.6, tensorflow 2.15.0 macosx x86_64",
                    _intel_mac, env=_user(INTEL_MAC_ENV), python=INTEL_MAC_ENV),
 )
+
+
+# A conda environment whose TensorFlow stack is conda-forge's only, with strict priority (~/.condarc):
+# `conda create -n tf -c conda-forge --override-channels python=3.11 tensorflow=2.15`.
+CONDA_FORGE_ENV = parts.PythonEnv("/home/ada/miniforge3/envs/tf", version="3.11.9",
+                                  base_prefix="/home/ada/miniforge3/envs/tf")
+CONDA_FORGE_STACK = (
+    ("python", "3.11.9", "hb806964_0_cpython"), ("tensorflow", "2.15.0", "cpu_py311h6ac8430_2"),
+    ("tensorflow-base", "2.15.0", "cpu_py311h21fe4a4_2"), ("tensorflow-estimator", "2.15.0", "cpu_py311ha26ac30_2"),
+    ("keras", "2.15.0", "pyhd8ed1ab_0"), ("tensorboard", "2.15.2", "pyhd8ed1ab_0"),
+    ("numpy", "1.26.4", "py311h64a7726_0"), ("libprotobuf", "4.24.4", "hf27288f_0"),
+    ("protobuf", "4.24.4", "py311h46cbc50_0"), ("libabseil", "20230802.1", "cxx17_h59595ed_0"),
+    ("libgrpc", "1.59.3", "hd6c4280_0"), ("grpcio", "1.59.3", "py311ha6695c7_0"),
+    ("h5py", "3.10.0", "nompi_py311h3839ddf_100"),
+    ("hdf5", "1.14.3", "nompi_h4f84152_100"), ("libstdcxx-ng", "13.2.0", "h7e041cc_5"),
+)
+
+
+def _conda_forge_only(root: FakeRoot) -> None:
+    parts.cpus(root, parts.MILAN, cores_per_socket=8)
+    parts.process(root)
+    parts.operating_system(root, "ada-ws")
+    env = CONDA_FORGE_ENV
+    for name, version, build in CONDA_FORGE_STACK:
+        hosts.conda_record(root, env.prefix, name, version, build, hosts.CONDA_FORGE_URL,
+                           subdir="noarch" if build.startswith("pyhd8ed1ab") else "linux-64")
+    root.write("/home/ada/.condarc", "channels:\n  - conda-forge\nchannel_priority: strict\n")
+    site = FakeSitePackages(root.path / env.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.15.0", requires=parts.TF_2_15_REQUIRES, requires_python=">=3.9",
+                    tags=("cp311-cp311-linux_x86_64",))
+    for name, version in parts.TF_2_15_DEPENDENCIES.items():
+        site.dist(name, version, top_level=(name,), installer="conda")
+    (site.path / "tensorflow-2.15.0.dist-info" / "INSTALLER").write_text("conda\n")
+
+
+CONDA_USER = {"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": CONDA_FORGE_ENV.prefix, "CONDA_DEFAULT_ENV": "tf",
+              "PATH": f"{CONDA_FORGE_ENV.prefix}/bin:/home/ada/miniforge3/condabin:/usr/bin:/bin"}
+
+register(HealthyMachine(
+    "conda-forge-only-strict-priority", ("PKG",),
+    "a conda environment with tensorflow 2.15 and its stack from conda-forge only, channel_priority strict",
+    _conda_forge_only, env=CONDA_USER, python=CONDA_FORGE_ENV))

@@ -212,3 +212,33 @@ def resolved(site: FakeSitePackages, release: str) -> FakeSitePackages:
     for name, version in RESOLVED[release].items():
         site.dist(name, version, top_level=(name,))
     return site
+
+
+# -- conda environments -----------------------------------------------------------------------------------
+
+CONDA_FORGE_URL = "https://conda.anaconda.org/conda-forge"
+DEFAULTS_URL = "https://repo.anaconda.com/pkgs/main"
+
+
+def conda_record(root: FakeRoot, prefix: str, name: str, version: str, build: str, channel: str,
+                 subdir: str = "linux-64", files: tuple[str, ...] = ()) -> FakeRoot:
+    """<prefix>/conda-meta/<name>-<version>-<build>.json as conda 23/24 writes it: keys sorted, "channel" a
+    URL with the subdir, the package's files and paths_data in the middle, "url" the package fetched."""
+    import json
+
+    fn = f"{name}-{version}-{build}.conda"
+    record = {
+        "build": build, "build_number": int(build.rsplit("_", 1)[-1]) if build.rsplit("_", 1)[-1].isdigit() else 0,
+        "channel": f"{channel}/{subdir}", "constrains": [], "depends": [],
+        "extracted_package_dir": f"{prefix.rsplit('/envs/', 1)[0]}/pkgs/{fn[:-6]}",
+        "features": "", "files": list(files),
+        "fn": fn, "license": "Apache-2.0", "link": {"source": f"/opt/conda/pkgs/{fn[:-6]}", "type": 1},
+        "md5": "0" * 32, "name": name,
+        "package_tarball_full_path": f"/opt/conda/pkgs/{fn}",
+        "paths_data": {"paths": [{"_path": f, "path_type": "hardlink", "sha256": "0" * 64, "size_in_bytes": 1}
+                                 for f in files], "paths_version": 1},
+        "requested_spec": "", "sha256": "0" * 64, "size": 1024, "subdir": subdir, "timestamp": 1700000000000,
+        "track_features": "", "url": f"{channel}/{subdir}/{fn}", "version": version,
+    }
+    text = json.dumps(record, indent=2, sort_keys=True)
+    return root.write(f"{prefix}/conda-meta/{name}-{version}-{build}.json", text)

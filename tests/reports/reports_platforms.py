@@ -193,3 +193,43 @@ register(
         env={"HOME": g.HOME, "USER": "ada", "VIRTUAL_ENV": g.VENV, "PATH": f"{g.VENV}/bin:/usr/bin:/bin"},
         python=WSL_VENV, nvml={"driver": "546.33", "cuda": 12030}),
 )
+
+
+# conda-forge/tensorflow-feedstock#288: `conda config --set channel_priority flexible`, then
+# `conda create --name cftf tensorflow-gpu=2.10 python=3.9 --channel conda-forge --channel defaults
+# --override-channels`: keras and tensorboard were taken from pkgs/main beside conda-forge's tensorflow-gpu
+# and libprotobuf (the solve the thread shows).
+FEEDSTOCK_ENV = PythonEnv("/home/ada/miniconda3/envs/cftf", version="3.9.15", base_prefix="/home/ada/miniconda3/envs/cftf")
+FEEDSTOCK_STACK = (
+    ("python", "3.9.15", "hba424b6_0_cpython", hosts.CONDA_FORGE_URL, "linux-64"),
+    ("tensorflow-gpu", "2.10.0", "cuda112py39h0bbbad9_0", hosts.CONDA_FORGE_URL, "linux-64"),
+    ("tensorflow", "2.10.0", "cuda112py39h9333c2f_0", hosts.CONDA_FORGE_URL, "linux-64"),
+    ("tensorflow-base", "2.10.0", "cuda112py39he87a039_0", hosts.CONDA_FORGE_URL, "linux-64"),
+    ("libprotobuf", "3.21.10", "h6239696_0", hosts.CONDA_FORGE_URL, "linux-64"),
+    ("tensorboard", "2.10.0", "py39h06a4308_0", hosts.DEFAULTS_URL, "linux-64"),
+    ("keras", "2.10.0", "py39h06a4308_0", hosts.DEFAULTS_URL, "linux-64"),
+    ("numpy", "1.23.5", "py39h3d75532_0", hosts.CONDA_FORGE_URL, "linux-64"),
+)
+
+
+def _feedstock_flexible(root: FakeRoot) -> None:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=8)
+    parts.process(root)
+    parts.operating_system(root, "cf-build")
+    for name, version, build, channel, subdir in FEEDSTOCK_STACK:
+        hosts.conda_record(root, FEEDSTOCK_ENV.prefix, name, version, build, channel, subdir=subdir)
+    root.write("/home/ada/.condarc", "channel_priority: flexible\n")
+    site = FakeSitePackages(root.path / FEEDSTOCK_ENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.10.0", requires=record_requires("2.10.1"), requires_python=">=3.7",
+                    tags=("cp39-cp39-linux_x86_64",))
+    for name, version in {"keras": "2.10.0", "tensorboard": "2.10.0", "numpy": "1.23.5", "protobuf": "3.19.6"}.items():
+        site.dist(name, version, top_level=(name,), installer="conda")
+
+
+register(RealReport(
+    "conda-feedstock-keras-from-main", "https://github.com/conda-forge/tensorflow-feedstock/issues/288", "platforms",
+    "dev", "tensorflow-gpu 2.10 from conda-forge with channel_priority flexible: keras and tensorboard came from "
+    "pkgs/main and the environment's protobuf does not fit TensorFlow",
+    expect=("PKG030",), twin="conda-forge-only-strict-priority", build=_feedstock_flexible,
+    env={"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": FEEDSTOCK_ENV.prefix, "CONDA_DEFAULT_ENV": "cftf",
+         "PATH": f"{FEEDSTOCK_ENV.prefix}/bin:/usr/bin:/bin"}, python=FEEDSTOCK_ENV))

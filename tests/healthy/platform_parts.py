@@ -180,6 +180,12 @@ def mac_wheel_tag(env: PythonEnv, minimum: str = "12_0") -> str:
 # What `pip install tensorflow==<release>` resolved beside each release these machines install (the
 # versions current when the release was), so that the environment is complete as pip leaves it.
 RESOLVED = {
+    "2.10": {"absl_py": "1.3.0", "astunparse": "1.6.3", "flatbuffers": "22.11.23", "gast": "0.4.0",
+             "google_pasta": "0.2.0", "grpcio": "1.51.1", "h5py": "3.7.0", "keras": "2.10.0",
+             "keras_preprocessing": "1.1.2", "libclang": "14.0.6", "numpy": "1.23.5", "opt_einsum": "3.3.0",
+             "packaging": "22.0", "protobuf": "3.19.6", "setuptools": "65.6.3", "six": "1.16.0",
+             "tensorboard": "2.10.0", "tensorflow_io_gcs_filesystem": "0.28.0", "tensorflow_estimator": "2.10.0",
+             "termcolor": "2.1.1", "typing_extensions": "4.4.0", "wrapt": "1.14.1"},
     "2.9": {"absl_py": "1.3.0", "astunparse": "1.6.3", "flatbuffers": "1.12", "gast": "0.4.0",
             "google_pasta": "0.2.0", "grpcio": "1.50.0", "h5py": "3.7.0", "keras": "2.9.0",
             "keras_preprocessing": "1.1.2", "libclang": "14.0.6", "numpy": "1.23.4", "opt_einsum": "3.3.0",
@@ -207,10 +213,10 @@ RESOLVED = {
 }
 
 
-def resolved(site: FakeSitePackages, release: str) -> FakeSitePackages:
-    """The dependencies pip resolved beside TensorFlow `release` ("2.13"), as dist-info folders."""
+def resolved(site: FakeSitePackages, release: str, installer: str = "pip") -> FakeSitePackages:
+    """The dependencies pip (or conda) resolved beside TensorFlow `release` ("2.13"), as dist-info folders."""
     for name, version in RESOLVED[release].items():
-        site.dist(name, version, top_level=(name,))
+        site.dist(name, version, top_level=(name,), installer=installer)
     return site
 
 

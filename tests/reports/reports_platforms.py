@@ -199,7 +199,8 @@ register(
 # `conda create --name cftf tensorflow-gpu=2.10 python=3.9 --channel conda-forge --channel defaults
 # --override-channels`: keras and tensorboard were taken from pkgs/main beside conda-forge's tensorflow-gpu
 # and libprotobuf (the solve the thread shows).
-FEEDSTOCK_ENV = PythonEnv("/home/ada/miniconda3/envs/cftf", version="3.9.15", base_prefix="/home/ada/miniconda3/envs/cftf")
+FEEDSTOCK_PREFIX = "/home/ada/miniconda3/envs/cftf"
+FEEDSTOCK_ENV = PythonEnv(FEEDSTOCK_PREFIX, version="3.9.15", base_prefix=FEEDSTOCK_PREFIX)
 FEEDSTOCK_STACK = (
     ("python", "3.9.15", "hba424b6_0_cpython", hosts.CONDA_FORGE_URL, "linux-64"),
     ("tensorflow-gpu", "2.10.0", "cuda112py39h0bbbad9_0", hosts.CONDA_FORGE_URL, "linux-64"),
@@ -222,8 +223,7 @@ def _feedstock_flexible(root: FakeRoot) -> None:
     site = FakeSitePackages(root.path / FEEDSTOCK_ENV.site.lstrip("/"))
     site.tensorflow(name="tensorflow", version="2.10.0", requires=record_requires("2.10.1"), requires_python=">=3.7",
                     tags=("cp39-cp39-linux_x86_64",))
-    for name, version in {"keras": "2.10.0", "tensorboard": "2.10.0", "numpy": "1.23.5", "protobuf": "3.19.6"}.items():
-        site.dist(name, version, top_level=(name,), installer="conda")
+    hosts.resolved(site, "2.10", installer="conda")
 
 
 register(RealReport(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.fake_site_packages import FakeSitePackages
+from support.fake_site_packages import FakeSitePackages, record_line
 from support.gpu_scenarios import RECORDS
 
 from tfdoctor.testing import FakeRoot
@@ -137,3 +137,46 @@ register(HealthyMachine(
     "conda-forge-only-strict-priority", ("PKG",),
     "a conda environment with tensorflow 2.15 and its stack from conda-forge only, channel_priority strict",
     _conda_forge_only, env=CONDA_USER, python=CONDA_FORGE_ENV))
+
+
+# TensorFlow 2.15 built from source on the cluster (`bazel build --config=mkl`: oneDNN on GNU OpenMP, the
+# framework NEEDs libgomp.so.1), run with the published advice for OpenMP builds: one inter-op thread.
+SOURCE_ENV = parts.PythonEnv("/home/ada/venv")
+SOURCE_LIBRARIES = ("libtensorflow_framework.so.2", "libtensorflow_cc.so.2", "python/_pywrap_tensorflow_internal.so")
+GLIBC_NEEDS = ("libdl.so.2", "libpthread.so.0", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6")
+
+
+def _source_build_gnu_openmp(root: FakeRoot) -> None:
+    from tfdoctor.testing.elf import shared_object
+
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=8, threads_per_core=1)
+    parts.process(root)
+    parts.operating_system(root, "cpu-node", os_release=parts.ROCKY_9)
+    site = FakeSitePackages(root.path / SOURCE_ENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.15.0", requires=parts.TF_2_15_REQUIRES,
+                    tags=("cp311-cp311-linux_x86_64",))
+    for name, version in parts.TF_2_15_DEPENDENCIES.items():
+        site.dist(name, version, top_level=(name,))
+    framework, *others = SOURCE_LIBRARIES
+    root.write(f"{SOURCE_ENV.site}/tensorflow/{framework}",
+               shared_object(framework, needed=("libgomp.so.1", *GLIBC_NEEDS)))
+    for library in others:
+        root.write(f"{SOURCE_ENV.site}/tensorflow/{library}",
+                   shared_object(library.rsplit("/", 1)[-1], needed=(framework, *GLIBC_NEEDS)))
+    # The RECORD the build's wheel wrote names these files with their own sizes and hashes.
+    record = site.path / "tensorflow-2.15.0.dist-info" / "RECORD"
+    lines = record.read_text().splitlines(keepends=True)
+    record.write_text("".join(record_line(site.path, line.split(",")[0]) if line.split(",")[0] in
+                              [f"tensorflow/{lib}" for lib in SOURCE_LIBRARIES] else line for line in lines))
+    root.write("/usr/lib64/libgomp.so.1.0.0", shared_object("libgomp.so.1"))
+    root.symlink("/usr/lib64/libgomp.so.1", "libgomp.so.1.0.0")
+
+
+register(HealthyMachine(
+    "source-build-gnu-openmp-one-inter-op-thread", ("THR",),
+    "TensorFlow 2.15 built from source with --config=mkl (links libgomp.so.1) on 8 cores, intra-op 8, "
+    "OMP_NUM_THREADS 8, inter-op 1", _source_build_gnu_openmp,
+    env={"HOME": "/home/ada", "USER": "ada", "VIRTUAL_ENV": SOURCE_ENV.prefix,
+         "PATH": f"{SOURCE_ENV.prefix}/bin:/usr/bin:/bin",
+         "TF_NUM_INTRAOP_THREADS": "8", "OMP_NUM_THREADS": "8", "TF_NUM_INTEROP_THREADS": "1"},
+    python=SOURCE_ENV))

@@ -160,3 +160,21 @@ def test_the_metal_table_is_in_release_order_with_ranges_that_do_not_overlap():
                                                                          for r in rows)
     assert metal_for((2, 18)).metal == "1.2.0" and metal_for((2, 16)).metal == "1.1.0"
     assert metal_for((2, 4)) is None and metal_for((2, 19)) is None
+
+
+@pytest.mark.parametrize(("fixture", "codes"), [
+    (ROSETTA, {"CPU001", "PLAT010"}),  # a Mac under Rosetta, recorded from the sysctl answers a real Mac printed
+    (JETSON, {"PLAT001"}),  # a Jetson AGX Orin, recorded from its L4T release line and device-tree model
+])
+def test_tfdoctor_check_on_a_recorded_mac_and_jetson_names_the_cause(fixture, codes):
+    import json
+
+    from support.command_line import assert_no_traceback, run_cli
+    from support.snapshot_facts import SNAPSHOTS
+
+    done = run_cli(["check", "--facts", str(SNAPSHOTS / fixture), "--format", "json", "--fail-on", "warning"])
+    assert_no_traceback(done)
+    assert done.returncode == 1
+    results = json.loads(done.stdout)["results"]
+    loud = {r["code"] for r in results if r["status"] == "failed" and r["severity"] in ("warning", "error")}
+    assert loud == codes

@@ -21,6 +21,7 @@ from tfdoctor.derive.platforms import (
     rosetta_translated,
 )
 from tfdoctor.derive.tensorflow_distribution import build_info, installed_tensorflow, installed_version
+from tfdoctor.derive.versions import version_tuple
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
@@ -29,6 +30,7 @@ JETSON_GUIDE = "https://docs.nvidia.com/deeplearning/frameworks/install-tf-jetso
 METAL = "tensorflow-metal"
 # Apple's base TensorFlow package was tensorflow-macos through 2.12; from 2.13 `tensorflow` has macOS arm64 wheels.
 MACOS_PACKAGE_UNTIL = (2, 12)
+CLT_PYTHON = (3, 9)  # /usr/bin/python3 of Apple's Command Line Tools (macOS 12 to 15): a universal2 CPython 3.9
 
 
 def _pip(facts: Facts) -> str:
@@ -162,7 +164,8 @@ def python_under_rosetta(facts: Facts) -> Iterator[Finding]:
     with tensorflow-macos 2.10.0 (cp39-cp39-macosx_10_14_x86_64).
 
     Fix:
-    Create the environment with a native arm64 Python and install TensorFlow there.
+    Create the environment with a native arm64 Python and install TensorFlow there (the Command Line
+    Tools' /usr/bin/python3, CPython 3.9, when the release has wheels for it; else a CPython it supports).
 
     Fix safety:
     Manual: a new environment; the packages of the old one must be installed again.
@@ -190,8 +193,21 @@ def python_under_rosetta(facts: Facts) -> Iterator[Finding]:
         evidence={"darwin.apple_silicon": True, "python.machine": facts.peek("python.machine"),
                   "darwin.translated": facts.peek("darwin.translated"), "wheel_tag": tag},
         fixes=(AdminFix("Create the environment with a native arm64 Python",
-                        ("arch -arm64 /usr/bin/python3 -m venv NEW_ENV",
+                        (_native_venv(dist.version),
                          f"NEW_ENV/bin/python -m pip install '{package}=={dist.version}'")),))
+
+
+def _native_venv(version: str) -> str:
+    """A venv command with a native arm64 Python this TensorFlow has wheels for: the Command Line Tools'
+    /usr/bin/python3 (a universal2 CPython 3.9) when the release supports 3.9, else the newest CPython it
+    supports (python_compatibility table), by its name."""
+    from tfdoctor.derive.python_compatibility import python_range_for
+
+    wheels = python_range_for(version)
+    if wheels is None or version_tuple(wheels[0])[:2] <= CLT_PYTHON <= version_tuple(wheels[1])[:2]:
+        return "arch -arm64 /usr/bin/python3 -m venv NEW_ENV"
+    return (f"arch -arm64 python{wheels[1]} -m venv NEW_ENV   # a native arm64 CPython {wheels[1]} "
+            "(python.org's universal2 installer, Homebrew in /opt/homebrew)")
 
 
 @check("PLAT011", "tensorflow-metal-of-another-release", Severity.ERROR)

@@ -178,3 +178,10 @@ def test_tfdoctor_check_on_a_recorded_mac_and_jetson_names_the_cause(fixture, co
     results = json.loads(done.stdout)["results"]
     loud = {r["code"] for r in results if r["status"] == "failed" and r["severity"] in ("warning", "error")}
     assert loud == codes
+
+
+def test_under_rosetta_a_release_without_wheels_for_the_tools_python_gets_a_python_it_supports():
+    facts = edited_facts(ROSETTA, {"python.watched.tensorflow.version": "2.21.0"})
+    (fix,) = only(check_facts(facts, select=["PLAT010"]), "PLAT010").fixes
+    assert fix.steps[0].startswith("arch -arm64 python3.13 -m venv NEW_ENV   # a native arm64 CPython 3.13")
+    assert fix.steps[1] == "NEW_ENV/bin/python -m pip install 'tensorflow==2.21.0'"

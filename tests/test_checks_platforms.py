@@ -185,3 +185,12 @@ def test_under_rosetta_a_release_without_wheels_for_the_tools_python_gets_a_pyth
     (fix,) = only(check_facts(facts, select=["PLAT010"]), "PLAT010").fixes
     assert fix.steps[0].startswith("arch -arm64 python3.13 -m venv NEW_ENV   # a native arm64 CPython 3.13")
     assert fix.steps[1] == "NEW_ENV/bin/python -m pip install 'tensorflow==2.21.0'"
+
+
+def test_a_jetson_python_other_than_the_wheels_gets_a_new_environment_of_the_right_one():
+    facts = edited_facts(JETSON, {"python.version": "3.10.12"})
+    (fix,) = only(check_facts(facts, select=["PLAT001"]), "PLAT001").fixes
+    assert fix.title.startswith("Install NVIDIA's TensorFlow for JetPack 5.1.2 in a Python 3.8 environment")
+    assert fix.steps == ("python3.8 -m venv NEW_ENV",
+                         "NEW_ENV/bin/python -m pip install --extra-index-url "
+                         "https://developer.download.nvidia.com/compute/redist/jp/v512 'tensorflow==2.12.0+nv23.06'")

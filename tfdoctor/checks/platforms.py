@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.derive.platforms import (
+    JetPack,
     is_jetson,
     jetpack_of,
     jetpack_with_wheel,
@@ -41,6 +42,19 @@ def _pip(facts: Facts) -> str:
     if isinstance(executable, str) and executable and "\0" not in executable:
         return f"{sh_word(executable)} -m pip"
     return "pip"
+
+
+def _jetson_install(facts: Facts, jetpack: JetPack, remove: str) -> AdminFix:
+    """NVIDIA's wheel for this JetPack, in this environment when its Python is the one the wheels are built
+    for; else in a new environment of that Python (the wheels exist for one CPython per JetPack)."""
+    python = facts.peek("python.version")
+    if not isinstance(python, str) or version_tuple(python)[:2] == version_tuple(jetpack.python)[:2]:
+        pip = _pip(facts)
+        return AdminFix(f"Install NVIDIA's TensorFlow for JetPack {jetpack.jetpack}",
+                        (f"{pip} uninstall -y {remove}", jetpack.install(pip)))
+    return AdminFix(f"Install NVIDIA's TensorFlow for JetPack {jetpack.jetpack} in a Python {jetpack.python} "
+                    f"environment (its wheels are built for CPython {jetpack.python} only, this one is {python})",
+                    (f"python{jetpack.python} -m venv NEW_ENV", jetpack.install("NEW_ENV/bin/python -m pip")))
 
 
 def _board(facts: Facts) -> str:
@@ -88,11 +102,7 @@ def jetson_tensorflow_without_cuda(facts: Facts) -> Iterator[Finding]:
                 "python.tensorflow.build_info.is_cuda_build": info.get("is_cuda_build")}
     where = (f"NVIDIA builds TensorFlow for JetPack {jetpack.jetpack} on {jetpack.index_url}" if jetpack else
              f"NVIDIA's wheel for this board's JetPack is listed in {JETSON_GUIDE}")
-    fixes = ()
-    if jetpack is not None:
-        pip = _pip(facts)
-        fixes = (AdminFix(f"Install NVIDIA's TensorFlow for JetPack {jetpack.jetpack}",
-                          (f"{pip} uninstall -y {dist.name}", jetpack.install(pip))),)
+    fixes = () if jetpack is None else (_jetson_install(facts, jetpack, dist.name),)
     yield Finding(
         f"TensorFlow {dist.version} ({dist.name}, {tags}) is not built with CUDA: on {_board(facts)} it will "
         f"never use the GPU; {where}", evidence=evidence, fixes=fixes)
@@ -136,14 +146,12 @@ def jetson_tensorflow_for_another_jetpack(facts: Facts) -> Iterator[Finding]:
         raise NotChecked(f"TensorFlow {dist.version} is not among the wheels of the jetson_tensorflow table")
     if built == here or dist.version in here.wheels:
         return
-    pip = _pip(facts)
     yield Finding(
         f"TensorFlow {dist.version} is NVIDIA's build for JetPack {built.jetpack} (L4T {', '.join(built.l4t)}); "
         f"{_board(facts)} runs JetPack {here.jetpack}, whose CUDA and cuDNN it was not built against",
         evidence={"tegra.l4t.release": l4t, f"python.watched.{dist.name}.version": dist.version,
                   "built_for_jetpack": built.jetpack, "board_jetpack": here.jetpack},
-        fixes=(AdminFix(f"Install NVIDIA's TensorFlow for JetPack {here.jetpack}",
-                        (f"{pip} uninstall -y {dist.name}", here.install(pip))),))
+        fixes=(_jetson_install(facts, here, dist.name),))
 
 
 @check("PLAT010", "python-under-rosetta", Severity.WARNING)

@@ -23,6 +23,7 @@ class JetPack:
     l4t: tuple[str, ...]  # the L4T releases it ships ("35.4.1")
     index: str  # "v512"
     wheels: tuple[str, ...]  # NVIDIA's TensorFlow versions on that index ("2.12.0+nv23.06")
+    python: str  # the CPython its wheels are built for ("3.8")
 
     @property
     def index_url(self) -> str:
@@ -37,7 +38,7 @@ class JetPack:
 def jetpacks() -> tuple[JetPack, ...]:
     from tfdoctor.knowledge import table_rows
 
-    return tuple(JetPack(str(r["jetpack"]), tuple(r["l4t"]), str(r["index"]), tuple(r["wheels"]))
+    return tuple(JetPack(str(r["jetpack"]), tuple(r["l4t"]), str(r["index"]), tuple(r["wheels"]), str(r["python"]))
                  for r in table_rows("jetson_tensorflow"))
 
 

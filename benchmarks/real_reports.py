@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{', '.join(hit) or 'expected ' + '/'.join(report.expect)}")
             if report.twin not in twins and report.twin in machines:
                 twin = machines[report.twin]
-                loud = [f.code for f in check_recorded(collect(twin, Path(tmp) / ("twin-" + twin.name))).findings()
+                folder = Path(tmp) / ("twin-" + twin.name)
+                folder.mkdir()  # collect() writes its facts file there (a recorded twin builds no tree in it)
+                loud = [f.code for f in check_recorded(collect(twin, folder)).findings()
                         if f.severity is not None and f.severity >= Severity.WARNING]
                 twins[report.twin] = not loud
                 if args.verbose and loud:

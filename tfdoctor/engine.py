@@ -207,8 +207,12 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
     try:
         raw = list(spec.func(facts) or ())
     except NotChecked as exc:
-        return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_CHECKED,
-                           reason=excerpt(exc.reason, REASON_CHARS))
+        from tfdoctor.derive.applicability import gpu_only, platform_reason
+
+        platform = platform_reason(facts) if gpu_only(spec.code) else None  # a Jetson, a Mac: not "unknown"
+        return CheckResult(spec.code, spec.name, spec.severity,
+                           Status.NOT_APPLICABLE if platform else Status.NOT_CHECKED,
+                           reason=excerpt(platform or exc.reason, REASON_CHARS))
     except NotApplicable as exc:
         return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_APPLICABLE,
                            reason=excerpt(exc.reason, REASON_CHARS))

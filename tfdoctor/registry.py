@@ -236,6 +236,9 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("profile", "tfdoctor.checks.profile"),
         ("numa", "tfdoctor.checks.numa"),
         ("containers", "tfdoctor.checks.containers"),
+        ("platforms", "tfdoctor.checks.platforms"),
+        ("cupti_wsl", "tfdoctor.checks.cupti_wsl"),
+        ("conda", "tfdoctor.checks.conda"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),
@@ -253,6 +256,9 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("numa", "tfdoctor.facts.probes.numa"),
         ("openmp", "tfdoctor.facts.probes.openmp"),
         ("container_runtime", "tfdoctor.facts.probes.container_runtime"),
+        ("tegra", "tfdoctor.facts.probes.tegra"),
+        ("darwin", "tfdoctor.facts.probes.darwin"),
+        ("conda", "tfdoctor.facts.probes.conda"),
     ],
     LINT_RULE_GROUP: [
         ("source-files", "tfdoctor.lint.rules.source_files"),

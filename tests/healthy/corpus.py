@@ -132,11 +132,11 @@ def python_section(machine: HealthyMachine, root: FakeRoot) -> Any:
     snap = _unroot(snap, inside)
     major, minor = env.version.split(".")[:2]
     snap.update(executable=env.executable, version=env.version, prefix=env.prefix, base_prefix=env.base_prefix,
-                platform="linux", machine=env.arch, path=[f"/usr/lib/python{major}{minor}.zip",
-                                                          f"/usr/lib/python{major}.{minor}", env.site])
+                platform=env.system, machine=env.arch, path=[f"/usr/lib/python{major}{minor}.zip",
+                                                             f"/usr/lib/python{major}.{minor}", env.site])
     snap["marker_environment"].update(python_version=f"{major}.{minor}", python_full_version=env.version,
                                       implementation_version=env.version, platform_machine=env.arch,
-                                      sys_platform="linux", platform_system="Linux")
+                                      sys_platform=env.system, platform_system=env.system.capitalize())
     return {**from_jsonable(snap), "other_interpreter": False}
 
 

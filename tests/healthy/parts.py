@@ -213,6 +213,7 @@ class PythonEnv:
     version: str = "3.11.9"
     base_prefix: str = "/usr"
     arch: str = "x86_64"  # platform.machine() of the interpreter
+    system: str = "linux"  # sys.platform of the interpreter ("darwin" on a Mac)
 
     @property
     def site(self) -> str:

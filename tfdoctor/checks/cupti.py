@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.derive.container import DEFAULT_CONTAINER_CAPS, container_kind, container_signs
+from tfdoctor.derive.profiling_intent import intends_to_profile
 from tfdoctor.derive.tf_build import cuda_gpu_setup, version_tuple, wanted_sonames
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity
@@ -19,29 +20,8 @@ if TYPE_CHECKING:
 
 # The loader model (tfdoctor.derive.resolvable_libraries) is imported past each check's `cuda_gpu_setup`
 # gate: a CPU-only TensorFlow never pays for it.
-PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
 CUPTI_STEM = "libcupti.so"
 PERFMON_DRIVER = (565,)  # from R565 CAP_PERFMON opens the counters too
-
-
-# TensorBoard bundled the profile plugin until 2.1 (2.2 moved it to tensorboard-plugin-profile).
-TENSORBOARD_BUNDLED_PROFILER_BEFORE = (2, 2)
-PROFILE_INTENT = "profile"  # facts.meta["intent"] when `tfdoctor profile` asks before it runs
-
-
-def intends_to_profile(facts: Facts) -> bool:
-    """The user will profile: a profiler plugin is installed (tensorboard-plugin-profile, xprof, or a
-    TensorBoard before 2.2, which bundled it), or this is `tfdoctor profile`, whose profiler is ours."""
-    if facts.meta.get("intent") == PROFILE_INTENT:
-        return True
-    watched = facts.peek("python.watched")
-    if not isinstance(watched, dict):
-        return False
-    if any(d in watched for d in PROFILER_DISTS):
-        return True
-    tensorboard = watched.get("tensorboard")
-    version = version_tuple(tensorboard.get("version")) if isinstance(tensorboard, dict) else ()
-    return bool(version) and version[:2] < TENSORBOARD_BUNDLED_PROFILER_BEFORE
 
 
 @check("CUPTI001", "cupti-not-resolvable", Severity.WARNING)

@@ -166,12 +166,14 @@ def thread_pools_exceed_cpu_budget(facts: Facts) -> Iterator[Finding]:
     Compares the thread counts that are set with the job's CPU budget: any one pool (intra-op,
     OpenMP, MKL, inter-op) larger than the budget and, for OpenMP-threaded builds only, intra-op ×
     inter-op above the budget times the sockets in it. Which threading model applies is decided from
-    the build (knowledge table `tensorflow_threading`) and named in the finding:
+    what the build links (the OpenMP runtimes in the DT_NEEDED of TensorFlow's libraries), else from the
+    distribution (knowledge table `tensorflow_threading`), and named in the finding:
     - stock builds (tensorflow, tensorflow-cpu, …): oneDNN and Eigen kernels run on TensorFlow's one
       intra-op pool, which every op started by an inter-op thread shares; about intra + inter threads
       are runnable at once, so each pool within the budget fits (TensorFlow's own defaults, both pools
       = the CPUs, included);
-    - OpenMP-threaded builds (intel-tensorflow, a build bundling libiomp5): every op started by an
+    - OpenMP-threaded builds (intel-tensorflow, a build linking or bundling an OpenMP runtime, such as
+      one built from source with --config=mkl on GNU OpenMP): every op started by an
       inter-op thread runs its own OpenMP team, so up to intra × inter threads run at once (the
       rule-of-thumb product, intra = cores and inter = sockets, always fits).
 

@@ -21,8 +21,14 @@ NO_GPU = "no NVIDIA GPU or driver on this host"
 
 
 def no_gpu_reason(facts: Facts) -> str | None:
-    """Why no GPU check can apply here, or None when a GPU may be present (or it cannot be told)."""
+    """Why no GPU check can apply here, or None when a GPU may be present (or it cannot be told). A Jetson
+    has an NVIDIA GPU these checks cannot see (integrated in the Tegra SoC): they do not apply, and the
+    reason says so rather than "no NVIDIA GPU"."""
     from tfdoctor.derive.tf_build import gpu_host
+
+    platform = platform_reason(facts)
+    if platform is not None:
+        return platform
 
     if gpu_host(facts) or not isinstance(facts.peek("gpu_pci.devices"), list):
         return None  # a GPU is visible, or the bus could not be read: absence is not shown
@@ -31,3 +37,20 @@ def no_gpu_reason(facts: Facts) -> str | None:
 
 def gpu_only(code: str) -> bool:
     return code.startswith(GPU_ONLY_PREFIXES)
+
+
+MACOS = ("macOS: TensorFlow has no CUDA build for macOS (its GPU is reached through the Metal plug-in, "
+         "PLAT011); the NVIDIA GPU checks do not apply")
+
+
+def platform_reason(facts: Facts) -> str | None:
+    """Why the checks of discrete NVIDIA GPUs on Linux cannot apply to this platform, whatever else they
+    could not read: a Jetson (its GPU integrated in the Tegra SoC) or a Mac. None on other hosts, and on a
+    Jetson where a discrete GPU is visible after all."""
+    from tfdoctor.derive.platforms import jetson_reason
+    from tfdoctor.derive.tf_build import gpu_host
+
+    if facts.peek("host.system") == "Darwin" or facts.peek("darwin.detected") is True:
+        return MACOS
+    jetson = jetson_reason(facts)
+    return jetson if jetson is not None and not gpu_host(facts) else None

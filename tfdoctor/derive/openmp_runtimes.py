@@ -48,8 +48,16 @@ def _text(value: object) -> bool:
     return isinstance(value, str) and bool(value)
 
 
+def loadable(path: str) -> bool:
+    """Whether the loader can load this copy as a runtime: a copy inside a header tree (an `include`
+    folder, where TensorFlow's wheel carries files of its build's external/ tree) is on no library path
+    and in no RUNPATH, so nothing ever loads it."""
+    return "include" not in path.split("/")[:-1]
+
+
 def openmp_copies(facts: Facts) -> list[RuntimeCopy]:
-    """Every runtime copy found; raises NotChecked when the scan is unknown or not a list of records."""
+    """Every runtime copy found that a process can load (`loadable`); raises NotChecked when the scan is
+    unknown or not a list of records."""
     runtimes = facts.get("openmp.runtimes")
     if not isinstance(runtimes, list) or not all(
             isinstance(r, dict) and _text(r.get("runtime")) and _text(r.get("path")) for r in runtimes):
@@ -57,7 +65,7 @@ def openmp_copies(facts: Facts) -> list[RuntimeCopy]:
     return [RuntimeCopy(r["runtime"], r["path"], r.get("owner") if _text(r.get("owner")) else None,
                         r.get("owner_version") if _text(r.get("owner_version")) else None,
                         r.get("found_by") if _text(r.get("found_by")) else "unknown")
-            for r in runtimes]
+            for r in runtimes if loadable(r["path"])]
 
 
 def scan_incomplete(facts: Facts) -> list[str]:
@@ -100,10 +108,26 @@ def _tensorflow_distributions(facts: Facts) -> list[tuple[str, str | None]]:
     return found
 
 
+def linked_runtimes(facts: Facts) -> tuple[dict[str, list[str]], bool]:
+    """({TensorFlow shared object: the OpenMP runtimes its DT_NEEDED names}, whether every one was read)."""
+    links = facts.peek("openmp.tensorflow_links")
+    if not isinstance(links, dict):
+        return {}, False
+    read = {path: [str(n) for n in needed] for path, needed in links.items() if isinstance(needed, list)}
+    return read, bool(read) and len(read) == len(links)
+
+
 def threading_model(facts: Facts) -> ThreadingModel:
-    """OPENMP when the build starts an OpenMP team per op: an Intel-optimised distribution, or a build that
-    bundles libiomp5 in its own package; EIGEN (the stock builds) otherwise."""
+    """OPENMP when the build starts an OpenMP team per op: TensorFlow's own libraries link an OpenMP
+    runtime (DT_NEEDED: a build from source or a site's module with --config=mkl, Intel's builds), or the
+    build bundles libiomp5 in its own package, or (its libraries unread) an Intel-optimised distribution;
+    EIGEN when its libraries were read and link none, or for the stock builds by name."""
     models = {row["distribution"]: row["model"] for row in table_rows("tensorflow_threading")}
+    links, all_read = linked_runtimes(facts)
+    for path, needed in sorted(links.items()):
+        if needed:
+            return ThreadingModel(OPENMP, f"the TensorFlow build links {', '.join(needed)} ({path} NEEDs it): each "
+                                          "op runs its own OpenMP team")
     try:
         copies = openmp_copies(facts)
     except NotChecked:
@@ -113,6 +137,10 @@ def threading_model(facts: Facts) -> ThreadingModel:
         if copy.family == "kmp" and (owner in models or "tensorflow" in owner or "/tensorflow/" in copy.path):
             return ThreadingModel(OPENMP, f"the TensorFlow build bundles {copy.runtime} ({copy.path}): "
                                           "each op runs its own OpenMP team")
+    if all_read:
+        names = ", ".join(p.rsplit("/", 1)[-1] for p in sorted(links))
+        return ThreadingModel(EIGEN, f"the TensorFlow build links no OpenMP runtime ({names}): ops share one "
+                                     "Eigen intra-op pool")
     for dist, version in _tensorflow_distributions(facts):
         model = models.get(dist)
         label = f"{dist} {version}" if version else dist
@@ -124,4 +152,5 @@ def threading_model(facts: Facts) -> ThreadingModel:
                           known=False)
 
 
-__all__ = ["RuntimeCopy", "ThreadingModel", "openmp_copies", "runtime_row", "scan_incomplete", "threading_model"]
+__all__ = ["RuntimeCopy", "ThreadingModel", "linked_runtimes", "loadable", "openmp_copies", "runtime_row",
+           "scan_incomplete", "threading_model"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import posixpath
 import struct
 from collections.abc import Callable
-from typing import NamedTuple
+
+from tfdoctor.records import value_tuple
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -28,7 +29,8 @@ class ElfError(ValueError):
     """Not an ELF file, or one whose headers do not hold together."""
 
 
-class DynamicSection(NamedTuple):
+@value_tuple  # not typing.NamedTuple: the pre-job hook reads TensorFlow's libraries and never imports typing
+class DynamicSection:
     """What the loader reads first of a shared object: its dependencies and where it looks for them."""
 
     needed: tuple[str, ...]

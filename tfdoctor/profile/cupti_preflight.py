@@ -43,7 +43,7 @@ def profile_blockers(facts: Facts) -> list[Finding]:
     """What keeps `tfdoctor profile` from tracing GPU kernels on this machine: the CUPTI checks with the
     intent to profile set (their findings are then errors). Pure: profile_preflight gathers the facts.
     Here rather than beside the checks: running checks is the engine's work, and checks stay below it."""
-    from tfdoctor.checks.cupti import PROFILE_INTENT
+    from tfdoctor.derive.profiling_intent import PROFILE_INTENT
     from tfdoctor.engine import run_checks
     from tfdoctor.registry import load_registry
 

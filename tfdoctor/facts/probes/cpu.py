@@ -85,6 +85,15 @@ def _allowed(machine: Machine) -> dict[str, object]:
 
 @probe("cpu")
 def probe_cpu(machine: Machine) -> dict[str, object]:
+    from tfdoctor.facts.probes import darwin
+
+    if darwin.is_mac(machine):
+        # No /proc or /sys on macOS: sysctl answers; no per-CPU topology, governors nor affinity there.
+        facts = darwin.cpu_from_sysctl(darwin.sysctl_answers(machine))
+        facts["topology"] = facts["governors"] = Unknown("macOS: no per-CPU topology or governor files")
+        facts["allowed_cpus"] = facts["online"]  # macOS has no CPU affinity masks: every CPU is allowed
+        facts["allowed_mems"] = Unknown("macOS: no memory nodes")
+        return facts
     online_text = machine.read_text(f"{SYS_CPU}/online")
     online: list[int] | Unknown
     if isinstance(online_text, str):

@@ -42,12 +42,31 @@ def _wsl2(machine: Machine) -> dict[str, object]:
     return {"detected": "/dev/dxg" in signs, "signs": signs}
 
 
+def _fake_mac(machine: Machine) -> bool:
+    from tfdoctor.facts.probes.darwin import is_mac
+
+    return is_mac(machine)
+
+
+def _recorded_mac(machine: Machine) -> tuple[str, object, object]:
+    """A fake Mac (docs/adding-a-fact.md): its architecture and kernel release as its recorded sysctl says."""
+    from tfdoctor.facts.probes.darwin import sysctl_answers
+
+    answers = sysctl_answers(machine)
+    if isinstance(answers, Unknown):
+        return "Darwin", answers, answers
+    return ("Darwin", answers.get("hw.machine") or Unknown("sysctl gave no hw.machine"),
+            answers.get("kern.osrelease") or Unknown("sysctl gave no kern.osrelease"))
+
+
 @probe("host")
 def probe_host(machine: Machine) -> dict[str, object]:
     driver = machine.read_text("/proc/driver/nvidia/version")
     if machine.is_live:
         uname = os.uname()  # not the platform module: its import costs the hook a few ms
         system, arch, kernel = uname.sysname, uname.machine, uname.release
+    elif _fake_mac(machine):
+        system, arch, kernel = _recorded_mac(machine)
     else:
         # A fake root describes a Linux machine: its architecture and kernel release are what its procfs
         # says (the files uname reads), unknown where it says nothing.

@@ -11,8 +11,8 @@ NO_NVIDIA = "no NVIDIA GPU or driver on this host (no /proc/driver/nvidia, /dev/
 
 
 def nvidia_present(machine: Machine) -> bool:
-    if nvidia_driver_present(machine):
-        return True
+    if nvidia_driver_present(machine) or machine.exists("/etc/nv_tegra_release"):
+        return True  # a Jetson's GPU is on no PCI bus: its L4T release shows it
     listing = machine.listdir("/sys/bus/pci/devices")
     if not isinstance(listing, list):
         return True  # cannot tell: examine the libraries rather than miss a GPU

@@ -18,7 +18,8 @@ bound that was hit is named in `incomplete`, so a check can say the list may be 
 Facts section "openmp" (documented in docs/threads.md):
     {"runtimes": [{"runtime", "path", "real_path", "owner", "owner_version", "found_by"}],
      "scanned": {"folders", "records", "records_kept" (of the records, those whose hits were kept from an
-                 earlier run), "record_bytes", "walked_dirs", "seconds"}, "incomplete": [reason]}
+                 earlier run), "record_bytes", "walked_dirs", "seconds"}, "incomplete": [reason],
+     "tensorflow_links": {path of a TensorFlow shared object: [the OpenMP runtimes its DT_NEEDED names]}}
 """
 
 from __future__ import annotations
@@ -324,6 +325,26 @@ def _conda_owner(scan: _Scan, prefix: str, runtime: str) -> tuple[str, str] | No
     return None
 
 
+def tensorflow_links(scan: _Scan, sites: list[str]) -> dict[str, Any]:
+    """The OpenMP runtimes TensorFlow's own shared objects NEED (DT_NEEDED, read from the ELF files: a few
+    bounded reads each), by path: what the build links decides its threading model, whatever its name. A
+    file that cannot be read as ELF is Unknown with the reason."""
+    from tfdoctor.facts.probes.cuda_libs import tensorflow_libraries
+
+    found: dict[str, Any] = {}
+    for site in sites:
+        if not scan.fs.is_dir(posixpath.join(site, "tensorflow")):
+            continue
+        for name, dynamic in tensorflow_libraries(scan.fs, site).items():
+            path = posixpath.join(site, "tensorflow", name)
+            if isinstance(dynamic, dict):
+                found[path] = [n for n in dynamic.get("needed", []) if scan.names.runtime_of(n) is not None]
+            else:
+                found[path] = dynamic
+        break  # the first site holding the package is the one imported
+    return found
+
+
 @probe("openmp")
 def probe_openmp(machine: Machine) -> dict[str, Any] | Unknown:
     started = time.perf_counter()
@@ -335,7 +356,8 @@ def probe_openmp(machine: Machine) -> dict[str, Any] | Unknown:
                                f"{MAX_LIBRARY_PATH_ENTRIES} were read")
     for folder in dict.fromkeys(library_path[:MAX_LIBRARY_PATH_ENTRIES]):
         scan.list_folder(folder, "LD_LIBRARY_PATH")
-    for site in site_folders(machine, scan.fs, prefix):
+    sites = site_folders(machine, scan.fs, prefix)
+    for site in sites:
         _scan_site(scan, site)
     if prefix:
         before = set(scan.found)
@@ -352,4 +374,5 @@ def probe_openmp(machine: Machine) -> dict[str, Any] | Unknown:
         "runtimes": runtimes,
         "scanned": {**scan.counts, "seconds": round(time.perf_counter() - started, 4)},
         "incomplete": scan.incomplete,
+        "tensorflow_links": tensorflow_links(scan, sites),
     }

@@ -192,3 +192,27 @@ def test_xla_216_runs_an_old_ptxas_it_does_not_refuse(tmp_path):
     assert _refusal("11.4.48", "2.16.1") is None
     assert _refusal("11.4.48", "2.17.1") == "XLA skips any ptxas older than 11.8.0"
     assert check_facts(facts, select=["XLA004"]).findings() == []
+
+
+def test_xla_216_runs_ptxas_12_3_103_from_path_and_aborts(tmp_path):
+    # tensorflow[and-cuda] 2.16 (its nvcc wheel's ptxas is fine), a CUDA 12.3 Update 1 toolkit on PATH: XLA 2.16
+    # tries PATH first, runs 12.3.103 and aborts ("has a bug that we think can affect XLA").
+    def build(root):
+        g._release_pip("2.16.1")(root)
+        g._ptxas_toolkit("12.3.1", "12.3.103")(root)
+    env = {"PATH": f"{g.VENV}/bin:/usr/local/cuda-12.3/bin:/usr/bin:/bin"}
+    facts = _collect(tmp_path, build, env, g.release_python("2.16.1"))
+    (finding,) = check_facts(facts, select=["XLA004"]).findings()
+    assert finding.severity is Severity.ERROR
+    assert finding.message.startswith("XLA in TensorFlow 2.16.1 will run ptxas 12.3.103 (/usr/local/cuda-12.3/bin/"
+                                      "ptxas, via PATH) and then abort: XLA aborts the process")
+    wheel_bin = f"{g.SITE}/nvidia/cuda_nvcc/bin"
+    assert finding.fixes == (EnvFix(f"Put {wheel_bin} first on PATH", (prepend_path("PATH", wheel_bin),)),)
+    # 2.17 skips the same ptxas instead (a warning: it runs the wheel's).
+    assert _abort_row_release("12.3.103", "2.17.1") is None
+
+
+def _abort_row_release(version, release):
+    from tfdoctor.checks.xla import _abort
+
+    return _abort(version, release)

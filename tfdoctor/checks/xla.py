@@ -218,6 +218,8 @@ def _refusal(version: Any, release: str | None) -> str | None:
         return None  # this XLA runs the first ptxas it finds, whatever its version (XLA002 judges it)
     table = knowledge.table("xla_ptxas")
     for row in table.rows:
+        if row.get("outcome") != "skipped":
+            continue  # XLA runs it (and aborts: _abort)
         # A release the specifier cannot read (None) is given the exclusion: newer XLA keeps it.
         applies = release is None or version_satisfies(str(release), row["tensorflow"]) is not False
         if applies and have == version_tuple(row["ptxas"]):
@@ -229,6 +231,21 @@ def _refusal(version: Any, release: str | None) -> str | None:
     return None
 
 
+def _abort(version: Any, release: str | None) -> str | None:
+    """Why XLA of this release aborts after running a ptxas of `version` (xla_ptxas.toml "abort" rows), or None."""
+    from tfdoctor import knowledge
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+
+    have = version_tuple(version)
+    if len(have) < 3 or release is None:
+        return None
+    for row in knowledge.table("xla_ptxas").rows:
+        if (row.get("outcome") == "abort" and have == version_tuple(row["ptxas"])
+                and version_satisfies(str(release), row["tensorflow"]) is True):
+            return str(row["why"])
+    return None
+
+
 @check("XLA004", "xla-ptxas-version-refused", Severity.WARNING)
 def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -237,7 +254,9 @@ def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's version.json
     "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
     12.3.1 for CUDA 12.3 Update 1, whose ptxas is 12.3.103) — and compares the first with the versions
-    XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0).
+    XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0, from 2.17).
+    Releases before 2.17 refuse nothing in the search: 2.15 and 2.16 run ptxas 12.3.103 and then abort
+    the process, an error.
 
     Why is this bad?
     XLA skips a refused ptxas without an error: it runs the next one it finds, perhaps of another CUDA,
@@ -257,13 +276,17 @@ def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
-    _, candidates = xla_ptxas.candidates(facts, build.version)
+    search, candidates = xla_ptxas.candidates(facts, build.version)
     ordered = [(p.path, p.version, p.root) for p in candidates]
     if not ordered:
         return
     path, version, _ = ordered[0]
     if isinstance(version, Unknown):
         raise NotChecked(f"version of {path} unknown: {version.reason}")
+    aborts = _abort(version, build.version)
+    if aborts is not None:
+        yield _aborting_ptxas(facts, build, search, candidates, aborts)
+        return
     why = _refusal(version, build.version)
     if why is None:
         return
@@ -281,6 +304,29 @@ def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     fixes = (data_dir_fix(facts, good[0]["dir"], f"its ptxas is {good[0]['ptxas_version']}"),) if good else (
         _nvcc_install(build),)
     yield Finding(f"XLA will not run ptxas {version} ({path}): {why}; {outcome}", evidence=evidence, fixes=fixes)
+
+
+def _aborting_ptxas(facts: Facts, build: TfBuild, search: xla_ptxas.Search, candidates: list[xla_ptxas.Ptxas],
+                    why: str) -> Finding:
+    """XLA004's finding when the first ptxas is one this release runs and then aborts on: an error."""
+    first = candidates[0]
+    roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]
+    good = [r for r in roots if r.get("ptxas") and version_tuple(r.get("ptxas_version"))
+            and _abort(r.get("ptxas_version"), build.version) is None]
+    fixes: tuple[EnvFix | AdminFix, ...] = (_nvcc_install(build),)
+    if good:
+        folder = good[0]["ptxas"].rsplit("/", 1)[0]
+        if good[0].get("libdevice") and _searched_before(search, candidates, "data_dir") == []:
+            fixes = (data_dir_fix(facts, good[0]["dir"], f"its ptxas is {good[0]['ptxas_version']}"),)
+        elif _searched_before(search, candidates, "path") == []:
+            fixes = (EnvFix(f"Put {folder} first on PATH", (prepend_path("PATH", folder),)),)
+    return Finding(
+        f"XLA in TensorFlow {build.version} will run ptxas {first.version} ({first.path}, via {first.via}) and "
+        f"then abort: {why}",
+        evidence={"ptxas": first.path, "ptxas_version": first.version, "via": first.via,
+                  "tensorflow.version": build.version, "search_order": list(search.order),
+                  "candidates": [{"path": p.path, "version": p.version} for p in candidates]},
+        fixes=fixes, severity=Severity.ERROR)
 
 
 __all__ = ["Severity", "merge_data_dir"]

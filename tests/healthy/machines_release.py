@@ -60,3 +60,51 @@ register(HealthyMachine(
          "TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit",
          "TF_ENABLE_AUTO_MIXED_PRECISION": "0", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
     python=VENV))
+
+
+# -- a CPU-only node with no auto-clustering flags (XLA107's twin for its CPU report) -------------------------
+
+def _cpu_node(root: FakeRoot) -> None:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=4, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "build18", mem_gib=32)
+    parts.tensorflow_2_21(root, VENV)
+
+
+register(HealthyMachine(
+    "release-cpu-221-no-auto-clustering", ("XLA",),
+    "tensorflow-cpu 2.21 on an 8-thread CPU node, XLA left to jit_compile=True (no TF_XLA_FLAGS)", _cpu_node,
+    env=USER_ENV, python=VENV))
+
+
+# -- tensorflow[and-cuda] 2.16.1 whose XLA finds the nvcc wheel's ptxas (the twin of a system CUDA on PATH) -----
+# The conda environment of tests/reports/reports_release.py's tf-68966 without the system CUDA 12.3 Update 1:
+# XLA 2.16 finds no ptxas on PATH and none in /usr/local/cuda, and runs the wheel's.
+
+A10 = parts.GpuModel("NVIDIA A10", "0x2236", (8, 6), 23028)
+CONDA_ENV = "/home/ada/.conda/envs/tf-2.16"
+CONDA_PY = parts.PythonEnv(CONDA_ENV, version="3.12.3", base_prefix=CONDA_ENV)
+
+
+def wheel_library_path(site: str) -> str:
+    """Every nvidia-* wheel's lib/ folder: what 2.16.1 users put on LD_LIBRARY_PATH (its RUNPATH misses them)."""
+    return ":".join(f"{site}/nvidia/{folder}/lib" for folder in gpu.WHEEL_FILES if folder != "cuda_nvcc")
+
+
+def _tf216_wheel_ptxas(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=20, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "gpu-a10-07", os_release=parts.ROCKY_9, mem_gib=256)
+    gpus = parts.nvidia_driver(root, A10, [("0000:17:00.0", 0)])
+    gpu.tensorflow(root, version="2.16.1", cuda="12.3", cudnn="8", pins=gpu.PINS_216, site=CONDA_PY.site)
+    gpu.wheels(root, gpu.PINS_216, site=CONDA_PY.site)
+    return gpus
+
+
+register(HealthyMachine(
+    "release-pip-216-wheel-ptxas", ("XLA",),
+    "tensorflow[and-cuda] 2.16.1 in a conda env on an A10, no system CUDA: XLA runs the nvcc wheel's ptxas 12.3.107",
+    _tf216_wheel_ptxas,
+    env={"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": CONDA_ENV,
+         "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": wheel_library_path(CONDA_PY.site)},
+    python=CONDA_PY))

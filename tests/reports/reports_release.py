@@ -4,15 +4,15 @@ before tfdoctor ran on the machine (two of six held out, chosen by thread)."""
 
 from __future__ import annotations
 
+from healthy import parts
+from healthy.machines import HOME, USER_ENV, VENV
+from healthy.machines_release import wheel_library_path
+from healthy.parts import PythonEnv
 from support import gpu_scenarios as gpu
 from support.fake_site_packages import FakeSitePackages
 
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.fake_nvml import FakeGpu
-
-from healthy import parts
-from healthy.machines import HOME, USER_ENV, VENV
-from healthy.parts import PythonEnv
 
 from .corpus import RealReport, register
 
@@ -141,6 +141,7 @@ register(RealReport(
 
 # -- a system CUDA 12.3 Update 1 on PATH before the nvcc wheel, TensorFlow 2.16 (XLA004) ---------------------
 
+A10 = parts.GpuModel("NVIDIA A10", "0x2236", (8, 6), 23028)
 CONDA_ENV = f"{HOME}/.conda/envs/tf-2.16"
 CONDA_PY = PythonEnv(CONDA_ENV, version="3.12.3", base_prefix=CONDA_ENV)
 
@@ -149,7 +150,7 @@ def _tf216_and_cuda_with_system_cuda(root: FakeRoot) -> tuple[FakeGpu, ...]:
     parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=20, threads_per_core=2)
     parts.process(root)
     parts.operating_system(root, "gpu-a10-07", os_release=parts.ROCKY_9, mem_gib=256)
-    gpus = parts.nvidia_driver(root, parts.A10, [("0000:17:00.0", 0)])
+    gpus = parts.nvidia_driver(root, A10, [("0000:17:00.0", 0)])
     gpu.tensorflow(root, version="2.16.1", cuda="12.3", cudnn="8", pins=gpu.PINS_216, site=CONDA_PY.site)
     gpu.wheels(root, gpu.PINS_216, site=CONDA_PY.site)
     base = "/usr/local/cuda-12.3"  # CUDA 12.3 Update 1: version.json "cuda" 12.3.1, its nvcc 12.3.103
@@ -161,6 +162,11 @@ def _tf216_and_cuda_with_system_cuda(root: FakeRoot) -> tuple[FakeGpu, ...]:
     return gpus
 
 
+# The kernel's environment: the conda env, and the system CUDA 12.3's bin/ (kernel.json's "env").
+TF216_ENV = {"HOME": HOME, "USER": "ada", "CONDA_PREFIX": CONDA_ENV,
+             "PATH": f"{CONDA_ENV}/bin:/usr/local/cuda-12.3/bin:/usr/local/bin:/usr/bin:/bin",
+             "LD_LIBRARY_PATH": wheel_library_path(CONDA_PY.site)}
+
 register(RealReport(
     "tf-68966-ptxas-12-3-103-on-path-tf216", "https://github.com/tensorflow/tensorflow/issues/68966", "release",
     "dev",
@@ -168,6 +174,4 @@ register(RealReport(
     "12.3 on PATH) dies: 'ptxas 12.3.103 has a bug that we think can affect XLA'; XLA ran the system ptxas",
     expect=("XLA004",), twin="release-pip-216-wheel-ptxas",
     build=_tf216_and_cuda_with_system_cuda,
-    env={**USER_ENV, "CONDA_PREFIX": CONDA_ENV, "VIRTUAL_ENV": "",
-         "PATH": f"{CONDA_ENV}/bin:/usr/local/cuda-12.3/bin:/usr/local/bin:/usr/bin:/bin"},
-    python=CONDA_PY))
+    env=TF216_ENV, python=CONDA_PY))

@@ -51,6 +51,8 @@ def fixtures() -> dict[str, Facts]:
         "mp106-auto-mixed-precision-in-nvidia-tensorflow-1-without-tensor-cores": _with_tensorflow(
             make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "1"}), "1.15.5"),
         mp107: _v100_node(mp107, {"TF_ENABLE_AUTO_MIXED_PRECISION": "1"}, "2.15.1", "12.2"),
+        "xla108-command-buffer-flag-with-tensorflow-2-15": _with_tensorflow(
+            make_facts(env={"XLA_FLAGS": "--xla_gpu_enable_command_buffer= --xla_dump_to=/tmp/xla"}), "2.15.1"),
     }
 
 
@@ -216,3 +218,57 @@ def _abort_row_release(version, release):
     from tfdoctor.checks.xla import _abort
 
     return _abort(version, release)
+
+
+# -- XLA108: XLA_FLAGS against the flags the installed release's XLA registers ------------------------------
+
+def _xla_flags(flags: str, version: str):
+    return check_facts(_with_tensorflow(make_facts(env={"XLA_FLAGS": flags}), version), select=["XLA108"]).findings()
+
+
+def test_a_flag_of_newer_xla_aborts_an_older_release():
+    (finding,) = _xla_flags("--xla_gpu_enable_command_buffer= --xla_dump_to=/tmp/xla", "2.15.1")
+    assert finding.severity is Severity.ERROR
+    assert finding.message == ("XLA_FLAGS sets --xla_gpu_enable_command_buffer, which the XLA of TensorFlow 2.15.1 "
+                               "does not register (a flag of newer XLA (2.18.1, 2.21.0)): XLA aborts at its first "
+                               "compilation")
+    assert finding.fixes == (EnvFix("Remove --xla_gpu_enable_command_buffer from XLA_FLAGS",
+                                    (set_env("XLA_FLAGS", "--xla_dump_to=/tmp/xla"),)),)
+
+
+def test_a_flag_removed_before_the_installed_release():
+    (finding,) = _xla_flags("--xla_gpu_graph_level=0", "2.21.0")
+    assert "known to TensorFlow 2.15.1, 2.18.1 and not to this release" in finding.message
+    assert finding.fixes[0].changes == (unset_env("XLA_FLAGS"),)
+
+
+@pytest.mark.parametrize("flags, version", [
+    ("--xla_gpu_graph_level=0", "2.15.0"),              # 2.15's own flag (the list holds for the minor series)
+    ("--xla_gpu_enable_command_buffer=", "2.21.0"),
+    ("--xla_gpu_enable_command_buffer=", "2.16.1"),     # no list for 2.16: no verdict
+    ("--xla_dump_too=/tmp/x", "2.15.1"),                # in no list: a typo, XLA103's
+])
+def test_flags_the_release_has_or_cannot_be_judged_are_silent(flags, version):
+    assert _xla_flags(flags, version) == []
+
+
+def test_flag_list_reads_nul_terminated_names_across_chunks():
+    import io
+
+    from tfdoctor.knowledge import xla_flag_list
+
+    filler = b"\x01" * (xla_flag_list.CHUNK - 5)
+    data = (b"\x00xla_dump_to\x00--xla_gpu_autotune_level\x00" + filler + b"\x00xla_split_across_chunks\x00"
+            + b"\x0axla_gpu_graph_level\x18\x01" + b"foo_xla_not_a_flag\x00")
+    assert xla_flag_list.flag_names(io.BytesIO(data)) == ["xla_dump_to", "xla_gpu_autotune_level",
+                                                          "xla_split_across_chunks"]
+
+
+def test_flag_lists_hold_the_flags_tfdoctor_names():
+    # The typo list of derive/xla_flags.py is a set of real flags: 2.21's list has every one still in XLA.
+    from tfdoctor import knowledge
+    from tfdoctor.derive.xla_flags import XLA_COMMON
+
+    (listed,) = [r for r in knowledge.table("xla_flags").rows if r["release"] == "2.21.0"]
+    assert sorted(XLA_COMMON - set(listed["flags"])) == [
+        "xla_enable_dumping", "xla_gpu_enable_async_all_reduce", "xla_gpu_graph_level"]

@@ -73,8 +73,9 @@ def _cpu_node(root: FakeRoot) -> None:
 
 register(HealthyMachine(
     "release-cpu-221-no-auto-clustering", ("XLA",),
-    "tensorflow-cpu 2.21 on an 8-thread CPU node, XLA left to jit_compile=True (no TF_XLA_FLAGS)", _cpu_node,
-    env=USER_ENV, python=VENV))
+    "tensorflow-cpu 2.21 on an 8-thread CPU node, XLA left to jit_compile=True (no TF_XLA_FLAGS), XLA_FLAGS with "
+    "flags of 2.21's XLA (XLA108's twin)", _cpu_node,
+    env={**USER_ENV, "XLA_FLAGS": "--xla_cpu_use_thunk_runtime=false --xla_dump_to=/tmp/xla-dump"}, python=VENV))
 
 
 # -- tensorflow[and-cuda] 2.16.1 whose XLA finds the nvcc wheel's ptxas (the twin of a system CUDA on PATH) -----

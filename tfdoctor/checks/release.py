@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.derive.release_knowledge import variable_rule
+from tfdoctor.derive.release_knowledge import variable_rule, xla_flag_verdicts
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.derive.xla_flags import auto_jit_globally_on, effective_tf_xla_flags, parse_bool, split_flags
 from tfdoctor.facts import Facts
@@ -61,6 +61,49 @@ def auto_jit_clusters_cpu_only_job(facts: Facts) -> Iterator[Finding]:
         fixes=(EnvFix("Turn CPU auto-clustering off (use jit_compile=True on chosen functions)", (change,),
                       Applicability.UNSAFE),),
     )
+
+
+@check("XLA108", "xla-flag-not-in-installed-release", Severity.ERROR)
+def xla_flag_not_in_installed_release(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Compares every --xla_* name in XLA_FLAGS with the flags the installed TensorFlow's XLA registers, read
+    from that release's own wheel (tfdoctor/knowledge/xla_flags.toml), and reports a name that another
+    release's XLA has and this one does not: a flag from a newer XLA (documentation, a JAX recipe) or one
+    this XLA has removed.
+
+    Why is this bad?
+    XLA parses XLA_FLAGS with ParseFlagsFromEnvAndDieIfUnknown: a flag this XLA does not know aborts the
+    process at its first compilation ("Unknown flags in XLA_FLAGS"), whatever the flag would have done.
+
+    Example:
+    XLA_FLAGS=--xla_gpu_enable_command_buffer= with TensorFlow 2.15 (the flag came with a later XLA; 2.15
+    had --xla_gpu_graph_level), or --xla_gpu_graph_level=0 with TensorFlow 2.21.
+
+    Fix:
+    Remove the flag (or use the installed release's own spelling of the setting), or upgrade TensorFlow to a
+    release that has it.
+
+    Fix safety:
+    Safe: the process starts instead of aborting; the setting the flag asked for is not applied.
+    """
+    raw = facts.env("XLA_FLAGS")
+    if not raw:
+        return
+    flags = split_flags(raw)
+    verdicts = xla_flag_verdicts(facts, [f.name for f in flags if f.name.startswith("xla_")])
+    for verdict in verdicts:
+        kept = [f.token for f in flags if f.name != verdict.name]
+        change = set_env("XLA_FLAGS", " ".join(kept)) if kept else unset_env("XLA_FLAGS")
+        when = (f"a flag of newer XLA ({', '.join(verdict.known_in)})" if verdict.newer
+                else f"known to TensorFlow {', '.join(verdict.known_in)} and not to this release")
+        yield Finding(
+            f"XLA_FLAGS sets --{verdict.name}, which the XLA of TensorFlow {verdict.release} does not register "
+            f"({when}): XLA aborts at its first compilation",
+            evidence={"env.XLA_FLAGS": raw, "flag": verdict.name, "tensorflow.version": verdict.release,
+                      "flags_read_from": f"TensorFlow {verdict.listed} wheel",
+                      "registered_in": list(verdict.known_in)},
+            fixes=(EnvFix(f"Remove --{verdict.name} from XLA_FLAGS", (change,)),),
+        )
 
 
 @check("GPU107", "gpu-allocator-broken-in-release", Severity.ERROR)

@@ -53,3 +53,43 @@ def variable_rule(facts: Facts, variable: str, value: str) -> VariableRule | Non
         if version_satisfies(release, str(row["tensorflow"])) is True:
             return VariableRule(row, release)
     return None
+
+
+@value_tuple
+class FlagVerdict:
+    """An XLA_FLAGS name against the installed release's flag list (tfdoctor/knowledge/xla_flags.toml)."""
+
+    name: str
+    release: str  # the installed TensorFlow release
+    listed: str  # the release whose list was read for it
+    known_in: tuple[str, ...]  # the other listed releases whose XLA registers the name
+    newer: bool  # every release that knows it is newer than the installed one
+
+
+def xla_flag_verdicts(facts: Facts, names: list[str]) -> list[FlagVerdict]:
+    """The names of `names` that the installed release's XLA does not register although another listed
+    release's does: what XLA005 reports. [] when the installed release has no list (no verdict)."""
+    from tfdoctor import knowledge
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+    from tfdoctor.derive.versions import version_tuple
+
+    try:
+        dist = installed_tensorflow(facts)
+    except NotChecked:
+        return []
+    if dist is None:
+        return []
+    rows = knowledge.table("xla_flags").rows
+    mine = next((r for r in rows if version_satisfies(dist.version, str(r["tensorflow"])) is True), None)
+    if mine is None:
+        return []
+    registered = set(mine["flags"])
+    verdicts = []
+    for name in dict.fromkeys(names):
+        if name in registered:
+            continue
+        known_in = tuple(str(r["release"]) for r in rows if r is not mine and name in r["flags"])
+        if known_in:
+            newer = all(version_tuple(k) > version_tuple(dist.version) for k in known_in)
+            verdicts.append(FlagVerdict(name, dist.version, str(mine["release"]), known_in, newer))
+    return verdicts

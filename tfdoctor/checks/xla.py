@@ -126,7 +126,7 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None or not build.cuda_version:
         return
-    first = facts.get("xla_toolchain.ptxas")
+    first = facts.get("xla_toolchain.ptxas")  # the probe's hint only: the release's order decides below
     if first and not (isinstance(first, dict) and isinstance(first.get("path"), str)):
         raise NotChecked(f"xla_toolchain.ptxas holds {str(first)[:40]!r}, not a ptxas record")
     search, ordered, runs = xla_ptxas.resolved(facts, build.version, _refusal)
@@ -158,8 +158,8 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
 
 
 def _searched_before(search: xla_ptxas.Search, ordered: list[xla_ptxas.Ptxas], step: str) -> list[str]:
-    """The ptxas XLA would try before the `step` of its search (the data-dir folder is replaced by a fix
-    that sets it, so it never counts)."""
+    """The ptxas XLA would try before the `step` of its search: a fix that puts a folder at that step only
+    works when this is empty (a data-dir folder the user set counts before PATH from 2.17)."""
     before = search.order[:search.order.index(step)] if step in search.order else search.order
     kinds = {"data_dir": lambda p: p.via == DATA_DIR_FLAG, "path": lambda p: p.via == "PATH",
              "roots": lambda p: p.via not in ("PATH", DATA_DIR_FLAG)}

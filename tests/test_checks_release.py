@@ -226,26 +226,42 @@ def _xla_flags(flags: str, version: str):
     return check_facts(_with_tensorflow(make_facts(env={"XLA_FLAGS": flags}), version), select=["XLA108"]).findings()
 
 
+def test_the_flag_lists_follow_xla_history():
+    # --xla_gpu_enable_command_buffer replaced --xla_gpu_graph_level (openxla/xla#30187 removed the latter),
+    # --xla_cpu_use_thunk_runtime came with XLA's CPU thunk runtime: what the wheels say, release by release.
+    from tfdoctor import knowledge
+
+    def has(flag):
+        return [r["release"] for r in knowledge.table("xla_flags").rows if flag in r["flags"]]
+
+    assert has("xla_gpu_enable_command_buffer") == ["2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0", "2.21.0"]
+    assert has("xla_gpu_graph_level") == ["2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0"]
+    assert has("xla_cpu_use_thunk_runtime") == ["2.17.1", "2.18.1", "2.19.1", "2.20.0", "2.21.0"]
+
+
 def test_a_flag_of_newer_xla_aborts_an_older_release():
     (finding,) = _xla_flags("--xla_gpu_enable_command_buffer= --xla_dump_to=/tmp/xla", "2.15.1")
     assert finding.severity is Severity.ERROR
     assert finding.message == ("XLA_FLAGS sets --xla_gpu_enable_command_buffer, which the XLA of TensorFlow 2.15.1 "
-                               "does not register (a flag of newer XLA (2.18.1, 2.21.0)): XLA aborts at its first "
-                               "compilation")
+                               "does not register (a flag of newer XLA: the first release read that registers it is "
+                               "2.16.2): XLA aborts at its first compilation")
+    assert finding.evidence["registered_in"] == ["2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0", "2.21.0"]
     assert finding.fixes == (EnvFix("Remove --xla_gpu_enable_command_buffer from XLA_FLAGS",
                                     (set_env("XLA_FLAGS", "--xla_dump_to=/tmp/xla"),)),)
 
 
 def test_a_flag_removed_before_the_installed_release():
     (finding,) = _xla_flags("--xla_gpu_graph_level=0", "2.21.0")
-    assert "known to TensorFlow 2.15.1, 2.18.1 and not to this release" in finding.message
+    assert "(a flag this XLA has removed: the last release read that registers it is 2.20.0)" in finding.message
     assert finding.fixes[0].changes == (unset_env("XLA_FLAGS"),)
 
 
 @pytest.mark.parametrize("flags, version", [
     ("--xla_gpu_graph_level=0", "2.15.0"),              # 2.15's own flag (the list holds for the minor series)
     ("--xla_gpu_enable_command_buffer=", "2.21.0"),
-    ("--xla_gpu_enable_command_buffer=", "2.16.1"),     # no list for 2.16: no verdict
+    ("--xla_gpu_enable_command_buffer=", "2.16.1"),     # 2.16 has it (the 2.16.2 list holds for 2.16.x)
+    ("--xla_gpu_enable_command_buffer=", "2.14.1"),     # no list for 2.14: no verdict
+    ("--xla_cpu_use_thunk_runtime=false", "2.17.0"),
     ("--xla_dump_too=/tmp/x", "2.15.1"),                # in no list: a typo, XLA103's
 ])
 def test_flags_the_release_has_or_cannot_be_judged_are_silent(flags, version):

@@ -94,8 +94,12 @@ def xla_flag_not_in_installed_release(facts: Facts) -> Iterator[Finding]:
     for verdict in verdicts:
         kept = [f.token for f in flags if f.name != verdict.name]
         change = set_env("XLA_FLAGS", " ".join(kept)) if kept else unset_env("XLA_FLAGS")
-        when = (f"a flag of newer XLA ({', '.join(verdict.known_in)})" if verdict.newer
-                else f"known to TensorFlow {', '.join(verdict.known_in)} and not to this release")
+        if verdict.newer:
+            when = f"a flag of newer XLA: the first release read that registers it is {verdict.known_in[0]}"
+        elif verdict.older:
+            when = f"a flag this XLA has removed: the last release read that registers it is {verdict.known_in[-1]}"
+        else:
+            when = f"registered by TensorFlow {', '.join(verdict.known_in)}, not by this release"
         yield Finding(
             f"XLA_FLAGS sets --{verdict.name}, which the XLA of TensorFlow {verdict.release} does not register "
             f"({when}): XLA aborts at its first compilation",

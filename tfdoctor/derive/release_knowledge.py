@@ -62,8 +62,9 @@ class FlagVerdict:
     name: str
     release: str  # the installed TensorFlow release
     listed: str  # the release whose list was read for it
-    known_in: tuple[str, ...]  # the other listed releases whose XLA registers the name
+    known_in: tuple[str, ...]  # the other listed releases whose XLA registers the name, oldest first
     newer: bool  # every release that knows it is newer than the installed one
+    older: bool  # every release that knows it is older than the installed one
 
 
 def xla_flag_verdicts(facts: Facts, names: list[str]) -> list[FlagVerdict]:
@@ -88,8 +89,11 @@ def xla_flag_verdicts(facts: Facts, names: list[str]) -> list[FlagVerdict]:
     for name in dict.fromkeys(names):
         if name in registered:
             continue
-        known_in = tuple(str(r["release"]) for r in rows if r is not mine and name in r["flags"])
+        known_in = tuple(sorted((str(r["release"]) for r in rows if r is not mine and name in r["flags"]),
+                                key=version_tuple))
         if known_in:
-            newer = all(version_tuple(k) > version_tuple(dist.version) for k in known_in)
-            verdicts.append(FlagVerdict(name, dist.version, str(mine["release"]), known_in, newer))
+            here = version_tuple(dist.version)
+            verdicts.append(FlagVerdict(name, dist.version, str(mine["release"]), known_in,
+                                        newer=all(version_tuple(k) > here for k in known_in),
+                                        older=all(version_tuple(k) < here for k in known_in)))
     return verdicts

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import check_facts
 from support.framework_facts import A100, GTX1660, P100, T4, V100, gpu_devices, make_facts
 
-from tfdoctor.model import AdminFix, Applicability, EnvFix, PythonFix, Status, unset_env
+from tfdoctor.model import AdminFix, Applicability, EnvFix, PythonFix, Severity, Status, unset_env
 
 CHANNELS_FIRST = {"image_data_format": "channels_first", "floatx": "float32", "backend": "tensorflow"}
 
@@ -184,18 +185,54 @@ def test_misspelt_policy_declaration():
 
 # -- TF_ENABLE_AUTO_MIXED_PRECISION and keras.json floatx -------------------------------------
 
-def test_auto_mixed_precision_without_tensor_cores_is_a_no_op():
-    finding = only(check_facts(make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "1"}), select=["MP"]))
+def _with_tensorflow(facts, version: str, cuda: str | None = None):
+    """`facts` with a python section naming TensorFlow `version` (tests/support/gpu_scenarios.py's shape)."""
+    from support.gpu_scenarios import python_section
+
+    facts.sections["python"] = python_section(tf_version=version, cuda=cuda, pins={})
+    return facts
+
+
+def test_auto_mixed_precision_without_tensor_cores_is_a_no_op_in_nvidia_tensorflow_1():
+    facts = _with_tensorflow(make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "1"}), "1.15.5")
+    finding = only(check_facts(facts, select=["MP"]))
     assert finding.code == "MP106"
     assert finding.fixes == (EnvFix("Unset TF_ENABLE_AUTO_MIXED_PRECISION",
                                     (unset_env("TF_ENABLE_AUTO_MIXED_PRECISION"),)),)
 
 
-def test_auto_mixed_precision_on_tensor_cores_explains_rewrite():
-    facts = make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "true"}, gpus=gpu_devices(V100))
+def test_auto_mixed_precision_on_tensor_cores_explains_rewrite_in_nvidia_tensorflow_1():
+    facts = _with_tensorflow(make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "true"}, gpus=gpu_devices(V100)),
+                             "1.15.5", cuda="10.0")
     finding = only(check_facts(facts, select=["MP"]))
-    assert finding.code == "MP107"
+    assert (finding.code, finding.severity) == ("MP107", Severity.INFO)
+    assert "rewrites graphs to float16 in this TensorFlow 1 build" in finding.message
     assert [f.kind for f in finding.fixes] == ["env", "python"]
+
+
+@pytest.mark.parametrize("version, under", [("2.15.1", "TensorFlow 2.15.1"), (None, "TensorFlow 2")])
+def test_auto_mixed_precision_is_ignored_by_tensorflow_2(version, under):
+    # TensorFlow 2 never reads the variable (tfdoctor/knowledge/tensorflow_variables.toml): MP107 says so,
+    # on a tensor-core GPU as on a CPU (where MP106 used to call it a skipped rewrite), and stays a warning.
+    for gpus, fix_kinds in ((gpu_devices(V100), ["env", "python"]), (None, ["env"])):
+        facts = make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "1"}, gpus=gpus)
+        if version:
+            facts = _with_tensorflow(facts, version, cuda="12.2")
+        finding = only(check_facts(facts, select=["MP"]))
+        assert (finding.code, finding.severity) == ("MP107", Severity.WARNING)
+        assert finding.message == (f"TF_ENABLE_AUTO_MIXED_PRECISION=1 has no effect in {under}: TensorFlow 2 never "
+                                   "reads it (it is NVIDIA's TensorFlow 1 switch), so nothing is rewritten to "
+                                   "float16; the job runs in float32")
+        assert [f.kind for f in finding.fixes] == fix_kinds
+        assert "https://github.com/NVIDIA/tensorflow/issues/39" in finding.evidence["sources"]
+
+
+def test_auto_mixed_precision_with_a_keras_policy_names_the_policy_as_what_works():
+    facts = make_facts(env={"TF_ENABLE_AUTO_MIXED_PRECISION": "1", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
+                       gpus=gpu_devices(V100))
+    finding = only(check_facts(facts, select=["MP107"]))
+    assert finding.message.endswith("the declared Keras policy mixed_float16 is what gives mixed precision here")
+    assert [f.kind for f in finding.fixes] == ["env"]  # no policy to suggest: it is already set
 
 
 def test_auto_mixed_precision_off_is_silent():

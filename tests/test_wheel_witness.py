@@ -122,10 +122,15 @@ def test_xla_refuses_the_ptxas_of_cuda_12_3_update_1():
     assert [c["ptxas_version"] for c in twin.sections["xla_toolchain"]["candidates"] if c["ptxas"]] == ["12.3.107"]
 
 
-def test_xla_before_2_17_does_not_refuse_it():
+def test_xla_before_2_17_does_not_refuse_it_but_2_15_and_2_16_abort_on_it():
+    # Before 2.17 the search takes the first ptxas whatever its version (no exclusion, no fall-back); 2.15
+    # and 2.16 then abort on 12.3.103 (tensorflow/tensorflow#68966), an error; 2.14 says nothing about it.
     facts = load("xla004-ptxas-version-refused")
-    for dist in ("tensorflow",):
-        facts.sections["python"]["watched"][dist]["version"] = "2.16.2"
+    facts.sections["python"]["watched"]["tensorflow"]["version"] = "2.16.2"
+    (finding,) = findings_of(facts, "XLA004")
+    assert finding.severity is Severity.ERROR and "will run ptxas 12.3.103" in finding.message
+    assert "and then abort" in finding.message
+    facts.sections["python"]["watched"]["tensorflow"]["version"] = "2.14.1"
     assert findings_of(facts, "XLA004") == []
 
 

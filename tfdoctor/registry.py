@@ -239,6 +239,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("platforms", "tfdoctor.checks.platforms"),
         ("cupti_wsl", "tfdoctor.checks.cupti_wsl"),
         ("conda", "tfdoctor.checks.conda"),
+        ("release", "tfdoctor.checks.release"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),

@@ -31,6 +31,7 @@ from tfdoctor.derive.precision import (
     recommended_policy,
     set_policy_code,
 )
+from tfdoctor.derive.release_knowledge import VariableRule, variable_rule
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.facts import Facts
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, PythonFix, Severity, unset_env
@@ -297,11 +298,12 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
 @check("MP106", "auto-mixed-precision-without-tensor-core-gpu", Severity.WARNING)
 def auto_mixed_precision_without_tensor_core_gpu(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds TF_ENABLE_AUTO_MIXED_PRECISION on while no GPU TensorFlow can use has tensor cores (none
+    Finds TF_ENABLE_AUTO_MIXED_PRECISION on, under a TensorFlow that reads it (NVIDIA's TensorFlow 1
+    builds; TensorFlow 2 ignores it: MP107), while no GPU TensorFlow can use has tensor cores (none
     visible, or a CPU-only TensorFlow on a GPU host).
 
     Why is this bad?
-    The variable turns on Grappler's float16 graph rewrite, which only rewrites ops placed on a GPU
+    There the variable turns on Grappler's float16 graph rewrite, which only rewrites ops placed on a GPU
     of compute capability 7.0 or newer; elsewhere it logs "No (suitable) GPUs detected, skipping
     auto_mixed_precision graph optimizer" and does nothing. The job runs float32 while its owner
     believes it runs mixed precision.
@@ -315,7 +317,7 @@ def auto_mixed_precision_without_tensor_core_gpu(facts: Facts) -> Iterator[Findi
     Fix safety:
     Safe: the rewrite does nothing on this host.
     """
-    if not auto_mixed_precision_enabled(facts):
+    if not auto_mixed_precision_enabled(facts) or _amp_ignored(facts):
         return
     usable = tensorflow_gpus(facts)
     gpus = list(usable.gpus)
@@ -331,42 +333,74 @@ def auto_mixed_precision_without_tensor_core_gpu(facts: Facts) -> Iterator[Findi
     )
 
 
-@check("MP107", "auto-mixed-precision-graph-rewrite", Severity.INFO)
+def _amp_ignored(facts: Facts) -> VariableRule | None:
+    """The tensorflow_variables row saying the installed TensorFlow ignores TF_ENABLE_AUTO_MIXED_PRECISION."""
+    rule = variable_rule(facts, "TF_ENABLE_AUTO_MIXED_PRECISION", "")
+    return rule if rule is not None and rule.effect == "ignored" else None
+
+
+@check("MP107", "auto-mixed-precision-graph-rewrite", Severity.WARNING)
 def auto_mixed_precision_graph_rewrite(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds TF_ENABLE_AUTO_MIXED_PRECISION on with a tensor-core GPU, where the rewrite does apply.
+    Finds TF_ENABLE_AUTO_MIXED_PRECISION on and says what the installed TensorFlow does with it
+    (tfdoctor/knowledge/tensorflow_variables.toml). TensorFlow 2 never reads it: the variable belongs to
+    NVIDIA's TensorFlow 1 builds (the NGC TensorFlow 1 containers, nvidia-tensorflow 1.15), where it turns
+    on Grappler's float16 graph rewrite; NVIDIA's TensorFlow 2 containers log "TF_ENABLE_AUTO_MIXED_PRECISION
+    has no effect.". Under such a TensorFlow 1, with a tensor-core GPU, it says what the rewrite leaves out.
 
     Why is this bad?
-    The rewrite changes graphs only (tf.function, TF1 sessions): eager code stays float32. It adds no
-    loss scaling unless the optimizer was wrapped by the TF1-era graph-rewrite API, so float16
-    gradients may underflow to zero in TF2 Keras training; with a Keras mixed policy on top, the
-    two mechanisms compete. The Keras policy is the supported way.
+    Under TensorFlow 2 the owner believes the job trains in mixed precision; it runs in float32 at float32
+    speed, unless the script sets a Keras policy itself. Under NVIDIA's TensorFlow 1 the rewrite changes
+    graphs only and adds no loss scaling unless the optimizer was wrapped, so float16 gradients may
+    underflow to zero.
 
     Example:
-    TF_ENABLE_AUTO_MIXED_PRECISION=1 with a Keras model on a V100.
+    TF_ENABLE_AUTO_MIXED_PRECISION=1 with TensorFlow 2.15 and a Keras model on a V100.
 
     Fix:
     Unset the variable and set the Keras policy mixed_float16 in the script (Keras adds loss
     scaling itself).
 
     Fix safety:
-    Unsafe: moving from the rewrite to the policy changes which ops run in float16.
+    Unsafe: moving to the policy changes which ops run in float16.
     """
     if not auto_mixed_precision_enabled(facts):
+        return
+    value = facts.env("TF_ENABLE_AUTO_MIXED_PRECISION")
+    policy = _policy(facts)
+    unset = EnvFix("Unset TF_ENABLE_AUTO_MIXED_PRECISION", (unset_env("TF_ENABLE_AUTO_MIXED_PRECISION"),),
+                   Applicability.UNSAFE)
+    ignored = _amp_ignored(facts)
+    if ignored is not None:
+        usable = tensorflow_gpus(facts)
+        tensor_cores = [g for g in usable.gpus if has_tensor_cores(g)]
+        mixed = policy is not None and policy.name.startswith("mixed_")
+        outcome = (f"the declared Keras policy {policy.name} is what gives mixed precision here" if mixed
+                   else "the job runs in float32")
+        fixes: tuple[EnvFix | PythonFix, ...] = (unset,)
+        if tensor_cores and not mixed:
+            fixes = (unset, _policy_fix("mixed_float16", "Keras adds loss scaling"))
+        yield Finding(
+            f"TF_ENABLE_AUTO_MIXED_PRECISION={value} has no effect in {ignored.under()}: TensorFlow 2 never "
+            f"reads it (it is NVIDIA's TensorFlow 1 switch), so nothing is rewritten to float16; {outcome}",
+            evidence={"env.TF_ENABLE_AUTO_MIXED_PRECISION": value,
+                      "tensorflow.version": ignored.release or "unknown (every release tfdoctor judges is 2.x)",
+                      "gpus.visible": _gpu_list(tensor_cores or list(usable.gpus)),
+                      **({policy.source: policy.name} if policy else {}), "sources": ignored.sources},
+            fixes=fixes,
+        )
         return
     gpus = [g for g in tensorflow_gpus(facts).gpus if has_tensor_cores(g)]
     if not gpus:
         return
-    policy = _policy(facts)
     also = f"; the declared policy {policy.name} applies on top of it" if policy and policy.name != "float32" else ""
     yield Finding(
-        "TF_ENABLE_AUTO_MIXED_PRECISION rewrites graphs to float16 without Keras loss scaling and leaves "
-        f"eager code in float32{also}",
-        evidence={"env.TF_ENABLE_AUTO_MIXED_PRECISION": facts.env("TF_ENABLE_AUTO_MIXED_PRECISION"),
+        "TF_ENABLE_AUTO_MIXED_PRECISION rewrites graphs to float16 in this TensorFlow 1 build without Keras loss "
+        f"scaling and leaves eager code in float32{also}",
+        evidence={"env.TF_ENABLE_AUTO_MIXED_PRECISION": value,
                   "gpus.visible": _gpu_list(gpus), **({policy.source: policy.name} if policy else {})},
-        fixes=(EnvFix("Unset TF_ENABLE_AUTO_MIXED_PRECISION", (unset_env("TF_ENABLE_AUTO_MIXED_PRECISION"),),
-                      Applicability.UNSAFE),
-               _policy_fix("mixed_float16", "Keras adds loss scaling")),
+        fixes=(unset, _policy_fix("mixed_float16", "Keras adds loss scaling")),
+        severity=Severity.INFO,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from tfdoctor.derive import xla_ptxas
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, version_tuple
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import DATA_DIR_FLAG
@@ -101,20 +102,23 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
 @check("XLA002", "xla-ptxas-older-than-build", Severity.WARNING)
 def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Compares the version of the first ptxas XLA will run (from its CUDA folders' bin/, then PATH)
-    with the CUDA version TensorFlow was built with.
+    Finds the ptxas XLA will run, in the search order of the installed TensorFlow's XLA
+    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, then PATH, then
+    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel, skipping the versions XLA refuses; 2.12–2.16 PATH
+    first, then the CUDA roots), and compares its version with the CUDA version TensorFlow was built with.
 
     Why is this bad?
     XLA compiles its PTX with ptxas; an older ptxas may not know the PTX version XLA emits (compile
-    errors) and older releases have known miscompilations XLA warns about. Without any ptxas XLA
-    falls back to the driver's JIT, which is slower and only works with a new enough driver.
+    errors, or XLA falls back to the driver's slower JIT). A system toolkit's ptxas on PATH is run before
+    the pip wheel's: judging the wheel's ptxas there judges a binary XLA never runs.
 
     Example:
-    /usr/local/cuda → cuda-11.8 on PATH, TensorFlow 2.15 built with CUDA 12.2.
+    A CUDA 11.8 toolkit's bin/ on PATH next to the nvidia-cuda-nvcc 12.2 wheel, TensorFlow 2.15 built with
+    CUDA 12.2: XLA runs the toolkit's ptxas 11.8.
 
     Fix:
     Point --xla_gpu_cuda_data_dir at a toolkit (or the nvidia-cuda-nvcc wheel) whose ptxas matches the
-    build, or put its bin/ first on PATH when XLA finds ptxas only there.
+    build when XLA searches that folder first, or put its bin/ first on PATH.
 
     Fix safety:
     Safe: only changes which ptxas XLA runs.
@@ -122,30 +126,44 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None or not build.cuda_version:
         return
-    first = facts.get("xla_toolchain.ptxas")
+    first = facts.get("xla_toolchain.ptxas")  # the probe's hint only: the release's order decides below
     if first and not (isinstance(first, dict) and isinstance(first.get("path"), str)):
         raise NotChecked(f"xla_toolchain.ptxas holds {str(first)[:40]!r}, not a ptxas record")
+    search, ordered, runs = xla_ptxas.resolved(facts, build.version, _refusal)
+    if runs is None:
+        return  # no ptxas, or every one refused: XLA004 says so
     need = version_tuple(build.cuda_version)[:2]
-    if first and isinstance(first.get("version"), Unknown):
-        raise NotChecked(f"version of {first['path']} unknown: {first['version'].reason}")
-    if not first or not version_tuple(first.get("version")) or version_tuple(first["version"])[:2] >= need:
+    if isinstance(runs.version, Unknown):
+        raise NotChecked(f"version of {runs.path} unknown: {runs.version.reason}")
+    if not version_tuple(runs.version) or version_tuple(runs.version)[:2] >= need:
         return
     roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]
-    newer = [r for r in roots if r.get("ptxas") and version_tuple(r.get("ptxas_version"))[:2] >= need]
-    evidence = {"ptxas": first["path"], "ptxas_version": first["version"], "via": first.get("via"),
-                "tensorflow.cuda_version": build.cuda_version}
-    fixes: tuple[EnvFix | AdminFix, ...]
-    if newer and first.get("via") == "PATH":
+    newer = [r for r in roots if r.get("ptxas") and version_tuple(r.get("ptxas_version"))[:2] >= need
+             and _refusal(r.get("ptxas_version"), build.version) is None]
+    evidence = {"ptxas": runs.path, "ptxas_version": runs.version, "via": runs.via,
+                "tensorflow.version": build.version, "tensorflow.cuda_version": build.cuda_version,
+                "search_order": list(search.order),
+                "candidates": [{"path": p.path, "version": p.version} for p in ordered]}
+    fixes: tuple[EnvFix | AdminFix, ...] = (_nvcc_install(build),)
+    if newer:
         folder = newer[0]["ptxas"].rsplit("/", 1)[0]
-        fixes = (EnvFix(f"Put {folder} first on PATH", (prepend_path("PATH", folder),)),)
-    elif newer and newer[0].get("libdevice"):
-        fixes = (data_dir_fix(facts, newer[0]["dir"], f"its ptxas is {newer[0]['ptxas_version']}"),)
-    else:
-        fixes = (_nvcc_install(build),)
+        if newer[0].get("libdevice") and _searched_before(search, ordered, "data_dir") == []:
+            fixes = (data_dir_fix(facts, newer[0]["dir"], f"its ptxas is {newer[0]['ptxas_version']}"),)
+        elif _searched_before(search, ordered, "path") == []:
+            fixes = (EnvFix(f"Put {folder} first on PATH", (prepend_path("PATH", folder),)),)
     yield Finding(
-        f"XLA will run ptxas {first['version']} ({first['path']}), older than the CUDA {build.cuda_version} "
-        "TensorFlow was built with",
+        f"XLA will run ptxas {runs.version} ({runs.path}, via {runs.via}), older than the CUDA "
+        f"{build.cuda_version} TensorFlow {build.version} was built with",
         evidence=evidence, fixes=fixes)
+
+
+def _searched_before(search: xla_ptxas.Search, ordered: list[xla_ptxas.Ptxas], step: str) -> list[str]:
+    """The ptxas XLA would try before the `step` of its search: a fix that puts a folder at that step only
+    works when this is empty (a data-dir folder the user set counts before PATH from 2.17)."""
+    before = search.order[:search.order.index(step)] if step in search.order else search.order
+    kinds = {"data_dir": lambda p: p.via == DATA_DIR_FLAG, "path": lambda p: p.via == "PATH",
+             "roots": lambda p: p.via not in ("PATH", DATA_DIR_FLAG)}
+    return [p.path for p in ordered if any(kinds[k](p) for k in before if k in kinds)]
 
 
 @check("XLA003", "xla-data-dir-without-libdevice", Severity.WARNING)
@@ -196,26 +214,49 @@ def _refusal(version: Any, release: str | None) -> str | None:
     have = version_tuple(version)
     if len(have) < 3:
         return None
+    if release is not None and not xla_ptxas.search_for(str(release)).skips_refused:
+        return None  # this XLA runs the first ptxas it finds, whatever its version (XLA002 judges it)
     table = knowledge.table("xla_ptxas")
     for row in table.rows:
+        if row.get("outcome") != "skipped":
+            continue  # XLA runs it (and aborts: _abort)
         # A release the specifier cannot read (None) is given the exclusion: newer XLA keeps it.
         applies = release is None or version_satisfies(str(release), row["tensorflow"]) is not False
         if applies and have == version_tuple(row["ptxas"]):
             return f"XLA refuses ptxas {row['ptxas']} (CUDA {row['cuda']}): {row['why']}"
-    minimum = str(table.data.get("minimum", ""))
+    # [meta] minimum (a key written under [meta] belongs to it: reading the top level found nothing before)
+    minimum = str(table.data.get("meta", {}).get("minimum", ""))
     if minimum and have < version_tuple(minimum):
         return f"XLA skips any ptxas older than {minimum}"
+    return None
+
+
+def _abort(version: Any, release: str | None) -> str | None:
+    """Why XLA of this release aborts after running a ptxas of `version` (xla_ptxas.toml "abort" rows), or None."""
+    from tfdoctor import knowledge
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+
+    have = version_tuple(version)
+    if len(have) < 3 or release is None:
+        return None
+    for row in knowledge.table("xla_ptxas").rows:
+        if (row.get("outcome") == "abort" and have == version_tuple(row["ptxas"])
+                and version_satisfies(str(release), row["tensorflow"]) is True):
+            return str(row["why"])
     return None
 
 
 @check("XLA004", "xla-ptxas-version-refused", Severity.WARNING)
 def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Reads the version of every ptxas XLA would try, in XLA's order (the --xla_gpu_cuda_data_dir folder,
-    /usr/local/cuda, the pip nvidia-cuda-nvcc wheel, then PATH) — from the toolkit's version.json
+    Reads the version of every ptxas XLA would try, in the order of the installed release's XLA
+    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, PATH, then
+    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's version.json
     "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
     12.3.1 for CUDA 12.3 Update 1, whose ptxas is 12.3.103) — and compares the first with the versions
-    XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0).
+    XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0, from 2.17).
+    Releases before 2.17 refuse nothing in the search: 2.15 and 2.16 run ptxas 12.3.103 and then abort
+    the process, an error.
 
     Why is this bad?
     XLA skips a refused ptxas without an error: it runs the next one it finds, perhaps of another CUDA,
@@ -235,17 +276,17 @@ def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
-    roots = _roots(facts, "xla_toolchain.candidates")
-    path_ptxas = facts.get("xla_toolchain.path_ptxas") or []
-    if not isinstance(path_ptxas, list):
-        raise NotChecked("xla_toolchain.path_ptxas is not a list of ptxas records")
-    ordered = [(r["ptxas"], r.get("ptxas_version"), r) for r in roots if r.get("ptxas")]
-    ordered += [(p.get("path"), p.get("version"), None) for p in path_ptxas if isinstance(p, dict)]
+    search, candidates = xla_ptxas.candidates(facts, build.version)
+    ordered = [(p.path, p.version, p.root) for p in candidates]
     if not ordered:
         return
     path, version, _ = ordered[0]
     if isinstance(version, Unknown):
         raise NotChecked(f"version of {path} unknown: {version.reason}")
+    aborts = _abort(version, build.version)
+    if aborts is not None:
+        yield _aborting_ptxas(facts, build, search, candidates, aborts)
+        return
     why = _refusal(version, build.version)
     if why is None:
         return
@@ -263,6 +304,29 @@ def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     fixes = (data_dir_fix(facts, good[0]["dir"], f"its ptxas is {good[0]['ptxas_version']}"),) if good else (
         _nvcc_install(build),)
     yield Finding(f"XLA will not run ptxas {version} ({path}): {why}; {outcome}", evidence=evidence, fixes=fixes)
+
+
+def _aborting_ptxas(facts: Facts, build: TfBuild, search: xla_ptxas.Search, candidates: list[xla_ptxas.Ptxas],
+                    why: str) -> Finding:
+    """XLA004's finding when the first ptxas is one this release runs and then aborts on: an error."""
+    first = candidates[0]
+    roots = [*_roots(facts, "xla_toolchain.candidates"), *_roots(facts, "xla_toolchain.libdevice_elsewhere")]
+    good = [r for r in roots if r.get("ptxas") and version_tuple(r.get("ptxas_version"))
+            and _abort(r.get("ptxas_version"), build.version) is None]
+    fixes: tuple[EnvFix | AdminFix, ...] = (_nvcc_install(build),)
+    if good:
+        folder = good[0]["ptxas"].rsplit("/", 1)[0]
+        if good[0].get("libdevice") and _searched_before(search, candidates, "data_dir") == []:
+            fixes = (data_dir_fix(facts, good[0]["dir"], f"its ptxas is {good[0]['ptxas_version']}"),)
+        elif _searched_before(search, candidates, "path") == []:
+            fixes = (EnvFix(f"Put {folder} first on PATH", (prepend_path("PATH", folder),)),)
+    return Finding(
+        f"XLA in TensorFlow {build.version} will run ptxas {first.version} ({first.path}, via {first.via}) and "
+        f"then abort: {why}",
+        evidence={"ptxas": first.path, "ptxas_version": first.version, "via": first.via,
+                  "tensorflow.version": build.version, "search_order": list(search.order),
+                  "candidates": [{"path": p.path, "version": p.version} for p in candidates]},
+        fixes=fixes, severity=Severity.ERROR)
 
 
 __all__ = ["Severity", "merge_data_dir"]

@@ -3,7 +3,10 @@
 XLA tries, in order, the folder of --xla_gpu_cuda_data_dir (in XLA_FLAGS), /usr/local/cuda, the pip
 nvidia-cuda-nvcc wheel (site-packages/nvidia/cuda_nvcc, TensorFlow ≥ 2.15) and the working folder;
 the first with nvvm/libdevice wins. Finding none it looks for "./libdevice.10.bc" and fails with
-"libdevice not found at ./libdevice.10.bc". ptxas is taken from the candidates' bin/ then from PATH.
+"libdevice not found at ./libdevice.10.bc". ptxas is searched in another order, which depends on the
+release (PATH before the CUDA roots from 2.12): this probe records every candidate and `ptxas` (the
+first root's, else PATH's first) only as a hint; tfdoctor/derive/xla_ptxas.py puts them in the
+installed release's order.
 Facts section "xla_toolchain" (docs/facts-gpu.md).
 """
 
@@ -163,13 +166,14 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any] | Unknown:
     libdevice = next((c["libdevice"] for c in candidates if c["libdevice"]), None)
 
     path_ptxas: list[dict[str, Any]] = []
-    from_roots = any(c["ptxas"] for c in candidates)  # XLA prefers them: PATH's ptxas is not run then
+    # The XLA of TensorFlow 2.12 on tries PATH before /usr/local/cuda and the pip wheel: the first ptxas on
+    # PATH may be the one it runs, so that one is run for its version (live only) whatever the roots hold.
     for folder in [d for d in machine.environ.get("PATH", "").split(":") if d.startswith("/")]:
         candidate = posixpath.join(folder, "ptxas")
         if fs.is_file(candidate):
             root = posixpath.dirname(folder.rstrip("/"))
             path_ptxas.append({"path": candidate, "version": _ptxas_version(machine, fs, candidate, root, None,
-                                                                            run=not path_ptxas and not from_roots)})
+                                                                            run=not path_ptxas)})
     first = next(({"path": c["ptxas"], "version": c["ptxas_version"], "via": c["origin"]}
                   for c in candidates if c["ptxas"]), None)
     if first is None and path_ptxas:

@@ -1,0 +1,63 @@
+"""Healthy machines of launchers, multi-worker networking and severities that depend on use (issue 35):
+one GPU per Slurm task under ConstrainDevices, a proxy whose no_proxy covers the cluster, XLA unused on an
+image without libdevice, one process on both NUMA nodes of an NVLink node."""
+
+from __future__ import annotations
+
+from tfdoctor.testing import FakeRoot
+from tfdoctor.testing.fake_nvml import FakeGpu
+
+from . import parts
+from .corpus import HealthyMachine, register
+from .machines import USER_ENV, VENV
+from .machines_cluster import FOUR_GPUS
+
+# -- Slurm: `srun --ntasks-per-node=4 --gpus-per-task=1 --cpus-per-task=24 --cpu-bind=cores` on a 2-socket,
+# 4-GPU node whose cgroup.conf has ConstrainDevices=yes. Task 2: its device cgroup admits /dev/nvidia2 only,
+# so NVML (and CUDA) list one GPU, while /proc/driver/nvidia and the PCI bus list all four; Slurm sets
+# CUDA_VISIBLE_DEVICES=0 (the one device the task can open) and binds it to 12 cores of GPU 2's socket.
+
+def _one_gpu_per_task(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, sockets=2, cores_per_socket=24, threads_per_core=2)
+    parts.process(root, cpus_allowed="24-35,72-83", mems_allowed="0-1")
+    parts.operating_system(root, "gpu042", os_release=parts.ROCKY_9, mem_gib=768, address="10.10.4.42",
+                           nic="ens1f0", nic_mbps=100000)
+    root.tool("numactl").tool("taskset")
+    gpus = parts.nvidia_driver(root, parts.A100_SXM4, FOUR_GPUS, profiling_admin_only=0)
+    # The device cgroup hides nothing from /dev or sysfs: it refuses open(2), so NVML lists only GPU 2.
+    for minor in range(4):
+        root.write(f"/dev/nvidia{minor}", "")
+    root.cgroup_v2("max 100000", path="/system.slice/slurmstepd.scope/job_7311/step_0/user/task_2",
+                   cpuset="0-95")
+    parts.tensorflow_2_15(root, VENV)
+    return (gpus[2],)
+
+
+SLURM_TASK_ENV = {
+    **USER_ENV, "SLURM_JOB_ID": "7311", "SLURM_STEP_ID": "0", "SLURM_PROCID": "2", "SLURM_LOCALID": "2",
+    "SLURM_NODEID": "0", "SLURM_NNODES": "1", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4",
+    "SLURM_STEP_TASKS_PER_NODE": "4", "SLURM_TASKS_PER_NODE": "4", "SLURM_CPUS_PER_TASK": "24",
+    "SLURM_CPU_BIND": "quiet,mask_cpu:0x000000000FFF000000000FFF", "SLURM_CPU_BIND_TYPE": "mask_cpu:",
+    "SLURM_GPUS_PER_TASK": "1", "SLURM_GPUS_ON_NODE": "4", "SLURM_JOB_GPUS": "0,1,2,3", "SLURM_STEP_GPUS": "2",
+    "GPU_DEVICE_ORDINAL": "0", "CUDA_VISIBLE_DEVICES": "0", "SLURM_JOB_NODELIST": "gpu042",
+    "OMP_NUM_THREADS": "12",
+}
+register(HealthyMachine(
+    "slurm-one-gpu-per-task-constrained", ("GPU", "NUMA", "THR", "DIST"),
+    "task 2 of `srun --ntasks-per-node=4 --gpus-per-task=1 --cpus-per-task=24 --cpu-bind=cores` with "
+    "ConstrainDevices=yes: NVML lists its one GPU, the PCI bus all four", _one_gpu_per_task,
+    env=SLURM_TASK_ENV, python=VENV))
+
+
+def _one_gpu_per_task_cgroup_v1(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    # The same step on a cgroup v1 node (RHEL 8): task/cgroup gives the task a cpuset of its own CPUs, so the
+    # node's other CPUs are not visible to it either.
+    gpus = _one_gpu_per_task(root)
+    root.cgroup_v1(path="/slurm/uid_1000/job_7311/step_0/task_2", cpuset="24-35,72-83")
+    return gpus
+
+
+register(HealthyMachine(
+    "slurm-one-gpu-per-task-constrained-cgroup-v1", ("GPU", "NUMA", "THR", "DIST"),
+    "the same task on a cgroup v1 node, whose task cgroup's cpuset holds only its 24 CPUs",
+    _one_gpu_per_task_cgroup_v1, env=SLURM_TASK_ENV, python=VENV))

@@ -725,8 +725,10 @@ SCENARIOS: list[Scenario] = [
              env=CUPTI_ENV_OLD, expect=("CUPTI003",)),
     Scenario("healthy-cupti-of-the-builds-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
              env=CUPTI_ENV_RIGHT),
+    # Auto-clustering on (TF_XLA_FLAGS): XLA compiles, so the missing libdevice is an error (issue 35).
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
-             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
+             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin",
+                                    "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"},
              expect=("XLA001",)),
     # CUDA 12.3 Update 1: version.json says 12.3.1, its ptxas is 12.3.103, which XLA (2.17 on) refuses.
     Scenario("xla004-ptxas-version-refused", _ptxas_toolkit("12.3.1", "12.3.103"), python=release_python("2.17.1"),

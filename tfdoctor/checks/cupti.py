@@ -27,12 +27,17 @@ PERFMON_DRIVER = (565,)  # from R565 CAP_PERFMON opens the counters too
 # TensorBoard bundled the profile plugin until 2.1 (2.2 moved it to tensorboard-plugin-profile).
 TENSORBOARD_BUNDLED_PROFILER_BEFORE = (2, 2)
 PROFILE_INTENT = "profile"  # facts.meta["intent"] when `tfdoctor profile` asks before it runs
+# Variables only TensorFlow's CUPTI tracer reads: a job that sets them is set up to trace (issue 35).
+PROFILER_VARIABLES = ("TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL", "TF_GPU_CUPTI_USE_ACTIVITY_API")
 
 
 def intends_to_profile(facts: Facts) -> bool:
     """The user will profile: a profiler plugin is installed (tensorboard-plugin-profile, xprof, or a
-    TensorBoard before 2.2, which bundled it), or this is `tfdoctor profile`, whose profiler is ours."""
+    TensorBoard before 2.2, which bundled it), the CUPTI tracer's own variables are set, or this is
+    `tfdoctor profile`, whose profiler is ours."""
     if facts.meta.get("intent") == PROFILE_INTENT:
+        return True
+    if any(facts.env(name) not in (None, "") for name in PROFILER_VARIABLES):
         return True
     watched = facts.peek("python.watched")
     if not isinstance(watched, dict):
@@ -124,9 +129,11 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
     Docker, Podman, containerd or Kubernetes container has CapEff 00000000a80425fb — no CAP_SYS_ADMIN —
     and gets CUPTI_ERROR_INSUFFICIENT_PRIVILEGES like any user; a --privileged container has
     000001ffffffffff (0000003fffffffff on older kernels). The TensorFlow Profiler then shows no GPU
-    kernels. It is an error when a profiler plugin (tensorboard-plugin-profile, xprof) is installed,
-    an info otherwise: training is not affected, only profiling (and the restriction is the driver's
-    default, so a healthy machine without a profiler is not warned about it).
+    kernels. It is an error when the job is set up to profile (a profiler plugin such as
+    tensorboard-plugin-profile or xprof installed, or TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL /
+    TF_GPU_CUPTI_USE_ACTIVITY_API set), an info otherwise: training is not affected, only profiling
+    (and the restriction is the driver's default, so a healthy machine without a profiler is not
+    warned about it).
 
     Example:
     RmProfilingAdminOnly: 1, uid 0 in `docker run --gpus all` (CapEff 00000000a80425fb).

@@ -4,13 +4,18 @@ image without libdevice, one process on both NUMA nodes of an NVLink node."""
 
 from __future__ import annotations
 
+import json
+
+from support import gpu_scenarios as gpu
+from support.fake_site_packages import FakeSitePackages
+
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
 from .machines import USER_ENV, VENV
-from .machines_cluster import FOUR_GPUS
+from .machines_cluster import FOUR_GPUS, SLURM_ENV, TF_CONFIG, _four_gpu_server, _multi_worker
 
 # -- Slurm: `srun --ntasks-per-node=4 --gpus-per-task=1 --cpus-per-task=24 --cpu-bind=cores` on a 2-socket,
 # 4-GPU node whose cgroup.conf has ConstrainDevices=yes. Task 2: its device cgroup admits /dev/nvidia2 only,
@@ -61,3 +66,62 @@ register(HealthyMachine(
     "slurm-one-gpu-per-task-constrained-cgroup-v1", ("GPU", "NUMA", "THR", "DIST"),
     "the same task on a cgroup v1 node, whose task cgroup's cpuset holds only its 24 CPUs",
     _one_gpu_per_task_cgroup_v1, env=SLURM_TASK_ENV, python=VENV))
+
+
+# -- Horovod under srun, every task seeing the node's four GPUs and selecting gpus[hvd.local_rank()] ------------
+
+def _horovod_all_gpus_visible(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    gpus = _four_gpu_server(root, "gpu017", cpus_allowed="36-47,84-95", mems_allowed="0-1")
+    root.cgroup_v2("max 100000", path="/system.slice/slurmstepd.scope/job_4242/step_0/user/task_3", cpuset="0-95")
+    horovod(root, VENV)
+    return gpus
+
+
+def horovod(root: FakeRoot, env: parts.PythonEnv) -> None:
+    """`HOROVOD_GPU_OPERATIONS=NCCL pip install horovod[tensorflow]==0.28.1`: an sdist built on the machine."""
+    site = FakeSitePackages(root.path / env.site.lstrip("/"))
+    site.dist("horovod", "0.28.1", requires=("cloudpickle", "psutil", "pyyaml", "packaging"),
+              top_level=("horovod",), tags=("cp311-cp311-linux_x86_64",))
+
+
+register(HealthyMachine(
+    "slurm-horovod-rank-sees-node-gpus", ("DIST", "GPU", "NUMA"),
+    "rank 3 of `srun --ntasks-per-node=4 --gpus-per-node=4 python train_hvd.py`: every task sees the four GPUs, "
+    "so Horovod's gpus[hvd.local_rank()] is GPU 3", _horovod_all_gpus_visible, env=SLURM_ENV, python=VENV))
+
+
+# -- a multi-worker job behind a corporate proxy, with no_proxy exempting the cluster's domain and subnet -------
+
+PROXY_ENV = {"http_proxy": "http://proxy.corp.example:3128", "https_proxy": "http://proxy.corp.example:3128",
+             "HTTP_PROXY": "http://proxy.corp.example:3128", "HTTPS_PROXY": "http://proxy.corp.example:3128",
+             "no_proxy": "localhost,127.0.0.1,.cluster.local,10.10.0.0/16",
+             "NO_PROXY": "localhost,127.0.0.1,.cluster.local,10.10.0.0/16"}
+register(HealthyMachine(
+    "multi-worker-behind-proxy-with-no-proxy", ("DIST", "NUMA", "THR"),
+    "worker 0 of a two-node MultiWorkerMirroredStrategy job on a network whose outbound traffic goes through "
+    "a proxy; no_proxy exempts .cluster.local and the cluster's 10.10.0.0/16", _multi_worker,
+    env={**USER_ENV, **PROXY_ENV, "TF_CONFIG": json.dumps(TF_CONFIG), "NCCL_SOCKET_IFNAME": "ens1f0",
+         "CUDA_VISIBLE_DEVICES": "0,1", "TFDOCTOR_PARAMS": "25.6M", "TF_NUM_INTRAOP_THREADS": "24",
+         "TF_NUM_INTEROP_THREADS": "2"},
+    python=VENV))
+
+
+# -- XLA unused: TensorFlow 2.15 (Keras 2) in a CUDA runtime image, which ships no nvcc, hence no libdevice -------
+
+def _runtime_image_without_libdevice(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=24, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "infer07", mem_gib=384)
+    gpus = parts.nvidia_driver(root, parts.T4, [("0000:3b:00.0", 0)])
+    parts.tensorflow_2_15(root, VENV, cuda_wheels=False)
+    base = gpu.toolkit(root, "12.2", cudnn="8.9.7", libdevice=False)
+    gpu.link(root, "/usr/local/cuda", base)
+    gpu.ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+    return gpus
+
+
+register(HealthyMachine(
+    "gpu-runtime-image-xla-unused-without-libdevice", ("XLA", "CUDA", "DRV", "GPU"),
+    "tensorflow 2.15 (Keras 2) on CUDA 12.2 runtime libraries and cuDNN 8.9 without nvcc (so no libdevice), "
+    "nothing turning XLA on: XLA001 is a note, not a warning", _runtime_image_without_libdevice,
+    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV))

@@ -192,3 +192,47 @@ def test_cupti_tracer_variables_mean_the_job_profiles():
 
     assert not intends_to_profile(make_facts())
     assert intends_to_profile(make_facts(env={"TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL": "1"}))
+
+
+# -- one process on GPUs of two NUMA nodes, with and without NVLink between them -------------------------------
+
+def test_gpus_of_two_nodes_on_nvswitches_are_a_note_without_fewer_gpus(tmp_path):
+    report = examine(machine("dgx-a100-one-process-all-gpus-nvlink"), tmp_path)
+    (finding,) = report.result("NUMA003").findings
+    assert finding.severity == Severity.INFO
+    assert finding.message.startswith("this process uses GPUs on NUMA nodes 0, 1, joined by NVLink")
+    assert [type(f) for f in finding.fixes] == [AdminFix]  # one process per GPU, never CUDA_VISIBLE_DEVICES
+    assert "(ring, NVLink, 300 GB/s per GPU)" in report.result("DIST107").findings[0].message
+
+
+def _bridged(pairs):
+    """Four GPUs, two per node, with NVLink bridges between the `pairs` of indices."""
+    from tfdoctor.derive.gpu_inventory import Gpu
+
+    buses = ["0000:18:00.0", "0000:3b:00.0", "0000:86:00.0", "0000:af:00.0"]
+    peers = {i: [buses[j] for a, b in pairs for i2, j in ((a, b), (b, a)) if i2 == i] for i in range(4)}
+    return [Gpu(i, "NVIDIA RTX A6000", (8, 6), pci_bus_id=bus,
+                raw={"nvlink": {"active_links": 4 * len(peers[i]), "peers": peers[i], "switch": False}
+                     if peers[i] else None}) for i, bus in enumerate(buses)]
+
+
+def test_nvlink_must_join_the_nodes():
+    from tfdoctor.derive.nvlink import nvlink_connected
+
+    assert nvlink_connected(_bridged([(0, 1), (2, 3)])) is False  # bridges within each socket only
+    assert nvlink_connected(_bridged([(0, 1), (1, 2), (2, 3)])) is True
+    assert nvlink_connected(_bridged([(0, 1), (2, 3)])[:2]) is True
+    unknown = _bridged([(0, 1), (1, 2), (2, 3)])
+    unknown[3] = unknown[3]._replace(raw={"nvlink": {"reason": "nvmlDeviceGetNvLinkState failed"}})
+    assert nvlink_connected(unknown) is None
+
+
+def test_gpus_of_two_nodes_without_nvlink_still_warn(tmp_path):
+    base = machine("dgx-a100-one-process-all-gpus-nvlink")
+
+    def pcie_only(root):
+        return tuple(dataclasses.replace(g, nvlinks=None) for g in base.build(root))
+
+    (finding,) = examine(dataclasses.replace(base, name="pcie", build=pcie_only), tmp_path).result("NUMA003").findings
+    assert finding.severity == Severity.WARNING
+    assert finding.fixes[0].changes[1] == set_env("CUDA_VISIBLE_DEVICES", "0,1,2,3")

@@ -4,6 +4,7 @@ image without libdevice, one process on both NUMA nodes of an NVLink node."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from support import gpu_scenarios as gpu
@@ -15,7 +16,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 from . import parts
 from .corpus import HealthyMachine, register
 from .machines import USER_ENV, VENV
-from .machines_cluster import FOUR_GPUS, SLURM_ENV, TF_CONFIG, _four_gpu_server, _multi_worker
+from .machines_cluster import DGX_GPUS, FOUR_GPUS, SLURM_ENV, TF_CONFIG, _four_gpu_server, _multi_worker
 
 # -- Slurm: `srun --ntasks-per-node=4 --gpus-per-task=1 --cpus-per-task=24 --cpu-bind=cores` on a 2-socket,
 # 4-GPU node whose cgroup.conf has ConstrainDevices=yes. Task 2: its device cgroup admits /dev/nvidia2 only,
@@ -125,3 +126,32 @@ register(HealthyMachine(
     "tensorflow 2.15 (Keras 2) on CUDA 12.2 runtime libraries and cuDNN 8.9 without nvcc (so no libdevice), "
     "nothing turning XLA on: XLA001 is a note, not a warning", _runtime_image_without_libdevice,
     env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV))
+
+
+# -- one process on all eight GPUs of an NVSwitch node (both sockets): the node's intended use ---------------
+
+# DGX A100: each GPU's 12 NVLinks go two by two to the baseboard's six NVSwitches (PCI functions of their own).
+NVSWITCHES = ("00000000:C4:00.0", "00000000:C5:00.0", "00000000:C6:00.0", "00000000:C7:00.0", "00000000:C8:00.0",
+              "00000000:C9:00.0")
+
+
+def _dgx_one_process(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.ROME, sockets=2, cores_per_socket=64, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "dgx07", mem_gib=1024, address="10.20.0.7", nic="enp226s0", nic_mbps=100000,
+                           cmdline="BOOT_IMAGE=/boot/vmlinuz-5.15.0-1042-nvidia root=/dev/md0 ro amd_iommu=on "
+                                   "iommu=pt pci=realloc=off")
+    root.tool("numactl").tool("taskset")
+    gpus = parts.nvidia_driver(root, parts.A100_SXM4, DGX_GPUS, version="535.161.08", profiling_admin_only=0)
+    parts.tensorflow_2_15(root, VENV)
+    links = [(switch, 2) for switch in NVSWITCHES for _ in range(2)]
+    return tuple(dataclasses.replace(gpu, nvlinks=links) for gpu in gpus)
+
+
+register(HealthyMachine(
+    "dgx-a100-one-process-all-gpus-nvlink", ("NUMA", "GPU", "DIST", "THR"),
+    "`python train.py` with MirroredStrategy over all eight GPUs of a DGX A100 (four per socket, all on the "
+    "NVSwitches): the all-reduce stays on NVLink", _dgx_one_process,
+    env={**USER_ENV, "TF_GPU_THREAD_MODE": "gpu_private", "TF_GPU_THREAD_COUNT": "2", "NCCL_SOCKET_IFNAME": "enp226s0",
+         "TFDOCTOR_PARAMS": "25.6M", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
+    python=VENV, nvml={"driver": "535.161.08", "cuda": 12020}))

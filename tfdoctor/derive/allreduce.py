@@ -42,13 +42,21 @@ class Link:
     assumed: bool = False
 
 
+def _active_links(raw: object) -> object:
+    if not isinstance(raw, dict):
+        return None
+    record = raw.get("nvlink")
+    return record.get("active_links") if isinstance(record, dict) else raw.get("nvlink_active_links")
+
+
 def intra_node_link(gpus: list[Gpu]) -> Link:
     """The slowest GPU's link: NVLink when every GPU reports active links, else PCIe.
 
-    Optional NVML device fields: "nvlink_active_links" (int), "pcie_link_gen" and "pcie_link_width"
-    (current); PCIe gen 3 x16 is assumed when they are missing.
+    Optional NVML device fields: "nvlink" ({"active_links": int, …}, as the nvml probe records it; or a flat
+    "nvlink_active_links"), "pcie_link_gen" and "pcie_link_width" (current); PCIe gen 3 x16 is assumed
+    when they are missing.
     """
-    links = [g.raw.get("nvlink_active_links") if isinstance(g.raw, dict) else None for g in gpus]
+    links = [_active_links(g.raw) for g in gpus]
     if links and all(isinstance(n, int) and n > 0 for n in links):
         per_gpu = []
         for gpu, count in zip(gpus, links, strict=True):

@@ -236,3 +236,24 @@ def test_gpus_of_two_nodes_without_nvlink_still_warn(tmp_path):
     (finding,) = examine(dataclasses.replace(base, name="pcie", build=pcie_only), tmp_path).result("NUMA003").findings
     assert finding.severity == Severity.WARNING
     assert finding.fixes[0].changes[1] == set_env("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+
+
+# -- OpenMP binding across the tasks of a node --------------------------------------------------------------
+
+def test_omp_binding_within_each_tasks_own_cores_is_silent_and_unbound_tasks_still_pile_up(tmp_path):
+    bound = machine("slurm-one-gpu-per-task-omp-bound-cgroup-v1")
+    assert examine(bound, tmp_path).result("THR106").status.value == "passed"
+    # The same four tasks started with --cpu-bind=none on the whole node: their masks are the same.
+    base = machine("slurm-one-gpu-per-task-constrained")
+
+    def unbound(root):
+        gpus = base.build(root)
+        from healthy import parts
+        parts.process(root, mems_allowed="0-1")
+        return gpus
+
+    env = {**bound.env, "SLURM_CPU_BIND": "quiet,none", "SLURM_CPU_BIND_TYPE": "none"}
+    report = examine(dataclasses.replace(base, name="unbound", build=unbound, env=env), tmp_path)
+    (finding,) = report.result("THR106").findings
+    assert finding.message.startswith("4 processes of this job on this node (SLURM_STEP_TASKS_PER_NODE) may each "
+                                      "run on the same 96 CPUs")

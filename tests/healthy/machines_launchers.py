@@ -155,3 +155,12 @@ register(HealthyMachine(
     env={**USER_ENV, "TF_GPU_THREAD_MODE": "gpu_private", "TF_GPU_THREAD_COUNT": "2", "NCCL_SOCKET_IFNAME": "enp226s0",
          "TFDOCTOR_PARAMS": "25.6M", "TFDOCTOR_MIXED_PRECISION": "mixed_float16"},
     python=VENV, nvml={"driver": "535.161.08", "cuda": 12020}))
+
+
+# -- the one-GPU-per-task step with OpenMP binding inside each task's own cores (HPC centres' usual advice) --------
+
+register(HealthyMachine(
+    "slurm-one-gpu-per-task-omp-bound-cgroup-v1", ("THR", "NUMA", "GPU"),
+    "the cgroup v1 task of `--gpus-per-task=1 --cpu-bind=cores` with OMP_PROC_BIND=close OMP_PLACES=cores: each "
+    "task binds its threads within its own 12 cores", _one_gpu_per_task_cgroup_v1,
+    env={**SLURM_TASK_ENV, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}, python=VENV))

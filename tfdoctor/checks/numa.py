@@ -8,12 +8,11 @@ recipes of NVIDIA's and Intel's published benchmarks bind each process with
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
-from tfdoctor.derive.process_layout import process_layout
+from tfdoctor.derive.process_layout import launcher_gives_own_cpus, process_layout
 from tfdoctor.derive.thread_settings import thread_settings
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
@@ -263,17 +262,6 @@ def gpu_numa_node_unknown(facts: Facts) -> Iterator[Finding]:
     )
 
 
-# srun --cpu-bind types that give each task cores of its own (sockets and ldoms bind tasks to a shared node).
-_OWN_CPUS_BINDING = re.compile(r"(^|,)(cores|threads|rank|map_cpu|mask_cpu)\b")
-
-
-def _launcher_gives_own_cpus(facts: Facts) -> bool:
-    """srun binds each task to cores of its own (--cpu-bind=cores, mask_cpu…): under a task-level cpuset
-    (Slurm's cgroup v1) the node's other CPUs are not even visible, so no node share can be computed."""
-    bind = (facts.env("SLURM_CPU_BIND") or facts.env("SLURM_CPU_BIND_TYPE") or "").lower()
-    return process_layout(facts).in_step and bool(_OWN_CPUS_BINDING.search(bind))
-
-
 @check("NUMA101", "thread-pools-exceed-node-share", Severity.WARNING)
 def thread_pools_exceed_node_share(facts: Facts) -> Iterator[Finding]:
     """What it does:
@@ -303,7 +291,7 @@ def thread_pools_exceed_node_share(facts: Facts) -> Iterator[Finding]:
     layout = rank_layout(facts)
     if not layout.several_ranks or layout.local_size is None or layout.local_size < 2:
         return
-    if _launcher_gives_own_cpus(facts):
+    if launcher_gives_own_cpus(process_layout(facts)):
         return  # each task has CPUs of its own: its budget is that set (THR102 judges it)
     nodes = numa_nodes(facts)
     if len(nodes) < 2:

@@ -176,15 +176,20 @@ def test_libdevice_missing_is_a_note_when_nothing_turns_xla_on(tmp_path):
         assert list(finding.evidence["xla_in_use"]) == [f"env.{next(iter(env))}"]
 
 
-def test_keras_3_compiles_with_xla_by_default():
+def test_keras_optimizers_compile_with_xla_from_2_11():
     from tfdoctor.derive.feature_use import xla_in_use
 
-    keras3 = make_facts()
-    keras3.sections["python"] = {"watched": {"keras": {"version": "3.6.0"}}}
-    assert list(xla_in_use(keras3)) == ["python.watched.keras"]
-    legacy = make_facts(env={"TF_USE_LEGACY_KERAS": "1"})
-    legacy.sections["python"] = {"watched": {"keras": {"version": "3.6.0"}, "tf-keras": {"version": "2.17.0"}}}
-    assert xla_in_use(legacy) == {}
+    def with_keras(env=None, **watched):
+        facts = make_facts(env=env)
+        facts.sections["python"] = {"watched": {k.replace("_", "-"): {"version": v} for k, v in watched.items()}}
+        return xla_in_use(facts)
+
+    assert with_keras(keras="2.10.0") == {}
+    assert list(with_keras(keras="2.11.0")) == ["python.watched.keras"]
+    assert list(with_keras(keras="3.6.0")) == ["python.watched.keras"]
+    # TF_USE_LEGACY_KERAS=1 imports tf-keras (itself 2.11+), whatever keras is installed beside it.
+    assert list(with_keras({"TF_USE_LEGACY_KERAS": "1"}, keras="3.6.0", tf_keras="2.17.0")) == [
+        "python.watched.tf-keras"]
 
 
 def test_cupti_tracer_variables_mean_the_job_profiles():

@@ -107,25 +107,64 @@ register(HealthyMachine(
     python=VENV))
 
 
-# -- XLA unused: TensorFlow 2.15 (Keras 2) in a CUDA runtime image, which ships no nvcc, hence no libdevice -------
+# -- XLA unused: TensorFlow 2.10 (Keras 2.10, whose optimizers do not compile with XLA) in a CUDA runtime image,
+# which ships no nvcc, hence no libdevice. From Keras 2.11 the optimizers' jit_compile=True makes every fit() on a
+# GPU compile with XLA, so only an older Keras (or nothing of Keras) leaves libdevice unneeded.
+
+PY310 = parts.PythonEnv("/usr/local", version="3.10.12", base_prefix="/usr/local")
+# tensorflow 2.10.1's METADATA (cp310 manylinux2014 wheel), built with CUDA 11.2 and cuDNN 8.1.
+TF_2_10_REQUIRES = (
+    "absl-py>=1.0.0", "astunparse>=1.6.0", "flatbuffers>=2.0", "gast<=0.4.0,>=0.2.1", "google-pasta>=0.1.1",
+    "h5py>=2.9.0", "keras-preprocessing>=1.1.1", "libclang>=13.0.0", "numpy>=1.20", "opt-einsum>=2.3.2",
+    "packaging", "protobuf<3.20,>=3.9.2", "setuptools", "six>=1.12.0", "termcolor>=1.1.0",
+    "typing-extensions>=3.6.6", "wrapt>=1.11.0", "tensorflow-io-gcs-filesystem>=0.23.1", "grpcio<2.0,>=1.24.3",
+    "tensorboard<2.11,>=2.10", "tensorflow-estimator<2.11,>=2.10.0", "keras<2.11,>=2.10.0",
+)
+TF_2_10_DEPENDENCIES = {
+    "absl_py": "1.4.0", "astunparse": "1.6.3", "flatbuffers": "23.5.26", "gast": "0.4.0", "google_pasta": "0.2.0",
+    "h5py": "3.9.0", "keras_preprocessing": "1.1.2", "libclang": "16.0.6", "numpy": "1.23.5", "opt_einsum": "3.3.0",
+    "packaging": "23.1", "protobuf": "3.19.6", "setuptools": "68.0.0", "six": "1.16.0", "termcolor": "2.3.0",
+    "typing_extensions": "4.7.1", "wrapt": "1.15.0", "tensorflow_io_gcs_filesystem": "0.33.0", "grpcio": "1.56.2",
+    "tensorboard": "2.10.1", "tensorflow_estimator": "2.10.0", "keras": "2.10.0",
+}
+BUILD_INFO_2_10 = (
+    "import collections\n\nbuild_info = collections.OrderedDict([('cpu_compiler', '/dt9/usr/bin/gcc'), "
+    "('cuda_compute_capabilities', ['sm_35', 'sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), "
+    "('cuda_version', '11.2'), ('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), "
+    "('is_tensorrt_build', True)])\n"
+)
+
 
 def _runtime_image_without_libdevice(root: FakeRoot) -> tuple[FakeGpu, ...]:
     parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=24, threads_per_core=2)
-    parts.process(root)
-    parts.operating_system(root, "infer07", mem_gib=384)
+    parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
+    parts.operating_system(root, "7c1e9b2d4f60", mem_gib=384, shm="8g", address="172.17.0.4", nic="eth0",
+                           nic_mbps=10000)
+    root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
     gpus = parts.nvidia_driver(root, parts.T4, [("0000:3b:00.0", 0)])
-    parts.tensorflow_2_15(root, VENV, cuda_wheels=False)
-    base = gpu.toolkit(root, "12.2", cudnn="8.9.7", libdevice=False)
+    # tensorflow/tensorflow:2.10.1-gpu: CUDA 11.2's libraries, cuda-command-line-tools (CUPTI) and cuDNN 8.1
+    # from NVIDIA's .deb packages, its CUPTI folder on LD_LIBRARY_PATH; no nvcc, so no nvvm/libdevice.
+    base = gpu.toolkit(root, "11.2", cudnn="8.1.0", libdevice=False)
     gpu.link(root, "/usr/local/cuda", base)
-    gpu.ld_cache(root, [f"{base}/lib64", f"{base}/extras/CUPTI/lib64"])
+    gpu.ld_cache(root, [f"{base}/lib64"])
+    site = FakeSitePackages(root.path / PY310.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.10.1", build_info=BUILD_INFO_2_10, requires=TF_2_10_REQUIRES,
+                    requires_python=">=3.7", tags=("cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64",))
+    for dist, version in TF_2_10_DEPENDENCIES.items():
+        site.dist(dist, version, top_level=(dist,))
     return gpus
 
 
 register(HealthyMachine(
     "gpu-runtime-image-xla-unused-without-libdevice", ("XLA", "CUDA", "DRV", "GPU"),
-    "tensorflow 2.15 (Keras 2) on CUDA 12.2 runtime libraries and cuDNN 8.9 without nvcc (so no libdevice), "
-    "nothing turning XLA on: XLA001 is a note, not a warning", _runtime_image_without_libdevice,
-    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}, python=VENV))
+    "the tensorflow/tensorflow:2.10.1-gpu image (Keras 2.10; CUDA 11.2 libraries and CUPTI, cuDNN 8.1, no nvcc, "
+    "so no libdevice), nothing turning XLA on: XLA001 is a note, not a warning", _runtime_image_without_libdevice,
+    env={"HOME": "/root", "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:"
+                                  "/usr/sbin:/usr/bin:/sbin:/bin",
+         "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+         "LD_LIBRARY_PATH": "/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib64:/usr/local/nvidia/lib:"
+                            "/usr/local/nvidia/lib64", "HOSTNAME": "7c1e9b2d4f60"},
+    python=PY310))
 
 
 # -- one process on all eight GPUs of an NVSwitch node (both sockets): the node's intended use ---------------

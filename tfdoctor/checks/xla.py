@@ -65,8 +65,10 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     Every XLA-compiled GPU computation (jit_compile=True, Keras 3's default jit_compile="auto" on
     GPU, many tf.function graphs) fails with "libdevice not found at ./libdevice.10.bc" after the
     warning "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice". It is an error when something
-    seen turns XLA on (TF_XLA_FLAGS auto-jit, XLA_FLAGS, Keras 3), an info otherwise: a job that never
-    compiles with XLA does not need libdevice (jit_compile=True in the code is `tfdoctor lint`'s to see).
+    seen turns XLA on — TF_XLA_FLAGS auto-jit, XLA_FLAGS, or a Keras from 2.11 on, whose optimizers
+    default to jit_compile=True on a GPU (Keras 3 also compiles the train step) — and an info otherwise
+    (TensorFlow 2.10 and older with nothing set): a job that never compiles with XLA does not need
+    libdevice (jit_compile=True in the code is `tfdoctor lint`'s to see).
 
     Example:
     TensorFlow from pip with system CUDA in /usr/local/cuda-12.2 but no /usr/local/cuda link.

@@ -170,3 +170,29 @@ register(RealReport(
     env={**USER_ENV, "CONDA_PREFIX": CONDA_211.prefix, "LD_LIBRARY_PATH": f"{CONDA_211.prefix}/lib/",
          "PATH": f"{CONDA_211.prefix}/bin:/home/ada/miniconda3/condabin:/usr/local/bin:/usr/bin:/bin"},
     python=CONDA_211))
+
+
+def _docker_profiling(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=8, threads_per_core=2)
+    parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
+    parts.operating_system(root, "4b0d6f1e2a93", mem_gib=64, shm="64m", address="172.17.0.2", nic="eth0",
+                           nic_mbps=10000)
+    root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
+    gpus = parts.nvidia_driver(root, V100_PCIE, [("0000:3b:00.0", 0)], version="440.64.00")
+    container = parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local")
+    parts.tensorflow_2_15(root, container)
+    parts.tensorflow_profiler(root, container)
+    return gpus
+
+
+# Profiling a training run in `docker run --gpus all` with the TensorBoard profiler plugin: CUPTI refuses
+# (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); the thread: the container needs --privileged (or SYS_ADMIN).
+register(RealReport(
+    "xprof-cupti-refused-in-docker", "https://github.com/openxla/xprof/issues/63", "severity", "dev",
+    "TensorBoard's profiler in a default Docker container shows no GPU kernels: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "
+    "the driver restricts the counters to administrators and the container has no SYS_ADMIN",
+    expect=("CUPTI002",), twin="container-profiling-restricted-with-sys-admin", build=_docker_profiling,
+    env={"HOME": "/root", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+         "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+         "HOSTNAME": "4b0d6f1e2a93"},
+    python=parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local"), nvml={"driver": "440.64.00"}))

@@ -235,6 +235,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("distribution", "tfdoctor.checks.distribution"),
         ("profile", "tfdoctor.checks.profile"),
         ("numa", "tfdoctor.checks.numa"),
+        ("launchers", "tfdoctor.checks.launchers"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),

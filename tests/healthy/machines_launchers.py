@@ -24,6 +24,11 @@ from .machines_cluster import DGX_GPUS, FOUR_GPUS, SLURM_ENV, TF_CONFIG, _four_g
 # CUDA_VISIBLE_DEVICES=0 (the one device the task can open) and binds it to 12 cores of GPU 2's socket.
 
 def _one_gpu_per_task(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    return (_one_gpu_per_task_node(root)[2],)
+
+
+def _one_gpu_per_task_node(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    """The node of that step, with NVML's answer for all four GPUs (what a task sees without a device cgroup)."""
     parts.cpus(root, parts.CASCADE_LAKE, sockets=2, cores_per_socket=24, threads_per_core=2)
     parts.process(root, cpus_allowed="24-35,72-83", mems_allowed="0-1")
     parts.operating_system(root, "gpu042", os_release=parts.ROCKY_9, mem_gib=768, address="10.10.4.42",
@@ -36,7 +41,7 @@ def _one_gpu_per_task(root: FakeRoot) -> tuple[FakeGpu, ...]:
     root.cgroup_v2("max 100000", path="/system.slice/slurmstepd.scope/job_7311/step_0/user/task_2",
                    cpuset="0-95")
     parts.tensorflow_2_15(root, VENV)
-    return (gpus[2],)
+    return gpus
 
 
 SLURM_TASK_ENV = {
@@ -203,3 +208,17 @@ register(HealthyMachine(
     "the cgroup v1 task of `--gpus-per-task=1 --cpu-bind=cores` with OMP_PROC_BIND=close OMP_PLACES=cores: each "
     "task binds its threads within its own 12 cores", _one_gpu_per_task_cgroup_v1,
     env={**SLURM_TASK_ENV, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}, python=VENV))
+
+
+# -- the same step where cgroup.conf does not constrain devices: Slurm gives each task CUDA_VISIBLE_DEVICES of its
+# own GPU's index, and NVML (which ignores CUDA_VISIBLE_DEVICES) lists all four -----------------------------------
+
+def _one_gpu_per_task_unconstrained(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    return _one_gpu_per_task_node(root)
+
+
+register(HealthyMachine(
+    "slurm-one-gpu-per-task-unconstrained", ("GPU", "NUMA", "THR", "DIST"),
+    "task 2 of the same `--gpus-per-task=1` step on a node without ConstrainDevices: CUDA_VISIBLE_DEVICES=2, NVML "
+    "lists the four GPUs", _one_gpu_per_task_unconstrained,
+    env={**SLURM_TASK_ENV, "CUDA_VISIBLE_DEVICES": "2", "GPU_DEVICE_ORDINAL": "2"}, python=VENV))

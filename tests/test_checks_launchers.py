@@ -147,6 +147,15 @@ def test_no_grpc_proxy_replaces_no_proxy_and_upper_case_is_ignored():
                                                  "lower-case no_proxy")
 
 
+def test_a_proxy_password_is_never_shown():
+    report = proxied(https_proxy="http://bob:s3cret@proxy.corp:3128", no_proxy="localhost")
+    (finding,) = report.findings()
+    assert "s3cret" not in finding.message and "s3cret" not in json.dumps(finding.to_json())
+    assert "https_proxy=http://<redacted>@proxy.corp:3128" in finding.message
+    recorded = make_facts(env={"https_proxy": "http://bob:s3cret@proxy.corp:3128"}).dumps()
+    assert "s3cret" not in recorded and "http://<redacted>@proxy.corp:3128" in recorded
+
+
 def test_grpc_matching_rules():
     assert _exempted("10.10.4.17", "10.10.0.0/16") and not _exempted("10.11.4.17", "10.10.0.0/16")
     assert not _exempted("gpu021.cluster.local", "10.10.0.0/16")  # names are not resolved for CIDR ranges

@@ -189,15 +189,18 @@ def grpc_proxy_not_bypassed_for_cluster(facts: Facts) -> Iterator[Finding]:
     missing = [h for h in hosts if not _exempted(h, exemptions)]
     if not missing:
         return
+    from tfdoctor.facts.redact import redact_text
+
+    shown = redact_text(proxy[2])  # a proxy URL may carry a password: never in a message
     upper = facts.env("NO_PROXY")
     note = (f"; NO_PROXY={upper} is set, but gRPC reads only the lower-case no_proxy"
             if upper and exempt_variable == "no_proxy" and not exemptions else "")
     merged = ",".join([e.strip() for e in exemptions.split(",") if e.strip()] + missing)
     yield Finding(
-        f"gRPC sends TensorFlow's worker channels through the proxy {proxy[1]}={proxy[2]} and "
+        f"gRPC sends TensorFlow's worker channels through the proxy {proxy[1]}={shown} and "
         f"{exempt_variable} does not exempt {', '.join(missing)}: the workers wait for each other at "
         f"start-up{note}",
-        evidence={f"env.{proxy[1]}": proxy[2], f"env.{exempt_variable}": facts.env(exempt_variable),
+        evidence={f"env.{proxy[1]}": shown, f"env.{exempt_variable}": facts.env(exempt_variable),
                   "TF_CONFIG.hosts": hosts, "not_exempted": missing},
         fixes=(EnvFix(f"Exempt the cluster's hosts from the proxy in {exempt_variable}",
                       (set_env(exempt_variable, merged),), Applicability.SAFE),),

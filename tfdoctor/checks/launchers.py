@@ -76,7 +76,8 @@ def local_rank_indexes_past_visible_gpus(facts: Facts) -> Iterator[Finding]:
     if not selector:
         return
     yield Finding(
-        f"local rank {rank[0]} of {layout.processes} sees one GPU (the launcher gives each task its own), but "
+        f"local rank {rank[0]} of {layout.processes} sees one GPU (each task is given its own: "
+        f"{_one_gpu_source(facts)}), but "
         "the job selects GPUs by local rank (Horovod's gpus[hvd.local_rank()]): that index is past the only "
         "visible GPU and the rank stops with IndexError",
         evidence={f"env.{rank[1]}": rank[0], **layout.evidence(), "visible_gpus": 1,
@@ -87,6 +88,15 @@ def local_rank_indexes_past_visible_gpus(facts: Facts) -> Iterator[Finding]:
             "or let every task see the node's GPUs: srun --gpus-per-node=<n> --gpu-bind=none …",
         )),),
     )
+
+
+def _one_gpu_source(facts: Facts) -> str:
+    """What gave this task its one GPU, as far as the facts show."""
+    pci = facts.peek("gpu_pci.devices")
+    listed = facts.peek("nvml.devices")
+    if isinstance(pci, list) and isinstance(listed, list) and len(listed) < len(pci):
+        return f"NVML lists {len(listed)} of the host's {len(pci)} GPUs, a device cgroup hides the others"
+    return f"CUDA_VISIBLE_DEVICES={facts.env('CUDA_VISIBLE_DEVICES')}"
 
 
 @check("DIST111", "mpi-ranks-exceed-host-gpus", Severity.WARNING)

@@ -196,3 +196,35 @@ register(RealReport(
          "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
          "HOSTNAME": "4b0d6f1e2a93"},
     python=parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local"), nvml={"driver": "440.64.00"}))
+
+
+V100_SXM2 = parts.GpuModel("Tesla V100-SXM2-32GB", "0x1db5", (7, 0), 32510, remapping=False, pcie=(3, 16))
+DGX1_GPUS = [("0000:06:00.0", 0), ("0000:07:00.0", 0), ("0000:0a:00.0", 0), ("0000:0b:00.0", 0),
+             ("0000:85:00.0", 1), ("0000:86:00.0", 1), ("0000:89:00.0", 1), ("0000:8a:00.0", 1)]
+
+
+def _dgx1_container(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.CASCADE_LAKE, sockets=2, cores_per_socket=20, threads_per_core=2)
+    parts.process(root, uid=0, cap_eff=parts.CAP_DOCKER_DEFAULT)
+    parts.operating_system(root, "dgx1-07", mem_gib=512, shm="16g", address="10.30.1.7", nic="ib0", nic_mbps=100000)
+    root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
+    gpus = parts.nvidia_driver(root, V100_SXM2, DGX1_GPUS)
+    container = parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local")
+    parts.tensorflow_2_15(root, container)
+    horovod(root, container)
+    return gpus
+
+
+# `mpirun -np 16 python my_script.py` inside a Docker image on two DGX nodes: "visible_device_list listed an
+# invalid GPU id"; fixed by deleting the image's /usr/local/etc/openmpi-mca-params.conf, which conflicted with
+# the cluster's configuration (all 16 ranks were mapped to one 8-GPU node).
+register(RealReport(
+    "horovod-sixteen-ranks-on-one-dgx", "https://github.com/horovod/horovod/issues/520", "launchers", "heldout",
+    "Horovod with `mpirun -np 16` in a container on DGX-1 nodes: ranks ask for GPU ids past the node's 8; an "
+    "Open MPI MCA file in the image mapped all ranks onto one node",
+    expect=("DIST111",), twin="dgx-a100-8gpu-nccl-rank", build=_dgx1_container,
+    env={"HOME": "/root", "PATH": "/usr/local/mpi/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+         "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+         "OMPI_COMM_WORLD_RANK": "11", "OMPI_COMM_WORLD_SIZE": "16", "OMPI_COMM_WORLD_LOCAL_RANK": "11",
+         "OMPI_COMM_WORLD_LOCAL_SIZE": "16", "OMPI_COMM_WORLD_NODE_RANK": "0", "NCCL_DEBUG": "INFO"},
+    python=parts.PythonEnv("/usr/local", version="3.11.9", base_prefix="/usr/local")))

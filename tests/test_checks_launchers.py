@@ -271,3 +271,20 @@ def test_omp_binding_within_each_tasks_own_cores_is_silent_and_unbound_tasks_sti
     (finding,) = report.result("THR106").findings
     assert finding.message.startswith("4 processes of this job on this node (SLURM_STEP_TASKS_PER_NODE) may each "
                                       "run on the same 96 CPUs")
+
+
+# -- DIST107 reads the links the nvml probe records ----------------------------------------------------------
+
+def test_allreduce_link_comes_from_the_recorded_pcie_and_nvlink_fields():
+    from tfdoctor.derive.allreduce import intra_node_link
+    from tfdoctor.derive.gpu_inventory import Gpu
+
+    pcie = {"gen_current": 4, "gen_max": 4, "width_current": 16, "width_max": 16}
+    cards = [Gpu(i, "NVIDIA L40S", (8, 9), raw={"pcie": pcie, "nvlink": None}) for i in range(2)]
+    link = intra_node_link(cards)
+    assert not link.assumed and link.description.startswith("PCIe gen4 x16")
+    sxm = [Gpu(i, "NVIDIA A100-SXM4-40GB", (8, 0), raw={"pcie": pcie, "nvlink": {"active_links": 12, "peers": [],
+                                                                                    "switch": True}})
+           for i in range(2)]
+    assert intra_node_link(sxm).description == "NVLink, 300 GB/s per GPU"
+    assert intra_node_link([Gpu(0, "x", (8, 0), raw={})]).assumed

@@ -55,7 +55,7 @@ def test_healthy_gpu_gives_every_documented_field(make_root, use_nvml):
         "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False},
         "clock_event_reasons": ["gpu_idle", "sw_power_cap"],
         "pcie": {"gen_current": 4, "gen_max": 4, "width_current": 16, "width_max": 16},
-        "mig_mode": {"current": False, "pending": False}, "mig_devices": [],
+        "mig_mode": {"current": False, "pending": False}, "mig_devices": [], "nvlink": None,
     }
     gpus = all_gpus(facts_from({"nvml": facts}))
     assert [(g.index, g.compute_capability) for g in gpus] == [(0, (8, 0))]
@@ -171,3 +171,14 @@ def test_no_driver_means_pynvml_is_never_imported(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
                          cwd=tmp_path).stdout
     assert out.startswith("False no NVIDIA driver")
+
+
+def test_nvlink_links_their_peers_and_switches(make_root, use_nvml):
+    """An SXM A100 with 12 links: to a peer GPU, to NVSwitches, and a link down; a PCIe card has none."""
+    links = [("00000000:0F:00.0", 0)] * 2 + [("00000000:C4:00.0", 2)] * 8 + [("00000000:87:00.0", 0)]
+    use_nvml(FakeNvml([FakeGpu(nvlinks=links), FakeGpu(pci_bus_id="00000000:0F:00.0")]))
+    first, second = probe(make_root)["devices"]
+    assert first["nvlink"] == {"active_links": 11, "peers": ["00000000:0F:00.0", "00000000:87:00.0"], "switch": True}
+    assert second["nvlink"] is None
+    use_nvml(FakeNvml([FakeGpu(nvlinks=links)], fail={"nvmlDeviceGetNvLinkState": RuntimeError("Unknown Error")}))
+    assert probe(make_root)["devices"][0]["nvlink"] == Unknown("nvmlDeviceGetNvLinkState failed: Unknown Error")

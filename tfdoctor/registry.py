@@ -240,6 +240,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cupti_wsl", "tfdoctor.checks.cupti_wsl"),
         ("conda", "tfdoctor.checks.conda"),
         ("release", "tfdoctor.checks.release"),
+        ("launchers", "tfdoctor.checks.launchers"),
     ],
     PROBE_GROUP: [
         ("env", "tfdoctor.facts.probes.environment"),

@@ -62,6 +62,9 @@ TOOLKIT_LIBS = {
     "11.8": {"libcudart.so.11.0": "libcudart.so.11.8.89", "libcublas.so.11": "libcublas.so.11.11.3.6",
              "libcublasLt.so.11": "libcublasLt.so.11.11.3.6", "libcufft.so.10": "libcufft.so.10.9.0.58",
              "libcusolver.so.11": "libcusolver.so.11.4.1.48", "libcusparse.so.11": "libcusparse.so.11.7.5.86"},
+    "11.2": {"libcudart.so.11.0": "libcudart.so.11.2.152", "libcublas.so.11": "libcublas.so.11.4.1.1043",
+             "libcublasLt.so.11": "libcublasLt.so.11.4.1.1043", "libcufft.so.10": "libcufft.so.10.4.1.152",
+             "libcusolver.so.11": "libcusolver.so.11.1.0.152", "libcusparse.so.11": "libcusparse.so.11.4.1.1152"},
 }
 A100_DEVICE_ID = "0x20b0"  # the PCI device id of the A100 SXM4 (pci.ids: GA100)
 # NVML's name of each model a scenario or a recorded fixture lists -> its PCI device id (pci.ids, vendor 10de)
@@ -78,7 +81,8 @@ PCI_MODELS = {
     "NVIDIA GeForce RTX 5090": ("0x2b85", "0x030000"),  # GB202 [GeForce RTX 5090]
     "NVIDIA GeForce RTX 4090": ("0x2684", "0x030000"),  # AD102 [GeForce RTX 4090]
 }
-CUPTI_DATED = {"12.2": "libcupti.so.2023.2.2", "12.4": "libcupti.so.2024.1.1", "11.8": "libcupti.so.2022.3.0"}
+CUPTI_DATED = {"12.2": "libcupti.so.2023.2.2", "12.4": "libcupti.so.2024.1.1", "11.8": "libcupti.so.2022.3.0",
+               "11.2": "libcupti.so.2020.3.1"}
 
 
 def lib(root: FakeRoot, path: str, soname: str | None = None) -> None:
@@ -168,7 +172,7 @@ def toolkit(root: FakeRoot, version: str = "12.2", cupti: str = "versioned", lib
     if nccl:  # NCCL comes from the distribution's libnccl2 package, in the default folder.
         lib(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "libnccl.so.2")
         link(root, "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "libnccl.so.2.18.3")
-    patch = {"12.2": "12.2.140", "12.4": "12.4.131", "11.8": "11.8.89"}[version]
+    patch = {"12.2": "12.2.140", "12.4": "12.4.131", "11.8": "11.8.89", "11.2": "11.2.152"}[version]
     root.write(f"{base}/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": patch},
                                                    "cuda_nvcc": {"version": patch}}))
     return base
@@ -725,8 +729,10 @@ SCENARIOS: list[Scenario] = [
              env=CUPTI_ENV_OLD, expect=("CUPTI003",)),
     Scenario("healthy-cupti-of-the-builds-cuda", _cupti_of_another_cuda, python={**PIP_NO_CUPTI, "profiler": True},
              env=CUPTI_ENV_RIGHT),
+    # Auto-clustering on (TF_XLA_FLAGS): XLA compiles, so the missing libdevice is an error (issue 35).
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
-             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin"},
+             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin",
+                                    "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"},
              expect=("XLA001",)),
     # CUDA 12.3 Update 1: version.json says 12.3.1, its ptxas is 12.3.103, which XLA (2.17 on) refuses.
     Scenario("xla004-ptxas-version-refused", _ptxas_toolkit("12.3.1", "12.3.103"), python=release_python("2.17.1"),

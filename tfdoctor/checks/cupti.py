@@ -104,9 +104,11 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
     Docker, Podman, containerd or Kubernetes container has CapEff 00000000a80425fb — no CAP_SYS_ADMIN —
     and gets CUPTI_ERROR_INSUFFICIENT_PRIVILEGES like any user; a --privileged container has
     000001ffffffffff (0000003fffffffff on older kernels). The TensorFlow Profiler then shows no GPU
-    kernels. It is an error when a profiler plugin (tensorboard-plugin-profile, xprof) is installed,
-    an info otherwise: training is not affected, only profiling (and the restriction is the driver's
-    default, so a healthy machine without a profiler is not warned about it).
+    kernels. It is an error when the job is set up to profile (a profiler plugin such as
+    tensorboard-plugin-profile or xprof installed, or TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL /
+    TF_GPU_CUPTI_USE_ACTIVITY_API set), an info otherwise: training is not affected, only profiling
+    (and the restriction is the driver's default, so a healthy machine without a profiler is not
+    warned about it).
 
     Example:
     RmProfilingAdminOnly: 1, uid 0 in `docker run --gpus all` (CapEff 00000000a80425fb).

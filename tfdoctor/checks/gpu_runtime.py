@@ -103,8 +103,11 @@ def _growth_on(facts: Facts) -> bool:
 def shared_gpu_without_memory_growth(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds several processes sharing a GPU — more processes on the node (LOCAL_WORLD_SIZE,
-    OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE) than the host has GPUs, or other compute
+    OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE) than the GPUs they are given, or other compute
     processes on a visible GPU — with neither TF_FORCE_GPU_ALLOW_GROWTH=true nor TF_GPU_ALLOCATOR=cuda_malloc_async.
+    The GPUs given are the launcher's (SLURM_GPUS_PER_TASK: each task its own; SLURM_JOB_GPUS or
+    SLURM_GPUS_ON_NODE), else the host's counted on the PCI bus, which a device cgroup (Slurm's
+    ConstrainDevices, a container) does not hide as it hides them from NVML.
 
     Why is this bad?
     TensorFlow's default allocator reserves almost all GPU memory at start-up: the first process

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from tfdoctor.derive.cpu_budget import cpu_ids
 from tfdoctor.derive.gpu_inventory import Gpu, all_gpus, visible_gpus
+from tfdoctor.derive.process_layout import launcher_gives_own_cpus, process_layout
 from tfdoctor.derive.thread_settings import thread_settings
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Applicability, EnvFix, Finding, Severity, set_env
@@ -166,11 +167,30 @@ def gpus_span_numa_nodes(facts: Facts) -> Iterator[Finding]:
     the ones nvidia-smi shows), or run one process per GPU (or per node) with the launcher, each bound
     to its GPU's node.
 
+    When NVML shows the process's GPUs joined by NVLink (directly or through NVSwitches, the usual
+    8-GPU node), their all-reduce never crosses sockets: only the host copies of the remote GPUs do,
+    and a process using every GPU is the point of such a node. That is an info, and its fix is one
+    process per GPU (or per node), never fewer GPUs.
+
     Fix safety:
     Manual: the suggested CUDA_VISIBLE_DEVICES gives the job fewer GPUs; shown, never applied.
     """
     place = _placement(facts)
     if place is None or len(place.gpu_nodes) < 2:
+        return
+    from tfdoctor.derive.nvlink import nvlink_connected
+
+    if nvlink_connected([p.gpu for p in place.gpus]):
+        nodes = ", ".join(map(str, place.gpu_nodes))
+        yield Finding(
+            f"this process uses GPUs on NUMA nodes {nodes}, joined by NVLink: their all-reduce stays on NVLink; "
+            "only the host-to-device copies of the GPUs of the other node cross sockets",
+            evidence={**place.evidence(), "nvml.devices.nvlink": "connected"},
+            fixes=(AdminFix("Run one process per GPU (or per NUMA node), each bound to its GPU's node", (
+                "tfdoctor fix --write-launcher run.sh",
+                "srun --ntasks-per-node=<GPUs> --cpu-bind=none ./run.sh python train.py   # or mpirun -np <GPUs>",
+            ), Applicability.MANUAL),),
+            severity=Severity.INFO)
         return
     by_node: dict[int, list[Gpu]] = {}
     for p in place.gpus:
@@ -271,6 +291,8 @@ def thread_pools_exceed_node_share(facts: Facts) -> Iterator[Finding]:
     layout = rank_layout(facts)
     if not layout.several_ranks or layout.local_size is None or layout.local_size < 2:
         return
+    if launcher_gives_own_cpus(process_layout(facts)):
+        return  # each task has CPUs of its own: its budget is that set (THR102 judges it)
     nodes = numa_nodes(facts)
     if len(nodes) < 2:
         return

@@ -65,7 +65,11 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     Why is this bad?
     Every XLA-compiled GPU computation (jit_compile=True, Keras 3's default jit_compile="auto" on
     GPU, many tf.function graphs) fails with "libdevice not found at ./libdevice.10.bc" after the
-    warning "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice".
+    warning "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice". It is an error when something
+    seen turns XLA on — TF_XLA_FLAGS auto-jit, XLA_FLAGS, or a Keras from 2.11 on, whose optimizers
+    default to jit_compile=True on a GPU (Keras 3 also compiles the train step) — and an info otherwise
+    (TensorFlow 2.10 and older with nothing set): a job that never compiles with XLA does not need
+    libdevice (jit_compile=True in the code is `tfdoctor lint`'s to see).
 
     Example:
     TensorFlow from pip with system CUDA in /usr/local/cuda-12.2 but no /usr/local/cuda link.
@@ -84,19 +88,25 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
         return
     candidates = _roots(facts, "xla_toolchain.candidates")
     elsewhere = _roots(facts, "xla_toolchain.libdevice_elsewhere")
+    from tfdoctor.derive.feature_use import xla_in_use
+
+    in_use = xla_in_use(facts)
+    severity = Severity.ERROR if in_use else Severity.INFO
+    unused = "" if in_use else "; nothing seen turns XLA on (this matters once jit_compile or auto-jit is used)"
     evidence: dict[str, Any] = {"searched": [c["dir"] for c in candidates],
-                                "env.XLA_FLAGS": facts.env("XLA_FLAGS")}
+                                "env.XLA_FLAGS": facts.env("XLA_FLAGS"), "xla_in_use": in_use or False}
     if elsewhere:
         best = max(elsewhere, key=lambda e: version_tuple(e.get("ptxas_version")))
         evidence["found_at"] = [e["dir"] for e in elsewhere]
         yield Finding(
-            f"XLA will not find libdevice (searched {', '.join(evidence['searched'])}); {best['dir']} has it",
-            evidence=evidence, fixes=(data_dir_fix(facts, best["dir"], "it holds nvvm/libdevice"),))
+            f"XLA will not find libdevice (searched {', '.join(evidence['searched'])}); {best['dir']} has it"
+            + unused, evidence=evidence, fixes=(data_dir_fix(facts, best["dir"], "it holds nvvm/libdevice"),),
+            severity=severity)
         return
     yield Finding(
         f"no libdevice.10.bc anywhere XLA looks ({', '.join(evidence['searched'])}) or elsewhere: XLA GPU "
-        "compilation fails with \"libdevice not found at ./libdevice.10.bc\"",
-        evidence=evidence, fixes=(_nvcc_install(build),))
+        "compilation fails with \"libdevice not found at ./libdevice.10.bc\"" + unused,
+        evidence=evidence, fixes=(_nvcc_install(build),), severity=severity)
 
 
 @check("XLA002", "xla-ptxas-older-than-build", Severity.WARNING)

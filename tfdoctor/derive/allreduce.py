@@ -42,13 +42,21 @@ class Link:
     assumed: bool = False
 
 
+def _active_links(raw: object) -> object:
+    if not isinstance(raw, dict):
+        return None
+    record = raw.get("nvlink")
+    return record.get("active_links") if isinstance(record, dict) else raw.get("nvlink_active_links")
+
+
 def intra_node_link(gpus: list[Gpu]) -> Link:
     """The slowest GPU's link: NVLink when every GPU reports active links, else PCIe.
 
-    Optional NVML device fields: "nvlink_active_links" (int), "pcie_link_gen" and "pcie_link_width"
-    (current); PCIe gen 3 x16 is assumed when they are missing.
+    Optional NVML device fields: "nvlink" ({"active_links": int, …}) and "pcie" ({"gen_current",
+    "width_current", …}) as the nvml probe records them (or the flat "nvlink_active_links", "pcie_link_gen",
+    "pcie_link_width"); PCIe gen 3 x16 is assumed when they are missing.
     """
-    links = [g.raw.get("nvlink_active_links") if isinstance(g.raw, dict) else None for g in gpus]
+    links = [_active_links(g.raw) for g in gpus]
     if links and all(isinstance(n, int) and n > 0 for n in links):
         per_gpu = []
         for gpu, count in zip(gpus, links, strict=True):
@@ -60,7 +68,9 @@ def intra_node_link(gpus: list[Gpu]) -> Link:
     assumed = False
     for gpu in gpus:
         raw = gpu.raw if isinstance(gpu.raw, dict) else {}
-        gen, width = raw.get("pcie_link_gen"), raw.get("pcie_link_width")
+        pcie = raw.get("pcie") if isinstance(raw.get("pcie"), dict) else {}  # the nvml probe's record
+        gen = raw.get("pcie_link_gen", pcie.get("gen_current"))
+        width = raw.get("pcie_link_width", pcie.get("width_current"))
         if not (isinstance(gen, int) and isinstance(width, int) and gen in PCIE_GBPS_PER_LANE and width > 0):
             gen, width = ASSUMED_PCIE
             assumed = True

@@ -36,14 +36,20 @@ def other_gpu_processes(gpu: Gpu) -> int:
 def gpu_sharing(facts: Facts, visible: list[Gpu], host: list[Gpu]) -> dict[str, object] | None:
     """Evidence that several processes share a GPU, or None.
 
-    More processes on the node than the host has GPUs must share (pigeonhole); comparing with the GPUs
-    this process sees would be wrong where the launcher gives every task its own CUDA_VISIBLE_DEVICES.
+    More processes on the node than the GPUs they are given must share (pigeonhole); comparing with the
+    GPUs this process sees would be wrong where the launcher gives every task its own CUDA_VISIBLE_DEVICES,
+    and so would NVML's count where a device cgroup (Slurm's ConstrainDevices, a container) hides the
+    other tasks' GPUs: the launcher and the PCI bus say how many there are (derive/launcher_gpus.py).
     """
     if not visible:
         return None
     local = local_processes(facts)
-    if local is not None and local[0] > len(host):
-        return {f"env.{local[1]}": local[0], "gpus.host": len(host)}
+    if local is not None:
+        from tfdoctor.derive.launcher_gpus import node_gpus
+
+        layout = node_gpus(facts, host, local)
+        if layout.shared:
+            return layout.evidence
     busy = {g.index: n for g in visible if (n := other_gpu_processes(g)) > 0}
     if busy:
         return {"nvml.devices.compute_processes": busy}

@@ -297,14 +297,22 @@ def node_slot(facts: Facts, node: NumaNode | None, sharing: int = 1, gpus: tuple
 def _rank_gpus(facts: Facts, visible: list[Gpu]) -> list[Gpu]:
     """The GPUs the local ranks take in turn. When each rank sees only its own GPU (Slurm's
     --gpus-per-task, a per-rank CUDA_VISIBLE_DEVICES), they are the step's GPUs (SLURM_STEP_GPUS) or
-    the host's, in index order: rank r is assumed to get the r-th."""
+    the host's, in index order: rank r is assumed to get the r-th. Where a device cgroup (Slurm's
+    ConstrainDevices) lets NVML list only this task's GPU, the host's GPUs are the PCI bus's."""
     if not rank_layout(facts).several_ranks or len(visible) != 1:
         return visible
+    from tfdoctor.derive.launcher_gpus import pci_host_gpus
+
     host = all_gpus(facts)
-    step = facts.env("SLURM_STEP_GPUS")
-    if step:
-        listed = [n for e in step.split(",") if (n := count(e)) is not None]
-        host = [g for g in host if g.index in listed]
+    if len(host) < 2:
+        host = pci_host_gpus(facts) or host
+    # SLURM_STEP_GPUS is the task's own GPU under per-task binding: only a list of several says which
+    # of the host's GPUs the step's ranks take in turn.
+    for variable in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
+        listed = [n for e in (facts.env(variable) or "").split(",") if (n := count(e)) is not None]
+        if len(listed) > 1:
+            host = [g for g in host if g.index in listed]
+            break
     return host if len(host) > 1 else visible
 
 

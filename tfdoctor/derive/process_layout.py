@@ -42,6 +42,8 @@ DECLARED = "TFDOCTOR_PROCESSES_PER_NODE"
 # srun --cpu-bind types that give every task CPUs of its own (none/verbose/quiet do not).
 SLURM_PER_TASK_BINDING = re.compile(r"(^|,)(cores|threads|sockets|ldoms|rank|rank_ldom|map_cpu|mask_cpu|map_ldom|"
                                     r"mask_ldom)\b")
+# The ones that give each task cores of its own (sockets and ldoms bind several tasks to one shared node).
+SLURM_OWN_CPUS_BINDING = re.compile(r"(^|,)(cores|threads|rank|map_cpu|mask_cpu)\b")
 
 
 @value_tuple
@@ -117,6 +119,14 @@ def node_cpus(facts: Facts) -> list[int] | None:
     return list(online)
 
 
+def launcher_gives_own_cpus(layout: ProcessLayout) -> bool:
+    """A task of a step that srun binds to cores of its own (--cpu-bind=cores, threads, rank, map_cpu,
+    mask_cpu). Under Slurm's cgroup v1 the task's cpuset then holds its CPUs only, so the node's other
+    CPUs are not even visible to it: its mask, not the node, is what it runs on."""
+    binding = (layout.launcher_binds or "").lower().removeprefix("slurm_cpu_bind=")
+    return layout.in_step and bool(SLURM_OWN_CPUS_BINDING.search(binding))
+
+
 def processes_share_cpus(layout: ProcessLayout, allowed: int, on_node: int) -> bool:
     """Several processes whose CPU masks must overlap: each may run on more than its share of the node's
     CPUs, and no launcher setting says it will get CPUs of its own. A batch script (no local rank) judged
@@ -125,7 +135,9 @@ def processes_share_cpus(layout: ProcessLayout, allowed: int, on_node: int) -> b
         return False
     if layout.launcher_binds and not layout.in_step:
         return False
+    if launcher_gives_own_cpus(layout):
+        return False
     return allowed * layout.processes > on_node
 
 
-__all__ = ["ProcessLayout", "node_cpus", "process_layout", "processes_share_cpus"]
+__all__ = ["ProcessLayout", "launcher_gives_own_cpus", "node_cpus", "process_layout", "processes_share_cpus"]

@@ -10,12 +10,17 @@ PROFILER_DISTS = ("tensorboard-plugin-profile", "xprof")
 # TensorBoard bundled the profile plugin until 2.1 (2.2 moved it to tensorboard-plugin-profile).
 TENSORBOARD_BUNDLED_PROFILER_BEFORE = (2, 2)
 PROFILE_INTENT = "profile"  # facts.meta["intent"] when `tfdoctor profile` asks before it runs
+# Variables only TensorFlow's CUPTI tracer reads: a job that sets them is set up to trace (issue 35).
+PROFILER_VARIABLES = ("TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL", "TF_GPU_CUPTI_USE_ACTIVITY_API")
 
 
 def intends_to_profile(facts: Facts) -> bool:
     """The user will profile: a profiler plugin is installed (tensorboard-plugin-profile, xprof, or a
-    TensorBoard before 2.2, which bundled it), or this is `tfdoctor profile`, whose profiler is ours."""
+    TensorBoard before 2.2, which bundled it), the CUPTI tracer's own variables are set, or this is
+    `tfdoctor profile`, whose profiler is ours."""
     if facts.meta.get("intent") == PROFILE_INTENT:
+        return True
+    if any(facts.env(name) not in (None, "") for name in PROFILER_VARIABLES):
         return True
     watched = facts.peek("python.watched")
     if not isinstance(watched, dict):

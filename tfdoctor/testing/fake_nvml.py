@@ -27,6 +27,11 @@ class NVMLError_NotSupported(NVMLError):
         super().__init__("Not Supported")
 
 
+class NVMLError_InvalidArgument(NVMLError):
+    def __init__(self) -> None:
+        super().__init__("Invalid Argument")
+
+
 class NVMLError_NotFound(NVMLError):
     def __init__(self) -> None:
         super().__init__("Not Found")
@@ -55,6 +60,8 @@ class FakeGpu:
     pcie: tuple[int, int, int, int] = (4, 4, 16, 16)  # gen current/max, width current/max
     mig: tuple[bool, bool] | None = (False, False)  # None: not MIG-capable
     mig_uuids: list[str] = field(default_factory=list)
+    # Active NVLinks, one (remote PCI bus id, remote type: 0 GPU, 2 NVSwitch) per link; None: no NVLink (PCIe card).
+    nvlinks: list[tuple[str, int]] | None = None
 
 
 class FakeNvml:
@@ -180,3 +187,16 @@ class FakeNvml:
         if slot >= len(gpu.mig_uuids):
             raise NVMLError_NotFound()
         return gpu.mig_uuids[slot]
+
+    def _nvmlDeviceGetNvLinkState(self, gpu: FakeGpu, link: int) -> int:
+        if gpu.nvlinks is None:
+            raise NVMLError_NotSupported()
+        if link >= max(len(gpu.nvlinks), 12):
+            raise NVMLError_InvalidArgument()
+        return int(link < len(gpu.nvlinks))
+
+    def _nvmlDeviceGetNvLinkRemoteDeviceType(self, gpu: FakeGpu, link: int) -> int:
+        return (gpu.nvlinks or [])[link][1]
+
+    def _nvmlDeviceGetNvLinkRemotePciInfo(self, gpu: FakeGpu, link: int) -> Any:
+        return SimpleNamespace(busId=(gpu.nvlinks or [])[link][0].encode())

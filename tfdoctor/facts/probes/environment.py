@@ -23,6 +23,8 @@ TENSORFLOW_VARIABLES = frozenset({
     "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_NUM_THREADS",
     "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "ONEDNN_VERBOSE", "DNNL_VERBOSE",
     "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT",
+    # read by TensorFlow's CUPTI tracer only: set by a job that profiles (issue 35)
+    "TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL", "TF_GPU_CUPTI_USE_ACTIVITY_API",
 })
 
 # CUDA, the loader, Python and the process's place in a job.
@@ -36,6 +38,10 @@ PLATFORM_VARIABLES = frozenset({
     "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "HOROVOD_LOCAL_RANK",
     "HOROVOD_LOCAL_SIZE",
     "MALLOC_ARENA_MAX", "TCMALLOC_RELEASE_RATE",
+    # what gRPC channels between workers go through, and the rendezvous hosts they reach (issue 35); a
+    # proxy URL's password is redacted like any other (tfdoctor/facts/redact.py)
+    "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "grpc_proxy", "no_proxy", "NO_PROXY",
+    "no_grpc_proxy", "MASTER_ADDR", "MASTER_PORT",
 })
 
 # tfdoctor's own: what the user tells it about the job (docs/framework.md).

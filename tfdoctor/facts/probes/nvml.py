@@ -117,6 +117,35 @@ def _mig_devices(session: _Session, handle: Any) -> list[str] | Unknown | None:
     return uuids
 
 
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (R520 on; 12 before, whose GPUs answer past their last link)
+NVLINK_REMOTE_SWITCH = 2  # nvmlDeviceGetNvLinkRemoteDeviceType: 0 GPU, 1 IBM NPU, 2 NVSwitch
+
+
+def _nvlink(session: _Session, handle: Any) -> dict[str, Any] | Unknown | None:
+    """The GPU's active NVLinks and what each reaches: {active_links, peers (the PCI bus ids of GPUs at the
+    other end), switch (a link reaches an NVSwitch)}; None when the GPU has no NVLink ("Not Supported")."""
+    first = session.field("nvmlDeviceGetNvLinkState", handle, 0)
+    if first is None or isinstance(first, Unknown):
+        return first
+    active, peers, switch = 0, [], False
+    for link in range(NVLINK_MAX_LINKS):
+        try:
+            state = first if link == 0 else session.call("nvmlDeviceGetNvLinkState", handle, link)
+        except Exception:
+            break  # past the GPU's last link NVML answers "Invalid Argument"
+        if not state:
+            continue
+        active += 1
+        kind = session.field("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+        if kind == NVLINK_REMOTE_SWITCH:
+            switch = True
+            continue
+        remote = session.field("nvmlDeviceGetNvLinkRemotePciInfo", handle, link, convert=lambda p: _text(p.busId))
+        if isinstance(remote, str) and remote not in peers:
+            peers.append(remote)
+    return {"active_links": active, "peers": peers, "switch": switch}
+
+
 def _device(session: _Session, index: int) -> dict[str, Any]:
     handle = session.call("nvmlDeviceGetHandleByIndex", index)
     f = session.field
@@ -170,6 +199,7 @@ def _device(session: _Session, index: int) -> dict[str, Any]:
     }
     device["mig_devices"] = (_mig_devices(session, handle)
                              if isinstance(device["mig_mode"], dict) and device["mig_mode"]["current"] else [])
+    device["nvlink"] = _nvlink(session, handle)
     return device
 
 

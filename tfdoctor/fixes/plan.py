@@ -97,7 +97,10 @@ def plan_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:
                     plan.skipped.append(Skipped(fix.title, source, "manual fix: shown, never applied"))
                 continue
             if fix.applicability is Applicability.UNSAFE and not unsafe:
-                plan.skipped.append(Skipped(fix.title, source, "unsafe fix: add --unsafe-fixes to apply it"))
+                # An in-process fix is Python: it goes in the --write-python file, never in the script.
+                how = ("unsafe in-process fix: add --unsafe-fixes --write-python FILE to write it"
+                       if isinstance(fix, PythonFix) else "unsafe fix: add --unsafe-fixes to apply it")
+                plan.skipped.append(Skipped(fix.title, source, how))
                 continue
             if isinstance(fix, PythonFix):
                 plan.python.append((fix, source))

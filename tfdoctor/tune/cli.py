@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -382,9 +381,9 @@ def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> No
 
 
 def _out(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
+    from tfdoctor.usage import emit
+
+    emit(text, err)
 
 
 def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool,

@@ -1,0 +1,202 @@
+"""What reaches the person: the one place output is made safe for a terminal, fitted to its width and
+written to a stream. Every command writes through `write` (tfdoctor.usage.emit is it); every renderer
+passes each value that came from the machine, a file or a child process through `safe` first.
+
+- `safe(text)`: control characters are shown, never obeyed. C0 (but newline and tab), DEL, C1, lone
+  surrogates and the bidirectional overrides become visible escapes (`\\x1b`, `\\x9b`, `\\u202e`,
+  `\\udcff`), so an OSC 52 sequence in an environment value cannot write the reader's clipboard, a CSI 2J
+  cannot clear the screen, and the reader sees that something odd was there. One pass of str.translate:
+  linear in the text.
+- `json_safe(text)`: JSON text keeps its exact values; json.dumps leaves DEL and C1 raw (only C0 must be
+  escaped in JSON), so they are written as \\u escapes, which decode to the same string.
+- `terminal_width()`, `wrap_width()`, `fit()`: COLUMNS, else the terminal's width, else 80; output to a
+  pipe or a file is not wrapped (grep and the goldens see one line per row), output to a terminal is:
+  each line too long breaks at spaces, continued under its own indent plus two.
+- `write(text, err)`: a character the stream's encoding cannot show (an ISO-8859-1 locale and the ✗
+  glyph) falls back to ASCII (glyphs) or a backslash escape; a closed or full stream raises
+  `OutputLost`, which run_guarded turns into exit 4 with a message on the other stream.
+
+Imported by the pre-job hook: standard library only, and nothing heavy at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+FALLBACK_COLUMNS = 80
+MIN_COLUMNS = 40  # below this nothing reads well; rich then folds what it must
+EXIT_OUTPUT = 4  # the output could not be written (standard output or error closed or full)
+
+
+def _escapes() -> dict[int, str]:
+    table = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if code not in (9, 10)}
+    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C):
+        table[code] = f"\\u{code:04x}"  # bidirectional controls: text shown in another order than stored
+    table.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})  # lone surrogates
+    return table
+
+
+ESCAPES = _escapes()
+JSON_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
+def safe(text: str) -> str:
+    """`text` with every control character shown as an escape; newline and tab kept."""
+    return text.translate(ESCAPES)
+
+
+def safe_line(text: str) -> str:
+    """As `safe`, and a value that must stay on one line (a --quiet line, a table cell) shows \\n and \\t too."""
+    return safe(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def json_safe(text: str) -> str:
+    """JSON text as json.dumps(ensure_ascii=False) wrote it, with DEL and C1 as \\u escapes (same values)."""
+    return text.translate(JSON_ESCAPES)
+
+
+def markup_safe(text: str) -> str:
+    """A value for a rich string that is read as markup: safe, and its [brackets] not taken as styles."""
+    from rich.markup import escape
+
+    return escape(safe(text))
+
+
+# Glyphs and what an encoding that cannot show them gets instead.
+ASCII_GLYPHS = {"✗": "x", "✓": "+", "‼": "!!", "…": "...", "—": "--", "–": "-", "→": "->", "≥": ">=", "≤": "<=",
+                "×": "x", "·": "-", "±": "+/-", "µ": "u", "°": " deg", "─": "-", "│": "|", "━": "-", "┃": "|"}
+_ASCII_TABLE = {ord(k): v for k, v in ASCII_GLYPHS.items()}
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """`text` as `encoding` can write it: glyphs in ASCII, anything else still unwritable as an escape."""
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        pass
+    text = text.translate(_ASCII_TABLE)
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def terminal_width() -> int:
+    """COLUMNS when set, else the terminal's width, else 80 (output to a file or a pipe)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(MIN_COLUMNS, int(columns))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            return max(MIN_COLUMNS, os.get_terminal_size(stream.fileno()).columns or FALLBACK_COLUMNS)
+        except (AttributeError, OSError, ValueError):
+            continue
+    return FALLBACK_COLUMNS
+
+
+def is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def wrap_width(err: bool = False) -> int | None:
+    """The width to wrap at for this stream: the terminal's (COLUMNS first) when it is one, else None."""
+    return terminal_width() if is_terminal(sys.stderr if err else sys.stdout) else None
+
+
+def fit_line(line: str, width: int) -> list[str]:
+    """One line broken at spaces to `width` columns, continued under its indent plus two; a word longer
+    than the width is cut."""
+    if len(line) <= width:
+        return [line]
+    import textwrap
+
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    following = indent + "  " if len(indent) + 2 < width // 2 else ""
+    wrapper = textwrap.TextWrapper(width=width, initial_indent=indent, subsequent_indent=following,
+                                   break_long_words=True, break_on_hyphens=False, expand_tabs=False,
+                                   replace_whitespace=False, drop_whitespace=True)
+    return wrapper.wrap(line[len(indent):]) or [line[:width]]
+
+
+def fit(text: str, width: int | None) -> str:
+    """Every line of `text` fitted to `width` (None: as it is). Lines holding escape sequences were laid
+    out by rich at the width already and are left alone."""
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        out.extend([line] if "\x1b" in line else fit_line(line, width))
+    return "\n".join(out)
+
+
+def fits(console: object, table: object) -> bool:
+    """True when `table` can be drawn at the console's width without folding a cell's words."""
+    from rich.measure import Measurement
+
+    # Measured without the console's limit: rich clamps a table's measurement to the width it is given.
+    options = console.options.update(width=10_000, max_width=10_000)  # type: ignore[attr-defined]
+    return Measurement.get(console, options, table).maximum <= console.width  # type: ignore[arg-type,attr-defined]
+
+
+class OutputLost(Exception):
+    """Standard output or error is closed or cannot be written (a full device): nothing to show it on."""
+
+    def __init__(self, stream: str, reason: str) -> None:
+        super().__init__(f"cannot write to standard {stream}: {reason}")
+        self.stream = stream
+
+
+def _lost(err: bool, reason: str) -> OutputLost:
+    # What is still buffered would fail again when the interpreter flushes the stream at exit (and
+    # change the exit code to 120): the descriptor is pointed at /dev/null instead.
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2 if err else 1)
+        os.close(null)
+    except OSError:
+        pass
+    return OutputLost("error" if err else "output", reason)
+
+
+TEXT, STYLED, JSON, EXACT = "text", "styled", "json", "exact"
+
+
+def write(text: str, err: bool = False, wrap: bool = False, kind: str = TEXT) -> None:
+    """Write `text` to standard output (error with err=True) and flush. What is written depends on `kind`:
+
+    - "text" (plain text for people): every control character shown as an escape (`safe`); wrap=True
+      fits it to the terminal when the stream is one;
+    - "styled": rich's rendering, its own escape sequences kept (the renderer passed each value through
+      `safe` and laid it out at the width);
+    - "json": exact values, DEL and C1 as \\u escapes (`json_safe`);
+    - "exact": as given (a script for eval, a diff for patch: made of values already checked).
+
+    BrokenPipeError passes through (a reader that stopped: `| head`)."""
+    if not text:
+        return
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # the descriptor was closed before Python started (`>&-`)
+        raise OutputLost("error" if err else "output", "it is closed")
+    if kind == TEXT:
+        text = safe(text)
+        if wrap:
+            text = fit(text, wrap_width(err))
+    elif kind == JSON:
+        text = json_safe(text)
+    try:
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            stream.write(encodable(text, getattr(stream, "encoding", None)))
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # EBADF, ENOSPC, EIO; ValueError: the stream object was closed
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise _lost(err, reason) from None

@@ -287,7 +287,8 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     if isinstance(recorded, dict):  # a hand-edited file may hold numbers or lists: only strings are values
         recorded = {name: value for name, value in recorded.items() if isinstance(value, str)}
     language = fmt or shell or "sh"
-    script = _render_env(plan, header, language, recorded if isinstance(recorded, dict) else os.environ)
+    target = write_path if write_path and write_path != "-" else None
+    script = _render_env(plan, header, language, recorded if isinstance(recorded, dict) else os.environ, target)
     from tfdoctor.fixes.outcome import failing_line, python_notes, unfixed
 
     left = unfixed(report.findings(), plan, fail_on, wrote_python=bool(write_python))
@@ -297,7 +298,10 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         if write_path:
             write_file(write_path, script, force=force)
             if not quiet:
-                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
+                from tfdoctor.fixes.render_sh import source_command
+
+                how = f"; apply it: {source_command(write_path, language)}" if language != "taskprolog" else ""
+                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}{how}\n", err=True)
         if write_python:
             from tfdoctor.fixes.render_python import render_python
 
@@ -319,7 +323,7 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         raise SystemExit(EXIT_FINDINGS)
 
 
-def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
+def _render_env(plan: Any, header: str, shell: str, environ: Any, target: str | None = None) -> str:
     if shell == "taskprolog":
         from tfdoctor.fixes.render_taskprolog import render_taskprolog
 
@@ -329,10 +333,10 @@ def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
     if shell == "fish":
         from tfdoctor.fixes.render_fish import render_fish
 
-        return render_fish(plan, header)
+        return render_fish(plan, header, target)
     from tfdoctor.fixes.render_sh import render_sh
 
-    return render_sh(plan, header)
+    return render_sh(plan, header, target)
 
 
 def _plan_notes(plan: Any, quiet: bool = False) -> str:

@@ -55,6 +55,18 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(codes)
 
 
+def on_path(name: str) -> str | None:
+    """A command name without a slash as the shell finds it: the first executable file of that name on PATH
+    (`--python python3`). Not shutil.which: it costs the pre-job hook an import (fnmatch)."""
+    if not name or "/" in name:
+        return None
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    return None
+
+
 def check_output(path: str | None, force: bool, option: str = "--html") -> None:
     """Refuse an output that exists (or an empty name) before the work that would fill it, not after."""
     if path is None:

@@ -182,7 +182,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     try:
         import optuna  # noqa: F401
     except ImportError:
-        raise UsageError("tfdoctor tune needs optuna: pip install 'tfdoctor[tune]'") from None
+        from tfdoctor.installed import install_extra_command
+
+        raise UsageError(f"tfdoctor tune needs optuna: {install_extra_command('tune')}") from None
 
     previous: list[Any] = []
     finished_note = ""  # a finished tune resumed without more budget or time: nothing is run

@@ -593,3 +593,39 @@ def test_the_option_reader_catches_a_missing_option(tmp_path, monkeypatch):
     page.write_text("Run `tfdoctor fix --print --no-such-option` then `tfdoctor check -v | grep --count x`.\n")
     monkeypatch.setattr(sys.modules[__name__], "DOC_FILES", [page])
     assert _named_options() == [("page.md:1", "fix", "--print"), ("page.md:1", "fix", "--no-such-option")]
+
+
+# -- what rich draws on a terminal itself: a progress bar, a spinner ---------------------------------------
+
+def _redrawn_lines(shown: str) -> list[str]:
+    """What a terminal shows of a redrawn bar: every line and every carriage-return-separated redraw, with
+    rich's cursor and erase sequences (CSI …) left out."""
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    return [part for line in plain.replace("\r\n", "\n").split("\n") for part in line.split("\r")]
+
+
+def test_tune_progress_and_summary_fit_an_80_column_terminal(tmp_path):
+    from support.tune_fakes import METRIC
+    from support.tune_setup import FAKE, OTHERS, SPACE_TOML, THREADS
+
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    env = {"FAKE_JOB_STATE": str(tmp_path / "runs"), "FAKE_JOB_SEED": "7", "FAKE_JOB_DEPENDS": THREADS[0]}
+    keep = {k: v for k, v in os.environ.items() if k not in (*THREADS, *OTHERS)}
+    code, shown = run_in_pty(["tune", "--space", "space.toml", "--seed", "2", "--results", "r.jsonl", "--budget",
+                              "6", "--metric", METRIC, "--", sys.executable, str(FAKE)], columns=80,
+                             env={**keep, **env}, cwd=tmp_path, timeout=300)
+    assert code == 0, shown[-3000:]
+    assert "verdict: " in shown
+    assert [line for line in _redrawn_lines(shown) if len(line) > 80] == []
+
+
+@pytest.mark.tensorflow
+def test_profile_fits_an_80_column_terminal(tmp_path):
+    code, shown = run_in_pty(["profile", "--workload", "matmul", "--steps", "3", "--warmup", "1", "--device", "cpu",
+                              "--logdir", str(tmp_path / "a folder with a long name" / ("x" * 60))],
+                             columns=80, timeout=600)
+    assert code in (0, 1), shown[-3000:]
+    assert "step time       median " in shown
+    assert [line for line in _redrawn_lines(shown) if len(line) > 80] == []

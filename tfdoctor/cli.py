@@ -359,6 +359,10 @@ def _click_main(argv: list[str] | None) -> None:
         _emit("tfdoctor: aborted\n", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
     except click.ClickException as exc:
-        exc.show()
+        import io
+
+        shown = io.StringIO()  # click's message quotes the value given: shown through the one output path
+        exc.show(file=shown)
+        _emit(shown.getvalue(), err=True)
         raise SystemExit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INTERNAL) from None
     raise SystemExit(returned if isinstance(returned, int) else EXIT_OK)

@@ -81,8 +81,10 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     top = section.get("top_ops")
     if isinstance(top, list) and top:
         lines.append("  top ops")
-        lines.extend(f"    {row['where']:<6} {row['op'][:60]:<60} {_ms(row['seconds']):>10} {_pct(row['share']):>5}"
-                     for row in top[:8])
+        shown = top[:8]
+        width = min(60, max(len(str(row["op"])) for row in shown))  # a short table keeps to 80 columns
+        lines.extend(f"    {row['where']:<6} {str(row['op'])[:width]:<{width}} {_ms(row['seconds']):>10} "
+                     f"{_pct(row['share']):>5}" for row in shown)
     if section.get("logdir"):
         lines.append(viewer_line(str(section["logdir"]), *_viewer_installed()))
     text = "\n".join(lines) + "\n"

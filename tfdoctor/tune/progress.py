@@ -9,7 +9,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from tfdoctor.terminal import safe_line
+from tfdoctor.terminal import markup_safe, safe_line
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.search import TuneResult
 from tfdoctor.tune.space import Space
@@ -83,7 +83,7 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
     lines = [f"search stopped: {result.stopped}; results in {results_path}"]
     lines.extend(verdict_lines(space, result))
     lines.extend(effect_lines(result))
-    console.print("\n".join(lines))
+    console.print("\n".join(lines), markup=False)
     return buffer.getvalue()
 
 
@@ -146,7 +146,8 @@ def _summary_table(space: Space, result: TuneResult, ranked: list[Any], folded: 
         spread = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0  # type: ignore[arg-type]
         role = "current" if key == ("current",) else ",".join(sorted({r.phase for r in records} & {"rule"}))
         params = records[0].params
-        settings = [str(params.get(n)) for n in space.names()]
+        # A value of the user's space file is shown as written: never read as rich markup ([bold]).
+        settings = [markup_safe(str(params.get(n))) for n in space.names()]
         if folded:
             settings = ["\n".join(f"{_short(n)}={v}" for n, v in zip(space.names(), settings, strict=True))]
         table.add_row(str(rank), f"{statistics.median(values):.4g}", str(len(values)),  # type: ignore[arg-type]

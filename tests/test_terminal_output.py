@@ -8,6 +8,7 @@ device); and the hints tfdoctor prints, run.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -91,6 +92,15 @@ def test_quiet_lines_stay_one_line_each(tmp_path):
     lines = done.stdout.splitlines()
     assert len(lines) == 2 and not any(line.startswith("tfdoctor: error: FAKE001") for line in lines)
     assert "x\\ntfdoctor: error: FAKE001 forged line" in lines[0]
+
+
+def test_a_python_childs_stderr_is_shown_not_obeyed(tmp_path):
+    child = tmp_path / "python"
+    child.write_text("#!/bin/sh\nprintf 'boom \\033]52;c;aGk=\\007\\033[2J [bold]x' >&2\nexit 3\n")
+    child.chmod(0o755)
+    done = run_cli(["check", "-v", "--python", str(child), "--select", "PKG"], cwd=tmp_path)
+    assert_shown_not_obeyed(done.stdout + done.stderr)
+    assert "failed the snapshot (exit 3): boom \\x1b]52;c;aGk=\\x07\\x1b[2J [bold]x" in done.stdout
 
 
 def test_check_json_keeps_the_exact_value(tmp_path):
@@ -357,6 +367,22 @@ def test_manual_steps_are_labelled_by_who_can_do_them():
     assert who_does_it(AdminFix("x", ("sudo python3 -m pip install tensorflow",))) == "needs an administrator"
 
 
+def test_the_commands_check_prints_run(tmp_path):
+    """The footer's commands and every shell fix line `check -v` shows, run as printed."""
+    shown = run_cli(["check", "-v", "--facts", str(SLURM_NODE)]).stdout
+    lines = shown.splitlines()
+    fixes = [line.strip() for i, line in enumerate(lines) if line.startswith("      ")
+             and lines[i - 1].startswith("    fix (safe)")]
+    assert "export OMP_NUM_THREADS='4'" in fixes
+    done = subprocess.run(["sh", "-euc", "\n".join(fixes) + '\necho "$OMP_NUM_THREADS"'], capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout) == (0, "4\n")
+    footer = run_cli(["check", "--facts", str(SLURM_NODE)]).stdout.splitlines()[-1]
+    assert footer == "Run `tfdoctor check -v` for every check, `tfdoctor explain CODE` for one."
+    for command in (["check", "-v", "--facts", str(SLURM_NODE)], ["explain", "THR001"]):
+        assert run_cli(command).returncode in (0, 1)
+
+
 def test_python_bare_name_is_found_on_path(tmp_path):
     done = run_cli(["check", "--python", "python3", "--select", "PKG001", "--format", "json"], cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
@@ -532,6 +558,7 @@ def test_the_hanging_fake_trial_ends_with_the_worker_that_started_it(tmp_path):
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
+@functools.cache
 def _command_options() -> dict[str, set[str]]:
     import click
 
@@ -546,13 +573,13 @@ def _command_options() -> dict[str, set[str]]:
     return options
 
 
-def _named_options() -> list[tuple[str, str, str]]:
-    """(file:line, command, option) for every `tfdoctor COMMAND … --option` written in the docs, in code
-    spans and code blocks; the words after a shell separator belong to another command."""
+def _named_options(files: list[Path] | None = None) -> list[tuple[str, str, str]]:
+    """(file:line, command, option) for every `tfdoctor COMMAND … --option` written in the docs (or
+    `files`), in code spans and code blocks; the words after a shell separator belong to another command."""
     import re
 
     found = []
-    for path in DOC_FILES:
+    for path in files if files is not None else DOC_FILES:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             for match in re.finditer(r"tfdoctor ([a-z]+)((?: +[^ `|;&#)>]+)*)", line):
                 words = match.group(2).split()
@@ -574,6 +601,19 @@ def test_every_option_the_docs_name_exists_on_its_command():
     missing = [(where, command, option) for where, command, option in named
                if command in options and option not in options[command]
                and (where.split(":")[0], command, option) not in ADDED_BY_A_WORKED_EXAMPLE]
+    assert missing == []
+
+
+def test_every_option_tfdoctor_itself_names_exists_on_its_command():
+    # What tfdoctor prints — messages, fix titles and steps, notes, check docs (explain), knowledge tables'
+    # advice — names commands and options too: each must exist on the command it is named for.
+    package = REPO / "tfdoctor"
+    sources = [*sorted(package.rglob("*.py")), *sorted(package.glob("knowledge/*.toml"))]
+    options = _command_options()
+    named = _named_options(sources)
+    assert len(named) > 30
+    missing = [(where, command, option) for where, command, option in named
+               if command in options and option not in options[command]]
     assert missing == []
 
 

@@ -45,7 +45,8 @@ def run_check(options: CheckOptions) -> NoReturn:
         from tfdoctor.model import Severity
         from tfdoctor.report.text import render_quiet
 
-        emit(render_quiet(report, None if level == "never" else Severity.parse(level), multi_node_host(report)))
+        host = multi_node_host(report) if report.findings() or report.crashed() else None
+        emit(render_quiet(report, None if level == "never" else Severity.parse(level), host))
         emit(abandoned_note(), err=True)
     else:
         from tfdoctor.report.text import render_text

@@ -82,7 +82,7 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
     from tfdoctor.check_command import CheckOptions, run_check
 
     if list_checks:
-        _emit(_list_checks(), wrap=True)
+        _emit(_list_checks(), wrap=True)  # laid out for the terminal by listing(); wrap: a plugin's long error
         return
     gather = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
     run_check(CheckOptions(gather, fmt, fail_on, verbose, quiet))
@@ -90,9 +90,11 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
 
 def _list_checks() -> str:
     from tfdoctor.registry import load_registry
+    from tfdoctor.terminal import listing, wrap_width
 
     registry = load_registry()
-    lines = [f"{s.code:<9}{s.severity.label:<9}{s.name:<44}{s.summary}" for s in registry.checks]
+    lines = listing([(f"{s.code:<9}{s.severity.label:<9}{s.name:<44}", s.summary) for s in registry.checks],
+                    wrap_width())
     lines += [f"plugin error: {e}" for e in registry.errors]
     return "\n".join(lines) + "\n"
 

@@ -5,8 +5,8 @@ passes each value that came from the machine, a file or a child process through 
 - `safe(text)`: control characters are shown, never obeyed. C0 (but newline and tab), DEL, C1, lone
   surrogates and the bidirectional overrides become visible escapes (`\\x1b`, `\\x9b`, `\\u202e`,
   `\\udcff`), so an OSC 52 sequence in an environment value cannot write the reader's clipboard, a CSI 2J
-  cannot clear the screen, and the reader sees that something odd was there. One pass of str.translate:
-  linear in the text.
+  cannot clear the screen, and the reader sees that something odd was there. One character class,
+  searched once: linear in the text.
 - `json_safe(text)`: JSON text keeps its exact values; json.dumps leaves DEL and C1 raw (only C0 must be
   escaped in JSON), so they are written as \\u escapes, which decode to the same string.
 - `terminal_width()`, `wrap_width()`, `fit()`: COLUMNS, else the terminal's width, else 80; output to a
@@ -22,6 +22,7 @@ Imported by the pre-job hook: standard library only, and nothing heavy at import
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 FALLBACK_COLUMNS = 80
@@ -29,21 +30,28 @@ MIN_COLUMNS = 40  # below this nothing reads well; rich then folds what it must
 EXIT_OUTPUT = 4  # the output could not be written (standard output or error closed or full)
 
 
-def _escapes() -> dict[int, str]:
-    table = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if code not in (9, 10)}
-    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C):
-        table[code] = f"\\u{code:04x}"  # bidirectional controls: text shown in another order than stored
-    table.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})  # lone surrogates
-    return table
+# C0 but tab and newline, DEL, C1, the bidirectional controls (text shown in another order than stored),
+# lone surrogates: one character class, so a search is one linear pass and a clean value is returned as it is.
+# Compiled at first use: the pre-job hook on a healthy node prints nothing and pays for none of it.
+CONTROL_CLASS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_compiled: dict[str, re.Pattern[str]] = {}
 
 
-ESCAPES = _escapes()
-JSON_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+def _pattern(expression: str) -> re.Pattern[str]:
+    if expression not in _compiled:
+        _compiled[expression] = re.compile(expression)
+    return _compiled[expression]
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def safe(text: str) -> str:
     """`text` with every control character shown as an escape; newline and tab kept."""
-    return text.translate(ESCAPES)
+    control = _pattern(CONTROL_CLASS)
+    return control.sub(_escape, text) if control.search(text) else text
 
 
 def safe_line(text: str) -> str:
@@ -53,7 +61,7 @@ def safe_line(text: str) -> str:
 
 def json_safe(text: str) -> str:
     """JSON text as json.dumps(ensure_ascii=False) wrote it, with DEL and C1 as \\u escapes (same values)."""
-    return text.translate(JSON_ESCAPES)
+    return _pattern("[\x7f-\x9f]").sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def markup_safe(text: str) -> str:
@@ -133,6 +141,24 @@ def fit(text: str, width: int | None) -> str:
     for line in text.split("\n"):
         out.extend([line] if "\x1b" in line else fit_line(line, width))
     return "\n".join(out)
+
+
+def listing(rows: list[tuple[str, str]], width: int | None) -> list[str]:
+    """A list of (fixed columns, text) rows: one line each for a pipe (width None); on a terminal the text
+    wraps under itself when at least 30 columns are left beside the fixed ones, else it goes on the lines
+    below them, indented by 4 (a list of checks on an 80-column terminal)."""
+    if width is None:
+        return [head + text for head, text in rows]
+    lines: list[str] = []
+    for head, text in rows:
+        if width - len(head) >= 30:
+            wrapped = fit_line(" " * len(head) + text, width)
+            lines.append(head + wrapped[0][len(head):])
+            lines.extend(" " * len(head) + part.strip() for part in wrapped[1:])
+        else:
+            lines.append(head.rstrip())
+            lines.extend(fit_line("    " + text, width))
+    return lines
 
 
 def fits(console: object, table: object) -> bool:

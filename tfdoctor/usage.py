@@ -100,6 +100,8 @@ def emit(text: str, err: bool = False, wrap: bool = False, kind: str = "text") -
     """Every command's output goes out here (tfdoctor.terminal.write): plain text has its control characters
     shown as escapes; wrap=True fits it to the terminal; kind "styled", "json" or "exact" for rich's
     rendering, JSON and scripts."""
+    if not text:  # the pre-job hook on a healthy node: nothing to print, nothing to import
+        return
     from tfdoctor.terminal import write
 
     write(text, err, wrap, kind)

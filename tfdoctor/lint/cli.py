@@ -39,8 +39,11 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 
     registry = load_lint_rules()
     if list_rules:
-        _emit("".join(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}{'(preview) ' if r.preview else ''}{r.summary}\n"
-                      for r in registry.rules), wrap=True)
+        from tfdoctor.terminal import listing, wrap_width
+
+        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}", f"{'(preview) ' if r.preview else ''}{r.summary}")
+                for r in registry.rules]
+        _emit("".join(line + "\n" for line in listing(rows, wrap_width())), wrap=True)
         return
     if fix and diff:
         raise UsageError("--fix writes the fixes and --diff only shows them: choose one")

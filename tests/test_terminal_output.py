@@ -234,7 +234,7 @@ def test_no_line_is_wider_than_an_80_column_terminal(tmp_path, name):
     # The script is for eval and the --quiet lines for grep: each kept whole, one line (at most 200 characters).
     if name not in ("fix", "check --quiet"):
         assert long_lines(shown, 80) == []
-    assert obeyed(shown) == [] or name == "fix"
+    assert obeyed(shown) == []
     assert "Traceback" not in shown
 
 

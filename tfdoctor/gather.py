@@ -43,7 +43,8 @@ def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Replay facts collected earlier (tfdoctor collect) instead of probing."),
         click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /."),
         click.option("--python", metavar="PATH",
-                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own."),
+                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own (a bare "
+                          "name such as python3 is looked up on PATH)."),
         click.option("--timeout", type=float, metavar="S",
                      help=f"Total seconds for gathering facts (default {DEFAULT_TIMEOUT:g}); a probe still "
                           "running then is abandoned and its facts are unknown."),

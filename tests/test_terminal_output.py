@@ -669,3 +669,16 @@ def test_profile_fits_an_80_column_terminal(tmp_path):
     assert code in (0, 1), shown[-3000:]
     assert "step time       median " in shown
     assert [line for line in _redrawn_lines(shown) if len(line) > 80] == []
+
+
+def test_a_long_fix_command_is_broken_where_sh_joins_it_again(tmp_path):
+    line = ("      export LD_LIBRARY_PATH='/opt/cuda 12/lib64'\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"; "
+            "echo \"$LD_LIBRARY_PATH\" 'a b c d e f g'")
+    fitted = terminal.fit_command(line, 40)
+    assert len(fitted) > 1 and all(part.endswith(" \\") for part in fitted[:-1])
+    joined = "\n".join(part.strip() for part in fitted)
+    done = subprocess.run(["sh", "-c", joined], capture_output=True, text=True, timeout=30, check=False,
+                          env={"PATH": os.environ["PATH"]})
+    assert (done.returncode, done.stdout) == (0, "/opt/cuda 12/lib64 a b c d e f g\n")
+    prose = "      Ask the node's administrator to load the driver " + "and more " * 8
+    assert all(len(part) <= 40 for part in terminal.fit_command(prose, 40))

@@ -132,6 +132,40 @@ def fit_line(line: str, width: int) -> list[str]:
     return wrapper.wrap(line[len(indent):]) or [line[:width]]
 
 
+def fit_command(line: str, width: int) -> list[str]:
+    """A shell command to copy, fitted to `width`: broken only at a space outside quotes, each broken line
+    ending in ` \\` (sh joins them again); a quoted word longer than the width stays whole, since a
+    backslash-newline inside single quotes would become part of the value."""
+    if len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    words: list[str] = []
+    current, quote = "", ""
+    for char in line[len(indent):]:
+        if char in "'\"" and (not quote or quote == char):
+            quote = "" if quote else char
+        if char == " " and not quote:
+            if current:
+                words.append(current)
+            current = ""
+            continue
+        current += char
+    if current:
+        words.append(current)
+    if quote:  # an apostrophe in prose, not a quoted word: wrapped as text
+        return fit_line(line, width)
+    lines, now = [], indent
+    for word in words:
+        candidate = f"{now} {word}" if now.strip() else now + word
+        if now.strip() and len(candidate) + 2 > width:
+            lines.append(now + " \\")
+            now = indent + "  " + word
+        else:
+            now = candidate
+    lines.append(now)
+    return lines
+
+
 def fit(text: str, width: int | None) -> str:
     """Every line of `text` fitted to `width` (None: as it is). Lines holding escape sequences were laid
     out by rich at the width already and are left alone."""

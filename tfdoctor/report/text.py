@@ -11,7 +11,7 @@ import json
 from tfdoctor.engine import Report
 from tfdoctor.facts.redact import redact_text
 from tfdoctor.model import AdminFix, CheckResult, EnvFix, EnvOp, Finding, PythonFix, Severity, Status
-from tfdoctor.terminal import fit, safe, safe_line
+from tfdoctor.terminal import fit, fit_command, safe, safe_line
 
 TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 GLYPH = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+COMMAND = "none"  # a fix's command line (rich's null style): fitted to the width as a command to copy
 
 
 def _value(value: Any) -> str:
@@ -53,7 +54,7 @@ def _finding_block(finding: Finding, verbose: bool) -> list[tuple[str, str]]:
         rows.append((f"    evidence: {key} = {_value(value)}", "dim"))
     for fix in finding.fixes:
         rows.append((f"    fix ({fix.applicability.value}): {fix.title}", "green"))
-        rows.extend((f"      {line}", "") for line in fix_lines(fix))
+        rows.extend((f"      {line}", COMMAND) for line in fix_lines(fix))
     return rows
 
 
@@ -108,8 +109,11 @@ def render_text(report: Report, verbose: bool = False, color: bool | None = None
     width, each row is fitted to it (tfdoctor.terminal.fit)."""
     rows = []
     for text, style in text_rows(report, verbose):
-        fitted = fit(safe(redact_text(text)), width)
-        rows.extend((line, style) for line in fitted.split("\n"))
+        shown = safe(redact_text(text))
+        if style == COMMAND and width is not None and "\n" not in shown:
+            rows.extend((line, style) for line in fit_command(shown, width))
+        else:
+            rows.extend((line, style) for line in fit(shown, width).split("\n"))
     if color is False:
         return "\n".join(text for text, _ in rows) + "\n"
     from rich.console import Console

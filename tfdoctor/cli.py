@@ -318,7 +318,11 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         raise UsageError(str(exc)) from None
     if print_script or (not write_path and not write_python and not write_launcher):
         _emit(script, kind="exact")
-    _emit(_plan_notes(plan, quiet) + python_notes(plan, bool(write_python), quiet), err=True, wrap=True)
+    from tfdoctor.terminal import fit, safe, wrap_width
+
+    # The notes' indented lines are an administrator's commands: broken where sh joins them again.
+    notes = safe(_plan_notes(plan, quiet) + python_notes(plan, bool(write_python), quiet))
+    _emit(fit(notes, wrap_width(err=True), commands_from=4), err=True)
     if left:
         _emit(f"tfdoctor: {len(left)} finding(s) at or above --fail-on {fail_on} left unfixed: "
               f"{', '.join(sorted({f.code for f in left}))}\n", err=True, wrap=True)

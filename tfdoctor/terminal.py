@@ -166,14 +166,20 @@ def fit_command(line: str, width: int) -> list[str]:
     return lines
 
 
-def fit(text: str, width: int | None) -> str:
+def fit(text: str, width: int | None, commands_from: int | None = None) -> str:
     """Every line of `text` fitted to `width` (None: as it is). Lines holding escape sequences were laid
-    out by rich at the width already and are left alone."""
+    out by rich at the width already and are left alone; with `commands_from`, a line indented by at least
+    that many spaces is a command to copy (fit_command)."""
     if width is None:
         return text
     out = []
     for line in text.split("\n"):
-        out.extend([line] if "\x1b" in line else fit_line(line, width))
+        if "\x1b" in line:
+            out.append(line)
+        elif commands_from is not None and line.startswith(" " * commands_from):
+            out.extend(fit_command(line, width))
+        else:
+            out.extend(fit_line(line, width))
     return "\n".join(out)
 
 

@@ -682,3 +682,13 @@ def test_a_long_fix_command_is_broken_where_sh_joins_it_again(tmp_path):
     assert (done.returncode, done.stdout) == (0, "/opt/cuda 12/lib64 a b c d e f g\n")
     prose = "      Ask the node's administrator to load the driver " + "and more " * 8
     assert all(len(part) <= 40 for part in terminal.fit_command(prose, 40))
+
+
+def test_a_diff_is_exact_in_a_pipe_and_shown_safely_on_a_terminal(tmp_path):
+    hostile = tmp_path / "train\x1b]0;owned\x07.py"
+    hostile.write_text(LINT_BAD.read_text())
+    piped = run_cli(["lint", "--diff", str(hostile)])
+    if "\x1b]0;owned\x07" not in piped.stdout:
+        pytest.skip("lint --diff has nothing to show for this fixture")
+    _code, shown = run_in_pty(["lint", "--diff", str(hostile)], columns=200)
+    assert obeyed(shown) == [] and "train\\x1b]0;owned\\x07.py" in shown

@@ -241,7 +241,8 @@ def write(text: str, err: bool = False, wrap: bool = False, kind: str = TEXT) ->
     - "styled": rich's rendering, its own escape sequences kept (the renderer passed each value through
       `safe` and laid it out at the width);
     - "json": exact values, DEL and C1 as \\u escapes (`json_safe`);
-    - "exact": as given (a script for eval, a diff for patch: made of values already checked).
+    - "exact": as given (a script for eval, a diff for patch), but `safe` when the stream is a terminal:
+      there a person reads it, and a file name in a diff header may hold anything.
 
     BrokenPipeError passes through (a reader that stopped: `| head`)."""
     if not text:
@@ -255,6 +256,8 @@ def write(text: str, err: bool = False, wrap: bool = False, kind: str = TEXT) ->
             text = fit(text, wrap_width(err))
     elif kind == JSON:
         text = json_safe(text)
+    elif kind == EXACT and is_terminal(stream):  # for eval or patch through a pipe; a person reads this copy
+        text = safe(text)
     try:
         try:
             stream.write(text)

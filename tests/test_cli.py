@@ -110,9 +110,9 @@ def test_python_that_is_not_python_is_an_unknown_fact(tmp_path):
     assert python == {"$unknown": f"interpreter {fake} failed the snapshot (exit 3): boom"}
 
 
-def test_python_named_bare_is_the_file_in_the_current_folder_not_one_on_path(tmp_path):
-    """`--python python` names ./python (it is checked to exist there): the interpreter run is that file, never
-    another `python` the job's PATH would find."""
+def test_python_named_bare_is_looked_up_on_path_as_the_shell_would(tmp_path):
+    """`--python python3` is the python3 the shell would run (PATH), as a user typing it expects (issue 38);
+    `--python ./python` is the file in the current folder; a bare name on no PATH folder is a usage error."""
     here = tmp_path / "python"
     here.write_text("#!/bin/sh\necho here >&2\nexit 3\n")
     here.chmod(0o755)
@@ -120,10 +120,17 @@ def test_python_named_bare_is_the_file_in_the_current_folder_not_one_on_path(tmp
     elsewhere.mkdir()
     (elsewhere / "python").write_text("#!/bin/sh\necho on-path >&2\nexit 4\n")
     (elsewhere / "python").chmod(0o755)
-    done = run_cli(["collect", "--python", "python"], cwd=tmp_path,
-                   env={"PATH": f"{elsewhere}:{os.environ.get('PATH', '')}"})
+    path = {"PATH": f"{elsewhere}:{os.environ.get('PATH', '')}"}
+    done = run_cli(["collect", "--python", "python"], cwd=tmp_path, env=path)
+    python = json.loads(done.stdout)["sections"]["python"]
+    assert python == {"$unknown": f"interpreter {elsewhere / 'python'} failed the snapshot (exit 4): on-path"}
+    done = run_cli(["collect", "--python", "./python"], cwd=tmp_path, env=path)
     python = json.loads(done.stdout)["sections"]["python"]
     assert python == {"$unknown": f"interpreter {here} failed the snapshot (exit 3): here"}
+    missing = run_cli(["check", "--python", "no-such-python-here"], cwd=tmp_path, env=path)
+    assert (missing.returncode, missing.stderr) == (
+        2, "tfdoctor: error: --python no-such-python-here: not found on PATH (./no-such-python-here for the one "
+           "in this folder)\n")
 
 
 def test_root_that_does_not_exist(tmp_path):

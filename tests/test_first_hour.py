@@ -123,7 +123,8 @@ def test_check_verbose_and_json_say_not_applicable(tmp_path):
 # -- item 3: the batch-script hook says nothing about an info suggestion it deliberately left out ------
 
 BF16_VM = REPO / "tests" / "snapshots" / "cpu-only-vm-tensorflow-2.21.json"  # avx512_bf16: MP105, info
-MP105_NOTE = ("tfdoctor: MP105 not applied (unsafe fix: add --unsafe-fixes to apply it): Set the Keras policy to "
+MP105_NOTE = ("tfdoctor: MP105 not applied (unsafe in-process fix: add --unsafe-fixes --write-python FILE to write "
+              "it): Set the Keras policy to "
               "mixed_bfloat16 (this CPU has avx512_bf16)\n")
 
 

@@ -143,7 +143,7 @@ def test_plan_skips_unsafe_and_manual_and_resolves_conflicts():
     assert [(s.source.code, s.reason.split(":")[0]) for s in plan.skipped] == [
         ("T002", "OMP_NUM_THREADS is already changed by T001 (a more serious finding)"),
         ("T003", "unsafe fix"),
-        ("T003", "unsafe fix"),
+        ("T003", "unsafe in-process fix"),  # Python: it says where it goes (--write-python)
     ]
     assert [a.title for a, _ in plan.admin] == ["reboot"]
     unsafe = plan_fixes(findings, unsafe=True)

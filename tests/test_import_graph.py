@@ -175,3 +175,16 @@ def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):
     assert find_cycle(graph) == ["tfdoctor.a", "tfdoctor.b", "tfdoctor.a"]
     assert find_cycle({"tfdoctor.a": {"tfdoctor.b"}, "tfdoctor.b": set()}) is None
 
+
+
+def test_the_terminal_module_is_below_every_command():
+    # What reaches the person is made safe and fitted in one module (tfdoctor/terminal.py) that every
+    # command may use: it stands on nothing of tfdoctor's, and the commands the report sits above take their
+    # table width from it, never from the report.
+    graph = import_graph()
+    assert {t for t in graph["tfdoctor.terminal"] if t != "tfdoctor"} == set()
+    assert reaching(graph, ("tfdoctor.tune", "tfdoctor.fleet", "tfdoctor.lint"), ("tfdoctor.report",)) == {}
+    assert "tfdoctor.terminal" in graph["tfdoctor.usage"]
+    for printer in ("tfdoctor.report.text", "tfdoctor.report.html.page", "tfdoctor.fleet.render",
+                    "tfdoctor.tune.progress"):
+        assert "tfdoctor.terminal" in graph[printer], printer

@@ -40,21 +40,43 @@ def run_check(options: CheckOptions) -> NoReturn:
     if options.fmt == "json":
         from tfdoctor.report.json_report import render_json
 
-        emit(render_json(report))
+        emit(render_json(report), kind="json")
     elif options.quiet:
         from tfdoctor.model import Severity
         from tfdoctor.report.text import render_quiet
 
-        emit(render_quiet(report, None if level == "never" else Severity.parse(level)))
+        host = multi_node_host(report) if report.findings() or report.crashed() else None
+        emit(render_quiet(report, None if level == "never" else Severity.parse(level), host))
         emit(abandoned_note(), err=True)
     else:
         from tfdoctor.report.text import render_text
+        from tfdoctor.terminal import is_terminal, wrap_width
 
-        color = None if sys.stdout.isatty() else False
-        emit(render_text(report, verbose=options.verbose, color=color))
+        color = None if is_terminal(sys.stdout) else False
+        emit(render_text(report, verbose=options.verbose, color=color, width=wrap_width()), kind="styled")
     if report.crashed() and level != "never":
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if should_fail(report, level) else EXIT_OK)
+
+
+def multi_node_host(report: object) -> str | None:
+    """The host name the hook's lines carry when the job spans several nodes (their outputs land in one
+    file): SLURM_NNODES or SLURM_JOB_NUM_NODES above 1, or an MPI world on several hosts. None otherwise,
+    and a single-node job's lines stay as they are."""
+    from tfdoctor.derive.nodes import spans_several_nodes
+
+    facts = report.facts  # type: ignore[attr-defined]
+
+    def env(name: str) -> str | None:
+        try:
+            return facts.env(name)
+        except Exception:  # env.variables unknown or malformed (NotChecked): no launcher to read
+            return None
+
+    if not spans_several_nodes(env):
+        return None
+    host = facts.meta.get("hostname")
+    return host if isinstance(host, str) and host else None
 
 
 def abandoned_note() -> str:

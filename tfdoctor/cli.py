@@ -82,7 +82,7 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
     from tfdoctor.check_command import CheckOptions, run_check
 
     if list_checks:
-        _emit(_list_checks())
+        _emit(_list_checks(), wrap=True)  # laid out for the terminal by listing(); wrap: a plugin's long error
         return
     gather = GatherOptions(facts_file, root, python, timeout, _split_codes(select), _split_codes(ignore))
     run_check(CheckOptions(gather, fmt, fail_on, verbose, quiet))
@@ -90,9 +90,11 @@ def check(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | No
 
 def _list_checks() -> str:
     from tfdoctor.registry import load_registry
+    from tfdoctor.terminal import listing, wrap_width
 
     registry = load_registry()
-    lines = [f"{s.code:<9}{s.severity.label:<9}{s.name:<44}{s.summary}" for s in registry.checks]
+    lines = listing([(f"{s.code:<9}{s.severity.label:<9}{s.name:<44}", s.summary) for s in registry.checks],
+                    wrap_width())
     lines += [f"plugin error: {e}" for e in registry.errors]
     return "\n".join(lines) + "\n"
 
@@ -129,7 +131,7 @@ def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt
     if all_checks:
         from tfdoctor.report.check_docs import render_check_docs
 
-        _emit(render_check_docs(registry.checks))
+        _emit(render_check_docs(registry.checks), kind="exact")
         return
     if not code:
         raise UsageError("name a check code (tfdoctor explain THR101), or use --all")
@@ -143,7 +145,7 @@ def explain(code: str | None, all_checks: bool, log_path: str | None = None, fmt
     from tfdoctor.report.check_docs import knowledge_lines
 
     cited = "".join(f"\n{line}\n" for line in knowledge_lines(spec.doc))
-    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}")
+    _emit(f"{spec.code} {spec.name} ({spec.severity.label})\n\n{spec.doc}\n{cited}", wrap=True)
 
 
 def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
@@ -178,11 +180,11 @@ def _explain_log(log_path: str, fmt: str, opts: GatherOptions) -> None:
     if fmt == "json":
         from tfdoctor.logs.render import render_json
 
-        _emit(render_json(log, explained, facts_meta, unknown))
+        _emit(render_json(log, explained, facts_meta, unknown), kind="json")
     else:
         from tfdoctor.logs.render import render_text
 
-        _emit(render_text(log, explained, checked=bool(codes), unknown=unknown))
+        _emit(render_text(log, explained, checked=bool(codes), unknown=unknown), wrap=True)
     if any(item.crashed for item in explained):
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if any(item.verdict == ERROR for item in explained) else EXIT_OK)
@@ -227,7 +229,7 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
             raise UsageError(str(exc)) from None
         _emit(f"tfdoctor: facts written to {target}\n", err=True)
     else:
-        _emit(text)
+        _emit(text, kind="json")
 
 
 @cli.command()
@@ -243,6 +245,10 @@ def collect(output: str | None, by_host: str | None, force: bool, root: str | No
               help="Script language (default sh); taskprolog: `export NAME=value` lines for a Slurm TaskProlog.")
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default=None, help="Same as --format (sh or fish).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change numerics or speed.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+              help="Exit 1 when a finding at or above this level is left unfixed (by what this command wrote or "
+                   "printed); the script then ends with `false`, so eval \"$(tfdoctor fix --print …)\" fails too. "
+                   "Default: never.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Batch-script form: standard error says only what needs attention (administrator steps and "
@@ -257,7 +263,7 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
         python: str | None, timeout: float | None, write_path: str | None, print_script: bool,
         write_python: str | None, fmt: str | None, shell: str | None, unsafe_fixes: bool, force: bool,
         write_launcher: str | None = None, validate: bool = False, validate_workload: str = "cnn",
-        quiet: bool = False) -> None:
+        quiet: bool = False, fail_on: str | None = None) -> None:
     """Write (or print) a script with the fixes for what `check` finds; admin steps are shown."""
     from tfdoctor.fixes.plan import plan_fixes
     from tfdoctor.fixes.write import WriteError, write_file
@@ -282,12 +288,22 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     recorded = report.facts.peek("env.variables") if facts_file else None
     if isinstance(recorded, dict):  # a hand-edited file may hold numbers or lists: only strings are values
         recorded = {name: value for name, value in recorded.items() if isinstance(value, str)}
-    script = _render_env(plan, header, fmt or shell or "sh", recorded if isinstance(recorded, dict) else os.environ)
+    language = fmt or shell or "sh"
+    target = write_path if write_path and write_path != "-" else None
+    script = _render_env(plan, header, language, recorded if isinstance(recorded, dict) else os.environ, target)
+    from tfdoctor.fixes.outcome import failing_line, python_notes, unfixed
+
+    left = unfixed(report.findings(), plan, fail_on, wrote_python=bool(write_python))
+    if left and language != "taskprolog":
+        script += failing_line(left, fail_on or "never")
     try:
         if write_path:
             write_file(write_path, script, force=force)
             if not quiet:
-                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}\n", err=True)
+                from tfdoctor.fixes.render_sh import source_command
+
+                how = f"; apply it: {source_command(write_path, language)}" if language != "taskprolog" else ""
+                _emit(f"tfdoctor: {len(plan.env)} environment change(s) written to {write_path}{how}\n", err=True)
         if write_python:
             from tfdoctor.fixes.render_python import render_python
 
@@ -301,11 +317,19 @@ def fix(select: tuple[str, ...], ignore: tuple[str, ...], facts_file: str | None
     except WriteError as exc:
         raise UsageError(str(exc)) from None
     if print_script or (not write_path and not write_python and not write_launcher):
-        _emit(script)
-    _emit(_plan_notes(plan, quiet), err=True)
+        _emit(script, kind="exact")
+    from tfdoctor.terminal import fit, safe, wrap_width
+
+    # The notes' indented lines are an administrator's commands: broken where sh joins them again.
+    notes = safe(_plan_notes(plan, quiet) + python_notes(plan, bool(write_python), quiet))
+    _emit(fit(notes, wrap_width(err=True), commands_from=4), err=True)
+    if left:
+        _emit(f"tfdoctor: {len(left)} finding(s) at or above --fail-on {fail_on} left unfixed: "
+              f"{', '.join(sorted({f.code for f in left}))}\n", err=True, wrap=True)
+        raise SystemExit(EXIT_FINDINGS)
 
 
-def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
+def _render_env(plan: Any, header: str, shell: str, environ: Any, target: str | None = None) -> str:
     if shell == "taskprolog":
         from tfdoctor.fixes.render_taskprolog import render_taskprolog
 
@@ -315,10 +339,10 @@ def _render_env(plan: Any, header: str, shell: str, environ: Any) -> str:
     if shell == "fish":
         from tfdoctor.fixes.render_fish import render_fish
 
-        return render_fish(plan, header)
+        return render_fish(plan, header, target)
     from tfdoctor.fixes.render_sh import render_sh
 
-    return render_sh(plan, header)
+    return render_sh(plan, header, target)
 
 
 def _plan_notes(plan: Any, quiet: bool = False) -> str:
@@ -341,6 +365,10 @@ def _click_main(argv: list[str] | None) -> None:
         _emit("tfdoctor: aborted\n", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
     except click.ClickException as exc:
-        exc.show()
+        import io
+
+        shown = io.StringIO()  # click's message quotes the value given: shown through the one output path
+        exc.show(file=shown)
+        _emit(shown.getvalue(), err=True)
         raise SystemExit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INTERNAL) from None
     raise SystemExit(returned if isinstance(returned, int) else EXIT_OK)

@@ -235,9 +235,11 @@ def run_check(spec: CheckSpec, facts: Facts) -> CheckResult:
         for f in raw
     )
     if not findings:
-        from tfdoctor.derive.applicability import gpu_only, no_gpu_reason
+        from tfdoctor.derive.applicability import gpu_only, no_gpu_reason, no_tensorflow_reason, tensorflow_only
 
         reason = no_gpu_reason(facts) if gpu_only(spec.code) else None
+        if reason is None and tensorflow_only(spec.code):
+            reason = no_tensorflow_reason(facts)
         if reason:
             return CheckResult(spec.code, spec.name, spec.severity, Status.NOT_APPLICABLE, reason=reason)
         return CheckResult(spec.code, spec.name, spec.severity, Status.PASSED)

@@ -43,7 +43,8 @@ def gather_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Replay facts collected earlier (tfdoctor collect) instead of probing."),
         click.option("--root", metavar="DIR", help="Read every file-based fact under DIR instead of /."),
         click.option("--python", metavar="PATH",
-                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own."),
+                     help="Inspect the Python environment of this interpreter instead of tfdoctor's own (a bare "
+                          "name such as python3 is looked up on PATH)."),
         click.option("--timeout", type=float, metavar="S",
                      help=f"Total seconds for gathering facts (default {DEFAULT_TIMEOUT:g}); a probe still "
                           "running then is abandoned and its facts are unknown."),
@@ -130,8 +131,17 @@ def machine(opts: GatherOptions, config: Any) -> Any:
             raise UsageError(f"--root {opts.root}: no such directory")
     python = None
     if opts.python is not None:
-        # "python" from the current folder, not one found on PATH
-        candidate = os.path.abspath(_given_path("--python", opts.python))
+        # A bare name (python3) is looked up on PATH, as the shell would; ./python is the current folder's.
+        if opts.python and "/" not in opts.python:
+            from tfdoctor.usage import on_path
+
+            found = on_path(opts.python)
+            if found is None:
+                raise UsageError(f"--python {opts.python}: not found on PATH (./{opts.python} for the one in "
+                                 "this folder)")
+            candidate = found
+        else:
+            candidate = os.path.abspath(_given_path("--python", opts.python))
         if not os.path.exists(candidate):
             raise UsageError(f"--python {opts.python}: no such file")
         if os.path.isdir(candidate) or not os.access(candidate, os.X_OK):

@@ -8,6 +8,7 @@ Exit codes (also in the README):
   1  something was
   2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
   3  tfdoctor itself failed
+  4  its output could not be written (standard output or error closed, or on a full device)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OUTPUT = 4  # tfdoctor.terminal.EXIT_OUTPUT
 
 
 class UsageError(Exception):
@@ -40,8 +42,9 @@ class UsageError(Exception):
 
     def show(self, file: Any = None) -> None:
         from tfdoctor.facts.redact import redact_text
+        from tfdoctor.terminal import safe
 
-        emit(f"tfdoctor: error: {redact_text(self.format_message())}\n", err=True)
+        emit(f"tfdoctor: error: {safe(redact_text(self.format_message()))}\n", err=True)
 
 
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
@@ -50,6 +53,18 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
     for value in values:
         codes.extend(part.strip().upper() for part in value.split(",") if part.strip())
     return tuple(codes)
+
+
+def on_path(name: str) -> str | None:
+    """A command name without a slash as the shell finds it: the first executable file of that name on PATH
+    (`--python python3`). Not shutil.which: it costs the pre-job hook an import (fnmatch)."""
+    if not name or "/" in name:
+        return None
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    return None
 
 
 def check_output(path: str | None, force: bool, option: str = "--html") -> None:
@@ -81,10 +96,15 @@ def write_section_page(path: str, force: bool, section: str, *inputs: Any, **opt
     _section_page_writer(path, force, section, *inputs, **options)
 
 
-def emit(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
+def emit(text: str, err: bool = False, wrap: bool = False, kind: str = "text") -> None:
+    """Every command's output goes out here (tfdoctor.terminal.write): plain text has its control characters
+    shown as escapes; wrap=True fits it to the terminal; kind "styled", "json" or "exact" for rich's
+    rendering, JSON and scripts."""
+    if not text:  # the pre-job hook on a healthy node: nothing to print, nothing to import
+        return
+    from tfdoctor.terminal import write
+
+    write(text, err, wrap, kind)
 
 
 def project_config() -> Any:
@@ -126,7 +146,23 @@ def abandoned_since_start() -> list[str]:
 
 def run_guarded(body: Callable[[], object]) -> int:
     """Run a command's body and return its exit code: SystemExit's code, 2 for a usage error, 130 on ^C,
-    0 on a closed pipe, 3 with a one-line message (never a traceback) for anything else."""
+    0 on a closed pipe, 4 when standard output or error cannot be written (closed, a full device: said on
+    the other one when it works), 3 with a one-line message (never a traceback) for anything else."""
+    from tfdoctor.terminal import OutputLost
+
+    try:
+        return _guarded(body)
+    except OutputLost as exc:
+        try:  # noqa: SIM105 (contextlib costs the pre-job hook an import)
+            emit(f"tfdoctor: {exc}\n", err=exc.stream == "output")
+        except (OutputLost, OSError):
+            pass
+        return EXIT_OUTPUT
+
+
+def _guarded(body: Callable[[], object]) -> int:
+    from tfdoctor.terminal import OutputLost
+
     try:
         body()
     except SystemExit as exc:
@@ -138,6 +174,8 @@ def run_guarded(body: Callable[[], object]) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OutputLost:
+        raise
     except Exception as exc:
         if os.environ.get("TFDOCTOR_DEBUG"):
             raise

@@ -80,8 +80,15 @@ def main() -> int:
         while len(list(Path(folder).iterdir())) < int(wanted) and time.monotonic() < deadline:
             time.sleep(0.05)
     if os.environ.get("FAKE_JOB_HANG_AT") == str(count):
-        Path(f"{state}.hung").touch()
-        time.sleep(600)
+        # Hangs as long as the tune worker that started it lives (at most 600 s), and ends when the test
+        # kills that worker: the trial runs in a session of its own, which the test's killpg of the
+        # worker's group does not reach, and a plain sleep(600) outlived every run by ten minutes.
+        parent = os.getppid()
+        Path(f"{state}.hung").write_text(str(os.getpid()))
+        deadline = time.monotonic() + 600
+        while os.getppid() == parent and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return 1
     rng = random.Random(int(os.environ.get("FAKE_JOB_SEED", "0")) * 100_003 + count)
     depends = os.environ.get("FAKE_JOB_DEPENDS") or None
     value = noisy(true_value(os.environ, depends), rng, float(os.environ.get("FAKE_JOB_NOISE", NOISE)))

@@ -262,7 +262,9 @@ def bfloat16_unused_on_cpu_with_bf16_units(facts: Facts) -> Iterator[Finding]:
 
     Why is this bad?
     oneDNN runs bfloat16 convolutions and matmuls natively on these CPUs (AMX tiles on Sapphire
-    Rapids): measured here with avx512_bf16, mixed_bfloat16 trained 2.0× faster than float32.
+    Rapids): on this project's reference CPU with avx512_bf16 (docs/framework.md), not on yours,
+    mixed_bfloat16 trained 2.0× faster than float32; `tfdoctor profile --measure-mixed-precision`
+    measures it on this machine, and the finding then quotes that figure instead.
 
     Example:
     A Sapphire Rapids node, TFDOCTOR_MIXED_PRECISION unset.

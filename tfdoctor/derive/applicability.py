@@ -1,4 +1,5 @@
-"""Which checks cannot apply to a machine: a GPU check on a host with no NVIDIA GPU and no driver.
+"""Which checks cannot apply to a machine: a GPU check on a host with no NVIDIA GPU and no driver; a check
+of TensorFlow's installation in a Python environment without TensorFlow (PKG001 says that one).
 
 Such a check ran and found nothing, but "passed" would claim it looked at something: its result is
 "not applicable", with the reason. Only positive evidence of absence counts: the PCI bus was read and
@@ -54,3 +55,28 @@ def platform_reason(facts: Facts) -> str | None:
         return MACOS
     jetson = jetson_reason(facts)
     return jetson if jetson is not None and not gpu_host(facts) else None
+# The checks of an installed TensorFlow: its distributions, dependencies, files, build and add-ons, and
+# CPU001 (the wheel's instruction set). Not PKG001 (it reports the absence) nor PKG013 (any package
+# shadowed from outside the environment, numpy as much as TensorFlow's).
+TENSORFLOW_ONLY_CODES = frozenset({"CPU001", *(f"PKG{n:03d}" for n in (*range(2, 13), *range(14, 19)))})
+
+NO_TENSORFLOW = "TensorFlow is not installed in the inspected Python environment (PKG001)"
+
+
+def tensorflow_only(code: str) -> bool:
+    return code in TENSORFLOW_ONLY_CODES
+
+
+def no_tensorflow_reason(facts: Facts) -> str | None:
+    """Why no check of TensorFlow's installation can apply, or None when it is installed (or it cannot be
+    told: the Python environment was not read)."""
+    from tfdoctor.derive.tensorflow_distribution import tensorflow_distributions
+
+    package_dir, watched = facts.peek("python.tensorflow.package_dir"), facts.peek("python.watched")
+    if package_dir is None and isinstance(watched, dict):
+        try:
+            if not tensorflow_distributions(facts):
+                return NO_TENSORFLOW
+        except Exception:  # a malformed environment fact: the checks keep their own verdicts
+            return None
+    return None

@@ -64,13 +64,25 @@ class FixPlan:
         for fix, source in self.admin:
             if quiet and not _news(source):
                 continue
-            lines.append(f"tfdoctor: {source.code} needs an administrator: {fix.title}")
+            lines.append(f"tfdoctor: {source.code} {who_does_it(fix)}: {fix.title}")
             lines.extend(f"    {step}" for step in fix.steps)
         for skipped in self.skipped:
             if quiet and not _news(skipped.source):
                 continue
             lines.append(f"tfdoctor: {skipped.source.code} not applied ({skipped.reason}): {skipped.title}")
         return lines
+
+
+# What a person does in their own environment, without root: create a venv, install into one, run tfdoctor.
+_OWN_ENVIRONMENT_STEPS = (" -m pip ", "pip install ", " -m venv ", "tfdoctor ")
+
+
+def who_does_it(fix: AdminFix) -> str:
+    """The label of a manual step: "do it yourself (in your environment)" when every step is a pip, venv
+    or tfdoctor command a user runs in their own environment, "needs an administrator" otherwise."""
+    own = fix.steps and all(any(marker in f" {step.lstrip()}" for marker in _OWN_ENVIRONMENT_STEPS)
+                            and not step.lstrip().startswith("sudo ") for step in fix.steps)
+    return "to do yourself, in your environment" if own else "needs an administrator"
 
 
 def _news(source: Source) -> bool:
@@ -97,7 +109,10 @@ def plan_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:
                     plan.skipped.append(Skipped(fix.title, source, "manual fix: shown, never applied"))
                 continue
             if fix.applicability is Applicability.UNSAFE and not unsafe:
-                plan.skipped.append(Skipped(fix.title, source, "unsafe fix: add --unsafe-fixes to apply it"))
+                # An in-process fix is Python: it goes in the --write-python file, never in the script.
+                how = ("unsafe in-process fix: add --unsafe-fixes --write-python FILE to write it"
+                       if isinstance(fix, PythonFix) else "unsafe fix: add --unsafe-fixes to apply it")
+                plan.skipped.append(Skipped(fix.title, source, how))
                 continue
             if isinstance(fix, PythonFix):
                 plan.python.append((fix, source))

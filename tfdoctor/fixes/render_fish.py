@@ -18,9 +18,12 @@ def _change_lines(planned: PlannedChange) -> list[str]:
     return [f"if not contains -- {entry} ${name}", f"    set -gx --path --prepend {name} {entry}", "end"]
 
 
-def render_fish(plan: FixPlan, header: str) -> str:
+def render_fish(plan: FixPlan, header: str, target: str | None = None) -> str:
+    from tfdoctor.fixes.render_sh import source_command
+
     lines = [f"# {comment_text(line)}" for line in header.splitlines()]
-    lines.append("# Source it (source env.fish); sourcing it again changes nothing.")
+    how = comment_text(source_command(target, "fish")) if target else "source env.fish"
+    lines.append(f"# Source it ({how}); sourcing it again changes nothing.")
     for planned in plan.env:
         lines.append("")
         lines.extend(f"# {s.code} {s.name}: {comment_text(s.message)}" for s in planned.sources)

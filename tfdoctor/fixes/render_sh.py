@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tfdoctor.fixes.quoting import comment_text, env_name, sh_quote
+from tfdoctor.fixes.quoting import comment_text, env_name, sh_quote, sh_word
 from tfdoctor.model import EnvOp
 
 if TYPE_CHECKING:  # the report imports sh_quote on the hook's path; the plan's dataclasses are not needed there
@@ -35,13 +35,25 @@ def _change_lines(planned: PlannedChange) -> list[str]:
     ]
 
 
-def render_sh(plan: FixPlan, header: str) -> str:
+def source_command(path: str, shell: str = "sh") -> str:
+    """How to source the script written at `path`: `. ./env2.sh` (sh's `.` searches PATH for a name with
+    no slash), `source env.fish`."""
+    if shell == "fish":
+        from tfdoctor.fixes.quoting import fish_quote
+
+        return f"source {path if path and all(c.isalnum() or c in '._/-' for c in path) else fish_quote(path)}"
+    return f". {sh_word(path if '/' in path else './' + path)}"
+
+
+def render_sh(plan: FixPlan, header: str, target: str | None = None) -> str:
+    """The script; `target` is the file it is written to (named in how to source it), None when printed."""
+    how = comment_text(source_command(target)) if target else ". ./env.sh"
     lines = [
         # Every value is single-quoted on purpose, to be taken literally: shellcheck's warnings that
         # "$(...) won't expand" or "quotes will be literal" describe exactly the intended behaviour.
         "# shellcheck shell=sh disable=SC2016,SC2089,SC2090",
         *(f"# {comment_text(line)}" for line in header.splitlines()),
-        "# Source it (. ./env.sh); sourcing it again changes nothing.",
+        f"# Source it ({how}); sourcing it again changes nothing.",
     ]
     for planned in plan.env:
         lines.append("")

@@ -6,7 +6,6 @@ The name `-` means standard output, everywhere a file is written (`collect -o -`
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -40,8 +39,9 @@ def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mod
     """Write to a temporary file beside the target, then link (no --force: fails if the target
     appeared meanwhile) or replace (--force). A reader never sees half a script. `-`: standard output."""
     if os.fspath(path) == STDOUT:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        from tfdoctor.terminal import write  # closed or full: exit 4 (tfdoctor/terminal.py)
+
+        write(text, kind="exact")
         return
     write_bytes(path, text.encode("utf-8", "surrogateescape"), force, mode)
 

@@ -48,9 +48,9 @@ def compare(files: tuple[str, ...], fmt: str, run_checks: bool, fail_on: str, se
         registry = load_registry()
         summary = summarize_checks(nodes, select_checks(registry.checks, _split_codes(select), _split_codes(ignore)))
     if fmt == "json":
-        _emit(render_json(comparison, summary))
+        _emit(render_json(comparison, summary), kind="json")
     else:
-        _emit(render_table(comparison, summary, color=None if sys.stdout.isatty() else False))
+        _emit(render_table(comparison, summary, color=None if sys.stdout.isatty() else False), kind="styled")
     if html_path is not None and nodes:
         write_section_page(html_path, force, "fleet", comparison)
     if not nodes:

@@ -10,6 +10,7 @@ from tfdoctor.facts.redact import redact_text, redact_value
 from tfdoctor.fleet.checks_summary import ChecksSummary
 from tfdoctor.fleet.compare import ABSENT, Comparison
 from tfdoctor.fleet.hostlist import compress
+from tfdoctor.terminal import markup_safe, safe_line
 
 
 def value_text(value: Any, fact: str = "") -> str:
@@ -18,10 +19,10 @@ def value_text(value: Any, fact: str = "") -> str:
     if value is ABSENT:
         return "(absent)"
     if isinstance(value, Unknown):
-        return redact_text(f"unknown: {value.reason}")
+        return safe_line(redact_text(f"unknown: {value.reason}"))
     if isinstance(value, str):
-        return str(redact_value(value, fact))
-    return json.dumps(redact_value(to_jsonable(value), fact), ensure_ascii=False)
+        return safe_line(str(redact_value(value, fact)))
+    return safe_line(json.dumps(redact_value(to_jsonable(value), fact), ensure_ascii=False))
 
 
 def _json_value(value: Any) -> dict[str, Any]:
@@ -59,18 +60,19 @@ def render_json(comparison: Comparison, checks: ChecksSummary | None = None) -> 
 
 def render_table(comparison: Comparison, checks: ChecksSummary | None = None, color: bool | None = None,
                  width: int | None = None) -> str:
-    """The comparison at `width` columns (default: the terminal's, see tfdoctor.report.tables)."""
+    """The comparison at `width` columns (default: the terminal's, see tfdoctor.terminal)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from tfdoctor.report.tables import terminal_width
+    from tfdoctor.terminal import terminal_width
 
     console = Console(force_terminal=color, no_color=color is False, width=width or terminal_width(),
                       highlight=False)
     with console.capture() as capture:
         for bad in comparison.unreadable:
-            console.print(f"[red]unreadable:[/] {escape(redact_text(f'{bad.source}: {bad.error}'))}", markup=True)
+            shown = escape(safe_line(redact_text(f"{bad.source}: {bad.error}")))
+            console.print(f"[red]unreadable:[/] {shown}", markup=True)
         total = len(comparison.nodes)
         if comparison.differences:
             table = Table(title=f"Facts that differ across {total} node(s)", show_lines=False, expand=False)
@@ -88,8 +90,8 @@ def render_table(comparison: Comparison, checks: ChecksSummary | None = None, co
                     others = [(v, n) for v, n in d.holders if v != d.majority]
                 else:
                     majority, others = "(no majority)", list(d.holders)
-                differing = "\n".join(f"{value_text(v, d.fact)} ({compress(n)})" for v, n in others)
-                table.add_row(d.fact, majority, differing)
+                differing = "\n".join(f"{value_text(v, d.fact)} ({safe_line(compress(n))})" for v, n in others)
+                table.add_row(escape(safe_line(d.fact)), escape(majority), escape(differing))
             console.print(table)
             odd = comparison.odd_nodes()
             if odd:
@@ -97,7 +99,7 @@ def render_table(comparison: Comparison, checks: ChecksSummary | None = None, co
                 for node, facts in odd.items():
                     shown = ", ".join(f"{fact}={value_text(value, fact)}" for fact, value in list(facts.items())[:6])
                     more = f" (+{len(facts) - 6} more)" if len(facts) > 6 else ""
-                    console.print(f"  {node}: {shown}{more}", markup=False)
+                    console.print(f"  {safe_line(node)}: {shown}{more}", markup=False)
         elif comparison.nodes:
             console.print(f"All {total} node(s) agree on every compared fact.")
         if checks is not None:
@@ -118,8 +120,8 @@ def _print_checks(console: Any, checks: ChecksSummary) -> None:
     table.add_column("nodes", overflow="fold")
     table.add_column("message (first node)", overflow="fold")
     for row in checks.rows:
-        table.add_row(f"{row.code} {row.name}", row.severity.label, f"{compress(row.nodes)} ({len(row.nodes)})",
-                      redact_text(row.message))
+        table.add_row(markup_safe(f"{row.code} {row.name}"), row.severity.label,
+                      markup_safe(f"{compress(row.nodes)} ({len(row.nodes)})"), markup_safe(redact_text(row.message)))
     for what, nodes in checks.crashed.items():
-        table.add_row("crashed", "", f"{compress(nodes)} ({len(nodes)})", what)
+        table.add_row("crashed", "", markup_safe(f"{compress(nodes)} ({len(nodes)})"), markup_safe(redact_text(what)))
     console.print(table)

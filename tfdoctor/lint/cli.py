@@ -39,8 +39,11 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 
     registry = load_lint_rules()
     if list_rules:
-        _emit("".join(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}{'(preview) ' if r.preview else ''}{r.summary}\n"
-                      for r in registry.rules))
+        from tfdoctor.terminal import listing, wrap_width
+
+        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}", f"{'(preview) ' if r.preview else ''}{r.summary}")
+                for r in registry.rules]
+        _emit("".join(line + "\n" for line in listing(rows, wrap_width())), wrap=True)
         return
     if fix and diff:
         raise UsageError("--fix writes the fixes and --diff only shows them: choose one")
@@ -74,15 +77,15 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     if fmt == "json":
         from tfdoctor.lint.render_json import render_json
 
-        _emit(render_json(report))
+        _emit(render_json(report), kind="json")
     elif fmt == "sarif":
         from tfdoctor.lint.render_sarif import render_sarif
 
-        _emit(render_sarif(report))
+        _emit(render_sarif(report), kind="json")
     else:
         from tfdoctor.lint.render_text import render_summary, render_text
 
-        _emit(render_text(report, show_fixes=show_fixes))
+        _emit(render_text(report, show_fixes=show_fixes), wrap=True)
         _emit(render_summary(report), err=True)
     level = fail_on or config.fail_on
     if report.crashes and level != "never":
@@ -104,7 +107,7 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool)
     for problem in problems:
         _emit(f"tfdoctor lint: {problem}\n", err=True)
     if not write:
-        _emit("".join(plan.diff(display_path(plan.path)) for plan in plans))
+        _emit("".join(plan.diff(display_path(plan.path)) for plan in plans), kind="exact")
         count = sum(len(plan.fixed) for plan in plans)
         _emit(f"tfdoctor lint: {count} fix(es) in {len(plans)} file(s) would be applied\n", err=True)
         return bool(plans)

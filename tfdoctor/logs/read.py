@@ -148,8 +148,9 @@ def read_log_stdin(stream: BinaryIO | None = None, tail_bytes: int = TAIL_BYTES,
 
 
 def _tell(message: str) -> None:
-    sys.stderr.write(message)
-    sys.stderr.flush()
+    from tfdoctor.terminal import write
+
+    write(message, err=True)
 
 
 def read_log(path: str) -> LogText:

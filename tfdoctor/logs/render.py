@@ -29,6 +29,14 @@ HEADLINE = {
 }
 
 
+def source_line(url: str) -> str:
+    """Where the message's wording was taken from, said as what it is: the code that prints it, or a
+    thread (often another project's) that quotes it as printed — never a thread called its source."""
+    if "/issues/" in url or "/pull/" in url or "/discussions/" in url:
+        return f"quoted as printed in: {url}"
+    return f"wording from the code that prints it: {url}"
+
+
 def echo_line(text: str) -> str:
     return excerpt(text, ECHO_CHARS)
 
@@ -110,7 +118,7 @@ def render_text(log: LogText, explained: Sequence[ExplainedMessage], checked: bo
         out += _result_lines(item)
         if item.verdict in (UNCONFIRMED, HARMLESS) or not checked:
             out.append(f"    what to do: {_advice(item)}")
-        out.append(f"    source of this wording: {message.source}")
+        out.append(f"    {source_line(message.source)}")
     tally = counts(explained)
     out += ["", "tfdoctor: " + ", ".join(f"{tally[v]} {v}" for v in (ERROR, WARNING, INFO, UNCONFIRMED, HARMLESS))]
     out += _unrecognised_lines(unknown)

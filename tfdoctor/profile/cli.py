@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tfdoctor.profile.progress import progress_display
-from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError, check_output, write_section_page
+from tfdoctor.usage import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError, check_output, emit, write_section_page
 
 BUILTIN_WORKLOADS = ("cnn", "matmul", "pyfunc")
 
@@ -65,6 +65,10 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
             python: str | None, save_facts: str | None, force: bool, measure_mp: bool, fmt: str,
             html_path: str | None = None, metric: str = "auto") -> None:
     """Run a short TensorFlow workload in a fresh process under the profiler and report what it measured."""
+    if python and "/" not in python:  # a bare name (python3): looked up on PATH, as the shell would
+        from tfdoctor.usage import on_path
+
+        python = on_path(python) or python
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageError(f"--python {python}: not an executable interpreter")
     check_output(html_path, force)
@@ -85,7 +89,7 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     from tfdoctor.profile.cupti_preflight import profile_preflight  # CUPTI's privileges, before a GPU run
 
     for line in profile_preflight(environ, device, python):
-        click.echo(line, err=True)
+        emit(line + "\n", err=True, wrap=True)
     chosen = "script" if script else workload
     target = logdir or tempfile.mkdtemp(prefix="tfdoctor-profile-")
     from tfdoctor.profile.facts import profile_section
@@ -113,11 +117,11 @@ def profile(workload: str, script: str | None, steps: int, warmup: int, device: 
     if fmt == "json":
         from tfdoctor.facts.redact import redact_value
 
-        click.echo(json.dumps(redact_value(document), indent=2, sort_keys=True))
+        emit(json.dumps(redact_value(document), indent=2, sort_keys=True) + "\n", kind="json")
     else:
         from tfdoctor.profile.render import render_profile
 
-        click.echo(render_profile(section, report), nl=False)
+        emit(render_profile(section, report), wrap=True)
     if not run.ok:
         raise SystemExit(EXIT_INTERNAL)
     raise SystemExit(EXIT_FINDINGS if report.findings() else EXIT_OK)
@@ -240,7 +244,7 @@ def _compare(files: tuple[str, str], workload: str, device: str, budget: float, 
     if html_path is not None:
         _write_html(html_path, force, result.to_json())
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+        emit(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", kind="json")
     else:
-        click.echo(f"{files[1]} against {files[0]} ({workload} workload): {result.describe()}")
+        emit(f"{files[1]} against {files[0]} ({workload} workload): {result.describe()}\n", wrap=True)
     raise SystemExit(EXIT_INTERNAL if result.error else EXIT_OK)

@@ -16,6 +16,27 @@ def _pct(share: Any) -> str:
     return f"{share:.0%}" if isinstance(share, (int, float)) else "unknown"
 
 
+# A step spread ((p90-p10)/median) above this says the steps differ too much for one figure to stand for them.
+SPREAD_NOTE = 0.5
+
+
+def viewer_line(logdir: str, tensorboard: str | None, plugin: bool) -> str:
+    """How to look at the trace with what is installed: tensorboard and its profile plugin (TensorFlow 2.21
+    no longer brings tensorboard), else what to install first (docs/profile.md)."""
+    where = sh_word(logdir)
+    if tensorboard and plugin:
+        return f"  view it         tensorboard --logdir {where}  (Profile tab)"
+    return ("  view it         python -m pip install tensorboard tensorboard-plugin-profile  (not installed here), "
+            f"then: tensorboard --logdir {where}  (Profile tab; docs/profile.md)")
+
+
+def _viewer_installed() -> tuple[str | None, bool]:
+    import importlib.util
+    import shutil
+
+    return shutil.which("tensorboard"), importlib.util.find_spec("tensorboard_plugin_profile") is not None
+
+
 def render_profile(section: dict[str, Any], report: Any) -> str:
     if not section.get("ok"):
         return f"tfdoctor: the {section.get('workload')} workload failed: {section.get('error')}\n"
@@ -32,6 +53,10 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     steps = section.get("steps") or {}
     lines.append(f"  step time       median {_ms(steps.get('median_seconds'))} over {steps.get('count', 0)} steps, "
                  f"spread (p90-p10)/median {_pct(steps.get('spread'))}")
+    spread = steps.get("spread")
+    if isinstance(spread, (int, float)) and spread > SPREAD_NOTE:
+        lines.append(f"  note            the steps vary widely (spread above {SPREAD_NOTE:.0%}): one figure stands for "
+                     "them poorly; more --steps, or a quieter node, give a steadier one")
     if section.get("workload") == "script":
         lines.append(f"  steps           {_step_origin(section)}")
     bound = " — input-bound" if section.get("input_bound") else ""
@@ -56,10 +81,12 @@ def render_profile(section: dict[str, Any], report: Any) -> str:
     top = section.get("top_ops")
     if isinstance(top, list) and top:
         lines.append("  top ops")
-        lines.extend(f"    {row['where']:<6} {row['op'][:60]:<60} {_ms(row['seconds']):>10} {_pct(row['share']):>5}"
-                     for row in top[:8])
+        shown = top[:8]
+        width = min(60, max(len(str(row["op"])) for row in shown))  # a short table keeps to 80 columns
+        lines.extend(f"    {row['where']:<6} {str(row['op'])[:width]:<{width}} {_ms(row['seconds']):>10} "
+                     f"{_pct(row['share']):>5}" for row in shown)
     if section.get("logdir"):
-        lines.append(f"  view it         tensorboard --logdir {sh_word(section['logdir'])}  (Profile tab)")
+        lines.append(viewer_line(str(section["logdir"]), *_viewer_installed()))
     text = "\n".join(lines) + "\n"
     if report.findings():
         from tfdoctor.report.text import render_text
@@ -76,7 +103,7 @@ def _breakdown_lines(breakdown: Any) -> list[str]:
         return []
     step = breakdown["step_ms"]
     parts = sorted(((ms, name) for name, ms in breakdown["categories_ms"].items() if ms > 0), reverse=True)
-    lines = [f"  step breakdown  {step:.2f} ms = "
+    lines = [f"  step breakdown  mean step {step:.2f} ms = "
              + ", ".join(f"{name.replace('_', ' ')} {ms:.2f} ({ms / step:.0%})" for ms, name in parts)]
     share, tensor_core = breakdown.get("half_precision_device_share"), breakdown.get("tensor_core_kernels")
     if isinstance(share, float):

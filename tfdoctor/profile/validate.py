@@ -99,7 +99,6 @@ def validate_fixes(plan: FixPlan, live: bool = True, workload: str = "cnn") -> F
     """The CLI's entry (`fix --validate`): validate against this process's environment, with a
     progress display, measurements on stderr."""
     import os
-    import sys
 
     from tfdoctor.profile.progress import progress_display
     from tfdoctor.usage import UsageError
@@ -109,5 +108,7 @@ def validate_fixes(plan: FixPlan, live: bool = True, workload: str = "cnn") -> F
 
     with progress_display(True) as progress:
         validated, validations = validate_plan(plan, dict(os.environ), workload=workload, progress=progress)
-    sys.stderr.write(validation_notes(validations))
+    from tfdoctor.terminal import write
+
+    write(validation_notes(validations), err=True)
     return validated

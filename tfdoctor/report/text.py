@@ -11,6 +11,7 @@ import json
 from tfdoctor.engine import Report
 from tfdoctor.facts.redact import redact_text
 from tfdoctor.model import AdminFix, CheckResult, EnvFix, EnvOp, Finding, PythonFix, Severity, Status
+from tfdoctor.terminal import fit, fit_command, safe, safe_line
 
 TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 GLYPH = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+COMMAND = "none"  # a fix's command line (rich's null style): fitted to the width as a command to copy
 
 
 def _value(value: Any) -> str:
@@ -52,7 +54,7 @@ def _finding_block(finding: Finding, verbose: bool) -> list[tuple[str, str]]:
         rows.append((f"    evidence: {key} = {_value(value)}", "dim"))
     for fix in finding.fixes:
         rows.append((f"    fix ({fix.applicability.value}): {fix.title}", "green"))
-        rows.extend((f"      {line}", "") for line in fix_lines(fix))
+        rows.extend((f"      {line}", COMMAND) for line in fix_lines(fix))
     return rows
 
 
@@ -102,8 +104,16 @@ def text_rows(report: Report, verbose: bool = False) -> list[tuple[str, str]]:
 
 
 def render_text(report: Report, verbose: bool = False, color: bool | None = None, width: int | None = None) -> str:
-    """Plain text when color is False (goldens, pipes); rich markup otherwise. Every row is redacted."""
-    rows = [(redact_text(text), style) for text, style in text_rows(report, verbose)]
+    """Plain text when color is False (goldens, pipes); rich styles otherwise (never markup: a value's
+    [brackets] stay text). Every row is redacted and its control characters shown as escapes; with a
+    width, each row is fitted to it (tfdoctor.terminal.fit)."""
+    rows = []
+    for text, style in text_rows(report, verbose):
+        shown = safe(redact_text(text))
+        if style == COMMAND and width is not None and "\n" not in shown:
+            rows.extend((line, style) for line in fit_command(shown, width))
+        else:
+            rows.extend((line, style) for line in fit(shown, width).split("\n"))
     if color is False:
         return "\n".join(text for text, _ in rows) + "\n"
     from rich.console import Console
@@ -116,13 +126,28 @@ def render_text(report: Report, verbose: bool = False, color: bool | None = None
     return capture.get()
 
 
-def render_quiet(report: Report, threshold: Severity | None) -> str:
-    """One line per finding at or above the threshold, plus crashed checks; empty when healthy."""
+QUIET_LIMIT = 200  # characters of a --quiet line; `tfdoctor check` shows the whole message
+
+
+def _to_the_point(line: str) -> str:
+    """A --quiet line kept short: cut at a word before QUIET_LIMIT, ending in " …"."""
+    if len(line) <= QUIET_LIMIT:
+        return line
+    cut = line[: QUIET_LIMIT - 2]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > QUIET_LIMIT // 2 else cut).rstrip(" ;,:") + " …"
+
+
+def render_quiet(report: Report, threshold: Severity | None, host: str | None = None) -> str:
+    """One line per finding at or above the threshold, plus crashed checks; empty when healthy. Each line
+    is one line (a value's newline shown as \\n), at most QUIET_LIMIT characters; with `host` (a job of
+    several nodes, whose outputs land in one file) it says which node after the level."""
+    where = f"{safe_line(host)}: " if host else ""
     lines = []
     for finding in report.findings():
         severity = finding.severity or Severity.INFO
         if threshold is not None and severity >= threshold:
-            lines.append(f"tfdoctor: {severity.label}: {finding.code} {finding.name}: {finding.message}")
+            lines.append(f"tfdoctor: {severity.label}: {where}{finding.code} {finding.name}: {finding.message}")
     for result in report.crashed():
-        lines.append(f"tfdoctor: crashed: {result.code} {result.name}: {result.reason}")
-    return "".join(redact_text(line) + "\n" for line in lines)
+        lines.append(f"tfdoctor: crashed: {where}{result.code} {result.name}: {result.reason}")
+    return "".join(_to_the_point(safe_line(redact_text(line))) + "\n" for line in lines)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -183,7 +182,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     try:
         import optuna  # noqa: F401
     except ImportError:
-        raise UsageError("tfdoctor tune needs optuna: pip install 'tfdoctor[tune]'") from None
+        from tfdoctor.installed import install_extra_command
+
+        raise UsageError(f"tfdoctor tune needs optuna: {install_extra_command('tune')}") from None
 
     previous: list[Any] = []
     finished_note = ""  # a finished tune resumed without more budget or time: nothing is run
@@ -382,9 +383,9 @@ def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> No
 
 
 def _out(text: str, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text)
-    stream.flush()
+    from tfdoctor.usage import emit
+
+    emit(text, err)
 
 
 def _check_output_paths(write_path: str | None, plot_path: str | None, force: bool,

@@ -9,6 +9,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from tfdoctor.terminal import markup_safe, safe_line
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.search import TuneResult
 from tfdoctor.tune.space import Space
@@ -38,11 +39,14 @@ class TuneProgress:
         self.progress.stop()
 
     def update(self, record: TrialRecord, best: TrialRecord | None) -> None:
+        from rich.markup import escape
+
         best_text = f"best {best.value:.4g} (trial {best.number})" if best is not None else "no success yet"
-        outcome = f"{record.value:.4g}" if record.ok else f"{record.status}: {record.error}"
+        # A failed trial's error is the child's own words: shown, never obeyed (escapes, rich markup).
+        outcome = f"{record.value:.4g}" if record.ok else safe_line(f"{record.status}: {record.error}")
         if record.phase not in ("confirm", "verify"):  # the budget counts search trials only
             self.progress.advance(self.task)
-        self.progress.update(self.task, description=f"{best_text}; last {record.phase} {outcome}")
+        self.progress.update(self.task, description=escape(f"{best_text}; last {record.phase} {outcome}"))
         if self.plain:
             # Not a terminal (a log file, CI): one line per trial instead of a redrawn bar.
             self.console.print(f"trial {record.number} [{record.phase}{'/' + record.role if record.role else ''}] "
@@ -60,7 +64,7 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
     line) rather than being broken mid-word."""
     from rich.console import Console
 
-    from tfdoctor.report.tables import fits, terminal_width
+    from tfdoctor.terminal import fits, terminal_width
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or terminal_width(), no_color=True, highlight=False)
@@ -79,7 +83,7 @@ def render_summary(space: Space, result: TuneResult, maximize: bool, results_pat
     lines = [f"search stopped: {result.stopped}; results in {results_path}"]
     lines.extend(verdict_lines(space, result))
     lines.extend(effect_lines(result))
-    console.print("\n".join(lines))
+    console.print("\n".join(lines), markup=False)
     return buffer.getvalue()
 
 
@@ -142,7 +146,8 @@ def _summary_table(space: Space, result: TuneResult, ranked: list[Any], folded: 
         spread = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0  # type: ignore[arg-type]
         role = "current" if key == ("current",) else ",".join(sorted({r.phase for r in records} & {"rule"}))
         params = records[0].params
-        settings = [str(params.get(n)) for n in space.names()]
+        # A value of the user's space file is shown as written: never read as rich markup ([bold]).
+        settings = [markup_safe(str(params.get(n))) for n in space.names()]
         if folded:
             settings = ["\n".join(f"{_short(n)}={v}" for n, v in zip(space.names(), settings, strict=True))]
         table.add_row(str(rank), f"{statistics.median(values):.4g}", str(len(values)),  # type: ignore[arg-type]

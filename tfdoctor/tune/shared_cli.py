@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,8 +14,9 @@ from tfdoctor.usage import UsageError
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
+    from tfdoctor.terminal import write
+
+    write(text, err=True)
 
 
 @dataclass

@@ -105,13 +105,13 @@ def write_section_page(path: str, force: bool, build: Callable[[], Section], tit
 
 
 def write_page(output: str, html: str, force: bool) -> None:
-    import sys
 
     from tfdoctor.fixes.write import WriteError, write_file
 
     if output == "-":
-        sys.stdout.write(html)
-        sys.stdout.flush()
+        from tfdoctor.terminal import write
+
+        write(html, kind="exact")  # the page escaped every value already
         return
     if not output:
         raise UsageError("-o needs a file name (or - for standard output)")
@@ -119,7 +119,9 @@ def write_page(output: str, html: str, force: bool) -> None:
         write_file(output, html, force=force)
     except WriteError as exc:
         raise UsageError(str(exc)) from None
-    click.echo(f"tfdoctor: report written to {output}", err=True)
+    from tfdoctor.usage import emit
+
+    emit(f"tfdoctor: report written to {output}\n", err=True)
 
 
 PROFILE_JSON_LIMIT = 64 * 1024 * 1024  # a profile's JSON is kilobytes; a larger file is not one

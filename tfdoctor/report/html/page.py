@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfdoctor.facts.redact import redact_text, redact_value
+from tfdoctor.terminal import safe
 
 
 @dataclass(frozen=True)
@@ -22,15 +23,16 @@ class Section:
 
 
 def text(value: object) -> str:
-    """A value as page text: each secret in it redacted (the one redactor), then HTML-escaped."""
-    return html.escape(redact_text(str(value)), quote=True)
+    """A value as page text: each secret in it redacted (the one redactor), its control characters shown as
+    escapes (a copied command must not carry them into a terminal), then HTML-escaped."""
+    return html.escape(safe(redact_text(str(value))), quote=True)
 
 
 def value(name: str, data: Any) -> str:
     """A fact or evidence value under its name (a secret-named key redacts the whole value)."""
     cleaned = redact_value(data, name)
     shown = cleaned if isinstance(cleaned, str) else json.dumps(cleaned, sort_keys=True, default=str)
-    return html.escape(shown, quote=True)
+    return html.escape(safe(shown), quote=True)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "") -> str:

@@ -1,4 +1,5 @@
-"""plotly, loaded only when a section draws: an optional extra (`pip install 'tfdoctor[report]'`)."""
+"""plotly, loaded only when a section draws: an optional extra (`report`; tfdoctor.installed names the
+command that installs it from where tfdoctor came from)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
+        from tfdoctor.installed import install_extra_command
+
         raise PlottingUnavailable(
-            f"this report section needs {module.split('.')[0]}: pip install 'tfdoctor[report]'"
+            f"this report section needs {module.split('.')[0]}: {install_extra_command('report')}"
         ) from None
 
 

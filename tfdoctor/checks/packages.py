@@ -353,16 +353,79 @@ def _winning_location(facts: Facts, name: str) -> str:
 
 
 def _dependency_fixes(facts: Facts, dist: TensorflowDistribution, name: str, wanted: str) -> tuple[Fix, ...]:
-    """Install the wanted range next to the pinned TensorFlow; when the copy that is imported comes from
-    PYTHONPATH, a .pth file or the user site, first stop that, since pip would not touch it."""
+    """Install the wanted range next to the pinned TensorFlow (install_fixes: only when it can work)."""
+    return install_fixes(facts, dist, f"Install {wanted} next to TensorFlow {dist.version}", (wanted,))
+
+
+def _shadowing_fixes(facts: Facts, dist: TensorflowDistribution, names: tuple[str, ...]) -> list[Fix]:
+    """The fixes that stop PYTHONPATH, a .pth file or the user site from supplying TensorFlow or one of
+    `names`: while they do, pip in the environment changes nothing that is imported (and under PYTHONPATH
+    pip itself sees the foreign copy as installed)."""
     fixes: list[Fix] = []
-    location = _winning_location(facts, name)
-    origin_fix = _origin_fix(facts, name, location) if location else None
-    if origin_fix is not None:
-        fixes.append(origin_fix)
-    fixes.append(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
-                          (f"{_pip(facts)} install '{wanted}' '{dist.pin()}'",)))
-    return tuple(fixes)
+    for name, location in ((dist.name, dist.location), *((n, _winning_location(facts, n)) for n in names)):
+        fix = _origin_fix(facts, name, location) if location else None
+        if fix is not None and fix not in fixes:
+            fixes.append(fix)
+    return fixes
+
+
+def _location_of(facts: Facts, dist: TensorflowDistribution, name: str) -> str:
+    return dist.location if name == dist.name else _winning_location(facts, name)
+
+
+def _has_own_copy(facts: Facts, name: str) -> bool:
+    """Whether a copy of `name` later on the path (the environment's own) takes over once the foreign one goes."""
+    shadowed = facts.peek(f"python.watched.{canonical_name(name)}.shadowed")
+    return isinstance(shadowed, list) and bool(shadowed)
+
+
+def _without_foreign(facts: Facts, fixes: list[Fix]) -> str:
+    """The variable settings that make one command run without the foreign folders (`NAME=value ` words
+    before it), "" when a fix is not a variable (a .pth line to delete by hand)."""
+    from tfdoctor.fixes.quoting import sh_quote
+
+    words = []
+    for fix in fixes:
+        if not isinstance(fix, EnvFix):
+            return ""
+        for change in fix.changes:
+            words.append(f"{change.name}={sh_quote(change.value or '')} ")
+    return "".join(words)
+
+
+def install_fixes(facts: Facts, dist: TensorflowDistribution, title: str, wanted: tuple[str, ...],
+                  no_deps: bool = False) -> tuple[Fix, ...]:
+    """`pip install <wanted…>` with the installed TensorFlow pinned (or with --no-deps), offered only when it
+    can work. When TensorFlow or a package named is imported from PYTHONPATH, a .pth file or the user site,
+    the fixes are those that stop that (the pip command comes from the check run again afterwards). When
+    the command would make pip move a package below or above what another installed distribution requires
+    (pinning numpy for TensorFlow 2.15 moves ml-dtypes under ~=0.3.1, below jax's floor), it is not offered:
+    the fix says which requirement it would break and leaves the choice to the user."""
+    from tfdoctor.derive.requirement_graph import fix_conflicts
+
+    requirements = [r for w in wanted if (r := parse_requirement(w)) is not None]
+    names = tuple(r.name for r in requirements)
+    shadowing = _shadowing_fixes(facts, dist, names)
+    if shadowing and all(_has_own_copy(facts, n) for n in (dist.name, *names)
+                         if _is_foreign(_origin(facts, _location_of(facts, dist, n)))):
+        return tuple(shadowing)  # the environment's own copies take over: the check run again says the rest
+    words = " ".join(f"'{w}'" for w in wanted)
+    command = f"{_pip(facts)} install --no-deps {words}" if no_deps else f"{_pip(facts)} install {words} '{dist.pin()}'"
+    conflicts = fix_conflicts(facts, None if no_deps else dist, requirements)
+    if not conflicts:
+        if shadowing:  # the foreign copy is the only one: pip installs one, in the environment that no longer sees it
+            prefix = _without_foreign(facts, shadowing)
+            return (*shadowing, AdminFix(title, (f"{prefix}{command}",), text=(
+                "with the change above in effect: run where the foreign folder still supplies it, pip "
+                "leaves what is imported as it is") if not prefix else ""))
+        return (AdminFix(title, (command,)),)
+    broken = "; ".join(f"{c.dependent} {c.dependent_version} requires {c.package}{c.specifier}" for c in conflicts)
+    moved = ", ".join(sorted({f"{c.package} into {c.forced}" for c in conflicts}))
+    return (AdminFix(
+        f"{title}: no pip command does it without breaking {', '.join(sorted({c.dependent for c in conflicts}))}",
+        (), text=f"`{command}` would move {moved}, and {broken}: decide first which of them this environment "
+                 "keeps (uninstall the other, or move TensorFlow to a release whose ranges both accept), "
+                 "then run tfdoctor check again"),)
 
 
 def _coupling_text(coupling: compat.Coupling) -> str:
@@ -502,7 +565,6 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
         return
     modules = facts.peek("python.modules")
     modules = modules if isinstance(modules, Mapping) else {}
-    pip = _pip(facts)
     for requirement, line in _applicable_requirements(facts, dist):
         if installed_version(facts, requirement.name) is not None:
             continue
@@ -515,8 +577,7 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
             + _coupling_text(coupling),
             evidence={f"python.distributions.{requirement.name}": None,
                       f"python.watched.{dist.name}.requires_dist": line},
-            fixes=(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
-                            (f"{pip} install '{wanted}' '{dist.pin()}'",)),),
+            fixes=install_fixes(facts, dist, f"Install {wanted} next to TensorFlow {dist.version}", (wanted,)),
             severity=Severity.parse(coupling.severity),
         )
 
@@ -836,9 +897,12 @@ def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, s
     if isinstance(shadowed, list) and shadowed and _is_foreign(_origin(facts, location)):
         versions = info.get("shadowed_versions")
         other = versions[0] if isinstance(versions, list) and versions else "another version"
-        label = "TensorFlow" if name in TENSORFLOW_DISTS else name
+        if name in TENSORFLOW_DISTS:  # every TensorFlow distribution provides the one module `tensorflow`
+            label, module = "TensorFlow", "tensorflow"
+        else:
+            label, module = name, IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", ".")
         return location, f"the {name} {other} installed in {shadowed[0]}", _consequence(
-            label, version, str(other), IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", "."))
+            label, version, str(other), module)
     return None
 
 
@@ -1133,10 +1197,39 @@ def addon_built_for_another_tensorflow(facts: Facts) -> Iterator[Finding]:
             f"{dist.version} is installed: {addon.symptom}",
             evidence={f"python.watched.{addon.package}.requires_dist": line,
                       f"python.watched.{dist.name}.version": dist.version, "sources": list(addon.sources)},
-            fixes=(AdminFix(f"Install the {addon.package} release built for TensorFlow {dist.version}",
-                            (f"{_pip(facts)} install '{addon.package}' '{dist.pin()}'",)),),
+            fixes=_addon_fixes(facts, dist, addon.package, line),
             severity=Severity.ERROR if addon.compiled else Severity.WARNING,
         )
+
+
+def _addon_fixes(facts: Facts, dist: TensorflowDistribution, package: str, line: str) -> tuple[Fix, ...]:
+    """The add-on release built for the installed TensorFlow, when one exists (the release tables of
+    tfdoctor/knowledge/package_graph.toml), installed so that it cannot pull another TensorFlow: with
+    --no-deps when the add-on names another TensorFlow distribution than the one installed (tensorflow-text
+    requires `tensorflow`: next to tensorflow-cpu, pip would install it on top and break the import). When no
+    release exists for it, the fix says so instead of naming one."""
+    from tfdoctor.derive.requirement_graph import addon_release_for, addon_status
+
+    names_other = (parse_requirement(line) or Requirement(dist.name, "", None)).name != dist.name
+    release = addon_release_for(package, dist.version)
+    status = addon_status(package)
+    major_minor = ".".join(dist.version.split(".")[:2])
+    if release is None and status is not None and status.follows_tensorflow \
+            and release_tuple(major_minor) <= release_tuple(status.newest_tensorflow):
+        release = f"{major_minor}.*"
+    if release is not None:
+        return install_fixes(facts, dist, f"Install {package} {release}, the release built for TensorFlow "
+                             f"{dist.version}", (f"{package}=={release}",), no_deps=names_other)
+    pip = _pip(facts)
+    if status is not None and status.ended:
+        return (AdminFix(f"No {package} release exists for TensorFlow {dist.version}: remove it, or use an older "
+                         f"TensorFlow (its newest release is for {status.newest_tensorflow})",
+                         (f"{pip} uninstall -y {package}",), text=status.note),)
+    newest = f" (the newest known to tfdoctor is for TensorFlow {status.newest_tensorflow})" if status else ""
+    return (AdminFix(f"Wait for the {package} release for TensorFlow {major_minor}, or use the TensorFlow its "
+                     f"installed release is built for", (), text=(
+                         f"tfdoctor knows no {package} release built for TensorFlow {dist.version}{newest}; once "
+                         f"one is published, install it with --no-deps and the exact version")),)
 
 
 def _and_cuda_requirements(dist: TensorflowDistribution) -> dict[str, tuple[str, str]]:

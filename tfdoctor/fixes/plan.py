@@ -65,6 +65,8 @@ class FixPlan:
             if quiet and not _news(source):
                 continue
             lines.append(f"tfdoctor: {source.code} needs an administrator: {fix.title}")
+            if fix.text:
+                lines.append(f"    # {fix.text}")
             lines.extend(f"    {step}" for step in fix.steps)
         for skipped in self.skipped:
             if quiet and not _news(skipped.source):

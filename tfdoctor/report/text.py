@@ -42,7 +42,7 @@ def fix_lines(fix: EnvFix | PythonFix | AdminFix) -> list[str]:
         return out
     if isinstance(fix, PythonFix):
         return fix.code.rstrip("\n").splitlines()
-    return list(fix.steps)
+    return ([f"# {fix.text}"] if fix.text else []) + list(fix.steps)
 
 
 def _finding_block(finding: Finding, verbose: bool) -> list[tuple[str, str]]:

@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 from conftest import check_facts
 from support.fake_pip import FakePip
-from support.fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
+from support.fake_site_packages import (
+    JAX_0_4_38_REQUIRES,
+    ML_DTYPES_0_5_REQUIRES,
+    ML_DTYPES_0_7_REQUIRES,
+    TF_2_20_REQUIRES,
+    FakeSitePackages,
+    pb2_header,
+)
 from support.snapshot_facts import edited_facts
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
@@ -171,6 +178,30 @@ def avx512_build(e: Environment) -> None:
     e.site.healthy_dependencies(numpy="1.26.4", keras="2.14.0")
 
 
+def ml_dtypes_0_7_on_numpy_1(e: Environment) -> None:
+    """`pip install numpy==1.26.4` into a TensorFlow 2.21 environment, ml-dtypes 0.7.0 left as it was."""
+    new(e, numpy="1.26.4", ml_dtypes="0.7.0")
+    e.site.dist("ml_dtypes", "0.7.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_5_on_numpy_1(e: Environment) -> None:
+    new(e, numpy="1.26.4", ml_dtypes="0.5.1")
+    e.site.dist("ml_dtypes", "0.5.1", requires=ML_DTYPES_0_5_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_7_on_numpy_2(e: Environment) -> None:
+    new(e, ml_dtypes="0.7.0")
+    e.site.dist("ml_dtypes", "0.7.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
+
+
+def old_tensorflow_next_to_jax(e: Environment) -> None:
+    """TensorFlow 2.15 with numpy 2 and the ml-dtypes jax wants (>=0.4.0): pinning numpy<2 for TensorFlow would
+    move ml-dtypes back under its ~=0.3.1, below jax's floor."""
+    old(e, numpy="2.1.3", ml_dtypes="0.4.1")
+    e.site.dist("jax", "0.4.38", requires=JAX_0_4_38_REQUIRES, top_level=("jax",))
+    e.site.dist("jaxlib", "0.4.38", requires=("ml-dtypes>=0.2.0", "numpy>=1.24", "scipy>=1.10"), top_level=("jaxlib",))
+
+
 def remove(name: str) -> Callable[[Environment], None]:
     def build(e: Environment) -> None:
         new(e)
@@ -243,6 +274,12 @@ SITUATIONS = [
     Situation("2.21 without wrapt", remove("wrapt"), (("PKG009", "error"),)),
     Situation("2.21 + transformers 4 without tf-keras", transformers_without_tf_keras, (("PKG014", "error"),)),
     Situation("intel-tensorflow-avx512 on an AVX2 CPU", avx512_build, (("PKG015", "error"),)),
+    # issue 36: the requirement graph below TensorFlow
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_1, (("PKG021", "error"),)),
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.5.1", ml_dtypes_0_5_on_numpy_1, ()),
+    Situation("2.21 + numpy 2.4.6 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_2, ()),
+    Situation("2.15 + numpy 2.1.3 next to jax 0.4.38", old_tensorflow_next_to_jax,
+              (("PKG005", "error"), ("PKG005", "warning"))),
 ]
 
 
@@ -292,8 +329,11 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
 
 
 # The shadowing TensorFlow's first fix (PYTHONPATH unset) is checked by its own test below.
+# Next to jax no pip command fixes TensorFlow 2.15's numpy without breaking jax: its test is in
+# tests/test_checks_package_graph.py.
 FIXABLE = [s for s in SITUATIONS if s.codes and s.name not in ("intel-tensorflow-avx512 on an AVX2 CPU",
-                                                               "2.21 installed, 2.15.1 on PYTHONPATH")]
+                                                               "2.21 installed, 2.15.1 on PYTHONPATH",
+                                                               "2.15 + numpy 2.1.3 next to jax 0.4.38")]
 
 
 @pytest.mark.parametrize("situation", FIXABLE, ids=[s.name for s in FIXABLE])
@@ -314,7 +354,7 @@ def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
 
 
 def test_avx512_fix_installs_the_same_version_of_intel_tensorflow(tmp_path):
-    environment = make(tmp_path, SITUATIONS[-1])
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "intel-tensorflow-avx512 on an AVX2 CPU"))
     (finding,) = environment.check().findings()
     assert finding.message.startswith("intel-tensorflow-avx512 2.14.0 needs avx512f, which Intel(R) Core(TM) i5-8500 "
                                       "lacks: import tensorflow will die with 'Illegal instruction'")

@@ -374,7 +374,10 @@ def _location_of(facts: Facts, dist: TensorflowDistribution, name: str) -> str:
 
 
 def _has_own_copy(facts: Facts, name: str) -> bool:
-    """Whether a copy of `name` later on the path (the environment's own) takes over once the foreign one goes."""
+    """Whether a copy of `name` later on the path (the environment's own) takes over once the foreign one goes;
+    for TensorFlow, any TensorFlow distribution installed in the environment's own folders."""
+    if name in TENSORFLOW_DISTS:
+        return any(d.location and not _is_foreign(_origin(facts, d.location)) for d in tensorflow_distributions(facts))
     shadowed = facts.peek(f"python.watched.{canonical_name(name)}.shadowed")
     return isinstance(shadowed, list) and bool(shadowed)
 
@@ -382,14 +385,14 @@ def _has_own_copy(facts: Facts, name: str) -> bool:
 def _without_foreign(facts: Facts, fixes: list[Fix]) -> str:
     """The variable settings that make one command run without the foreign folders (`NAME=value ` words
     before it), "" when a fix is not a variable (a .pth line to delete by hand)."""
-    from tfdoctor.fixes.quoting import sh_quote
+    from tfdoctor.fixes.quoting import env_name, sh_word
 
     words = []
     for fix in fixes:
         if not isinstance(fix, EnvFix):
             return ""
         for change in fix.changes:
-            words.append(f"{change.name}={sh_quote(change.value or '')} ")
+            words.append(f"{env_name(change.name)}={sh_word(change.value or '')} ")
     return "".join(words)
 
 

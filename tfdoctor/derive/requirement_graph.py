@@ -225,7 +225,7 @@ def forced_ranges(facts: Facts, dist: TensorflowDistribution | None,
         for requirement, _line in requirements_of(facts, dist.name) or ():
             if requirement.specifier and requirement.name not in TENSORFLOW_DISTS:
                 forced.setdefault(requirement.name, []).append(requirement.specifier)
-    return {name: ",".join(specs) for name, specs in forced.items()}
+    return {name: ",".join(dict.fromkeys(specs)) for name, specs in forced.items()}
 
 
 def fix_conflicts(facts: Facts, dist: TensorflowDistribution | None, wanted: Iterable[Requirement]) -> list[Conflict]:

@@ -52,6 +52,7 @@ DOWNLOADS = [
     ("tensorflow-cpu==2.20.0", False), ("tf-keras==2.20.1", True), ("tf-keras==2.19.0", True),
     ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
     ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
+    ("ml-dtypes==0.5.4", True), ("ml-dtypes==0.6.0", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
 # (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
@@ -282,10 +283,12 @@ SITUATIONS = [
     # -- healthy
     Situation("2.21 as installed", NEW, True),
     Situation("2.15 as installed", OLD, True),
-    Situation("2.21 + numpy 1.26.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
-              setup=pip_state("install", "--no-deps", "numpy==1.26.4")),
-    Situation("2.21 + numpy 1.25.2 (below the floor)", NEW, True,
-              setup=pip_state("install", "--no-deps", "numpy==1.25.2")),
+    # numpy 1 under TensorFlow 2.21 works only with an ml-dtypes that still accepts it: 0.5.x (numpy>=1.21…);
+    # 0.6.0 and 0.7.0 require numpy>=2.0.0 (issue 36), and pip resolves those for TensorFlow 2.21 now.
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.5.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.5.4")),
+    Situation("2.21 + numpy 1.25.2, ml-dtypes 0.5.4 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.25.2", "ml-dtypes==0.5.4")),
     Situation("2.21 + keras 3.11.3 (below the floor)", NEW, True,
               setup=pip_state("install", "--no-deps", "keras==3.11.3")),
     Situation("2.21 + h5py 3.15.1 (above the cap)", NEW, True, setup=pip_state("install", "--no-deps", "h5py==3.15.1"),
@@ -316,6 +319,8 @@ SITUATIONS = [
     Situation("2.15 + numpy 2.1.3", OLD, False, ("PKG005",), setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
     Situation("2.21 + protobuf 5.29.5 (runtime older than gencode)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.6.0 (in TensorFlow's ranges; ml-dtypes requires numpy>=2.0.0)",
+              NEW, False, ("PKG021",), setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.6.0")),
     Situation("2.21 + ml-dtypes 0.4.1 (below the floor)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
     Situation("2.21 + keras 2.15.0", NEW, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==2.15.0")),

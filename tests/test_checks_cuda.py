@@ -109,7 +109,8 @@ def test_missing_libcuda_with_a_driver_points_at_the_container_runtime():
     facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
     finding = check_facts(facts, select=["CUDA001"]).findings()[0]
     assert finding.evidence["libraries"] == ["libcuda.so.1"]
-    assert "docker run --gpus all" in finding.fixes[0].steps[0]
+    assert finding.fixes[0].steps == ()  # the driver's library: nothing to type, what to do is prose
+    assert "docker run --gpus all" in finding.fixes[0].text
 
 
 def test_old_cudnn_first_on_path_points_at_the_wheel():
@@ -298,7 +299,8 @@ def test_a_gpu_newer_than_every_binary_says_whether_the_driver_can_jit():
     assert jit.evidence["driver_can_jit"] == "the driver supports CUDA 12.4"
     assert [f.title for f in jit.fixes] == ["Use a TensorFlow build that includes this GPU's architecture",
                                             "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB"]
-    assert "NGC" in jit.fixes[0].steps[1]
+    assert "NGC" in jit.fixes[0].text
+    assert jit.fixes[0].steps == ("pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for sm_90",)
     (stuck,) = [f for f in report("drv003-ptx-too-new-for-driver").findings() if f.code == "DRV003"]
     assert stuck.severity is Severity.ERROR
     assert stuck.message.endswith("and the driver cannot JIT its CUDA 12.2 PTX (the driver supports CUDA 12.0): "

@@ -222,3 +222,27 @@ def test_snapshot_records_requires_of_every_distribution_without_extras(tmp_path
     assert listed["jax"]["requires_dist"] == ["ml_dtypes>=0.4.0", 'numpy>=1.24; python_version >= "3.9"']
     assert listed["plain"]["requires_dist"] == []
     assert "requires_dist" not in listed["broken"]  # no METADATA: not recorded, never an empty list
+
+
+# -- markers without packaging (the pre-job hook does not import it) ------------------------------------------
+
+ENVIRONMENT = {"python_version": "3.11", "python_full_version": "3.11.7", "sys_platform": "linux",
+               "platform_machine": "x86_64", "platform_system": "Linux", "implementation_name": "cpython",
+               "os_name": "posix", "platform_python_implementation": "CPython"}
+
+
+@pytest.mark.parametrize("marker", [
+    'python_version >= "3.13"', "python_version<'3.11'", 'python_version >= "3.10"', 'python_version > "3.11"',
+    'python_version <= "3.11"', 'python_version != "3.11"', 'python_full_version >= "3.11.7"',
+    'sys_platform == "linux" and platform_machine != "aarch64"', 'platform_system == "Darwin"',
+    'platform_machine == "x86_64" and python_version >= "3.10" and sys_platform == "linux"',
+    'python_version < "3.9" or sys_platform == "linux"', 'sys_platform < "m"', '(python_version >= "3.10")',
+])
+def test_simple_markers_agree_with_packaging(marker):
+    from packaging.markers import Marker
+
+    from tfdoctor.derive.requirement_ranges import _simple_marker, marker_applies
+
+    truth = Marker(marker).evaluate({**ENVIRONMENT, "extra": ""})
+    assert _simple_marker(marker, ENVIRONMENT) in (truth, None)
+    assert marker_applies(marker, ENVIRONMENT) is truth

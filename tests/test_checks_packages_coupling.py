@@ -316,14 +316,14 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
                 environment.env[change.name] = str(change.value)
         return
     pip = FakePip(environment.site)
+    if fix.text.startswith("edit "):  # what a person does by hand: "edit <file>: delete the line naming <folder>"
+        pth, folder = fix.text[5:].split(": delete the line naming ")
+        path = Path(pth.strip("'"))
+        path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                if line.strip() != folder))
     for step in fix.steps:
         if " -m pip " in step:
             pip.run(step)
-        elif step.startswith("edit "):  # "edit <file>: delete the line naming <folder>"
-            pth, folder = step[5:].split(": delete the line naming ")
-            path = Path(pth.strip("'"))
-            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
-                                    if line.strip() != folder))
         else:
             raise AssertionError(f"a step the test cannot apply: {step}")
 
@@ -450,8 +450,8 @@ def test_a_pth_folder_ahead_of_nothing_is_named_with_its_file(tmp_path):
     finding = next(f for f in environment.check().findings() if f.code == "PKG005")
     pth = environment.site.path / "shared-libs.pth"
     assert f"(imported from {shared}, added to the path by {pth})" in finding.message
-    assert finding.fixes[0] == AdminFix(f"Remove {shared} from {pth} (it supplies numpy)",
-                                        (f"edit {pth}: delete the line naming {shared}",))
+    assert finding.fixes[0] == AdminFix(f"Remove {shared} from {pth} (it supplies numpy)", (),
+                                        text=f"edit {pth}: delete the line naming {shared}")
 
 
 def test_damaged_install_lists_what_is_missing(tmp_path):

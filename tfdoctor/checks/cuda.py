@@ -39,18 +39,21 @@ JIT_CACHE_RECOMMENDED = str(4 * (1 << 30))  # 4 GiB, the largest value the drive
 
 def _install_fix(build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
     steps: list[str] = []
+    prose: list[str] = []
     if "cuda" in keys:
-        steps += ["libcuda.so.1 comes with the NVIDIA driver: install it on a host; run a container with the "
-                  "NVIDIA Container Toolkit (docker run --gpus all), which mounts the host's libcuda.so.1."]
+        prose.append("libcuda.so.1 comes with the NVIDIA driver: install it on a host; run a container with the "
+                     "NVIDIA Container Toolkit (docker run --gpus all), which mounts the host's libcuda.so.1")
     others = [k for k in keys if k != "cuda"]
     if len(others) > 1 and build.pins and build.version and build.dist == "tensorflow":
         steps.append(f"pip install 'tensorflow[and-cuda]=={build.version}'   # every pinned nvidia-* wheel")
     else:
         for key in others:
-            hint = build.install_hint(key)
-            if hint not in steps:
-                steps.append(hint)
-    return AdminFix(f"Install {_listing(names, verb=False)} for CUDA {build.cuda_version}", tuple(steps))
+            hint = build.install_hint(key)  # a pip command, or NVIDIA's installers in words when no wheel exists
+            into = steps if hint.startswith("pip ") else prose
+            if hint not in into:
+                into.append(hint)
+    return AdminFix(f"Install {_listing(names, verb=False)} for CUDA {build.cuda_version}", tuple(steps),
+                    text="; ".join(prose))
 
 
 def required_version(build: TfBuild, key: str) -> tuple[tuple[int, ...], str]:

@@ -112,8 +112,8 @@ def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
                       (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
     if origin.startswith("pth:"):
         pth = origin[4:]
-        return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
-                        (f"edit {_command_word(pth) or 'that .pth file'}: delete the line naming {location}",))
+        return AdminFix(f"Remove {location} from {pth} (it supplies {name})", (),
+                        text=f"edit {_command_word(pth) or 'that .pth file'}: delete the line naming {location}")
     return None
 
 

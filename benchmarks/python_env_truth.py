@@ -52,7 +52,7 @@ DOWNLOADS = [
     ("tensorflow-cpu==2.20.0", False), ("tf-keras==2.20.1", True), ("tf-keras==2.19.0", True),
     ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
     ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
-    ("ml-dtypes==0.5.4", True), ("ml-dtypes==0.6.0", True),
+    ("ml-dtypes==0.5.4", True), ("ml-dtypes==0.6.0", True), ("ml-dtypes==0.7.0", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
 # (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
@@ -319,8 +319,12 @@ SITUATIONS = [
     Situation("2.15 + numpy 2.1.3", OLD, False, ("PKG005",), setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
     Situation("2.21 + protobuf 5.29.5 (runtime older than gencode)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
-    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.6.0 (in TensorFlow's ranges; ml-dtypes requires numpy>=2.0.0)",
-              NEW, False, ("PKG021",), setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.6.0")),
+    # Expected broken at first (2026-12-04), measured working: 0.6.0 declares numpy>=2.0.0 but its build still
+    # runs on numpy 1.x; 0.7.0, built for the numpy 2 C API, does not (the situation after this one).
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.6.0 (in TensorFlow's ranges; ml-dtypes declares numpy>=2.0.0)",
+              NEW, True, setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.6.0")),
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.7.0 (in TensorFlow's ranges; built for the numpy 2 C API)",
+              NEW, False, ("PKG021",), setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.7.0")),
     Situation("2.21 + ml-dtypes 0.4.1 (below the floor)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
     Situation("2.21 + keras 2.15.0", NEW, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==2.15.0")),

@@ -41,8 +41,10 @@ def test_ml_dtypes_0_7_on_numpy_1_is_an_error_naming_the_graph_and_its_fix_works
     assert (finding.code, finding.severity) == ("PKG021", Severity.ERROR)
     assert finding.message == (
         "ml-dtypes 0.7.0, which TensorFlow 2.21.0 needs, requires numpy>=2.0.0 and numpy 1.26.4 is installed: import "
-        "ml_dtypes fails, and with it import tensorflow: ml-dtypes 0.7 is compiled for the numpy 2 C API only "
-        "(Requires-Dist numpy>=2.0.0), which numpy 1.x does not provide")
+        "ml_dtypes fails, and with it import tensorflow: 'RuntimeError: module was compiled against NumPy C-API "
+        "version 0x12 (NumPy 2.0) but the running NumPy has C-API version 0x11', then 'ImportError: "
+        "numpy._core.multiarray failed to import' and 'SystemError: <built-in function __import__> returned a result "
+        "with an exception set'")
     assert finding.evidence["python.distributions.ml-dtypes.requires_dist"] == "numpy>=2.0.0"
     assert finding.fixes == (AdminFix("Install numpy>=2.0.0, which ml-dtypes 0.7.0 requires, next to TensorFlow 2.21.0",
                                       (f"{PIP} install 'numpy>=2.0.0' 'tensorflow-cpu==2.21.0'",)),)

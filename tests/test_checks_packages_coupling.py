@@ -185,8 +185,14 @@ def ml_dtypes_0_7_on_numpy_1(e: Environment) -> None:
 
 
 def ml_dtypes_0_5_on_numpy_1(e: Environment) -> None:
-    new(e, numpy="1.26.4", ml_dtypes="0.5.1")
-    e.site.dist("ml_dtypes", "0.5.1", requires=ML_DTYPES_0_5_REQUIRES, top_level=("ml_dtypes",))
+    new(e, numpy="1.26.4", ml_dtypes="0.5.4")
+    e.site.dist("ml_dtypes", "0.5.4", requires=ML_DTYPES_0_5_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_6_on_numpy_1(e: Environment) -> None:
+    """ml-dtypes 0.6.0 declares numpy>=2.0.0 (as 0.7.0 does) and runs on numpy 1.26.4 all the same (measured)."""
+    new(e, numpy="1.26.4", ml_dtypes="0.6.0")
+    e.site.dist("ml_dtypes", "0.6.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
 
 
 def ml_dtypes_0_7_on_numpy_2(e: Environment) -> None:
@@ -276,7 +282,8 @@ SITUATIONS = [
     Situation("intel-tensorflow-avx512 on an AVX2 CPU", avx512_build, (("PKG015", "error"),)),
     # issue 36: the requirement graph below TensorFlow
     Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_1, (("PKG021", "error"),)),
-    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.5.1", ml_dtypes_0_5_on_numpy_1, ()),
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.5.4", ml_dtypes_0_5_on_numpy_1, ()),
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.6.0", ml_dtypes_0_6_on_numpy_1, (("PKG021", "info"),)),
     Situation("2.21 + numpy 2.4.6 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_2, ()),
     Situation("2.15 + numpy 2.1.3 next to jax 0.4.38", old_tensorflow_next_to_jax,
               (("PKG005", "error"), ("PKG005", "warning"))),

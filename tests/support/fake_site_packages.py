@@ -48,8 +48,9 @@ TF_2_15_DEPENDENCIES = {
     "tensorboard": "2.15.2", "tensorflow_estimator": "2.15.0", "tensorflow_io_gcs_filesystem": "0.37.1",
     "h5py": "3.14.0", "flatbuffers": "25.12.19",
 }
-# Requires-Dist of the packages below TensorFlow (issue 36): ml-dtypes 0.7.0 as its cp311 wheel's METADATA writes
-# them (numpy 2 only); ml-dtypes 0.5.1 (numpy 1 still accepted below Python 3.13); jax 0.4.38 (ml_dtypes>=0.4.0).
+# Requires-Dist of the packages below TensorFlow (issue 36), as the cp311 wheels' METADATA write them: ml-dtypes
+# 0.7.0 and 0.6.0 (numpy>=2.0.0; 0.6.0 runs on numpy 1.26 all the same, 0.7.0 does not), ml-dtypes 0.5.4 (numpy 1
+# accepted below Python 3.13); jax 0.4.38 (ml_dtypes>=0.4.0).
 ML_DTYPES_0_7_REQUIRES = ("numpy>=2.0.0", 'numpy>=2.1.0; python_version >= "3.13"',
                           'numpy>=2.3.0; python_version >= "3.14"')
 ML_DTYPES_0_5_REQUIRES = ("numpy>=1.21", 'numpy>=1.21.2; python_version >= "3.10"',

@@ -45,7 +45,7 @@ def test_ml_dtypes_0_7_on_numpy_1_is_an_error_naming_the_graph_and_its_fix_works
         "version 0x12 (NumPy 2.0) but the running NumPy has C-API version 0x11', then 'ImportError: "
         "numpy._core.multiarray failed to import' and 'SystemError: <built-in function __import__> returned a result "
         "with an exception set'")
-    assert finding.evidence["python.distributions.ml-dtypes.requires_dist"] == "numpy>=2.0.0"
+    assert finding.evidence["python.watched.ml-dtypes.requires_dist"] == "numpy>=2.0.0"
     assert finding.fixes == (AdminFix("Install numpy>=2.0.0, which ml-dtypes 0.7.0 requires, next to TensorFlow 2.21.0",
                                       (f"{PIP} install 'numpy>=2.0.0' 'tensorflow-cpu==2.21.0'",)),)
     apply_fix(environment, finding.fixes[0])

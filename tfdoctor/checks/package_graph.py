@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tfdoctor.checks.packages import install_fixes
-from tfdoctor.derive.requirement_graph import disjoint, requirement_coupling, requirements_of, unmet_requirements
+from tfdoctor.derive.requirement_graph import (
+    disjoint,
+    requirement_coupling,
+    requirements_of,
+    requires_path,
+    unmet_requirements,
+)
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, Finding, Fix, Severity
@@ -79,7 +85,7 @@ def tensorflow_dependency_requirement_unmet(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             f"{unmet.requirer} {unmet.requirer_version}, which TensorFlow {dist.version} needs, requires {wanted} "
             f"and {have}: " + (coupling.symptom or coupling.why),
-            evidence={f"python.distributions.{unmet.requirer}.requires_dist": unmet.line,
+            evidence={str(requires_path(facts, unmet.requirer)): unmet.line,
                       f"python.distributions.{unmet.requirement.name}.version": unmet.installed,
                       f"python.watched.{dist.name}.version": dist.version, "sources": list(coupling.sources)},
             fixes=fixes,

@@ -42,15 +42,22 @@ def _distributions(facts: Facts) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def requires_lines(facts: Facts, name: str) -> list[str] | None:
-    """A distribution's Requires-Dist lines: the watched record's, else the listing's; None when the
-    snapshot has none for it (not installed, unreadable METADATA, facts recorded before the listing had them)."""
+def requires_path(facts: Facts, name: str) -> str | None:
+    """The fact holding a distribution's Requires-Dist lines: the watched record's, else the listing's; None
+    when the snapshot has none for it (not installed, unreadable METADATA, facts recorded before the listing
+    had them)."""
     name = canonical_name(name)
     for path in (f"python.watched.{name}", f"python.distributions.{name}"):
         info = facts.peek(path)
         if isinstance(info, Mapping) and isinstance(info.get("requires_dist"), list):
-            return [str(line) for line in info["requires_dist"]]
+            return f"{path}.requires_dist"
     return None
+
+
+def requires_lines(facts: Facts, name: str) -> list[str] | None:
+    """A distribution's Requires-Dist lines (requires_path's), None when not recorded."""
+    path = requires_path(facts, name)
+    return None if path is None else [str(line) for line in facts.peek(path)]
 
 
 def requirements_of(facts: Facts, name: str,

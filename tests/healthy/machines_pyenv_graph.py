@@ -4,13 +4,20 @@ TensorFlow, add-ons at the release built for the installed TensorFlow. Requires-
 
 from __future__ import annotations
 
-from support.fake_site_packages import CP, JAX_0_4_38_REQUIRES, ML_DTYPES_0_5_REQUIRES, ML_DTYPES_0_7_REQUIRES
+from support.fake_site_packages import (
+    CP,
+    JAX_0_4_38_REQUIRES,
+    ML_DTYPES_0_5_REQUIRES,
+    ML_DTYPES_0_7_REQUIRES,
+    FakeSitePackages,
+)
 
 from tfdoctor.testing import FakeRoot
 
 from . import parts
 from .corpus import HealthyMachine, register
 from .machines import USER_ENV, VENV
+from .machines_pyenv import INTEL_2_14_REQUIRES
 
 # keras 3.15.1 (py3-none-any) and what it brings, as their METADATA write them.
 KERAS_3_15_REQUIRES = ("absl-py", "numpy", "rich", "namex", "h5py", "optree", "ml-dtypes", "packaging")
@@ -89,3 +96,89 @@ register(HealthyMachine(
     "tensorflow-2.21-with-tensorflow-text-2.21", ("PKG",),
     "tensorflow-cpu 2.21 with tensorflow-text 2.21.0 (--no-deps), PYTHONPATH holding only a site's own tools",
     _addons_at_their_releases, env={**USER_ENV, "PYTHONPATH": "/opt/site-tools"}, python=VENV))
+
+
+# Twins of the real reports of tests/reports/reports_pyenv.py: the same settings done right; the reports build
+# their machines with these builders too.
+TF_2_14_TAGS = (f"{CP}-{CP}-manylinux_2_17_x86_64", f"{CP}-{CP}-manylinux2014_x86_64")
+# tensorflow 2.16.1 (cp311 manylinux_2_17_x86_64), as its METADATA writes them: Keras 3, numpy below 2.
+TF_2_16_REQUIRES = (
+    "absl-py>=1.0.0", "astunparse>=1.6.0", "flatbuffers>=23.5.26", "gast!=0.5.0,!=0.5.1,!=0.5.2,>=0.2.1",
+    "google-pasta>=0.1.1", "h5py>=3.10.0", "libclang>=13.0.0", "ml-dtypes~=0.3.1", "opt-einsum>=2.3.2", "packaging",
+    "protobuf!=4.21.0,!=4.21.1,!=4.21.2,!=4.21.3,!=4.21.4,!=4.21.5,<5.0.0dev,>=3.20.3", "requests<3,>=2.21.0",
+    "setuptools", "six>=1.12.0", "termcolor>=1.1.0", "typing-extensions>=3.6.6", "wrapt>=1.11.0",
+    "grpcio<2.0,>=1.24.3", "tensorboard<2.17,>=2.16", "keras>=3.0.0",
+    'tensorflow-io-gcs-filesystem>=0.23.1; python_version < "3.12"',
+    'numpy<2.0.0,>=1.23.5; python_version <= "3.11"', 'numpy<2.0.0,>=1.26.0; python_version >= "3.12"',
+)
+TF_2_16_DEPENDENCIES = {"numpy": "1.26.4", "ml_dtypes": "0.3.2", "keras": "3.3.3", "protobuf": "4.25.3",
+                        "tensorboard": "2.16.2", "h5py": "3.11.0", "wrapt": "1.16.0",
+                        "tensorflow_io_gcs_filesystem": "0.37.0"}
+TF_2_14_DEPENDENCIES = {"numpy": "1.26.4", "keras": "2.14.0", "ml_dtypes": "0.2.0", "protobuf": "4.24.3",
+                        "wrapt": "1.14.1", "tensorboard": "2.14.0", "tensorflow_estimator": "2.14.0",
+                        "tensorflow_io_gcs_filesystem": "0.34.0", "h5py": "3.9.0"}
+
+
+def tensorflow_2_14(root: FakeRoot, version: str = "2.14.0", **versions: str) -> FakeSitePackages:
+    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version=version, requires=INTEL_2_14_REQUIRES, requires_python=">=3.9",
+                    tags=TF_2_14_TAGS)
+    return site.healthy_dependencies(**{**TF_2_14_DEPENDENCIES, **versions})
+
+
+def tensorflow_2_16(root: FakeRoot, **versions: str) -> FakeSitePackages:
+    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.16.1", requires=TF_2_16_REQUIRES, requires_python=">=3.9",
+                    tags=TF_2_14_TAGS)
+    return site.healthy_dependencies(**{**TF_2_16_DEPENDENCIES, **versions})
+
+
+def _tensorflow_2_14_as_resolved(root: FakeRoot) -> None:
+    # `pip install tensorflow==2.14.0 'numpy<2'`: ml-dtypes 0.2.0, as TensorFlow 2.14 pins it.
+    parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
+    parts.process(root)
+    parts.operating_system(root, "ada-np1", mem_gib=32)
+    tensorflow_2_14(root)
+
+
+register(HealthyMachine(
+    "tensorflow-2.14-ml-dtypes-0.2", ("PKG",),
+    "tensorflow 2.14.0 with numpy 1.26.4 and the ml-dtypes 0.2.0 it pins",
+    _tensorflow_2_14_as_resolved, env=USER_ENV, python=VENV))
+
+
+def _tensorflow_2_16_with_io_0_37(root: FakeRoot) -> None:
+    parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
+    parts.process(root)
+    parts.operating_system(root, "ada-io", mem_gib=32)
+    site = tensorflow_2_16(root)
+    site.dist("tensorflow_io", "0.37.1", requires=(
+        "tensorflow-io-gcs-filesystem==0.37.1", 'tensorflow<2.17.0,>=2.16.0; extra == "tensorflow"',
+        'tensorflow-cpu<2.17.0,>=2.16.0; extra == "tensorflow-cpu"'),
+        requires_python=">=3.7,<3.13", top_level=("tensorflow_io",), tags=TF_2_14_TAGS)
+
+
+register(HealthyMachine(
+    "tensorflow-2.16-with-tensorflow-io-0.37", ("PKG",),
+    "tensorflow 2.16.1 with tensorflow-io 0.37.1, the release built for it",
+    _tensorflow_2_16_with_io_0_37, env=USER_ENV, python=VENV))
+
+
+def _tensorflow_2_15_with_addons_0_23(root: FakeRoot) -> None:
+    # `pip install tensorflow-cpu==2.15.1 tensorflow-addons==0.23.0` (Keras 2: the last TensorFlow Addons supports).
+    parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
+    parts.process(root)
+    parts.operating_system(root, "ada-vit", mem_gib=32)
+    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow_2_15()
+    site.dist("tensorflow_addons", "0.23.0", requires=(
+        "packaging", "typeguard<3.0.0,>=2.7", "tensorflow<2.16.0,>=2.13.0; extra == 'tensorflow'",
+        "tensorflow-cpu<2.16.0,>=2.13.0; extra == 'tensorflow-cpu'"),
+        top_level=("tensorflow_addons",), tags=(f"{CP}-{CP}-manylinux_2_17_x86_64",))
+    site.dist("typeguard", "2.13.3", top_level=("typeguard",))
+
+
+register(HealthyMachine(
+    "tensorflow-2.15-with-tensorflow-addons-0.23", ("PKG",),
+    "tensorflow-cpu 2.15.1 with tensorflow-addons 0.23.0, its final release, built for 2.13-2.15",
+    _tensorflow_2_15_with_addons_0_23, env=USER_ENV, python=VENV))

@@ -7,50 +7,18 @@ from __future__ import annotations
 
 from healthy import parts
 from healthy.machines import USER_ENV, VENV
-from healthy.machines_pyenv import INTEL_2_14_REQUIRES
-from support.fake_site_packages import CP, TF_2_21_REQUIRES, FakeSitePackages
+from healthy.machines_pyenv_graph import TF_2_14_TAGS, tensorflow_2_14, tensorflow_2_16
+from support.fake_site_packages import CP, TF_2_21_REQUIRES
 
 from tfdoctor.testing import FakeRoot
 
 from .corpus import RealReport, register
-
-TF_2_14_TAGS = (f"{CP}-{CP}-manylinux_2_17_x86_64", f"{CP}-{CP}-manylinux2014_x86_64")
-# tensorflow 2.16.1 (cp311 manylinux_2_17_x86_64), as its METADATA writes them: Keras 3, numpy below 2.
-TF_2_16_REQUIRES = (
-    "absl-py>=1.0.0", "astunparse>=1.6.0", "flatbuffers>=23.5.26", "gast!=0.5.0,!=0.5.1,!=0.5.2,>=0.2.1",
-    "google-pasta>=0.1.1", "h5py>=3.10.0", "libclang>=13.0.0", "ml-dtypes~=0.3.1", "opt-einsum>=2.3.2", "packaging",
-    "protobuf!=4.21.0,!=4.21.1,!=4.21.2,!=4.21.3,!=4.21.4,!=4.21.5,<5.0.0dev,>=3.20.3", "requests<3,>=2.21.0",
-    "setuptools", "six>=1.12.0", "termcolor>=1.1.0", "typing-extensions>=3.6.6", "wrapt>=1.11.0",
-    "grpcio<2.0,>=1.24.3", "tensorboard<2.17,>=2.16", "keras>=3.0.0",
-    'tensorflow-io-gcs-filesystem>=0.23.1; python_version < "3.12"',
-    'numpy<2.0.0,>=1.23.5; python_version <= "3.11"', 'numpy<2.0.0,>=1.26.0; python_version >= "3.12"',
-)
-TF_2_16_DEPENDENCIES = {"numpy": "1.26.4", "ml_dtypes": "0.3.2", "keras": "3.3.3", "protobuf": "4.25.3",
-                        "tensorboard": "2.16.2", "h5py": "3.11.0", "wrapt": "1.16.0",
-                        "tensorflow_io_gcs_filesystem": "0.37.0"}
-TF_2_14_DEPENDENCIES = {"numpy": "1.26.4", "keras": "2.14.0", "ml_dtypes": "0.2.0", "protobuf": "4.24.3",
-                        "wrapt": "1.14.1", "tensorboard": "2.14.0", "tensorflow_estimator": "2.14.0",
-                        "tensorflow_io_gcs_filesystem": "0.34.0", "h5py": "3.9.0"}
 
 
 def _host(root: FakeRoot, name: str) -> None:
     parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
     parts.process(root)
     parts.operating_system(root, name, mem_gib=32)
-
-
-def tensorflow_2_14(root: FakeRoot, version: str = "2.14.0", **versions: str) -> FakeSitePackages:
-    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
-    site.tensorflow(name="tensorflow", version=version, requires=INTEL_2_14_REQUIRES, requires_python=">=3.9",
-                    tags=TF_2_14_TAGS)
-    return site.healthy_dependencies(**{**TF_2_14_DEPENDENCIES, **versions})
-
-
-def tensorflow_2_16(root: FakeRoot, **versions: str) -> FakeSitePackages:
-    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
-    site.tensorflow(name="tensorflow", version="2.16.1", requires=TF_2_16_REQUIRES, requires_python=">=3.9",
-                    tags=TF_2_14_TAGS)
-    return site.healthy_dependencies(**{**TF_2_16_DEPENDENCIES, **versions})
 
 
 def _ml_dtypes_0_3_under_2_14(root: FakeRoot) -> None:

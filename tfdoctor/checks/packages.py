@@ -1171,9 +1171,12 @@ def addon_built_for_another_tensorflow(facts: Facts) -> Iterator[Finding]:
     tensorflow-text 2.20.0 (tensorflow<2.21,>=2.20.0) next to tensorflow-cpu 2.21.0.
 
     Fix:
-    `pip install '<add-on>' '<tensorflow>==<version>'`: with TensorFlow pinned, pip picks the add-on
-    release built for it (there may be none yet for a new TensorFlow: then keep TensorFlow's previous
-    release).
+    The add-on release built for the installed TensorFlow, from the release tables of
+    tfdoctor/knowledge/package_graph.toml: `pip install --no-deps '<add-on>==<release>'` when the add-on
+    names another TensorFlow distribution than the one installed (tensorflow-text requires `tensorflow`:
+    without --no-deps pip installs it on top of tensorflow-cpu), else with TensorFlow pinned. For an add-on
+    that has no such release (tensorflow-addons ended with 0.23 for TensorFlow 2.13-2.15, tensorflow-io's
+    newest is for 2.16) the fix says so: uninstall it, or use a TensorFlow it was built for.
 
     Fix safety:
     Manual: it changes installed packages.

@@ -777,9 +777,11 @@ def _requires_of(dist_dir):
         return None
     for meta_name in ("METADATA", "PKG-INFO"):
         try:
-            head = _read_bytes(os.path.join(dist_dir, meta_name), HEADER_LIMIT).decode("utf-8", "replace")
+            data = _read_bytes(os.path.join(dist_dir, meta_name), HEADER_LIMIT)
         except OSError:
             continue
+        end = data.find(b"\n\n")  # the headers only: the description after them is most of the file
+        head = (data if end == -1 else data[:end]).decode("utf-8", "replace")
         return [line for line in _parse_metadata(head)["requires_dist"] if "extra" not in line.partition(";")[2]]
     return None
 

@@ -248,3 +248,22 @@ def test_simple_markers_agree_with_packaging(marker):
     truth = Marker(marker).evaluate({**ENVIRONMENT, "extra": ""})
     assert _simple_marker(marker, ENVIRONMENT) in (truth, None)
     assert marker_applies(marker, ENVIRONMENT) is truth
+
+
+def test_an_ended_addon_under_an_older_tensorflow_than_its_newest_release_is_not_called_releaseless(tmp_path):
+    """tensorflow-io has releases for TensorFlow 2.13 (not in the table): no "no release exists" for it."""
+    environment = Environment(tmp_path)
+    environment.site.tensorflow(name="tensorflow-cpu", version="2.13.1", requires=("numpy>=1.22,<=1.24.3",))
+    environment.site.healthy_dependencies(numpy="1.24.3")
+    environment.site.dist("tensorflow_io", "0.37.1", requires=('tensorflow<2.17.0,>=2.16.0; extra == "tensorflow"',))
+    finding = next(f for f in environment.check().findings() if f.code == "PKG017")
+    (fix,) = finding.fixes
+    assert fix.title == "Install the tensorflow-io release built for TensorFlow 2.13" and fix.steps == ()
+
+
+def test_a_missing_requirement_importable_without_metadata_is_not_reported(tmp_path):
+    environment = Environment(tmp_path)
+    new(environment)
+    environment.site.dist("keras", "3.15.1", requires=("rich",), top_level=("keras",))
+    environment.site.file("rich/__init__.py")  # vendored or copied in, no dist-info
+    assert [f for f in environment.check().findings() if f.code == "PKG021"] == []

@@ -1220,22 +1220,25 @@ def _addon_fixes(facts: Facts, dist: TensorflowDistribution, package: str, line:
     release = addon_release_for(package, dist.version)
     status = addon_status(package)
     major_minor = ".".join(dist.version.split(".")[:2])
-    if release is None and status is not None and status.follows_tensorflow \
-            and release_tuple(major_minor) <= release_tuple(status.newest_tensorflow):
+    newer = status is not None and release_tuple(major_minor) > release_tuple(status.newest_tensorflow)
+    if release is None and status is not None and status.follows_tensorflow and not newer:
         release = f"{major_minor}.*"
     if release is not None:
         return install_fixes(facts, dist, f"Install {package} {release}, the release built for TensorFlow "
                              f"{dist.version}", (f"{package}=={release}",), no_deps=names_other)
-    pip = _pip(facts)
-    if status is not None and status.ended:
+    if status is not None and newer and status.ended:
         return (AdminFix(f"No {package} release exists for TensorFlow {dist.version}: remove it, or use an older "
                          f"TensorFlow (its newest release is for {status.newest_tensorflow})",
-                         (f"{pip} uninstall -y {package}",), text=status.note),)
-    newest = f" (the newest known to tfdoctor is for TensorFlow {status.newest_tensorflow})" if status else ""
-    return (AdminFix(f"Wait for the {package} release for TensorFlow {major_minor}, or use the TensorFlow its "
-                     f"installed release is built for", (), text=(
-                         f"tfdoctor knows no {package} release built for TensorFlow {dist.version}{newest}; once "
-                         f"one is published, install it with --no-deps and the exact version")),)
+                         (f"{_pip(facts)} uninstall -y {package}",), text=status.note),)
+    if status is not None and newer:
+        return (AdminFix(f"Wait for the {package} release for TensorFlow {major_minor}, or use the TensorFlow its "
+                         f"installed release is built for", (), text=(
+                             f"tfdoctor knows no {package} release built for TensorFlow {dist.version} (the newest "
+                             f"known to tfdoctor is for TensorFlow {status.newest_tensorflow}); once one is "
+                             "published, install it with --no-deps and the exact version")),)
+    return (AdminFix(f"Install the {package} release built for TensorFlow {major_minor}", (), text=(
+        f"its Requires-Dist names the TensorFlow release it was built for; tfdoctor's table names none for "
+        f"{dist.version}: install that release with --no-deps and the exact version")),)
 
 
 def _and_cuda_requirements(dist: TensorflowDistribution) -> dict[str, tuple[str, str]]:

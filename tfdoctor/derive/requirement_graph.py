@@ -24,6 +24,7 @@ from tfdoctor.derive.tensorflow_distribution import (
     TensorflowDistribution,
     installed_version,
     marker_environment,
+    top_level_import_name,
 )
 from tfdoctor.facts import Facts
 from tfdoctor.records import value_tuple
@@ -112,6 +113,8 @@ def unmet_requirements(facts: Facts, dist: TensorflowDistribution) -> Iterator[U
     """The requirements of TensorFlow's dependencies (not of TensorFlow itself: PKG005 and PKG009 judge those)
     that the installed versions do not meet."""
     environment = marker_environment(facts)
+    modules = facts.peek("python.modules")
+    modules = modules if isinstance(modules, Mapping) else {}
     for requirer in tensorflow_closure(facts, dist):
         version = installed_version(facts, requirer) or ""
         for requirement, line in requirements_of(facts, requirer, environment) or ():
@@ -119,7 +122,8 @@ def unmet_requirements(facts: Facts, dist: TensorflowDistribution) -> Iterator[U
                 continue  # an add-on's TensorFlow pin is PKG017's
             installed = installed_version(facts, requirement.name)
             if installed is None:
-                yield Unmet(requirer, version, requirement, line, None, MISSING)
+                if top_level_import_name(requirement.name) not in modules:  # importable without metadata: there
+                    yield Unmet(requirer, version, requirement, line, None, MISSING)
                 continue
             if not requirement.specifier or version_satisfies(installed, requirement.specifier) is not False:
                 continue

@@ -267,3 +267,18 @@ def test_a_missing_requirement_importable_without_metadata_is_not_reported(tmp_p
     environment.site.dist("keras", "3.15.1", requires=("rich",), top_level=("keras",))
     environment.site.file("rich/__init__.py")  # vendored or copied in, no dist-info
     assert [f for f in environment.check().findings() if f.code == "PKG021"] == []
+
+
+def test_the_package_graph_table_is_consistent():
+    """A fallback row for every kind of bound, a source on every row, an error only with the symptom measured or
+    quoted, and add-on rows only for the add-ons the coupling table knows."""
+    from tfdoctor.derive.python_compatibility import BOUND_KINDS, addons
+    from tfdoctor.knowledge import table_rows
+
+    rows = table_rows("package_graph")
+    fallbacks = {r["when"] for r in rows if r["kind"] == "requirement" and r["package"] == r["requires"] == "*"}
+    assert fallbacks == set(BOUND_KINDS)
+    assert all(r.get("source") for r in rows)
+    assert all(r.get("symptom") for r in rows if r.get("severity") == "error")
+    known = {a.package for a in addons()}
+    assert {r["package"] for r in rows if r["kind"].startswith("addon-")} <= known

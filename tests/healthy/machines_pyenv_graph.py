@@ -182,3 +182,42 @@ register(HealthyMachine(
     "tensorflow-2.15-with-tensorflow-addons-0.23", ("PKG",),
     "tensorflow-cpu 2.15.1 with tensorflow-addons 0.23.0, its final release, built for 2.13-2.15",
     _tensorflow_2_15_with_addons_0_23, env=USER_ENV, python=VENV))
+
+
+# tensorflow 2.12.1 (cp310 manylinux_2_17_x86_64): it required jax (jax>=0.3.15), as pip's message in the thread
+# quotes; the rest as its METADATA writes them.
+TF_2_12_REQUIRES = (
+    "absl-py>=1.0.0", "astunparse>=1.6.0", "flatbuffers>=2.0", "gast<=0.4.0,>=0.2.1", "google-pasta>=0.1.1",
+    "h5py>=2.9.0", "jax>=0.3.15", "libclang>=13.0.0", "numpy<1.24,>=1.22", "opt-einsum>=2.3.2", "packaging",
+    "protobuf!=4.21.0,!=4.21.1,!=4.21.2,!=4.21.3,!=4.21.4,!=4.21.5,<5.0.0dev,>=3.20.3", "setuptools",
+    "six>=1.12.0", "termcolor>=1.1.0", "typing-extensions>=3.6.6", "wrapt<1.15,>=1.11.0",
+    "tensorflow-io-gcs-filesystem>=0.23.1", "grpcio<2.0,>=1.24.3", "tensorboard<2.13,>=2.12",
+    "tensorflow-estimator<2.13,>=2.12.0", "keras<2.13,>=2.12.0",
+)
+TF_2_12_DEPENDENCIES = {"numpy": "1.23.5", "keras": "2.12.0", "protobuf": "4.23.4", "wrapt": "1.14.1",
+                        "tensorboard": "2.12.3", "tensorflow_estimator": "2.12.0", "h5py": "3.9.0",
+                        "tensorflow_io_gcs_filesystem": "0.32.0", "gast": "0.4.0", "flatbuffers": "23.5.26"}
+
+
+def tensorflow_2_12(root: FakeRoot, jax: str) -> FakeSitePackages:
+    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow", version="2.12.1", requires=TF_2_12_REQUIRES, requires_python=">=3.8",
+                    tags=TF_2_14_TAGS)
+    site.healthy_dependencies(**TF_2_12_DEPENDENCIES)
+    site.dist("jax", jax, requires=("numpy>=1.20", "opt_einsum", "scipy>=1.5"), top_level=("jax",))
+    site.dist("scipy", "1.10.1", requires=("numpy<1.27.0,>=1.19.5",), top_level=("scipy",), tags=TF_2_14_TAGS)
+    site.dist("opt_einsum", "3.3.0", requires=("numpy>=1.7",), top_level=("opt_einsum",))
+    return site
+
+
+def _tensorflow_2_12_with_jax_0_4(root: FakeRoot) -> None:
+    parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
+    parts.process(root)
+    parts.operating_system(root, "ada-binder", mem_gib=32)
+    tensorflow_2_12(root, jax="0.4.13")
+
+
+register(HealthyMachine(
+    "tensorflow-2.12-with-jax-0.4", ("PKG",),
+    "tensorflow 2.12.1 with the jax it requires (>=0.3.15): 0.4.13",
+    _tensorflow_2_12_with_jax_0_4, env=USER_ENV, python=VENV))

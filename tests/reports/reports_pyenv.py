@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from healthy import parts
 from healthy.machines import USER_ENV, VENV
-from healthy.machines_pyenv_graph import TF_2_14_TAGS, tensorflow_2_14, tensorflow_2_16
+from healthy.machines_pyenv_graph import TF_2_14_TAGS, tensorflow_2_12, tensorflow_2_14, tensorflow_2_16
 from support.fake_site_packages import CP, TF_2_21_REQUIRES
 
 from tfdoctor.testing import FakeRoot
@@ -66,7 +66,20 @@ def _addons_under_keras_3(root: FakeRoot) -> None:
     site.dist("vit_keras", "0.1.2", requires=("scipy", "validators"), top_level=("vit_keras",))
 
 
+def _jax_0_2_under_2_12(root: FakeRoot) -> None:
+    # The project's conda environment: tensorflow 2.12.1 from conda, then its pip section's jax 0.2.19; pip:
+    # "tensorflow 2.12.1 requires jax>=0.3.15, but you have jax 0.2.19 which is incompatible".
+    _host(root, "ada-binder")
+    tensorflow_2_12(root, jax="0.2.19")
+
+
 register(
+    RealReport(
+        "jax-0.2-under-tensorflow-2.12", "https://github.com/nrbennet/dl_binder_design/issues/31", "pyenv", "dev",
+        "tensorflow 2.12.1 requires jax>=0.3.15 and the environment's pip section installs jax 0.2.19: jax and "
+        "jaxlib troubles until TensorFlow is taken back to 2.11.1",
+        expect=("PKG005",), twin="tensorflow-2.12-with-jax-0.4",
+        build=_jax_0_2_under_2_12, env=USER_ENV, python=VENV),
     RealReport(
         "ml-dtypes-0.3-under-tensorflow-2.14", "https://github.com/jax-ml/ml_dtypes/issues/101", "pyenv", "dev",
         "TensorFlow 2.14.0rc1 fails at import after ml-dtypes 0.3.0 was released (float8_e4m3b11 removed); "

@@ -335,6 +335,31 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
             raise AssertionError(f"a step the test cannot apply: {step}")
 
 
+def unmet_requirements_of_all(facts: Facts) -> set[tuple[str, str]]:
+    """(distribution, Requires-Dist line) of every installed distribution whose requirement the installed
+    versions do not meet: what `pip check` lists."""
+    from tfdoctor.derive.requirement_graph import requirements_of
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+    from tfdoctor.derive.tensorflow_distribution import installed_version
+
+    found = set()
+    for name in facts.get("python.distributions"):
+        for requirement, line in requirements_of(facts, name) or ():
+            have = installed_version(facts, requirement.name)
+            if have is not None and requirement.specifier and version_satisfies(have, requirement.specifier) is False:
+                found.add((name, line))
+    return found
+
+
+def test_the_refused_numpy_pin_would_have_broken_jax(tmp_path):
+    """What the graph check prevents, seen by the same measure as the test above: running the command anyway
+    adds jax's ml_dtypes requirement to the unmet ones."""
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.15 + numpy 2.1.3 next to jax 0.4.38"))
+    before = unmet_requirements_of_all(environment.facts())
+    FakePip(environment.site).run(f"{PIP} install 'numpy<2.0.0,>=1.23.5' 'tensorflow-cpu==2.15.1'")
+    assert unmet_requirements_of_all(environment.facts()) - before == {("jax", "ml_dtypes>=0.4.0")}
+
+
 # The shadowing TensorFlow's first fix (PYTHONPATH unset) is checked by its own test below.
 # Next to jax no pip command fixes TensorFlow 2.15's numpy without breaking jax: its test is in
 # tests/test_checks_package_graph.py.
@@ -347,6 +372,7 @@ FIXABLE = [s for s in SITUATIONS if s.codes and s.name not in ("intel-tensorflow
 def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
     environment = make(tmp_path, situation)
     before = environment.check()
+    unmet = unmet_requirements_of_all(environment.facts())
     providers = {(d.name, d.version) for d in tensorflow_providers(environment.facts())}
     for finding in before.findings():
         for fix in finding.fixes:
@@ -354,6 +380,7 @@ def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
     after = environment.check()
     fixed = {code for code, _ in situation.codes}
     assert not {code for code, _ in found(after)} & fixed, [f.message for f in after.findings()]
+    assert unmet_requirements_of_all(environment.facts()) <= unmet  # no installed distribution broken by a fix
     new_problems = {(c, s) for c, s in found(after) - found(before) if s in ("error", "warning")}
     assert new_problems == set()
     kept = installed_tensorflow(environment.facts())

@@ -173,8 +173,8 @@ def test_root_in_a_default_container_has_no_sys_admin():
     kubernetes = report("cupti002-root-in-kubernetes").findings()[0]
     assert kubernetes.evidence["container_kind"] == "kubernetes"
     assert kubernetes.evidence["privileges.container"] == ["KUBERNETES_SERVICE_HOST", "/proc/self/cgroup:kubepods"]
-    assert kubernetes.fixes[0].steps == (
-        'securityContext:\n  capabilities:\n    add: ["SYS_ADMIN"]   # in the container\'s spec (or privileged: true)',)
+    assert (kubernetes.fixes[0].steps, kubernetes.fixes[0].text) == ((), (
+        'in the container\'s spec: securityContext: {capabilities: {add: ["SYS_ADMIN"]}} (or privileged: true)'))
     assert kubernetes.fixes[1].title == "Allow profiling for all users on the host"
 
 

@@ -427,8 +427,9 @@ def cuda_visible_devices_names_missing_device(facts: Facts) -> Iterator[Finding]
             f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no GPU of this host ({len(gpus)} GPU(s)): CUDA "
             f"ignores it and every entry after it ({', '.join(hidden)})",
             evidence={"env.CUDA_VISIBLE_DEVICES": setting, "nvml.devices": sorted(indices)},
-            fixes=(AdminFix("List only this host's GPUs in CUDA_VISIBLE_DEVICES", (
-                f"Valid indices here: {', '.join(str(i) for i in sorted(indices))} (or their GPU- UUIDs).",)),))
+            fixes=(AdminFix("List only this host's GPUs in CUDA_VISIBLE_DEVICES", ("nvidia-smi -L  # their UUIDs",),
+                            text=f"valid indices here: {', '.join(str(i) for i in sorted(indices))} (or their "
+                                 "GPU- UUIDs)"),))
         return
 
 

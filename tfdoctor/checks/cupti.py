@@ -200,9 +200,8 @@ def _cupti_install(build: TfBuild) -> AdminFix:
 def _container_fixes(kind: str | None) -> list[AdminFix]:
     """How this container's launcher grants CAP_SYS_ADMIN (the container's own processes cannot)."""
     if kind == "kubernetes":
-        return [AdminFix("Grant SYS_ADMIN in the pod spec", (
-            "securityContext:\n  capabilities:\n    add: [\"SYS_ADMIN\"]   # in the container's spec "
-            "(or privileged: true)",))]
+        return [AdminFix("Grant SYS_ADMIN in the pod spec", (), text=(
+            "in the container's spec: securityContext: {capabilities: {add: [\"SYS_ADMIN\"]}} (or privileged: true)"))]
     if kind in ("docker", "podman"):
         return [AdminFix(f"Start the {kind} container with SYS_ADMIN", (
             f"{kind} run --cap-add SYS_ADMIN …   # or --privileged",))]

@@ -325,6 +325,14 @@ SITUATIONS = [
               NEW, True, setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.6.0")),
     Situation("2.21 + numpy 1.26.4, ml-dtypes 0.7.0 (in TensorFlow's ranges; built for the numpy 2 C API)",
               NEW, False, ("PKG021",), setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.7.0")),
+    # The same break with numpy 1.26.4 supplied by PYTHONPATH: PKG021's fix is then to take the folder out of
+    # PYTHONPATH (no pip command: pip in the venv changes nothing that is imported); the situation after it is
+    # the venv's own numpy 2.4.6 with ml-dtypes 0.7.0.
+    Situation("2.21 + PYTHONPATH holding numpy 1.26.4, ml-dtypes 0.7.0 in the venv", NEW, False, ("PKG021",),
+              setup=chain(pip_state("install", "--no-deps", "ml-dtypes==0.7.0"),
+                          lambda venv, scratch: {"PYTHONPATH": str(target_folder("numpy==1.26.4")(venv, scratch))})),
+    Situation("2.21 + ml-dtypes 0.7.0 (PYTHONPATH taken away: numpy 2.4.6 of the venv)", NEW, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.7.0")),
     Situation("2.21 + ml-dtypes 0.4.1 (below the floor)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
     Situation("2.21 + keras 2.15.0", NEW, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==2.15.0")),

@@ -419,8 +419,8 @@ def install_fixes(facts: Facts, dist: TensorflowDistribution, title: str, wanted
         if shadowing:  # the foreign copy is the only one: pip installs one, in the environment that no longer sees it
             prefix = _without_foreign(facts, shadowing)
             return (*shadowing, AdminFix(title, (f"{prefix}{command}",), text=(
-                "with the change above in effect: run where the foreign folder still supplies it, pip "
-                "leaves what is imported as it is") if not prefix else ""))
+                "run it after the change above: while the foreign folder supplies the package, pip leaves what "
+                "is imported as it is") if not prefix else ""))
         return (AdminFix(title, (command,)),)
     broken = "; ".join(f"{c.dependent} {c.dependent_version} requires {c.package}{c.specifier}" for c in conflicts)
     moved = ", ".join(sorted({f"{c.package} into {c.forced}" for c in conflicts}))
@@ -458,8 +458,10 @@ def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
 
     Fix:
     `pip install '<name><range>' '<tensorflow>==<installed version>'`: pins the installed TensorFlow so
-    pip moves the dependency, not TensorFlow. When the imported copy comes from PYTHONPATH, a .pth file
-    or the user site-packages, the first fix takes that away (pip alone would not change what is imported).
+    pip moves the dependency, not TensorFlow; checked against every installed distribution's requirements
+    before it is offered. When the imported copy comes from PYTHONPATH, a .pth file or the user
+    site-packages, the fix takes that away, with no pip command while the environment has its own copy
+    behind it (pip would not change what is imported).
 
     Fix safety:
     Manual: other packages of the environment may need the version that is there now.

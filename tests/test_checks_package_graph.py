@@ -282,3 +282,11 @@ def test_the_package_graph_table_is_consistent():
     assert all(r.get("symptom") for r in rows if r.get("severity") == "error")
     known = {a.package for a in addons()}
     assert {r["package"] for r in rows if r["kind"].startswith("addon-")} <= known
+
+
+def test_pkg021_under_pythonpath_offers_only_to_take_the_folder_away(tmp_path):
+    """As measured on a real venv (run 4): the one fix is PYTHONPATH, no pip command."""
+    environment = situation(tmp_path, "2.21 + PYTHONPATH holding numpy 1.26.4 + ml-dtypes 0.7.0")
+    finding = next(f for f in environment.check().findings() if f.code == "PKG021")
+    (fix,) = finding.fixes
+    assert isinstance(fix, EnvFix) and [(c.op, c.name) for c in fix.changes] == [(EnvOp.UNSET, "PYTHONPATH")]

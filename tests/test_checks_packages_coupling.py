@@ -200,6 +200,13 @@ def ml_dtypes_0_7_on_numpy_2(e: Environment) -> None:
     e.site.dist("ml_dtypes", "0.7.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
 
 
+def numpy_1_on_pythonpath_under_ml_dtypes_0_7(e: Environment) -> None:
+    """benchmarks/python_env_truth.py run 4: the venv's own numpy 2.4.6 shadowed by a PYTHONPATH folder's 1.26.4."""
+    ml_dtypes_0_7_on_numpy_2(e)
+    e.folder("shared").dist("numpy", "1.26.4", top_level=("numpy",)).file("numpy/__init__.py")
+    e.env["PYTHONPATH"] = str(e.folder("shared"))
+
+
 def old_tensorflow_next_to_jax(e: Environment) -> None:
     """TensorFlow 2.15 with numpy 2 and the ml-dtypes jax wants (>=0.4.0): pinning numpy<2 for TensorFlow would
     move ml-dtypes back under its ~=0.3.1, below jax's floor."""
@@ -285,6 +292,8 @@ SITUATIONS = [
     Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.5.4", ml_dtypes_0_5_on_numpy_1, ()),
     Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.6.0", ml_dtypes_0_6_on_numpy_1, (("PKG021", "info"),)),
     Situation("2.21 + numpy 2.4.6 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_2, ()),
+    Situation("2.21 + PYTHONPATH holding numpy 1.26.4 + ml-dtypes 0.7.0", numpy_1_on_pythonpath_under_ml_dtypes_0_7,
+              (("PKG021", "error"), ("PKG013", "warning"))),
     Situation("2.15 + numpy 2.1.3 next to jax 0.4.38", old_tensorflow_next_to_jax,
               (("PKG005", "error"), ("PKG005", "warning"))),
 ]

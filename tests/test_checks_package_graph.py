@@ -290,3 +290,23 @@ def test_pkg021_under_pythonpath_offers_only_to_take_the_folder_away(tmp_path):
     finding = next(f for f in environment.check().findings() if f.code == "PKG021")
     (fix,) = finding.fixes
     assert isinstance(fix, EnvFix) and [(c.op, c.name) for c in fix.changes] == [(EnvOp.UNSET, "PYTHONPATH")]
+
+
+def test_the_addon_fix_keeps_tensorflow_cpu_alone(tmp_path):
+    """Issue 36: the old fix (`pip install 'tensorflow-text' 'tensorflow-cpu==2.21.0'`) pulled the `tensorflow`
+    distribution on top of tensorflow-cpu; the fix now installs the add-on's 2.21 release with --no-deps."""
+    from support.fake_pip import FakePip
+    from test_checks_packages_coupling import found
+
+    environment = Environment(tmp_path)
+    new(environment)
+    environment.site.dist("tensorflow_text", "2.20.0", requires=("tensorflow<2.21,>=2.20.0",),
+                          top_level=("tensorflow_text",))
+    (finding,) = environment.check().findings()
+    apply_fix(environment, finding.fixes[0])
+    assert environment.check().codes() == []
+    assert FakePip(environment.site).installed("tensorflow") is None
+    assert FakePip(environment.site).installed("tensorflow-text") == "2.21.0"
+    FakePip(environment.site).run(f"{PIP} install 'tensorflow-text' 'tensorflow-cpu==2.21.0'")  # the old fix
+    assert FakePip(environment.site).installed("tensorflow") == "2.21.0"
+    assert ("PKG002", "warning") in found(environment.check())

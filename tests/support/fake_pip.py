@@ -49,6 +49,9 @@ INDEX: Mapping[str, Mapping[str, Release]] = {
     "tensorboard": {v: Release() for v in ("2.15.2", "2.16.2")},
     "wrapt": {v: Release() for v in ("1.14.2", "2.5.2")},
     "transformers": {"4.57.6": Release(("numpy>=1.17",))},
+    # tensorflow-text names the distribution `tensorflow`: with its dependencies it pulls that one in
+    "tensorflow-text": {"2.20.0": Release(("tensorflow<2.21,>=2.20.0",)),
+                        "2.21.0": Release(("tensorflow<2.22,>=2.21.0",))},
 }
 
 

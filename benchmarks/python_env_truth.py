@@ -52,6 +52,7 @@ DOWNLOADS = [
     ("tensorflow-cpu==2.20.0", False), ("tf-keras==2.20.1", True), ("tf-keras==2.19.0", True),
     ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
     ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
+    ("ml-dtypes==0.5.4", True), ("ml-dtypes==0.6.0", True), ("ml-dtypes==0.7.0", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
 # (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
@@ -282,10 +283,12 @@ SITUATIONS = [
     # -- healthy
     Situation("2.21 as installed", NEW, True),
     Situation("2.15 as installed", OLD, True),
-    Situation("2.21 + numpy 1.26.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
-              setup=pip_state("install", "--no-deps", "numpy==1.26.4")),
-    Situation("2.21 + numpy 1.25.2 (below the floor)", NEW, True,
-              setup=pip_state("install", "--no-deps", "numpy==1.25.2")),
+    # numpy 1 under TensorFlow 2.21 works only with an ml-dtypes that still accepts it: 0.5.x (numpy>=1.21…);
+    # 0.6.0 and 0.7.0 require numpy>=2.0.0 (issue 36), and pip resolves those for TensorFlow 2.21 now.
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.5.4 (numpy 1 under a numpy-2 build, in range)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.5.4")),
+    Situation("2.21 + numpy 1.25.2, ml-dtypes 0.5.4 (below the floor)", NEW, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.25.2", "ml-dtypes==0.5.4")),
     Situation("2.21 + keras 3.11.3 (below the floor)", NEW, True,
               setup=pip_state("install", "--no-deps", "keras==3.11.3")),
     Situation("2.21 + h5py 3.15.1 (above the cap)", NEW, True, setup=pip_state("install", "--no-deps", "h5py==3.15.1"),
@@ -316,6 +319,20 @@ SITUATIONS = [
     Situation("2.15 + numpy 2.1.3", OLD, False, ("PKG005",), setup=pip_state("install", "--no-deps", "numpy==2.1.3")),
     Situation("2.21 + protobuf 5.29.5 (runtime older than gencode)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
+    # Expected broken at first (2026-12-04), measured working: 0.6.0 declares numpy>=2.0.0 but its build still
+    # runs on numpy 1.x; 0.7.0, built for the numpy 2 C API, does not (the situation after this one).
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.6.0 (in TensorFlow's ranges; ml-dtypes declares numpy>=2.0.0)",
+              NEW, True, setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.6.0")),
+    Situation("2.21 + numpy 1.26.4, ml-dtypes 0.7.0 (in TensorFlow's ranges; built for the numpy 2 C API)",
+              NEW, False, ("PKG021",), setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.7.0")),
+    # The same break with numpy 1.26.4 supplied by PYTHONPATH: PKG021's fix is then to take the folder out of
+    # PYTHONPATH (no pip command: pip in the venv changes nothing that is imported); the situation after it is
+    # the venv's own numpy 2.4.6 with ml-dtypes 0.7.0.
+    Situation("2.21 + PYTHONPATH holding numpy 1.26.4, ml-dtypes 0.7.0 in the venv", NEW, False, ("PKG021",),
+              setup=chain(pip_state("install", "--no-deps", "ml-dtypes==0.7.0"),
+                          lambda venv, scratch: {"PYTHONPATH": str(target_folder("numpy==1.26.4")(venv, scratch))})),
+    Situation("2.21 + ml-dtypes 0.7.0 (PYTHONPATH taken away: numpy 2.4.6 of the venv)", NEW, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.7.0")),
     Situation("2.21 + ml-dtypes 0.4.1 (below the floor)", NEW, False, ("PKG005",),
               setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
     Situation("2.21 + keras 2.15.0", NEW, False, ("PKG005",), setup=pip_state("install", "--no-deps", "keras==2.15.0")),

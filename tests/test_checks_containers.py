@@ -12,7 +12,7 @@ from healthy import HealthyMachine, collect
 from healthy import machines_containers as mc
 from support import container_fixtures
 
-from tfdoctor.derive.container import capabilities_grant_compute, cpuinfo_arch, driver_library_steps, emulation
+from tfdoctor.derive.container import capabilities_grant_compute, cpuinfo_arch, driver_library_fix, emulation
 from tfdoctor.facts import Facts, Unknown
 from tfdoctor.model import Severity
 from tfdoctor.testing import facts_from
@@ -114,15 +114,19 @@ def test_cpuinfo_arch_and_emulation_from_the_interpreter_and_cpuinfo() -> None:
     assert emulation(intel_mac) is None
 
 
-@pytest.mark.parametrize(("sections", "first_words"), [
-    ({"container_runtime": {"apptainer": {"signs": ["/.singularity.d"], "libs": []}}}, "apptainer exec --nv"),
-    ({"privileges": {"container": ["/.dockerenv"]}}, "docker run --gpus all"),
-    ({"privileges": {"container": ["/run/.containerenv"]}}, "podman run --device nvidia.com/gpu=all"),
-    ({"privileges": {"container": ["KUBERNETES_SERVICE_HOST"]}}, "request the GPU in the pod spec"),
-    ({}, "libcuda.so.1 comes with the NVIDIA driver")])
-def test_driver_library_steps_name_the_runtimes_own_flag(sections: dict, first_words: str) -> None:
-    (step,) = driver_library_steps(facts_from(sections))
-    assert step.startswith(first_words)
+@pytest.mark.parametrize(("sections", "command", "first_words"), [
+    ({"container_runtime": {"apptainer": {"signs": ["/.singularity.d"], "libs": []}}},
+     "apptainer exec --nv image.sif python train.py", "--nv binds the host's libcuda.so.1"),
+    ({"privileges": {"container": ["/.dockerenv"]}}, "docker run --gpus all …", "the NVIDIA Container Toolkit"),
+    ({"privileges": {"container": ["/run/.containerenv"]}}, "podman run --device nvidia.com/gpu=all …",
+     "CDI devices"),
+    ({"privileges": {"container": ["KUBERNETES_SERVICE_HOST"]}}, None, "request the GPU in the pod spec"),
+    ({}, None, "libcuda.so.1 comes with the NVIDIA driver")])
+def test_driver_library_fix_names_the_runtimes_own_flag(sections: dict, command: str | None,
+                                                        first_words: str) -> None:
+    steps, text = driver_library_fix(facts_from(sections))
+    assert steps == ((command,) if command else ())  # commands only: prose is the text (issue 36)
+    assert text.startswith(first_words)
 
 
 def test_probe_outside_a_container_reads_nothing_more(make_root) -> None:

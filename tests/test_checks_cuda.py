@@ -109,14 +109,16 @@ def test_missing_libcuda_with_a_driver_points_at_the_driver_on_a_host_and_the_ru
     facts.sections["cuda_libs"]["libraries"]["cuda"] = {"files": [], "resolved": {}}
     finding = check_facts(facts, select=["CUDA001"]).findings()[0]
     assert finding.evidence["libraries"] == ["libcuda.so.1"]
-    assert finding.fixes[0].steps[0].startswith("libcuda.so.1 comes with the NVIDIA driver: install the driver's")
-    assert not any("docker" in step for step in finding.fixes[0].steps)  # a host: no container flag helps
+    fix = finding.fixes[0]
+    assert fix.steps == () and fix.text.startswith("libcuda.so.1 comes with the NVIDIA driver: install the driver's")
+    assert "docker" not in fix.text  # a host: no container flag helps
     facts.sections["privileges"]["container"] = ["/.dockerenv"]
     finding = check_facts(facts, select=["CUDA001"]).findings()[0]
-    assert finding.fixes[0].steps[0].startswith("docker run --gpus all …")
+    assert finding.fixes[0].steps[0] == "docker run --gpus all …"
+    assert "NVIDIA Container Toolkit" in finding.fixes[0].text
     facts.sections["privileges"]["container"] = ["/run/.containerenv"]
     finding = check_facts(facts, select=["CUDA001"]).findings()[0]
-    assert finding.fixes[0].steps[0].startswith("podman run --device nvidia.com/gpu=all")
+    assert finding.fixes[0].steps[0] == "podman run --device nvidia.com/gpu=all …"
 
 
 def test_old_cudnn_first_on_path_points_at_the_wheel():
@@ -179,8 +181,8 @@ def test_root_in_a_default_container_has_no_sys_admin():
     kubernetes = report("cupti002-root-in-kubernetes").findings()[0]
     assert kubernetes.evidence["container_kind"] == "kubernetes"
     assert kubernetes.evidence["privileges.container"] == ["KUBERNETES_SERVICE_HOST", "/proc/self/cgroup:kubepods"]
-    assert kubernetes.fixes[0].steps == (
-        'securityContext:\n  capabilities:\n    add: ["SYS_ADMIN"]   # in the container\'s spec (or privileged: true)',)
+    assert (kubernetes.fixes[0].steps, kubernetes.fixes[0].text) == ((), (
+        'in the container\'s spec: securityContext: {capabilities: {add: ["SYS_ADMIN"]}} (or privileged: true)'))
     assert kubernetes.fixes[1].title == "Allow profiling for all users on the host"
 
 
@@ -308,7 +310,8 @@ def test_a_gpu_newer_than_every_binary_says_whether_the_driver_can_jit():
     assert jit.evidence["driver_can_jit"] == "the driver supports CUDA 12.4"
     assert [f.title for f in jit.fixes] == ["Use a TensorFlow build that includes this GPU's architecture",
                                             "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB"]
-    assert "NGC" in jit.fixes[0].steps[1]
+    assert "NGC" in jit.fixes[0].text
+    assert jit.fixes[0].steps == ("pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for sm_90",)
     (stuck,) = [f for f in report("drv003-ptx-too-new-for-driver").findings() if f.code == "DRV003"]
     assert stuck.severity is Severity.ERROR
     assert stuck.message.endswith("and the driver cannot JIT its CUDA 12.2 PTX (the driver supports CUDA 12.0): "

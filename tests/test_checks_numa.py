@@ -49,7 +49,7 @@ def test_unbound_process_with_gpus_on_one_node(make_root):
     assert isinstance(env_fix, EnvFix) and isinstance(admin, AdminFix)
     # The environment script gains the thread sizes of the node it should be bound to (8 cores).
     assert env_fixes(report) == {"TF_NUM_INTRAOP_THREADS": "8", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "8"}
-    assert admin.steps[-1] == "or by hand: numactl --cpunodebind=1 --membind=1 python train.py"
+    assert admin.steps[-1] == "numactl --cpunodebind=1 --membind=1 python train.py   # or by hand"
     plan = launch_plan(facts)
     assert plan.methods == ("numactl", "taskset", "omp")
     assert plan.command_for(None) == numactl(1)
@@ -139,8 +139,8 @@ def test_unknown_gpu_node_on_two_sockets_is_a_warning_with_admin_steps(make_root
     finding = report.result("NUMA004").findings[0]
     assert finding.severity is Severity.WARNING
     (admin,) = finding.fixes
-    assert admin.steps[1] == ("stop-gap as root (lost at reboot, taints the kernel): "
-                              "echo NODE > /sys/bus/pci/devices/0000:88:00.0/numa_node")
+    assert admin.steps[0] == "echo NODE | sudo tee /sys/bus/pci/devices/0000:88:00.0/numa_node"
+    assert "stop-gap as root (lost at reboot, taints the kernel)" in admin.text
     assert launch_plan(facts).command_for(None) == []
 
 
@@ -160,7 +160,8 @@ def test_container_refusing_memory_binding_falls_back_to_taskset(make_root):
     assert facts.get("numa.membind") == {"permitted": False, "error": "set_mempolicy: Operation not permitted"}
     report = check_facts(facts, select=["NUMA"])
     assert report.codes() == ["NUMA001"]
-    assert report.result("NUMA001").findings[0].fixes[1].steps[-1] == "or by hand: taskset -c 0-7,16-23 python train.py"
+    by_hand = report.result("NUMA001").findings[0].fixes[1].steps[-1]
+    assert by_hand == "taskset -c 0-7,16-23 python train.py   # or by hand"
     plan = launch_plan(facts)
     assert plan.methods == ("taskset", "omp")
     assert plan.membind_error == "set_mempolicy: Operation not permitted"

@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 from conftest import check_facts
 from support.fake_pip import FakePip
-from support.fake_site_packages import TF_2_20_REQUIRES, FakeSitePackages, pb2_header
+from support.fake_site_packages import (
+    JAX_0_4_38_REQUIRES,
+    ML_DTYPES_0_5_REQUIRES,
+    ML_DTYPES_0_7_REQUIRES,
+    TF_2_20_REQUIRES,
+    FakeSitePackages,
+    pb2_header,
+)
 from support.snapshot_facts import edited_facts
 
 from tfdoctor.derive.tensorflow_distribution import installed_tensorflow, tensorflow_providers
@@ -171,6 +178,43 @@ def avx512_build(e: Environment) -> None:
     e.site.healthy_dependencies(numpy="1.26.4", keras="2.14.0")
 
 
+def ml_dtypes_0_7_on_numpy_1(e: Environment) -> None:
+    """`pip install numpy==1.26.4` into a TensorFlow 2.21 environment, ml-dtypes 0.7.0 left as it was."""
+    new(e, numpy="1.26.4", ml_dtypes="0.7.0")
+    e.site.dist("ml_dtypes", "0.7.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_5_on_numpy_1(e: Environment) -> None:
+    new(e, numpy="1.26.4", ml_dtypes="0.5.4")
+    e.site.dist("ml_dtypes", "0.5.4", requires=ML_DTYPES_0_5_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_6_on_numpy_1(e: Environment) -> None:
+    """ml-dtypes 0.6.0 declares numpy>=2.0.0 (as 0.7.0 does) and runs on numpy 1.26.4 all the same (measured)."""
+    new(e, numpy="1.26.4", ml_dtypes="0.6.0")
+    e.site.dist("ml_dtypes", "0.6.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
+
+
+def ml_dtypes_0_7_on_numpy_2(e: Environment) -> None:
+    new(e, ml_dtypes="0.7.0")
+    e.site.dist("ml_dtypes", "0.7.0", requires=ML_DTYPES_0_7_REQUIRES, top_level=("ml_dtypes",))
+
+
+def numpy_1_on_pythonpath_under_ml_dtypes_0_7(e: Environment) -> None:
+    """benchmarks/python_env_truth.py run 4: the venv's own numpy 2.4.6 shadowed by a PYTHONPATH folder's 1.26.4."""
+    ml_dtypes_0_7_on_numpy_2(e)
+    e.folder("shared").dist("numpy", "1.26.4", top_level=("numpy",)).file("numpy/__init__.py")
+    e.env["PYTHONPATH"] = str(e.folder("shared"))
+
+
+def old_tensorflow_next_to_jax(e: Environment) -> None:
+    """TensorFlow 2.15 with numpy 2 and the ml-dtypes jax wants (>=0.4.0): pinning numpy<2 for TensorFlow would
+    move ml-dtypes back under its ~=0.3.1, below jax's floor."""
+    old(e, numpy="2.1.3", ml_dtypes="0.4.1")
+    e.site.dist("jax", "0.4.38", requires=JAX_0_4_38_REQUIRES, top_level=("jax",))
+    e.site.dist("jaxlib", "0.4.38", requires=("ml-dtypes>=0.2.0", "numpy>=1.24", "scipy>=1.10"), top_level=("jaxlib",))
+
+
 def remove(name: str) -> Callable[[Environment], None]:
     def build(e: Environment) -> None:
         new(e)
@@ -243,6 +287,15 @@ SITUATIONS = [
     Situation("2.21 without wrapt", remove("wrapt"), (("PKG009", "error"),)),
     Situation("2.21 + transformers 4 without tf-keras", transformers_without_tf_keras, (("PKG014", "error"),)),
     Situation("intel-tensorflow-avx512 on an AVX2 CPU", avx512_build, (("PKG015", "error"),)),
+    # issue 36: the requirement graph below TensorFlow
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_1, (("PKG021", "error"),)),
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.5.4", ml_dtypes_0_5_on_numpy_1, ()),
+    Situation("2.21 + numpy 1.26.4 + ml-dtypes 0.6.0", ml_dtypes_0_6_on_numpy_1, (("PKG021", "info"),)),
+    Situation("2.21 + numpy 2.4.6 + ml-dtypes 0.7.0", ml_dtypes_0_7_on_numpy_2, ()),
+    Situation("2.21 + PYTHONPATH holding numpy 1.26.4 + ml-dtypes 0.7.0", numpy_1_on_pythonpath_under_ml_dtypes_0_7,
+              (("PKG021", "error"), ("PKG013", "warning"))),
+    Situation("2.15 + numpy 2.1.3 next to jax 0.4.38", old_tensorflow_next_to_jax,
+              (("PKG005", "error"), ("PKG005", "warning"))),
 ]
 
 
@@ -279,27 +332,56 @@ def apply_fix(environment: Environment, fix: AdminFix | EnvFix) -> None:
                 environment.env[change.name] = str(change.value)
         return
     pip = FakePip(environment.site)
+    if fix.text.startswith("edit "):  # what a person does by hand: "edit <file>: delete the line naming <folder>"
+        pth, folder = fix.text[5:].split(": delete the line naming ")
+        path = Path(pth.strip("'"))
+        path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                if line.strip() != folder))
     for step in fix.steps:
         if " -m pip " in step:
             pip.run(step)
-        elif step.startswith("edit "):  # "edit <file>: delete the line naming <folder>"
-            pth, folder = step[5:].split(": delete the line naming ")
-            path = Path(pth.strip("'"))
-            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
-                                    if line.strip() != folder))
         else:
             raise AssertionError(f"a step the test cannot apply: {step}")
 
 
+def unmet_requirements_of_all(facts: Facts) -> set[tuple[str, str]]:
+    """(distribution, Requires-Dist line) of every installed distribution whose requirement the installed
+    versions do not meet: what `pip check` lists."""
+    from tfdoctor.derive.requirement_graph import requirements_of
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+    from tfdoctor.derive.tensorflow_distribution import installed_version
+
+    found = set()
+    for name in facts.get("python.distributions"):
+        for requirement, line in requirements_of(facts, name) or ():
+            have = installed_version(facts, requirement.name)
+            if have is not None and requirement.specifier and version_satisfies(have, requirement.specifier) is False:
+                found.add((name, line))
+    return found
+
+
+def test_the_refused_numpy_pin_would_have_broken_jax(tmp_path):
+    """What the graph check prevents, seen by the same measure as the test above: running the command anyway
+    adds jax's ml_dtypes requirement to the unmet ones."""
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "2.15 + numpy 2.1.3 next to jax 0.4.38"))
+    before = unmet_requirements_of_all(environment.facts())
+    FakePip(environment.site).run(f"{PIP} install 'numpy<2.0.0,>=1.23.5' 'tensorflow-cpu==2.15.1'")
+    assert unmet_requirements_of_all(environment.facts()) - before == {("jax", "ml_dtypes>=0.4.0")}
+
+
 # The shadowing TensorFlow's first fix (PYTHONPATH unset) is checked by its own test below.
+# Next to jax no pip command fixes TensorFlow 2.15's numpy without breaking jax: its test is in
+# tests/test_checks_package_graph.py.
 FIXABLE = [s for s in SITUATIONS if s.codes and s.name not in ("intel-tensorflow-avx512 on an AVX2 CPU",
-                                                               "2.21 installed, 2.15.1 on PYTHONPATH")]
+                                                               "2.21 installed, 2.15.1 on PYTHONPATH",
+                                                               "2.15 + numpy 2.1.3 next to jax 0.4.38")]
 
 
 @pytest.mark.parametrize("situation", FIXABLE, ids=[s.name for s in FIXABLE])
 def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
     environment = make(tmp_path, situation)
     before = environment.check()
+    unmet = unmet_requirements_of_all(environment.facts())
     providers = {(d.name, d.version) for d in tensorflow_providers(environment.facts())}
     for finding in before.findings():
         for fix in finding.fixes:
@@ -307,6 +389,7 @@ def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
     after = environment.check()
     fixed = {code for code, _ in situation.codes}
     assert not {code for code, _ in found(after)} & fixed, [f.message for f in after.findings()]
+    assert unmet_requirements_of_all(environment.facts()) <= unmet  # no installed distribution broken by a fix
     new_problems = {(c, s) for c, s in found(after) - found(before) if s in ("error", "warning")}
     assert new_problems == set()
     kept = installed_tensorflow(environment.facts())
@@ -314,7 +397,7 @@ def test_every_fix_removes_its_finding_and_adds_none(tmp_path, situation):
 
 
 def test_avx512_fix_installs_the_same_version_of_intel_tensorflow(tmp_path):
-    environment = make(tmp_path, SITUATIONS[-1])
+    environment = make(tmp_path, next(s for s in SITUATIONS if s.name == "intel-tensorflow-avx512 on an AVX2 CPU"))
     (finding,) = environment.check().findings()
     assert finding.message.startswith("intel-tensorflow-avx512 2.14.0 needs avx512f, which Intel(R) Core(TM) i5-8500 "
                                       "lacks: import tensorflow will die with 'Illegal instruction'")
@@ -410,8 +493,8 @@ def test_a_pth_folder_ahead_of_nothing_is_named_with_its_file(tmp_path):
     finding = next(f for f in environment.check().findings() if f.code == "PKG005")
     pth = environment.site.path / "shared-libs.pth"
     assert f"(imported from {shared}, added to the path by {pth})" in finding.message
-    assert finding.fixes[0] == AdminFix(f"Remove {shared} from {pth} (it supplies numpy)",
-                                        (f"edit {pth}: delete the line naming {shared}",))
+    assert finding.fixes[0] == AdminFix(f"Remove {shared} from {pth} (it supplies numpy)", (),
+                                        text=f"edit {pth}: delete the line naming {shared}")
 
 
 def test_damaged_install_lists_what_is_missing(tmp_path):

@@ -125,6 +125,24 @@ ADDONS = {
 }
 
 
+# Issue 36: the fix names a release that exists, installed without pulling the distribution named `tensorflow`
+# on top of tensorflow-cpu; for an add-on with no release for TensorFlow 2.21 it says so (package_graph.toml).
+ADDON_FIXES = {
+    "tensorflow-text": ("Install tensorflow-text 2.21.*, the release built for TensorFlow 2.21.0",
+                        (f"{PIP} install --no-deps 'tensorflow-text==2.21.*'",), ""),
+    "tensorflow-decision-forests": (
+        "Wait for the tensorflow-decision-forests release for TensorFlow 2.21, or use the TensorFlow its installed "
+        "release is built for", (), "tfdoctor knows no tensorflow-decision-forests release built for TensorFlow "
+        "2.21.0 (the newest known to tfdoctor is for TensorFlow 2.19); once one is published, install it with "
+        "--no-deps and the exact version"),
+    "tensorflow-addons": (
+        "No tensorflow-addons release exists for TensorFlow 2.21.0: remove it, or use an older TensorFlow (its newest "
+        "release is for 2.15)", (f"{PIP} uninstall -y tensorflow-addons",),
+        "TensorFlow Addons ended development (minimal maintenance until May 2024); 0.23.0, for TensorFlow 2.13-2.15, "
+        "is its final release: under Keras 3 (TensorFlow 2.16+) it was not rebuilt"),
+}
+
+
 @pytest.mark.parametrize(("name", "severity"), [("tensorflow-text", "error"), ("tensorflow-decision-forests", "error"),
                                                 ("tensorflow-addons", "error")])
 def test_addon_built_for_another_release(site, name, severity):
@@ -134,7 +152,23 @@ def test_addon_built_for_another_release(site, name, severity):
     assert found(report) == {("PKG017", severity)}
     (finding,) = report.findings()
     assert "undefined symbol" in finding.message
-    assert finding.fixes[0].steps == (f"{PIP} install '{name}' 'tensorflow-cpu==2.21.0'",)
+    (fix,) = finding.fixes
+    assert (fix.title, fix.steps, fix.text) == ADDON_FIXES[name]
+
+
+def test_addon_fix_under_the_tensorflow_distribution_keeps_deps_and_pins_it(site):
+    """Next to the distribution the add-on names (`tensorflow`), pip may resolve: TensorFlow pinned, no --no-deps."""
+    version, requires = ADDONS["tensorflow-text"]
+    site.tensorflow(name="tensorflow").healthy_dependencies().dist("tensorflow-text", version, requires=requires)
+    (finding,) = run(site).findings()
+    assert finding.fixes[0].steps == (f"{PIP} install 'tensorflow-text==2.21.*' 'tensorflow==2.21.0'",)
+
+
+def test_tensorflow_io_for_a_release_it_was_built_for_names_that_release(site):
+    site.tensorflow_2_15().dist("tensorflow-io", "0.37.1", requires=(
+        "tensorflow-io-gcs-filesystem==0.37.1", "tensorflow<2.17.0,>=2.16.0; extra == 'tensorflow'"))
+    finding = next(f for f in run(site).findings() if f.code == "PKG017")
+    assert finding.fixes[0].steps == (f"{PIP} install --no-deps 'tensorflow-io==0.36.0'",)
 
 
 def test_addon_message_names_its_pin_and_the_symptom(site):

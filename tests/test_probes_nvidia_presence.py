@@ -88,5 +88,6 @@ def test_wsl2_is_recognised_and_judged_with_the_windows_driver():
     assert healthy.sections["cuda_libs"]["libraries"]["cuda"]["resolved"]["libcuda.so.1"]["via"] == "ld.so.cache"
     old = check_facts(Facts.load(g.SNAPSHOTS / "drv002-wsl2-windows-driver-too-old.json"), select=["DRV002"])
     (finding,) = old.findings()
-    assert finding.fixes[0].steps == ("Update the NVIDIA driver on Windows (WSL2 uses it; ≥ 536.25)",)
+    assert (finding.fixes[0].steps, finding.fixes[0].text) == ((), "Update the NVIDIA driver on Windows (WSL2 uses it; "
+                                                                  "≥ 536.25)")
     assert finding.evidence["knowledge"]["row"]["windows"] == "536.25"

@@ -150,7 +150,7 @@ def test_a_blackwell_gpu_cannot_run_a_cuda_12_5_build_and_is_told_what_can():
     assert finding.message.endswith("It runs: no tensorflow release tfdoctor knows is built with CUDA ≥ 12.8 "
                                     "(the newest: 2.21, CUDA 12.5)")
     assert finding.evidence["releases_that_run"] == []
-    assert finding.fixes[0].steps[0].startswith("Run TensorFlow in nvcr.io/nvidia/tensorflow:25.01-tf2-py3")
+    assert finding.fixes[0].text.startswith("Run TensorFlow in nvcr.io/nvidia/tensorflow:25.01-tf2-py3")
     # The JIT cache cannot help a JIT that fails: CUDA007 stays silent.
     assert findings("drv003-blackwell-newer-than-every-kernel", "CUDA007") == []
     assert check_facts(load("healthy-blackwell-with-a-cuda-128-build"), select=g.GPU_FAMILIES).codes() == []

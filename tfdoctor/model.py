@@ -115,16 +115,24 @@ class PythonFix:
 
 @record(frozen=True)
 class AdminFix:
-    """Instructions for an administrator: shown to the user, never written into a script."""
+    """Instructions for an administrator: shown to the user, never written into a script.
+
+    One shape, as every fix: `steps` holds only commands, each a line one could type (a `# comment` after it
+    at most); what a person must do by hand or decide — edit a file, reseat a card, choose between two ways
+    — is prose, in `text`. A fix with no command that works (no such release; a conflict) has no steps."""
 
     title: str
     steps: tuple[str, ...]
     applicability: Applicability = field(default=Applicability.MANUAL)
+    text: str = ""
     kind: str = field(default="admin", init=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "title": self.title, "applicability": self.applicability.value,
-                "steps": list(self.steps)}
+        data: dict[str, Any] = {"kind": self.kind, "title": self.title, "applicability": self.applicability.value,
+                                "steps": list(self.steps)}
+        if self.text:
+            data["text"] = self.text
+        return data
 
 
 Fix = EnvFix | PythonFix | AdminFix
@@ -139,7 +147,7 @@ def fix_from_json(data: Mapping[str, Any]) -> Fix:
     if kind == "python":
         return PythonFix(data["title"], data["code"], applicability)
     if kind == "admin":
-        return AdminFix(data["title"], tuple(data["steps"]), applicability)
+        return AdminFix(data["title"], tuple(data["steps"]), applicability, str(data.get("text", "")))
     raise ValueError(f"unknown fix kind {kind!r}")
 
 

@@ -3,6 +3,8 @@
 It does what pip does to the files that matter here: `install` picks the highest version of the index
 that satisfies each requirement, removes the installed one first (its RECORD's files, then its
 dist-info), writes the new one, and unless --no-deps installs each unsatisfied requirement the same way
+(of a requested package already installed too: `pip install 'numpy<2' 'tensorflow-cpu==2.15.1'` moves
+ml-dtypes into 2.15.1's ~=0.3.1)
 (markers and extras ignored, as TensorFlow's only carry extras and platforms). `uninstall` removes the
 files the RECORD lists: two TensorFlow distributions list the same tensorflow/ files, so uninstalling
 one damages the other, as with the real pip.
@@ -47,6 +49,9 @@ INDEX: Mapping[str, Mapping[str, Release]] = {
     "tensorboard": {v: Release() for v in ("2.15.2", "2.16.2")},
     "wrapt": {v: Release() for v in ("1.14.2", "2.5.2")},
     "transformers": {"4.57.6": Release(("numpy>=1.17",))},
+    # tensorflow-text names the distribution `tensorflow`: with its dependencies it pulls that one in
+    "tensorflow-text": {"2.20.0": Release(("tensorflow<2.21,>=2.20.0",)),
+                        "2.21.0": Release(("tensorflow<2.22,>=2.21.0",))},
 }
 
 
@@ -98,6 +103,9 @@ class FakePip:
         name = requirement.name
         current = self.installed(name)
         if current is not None and not force and version_satisfies(current, requirement.specifier):
+            if deps and current in INDEX.get(name, {}):  # pip's resolver keeps a requested package's requirements met
+                for dependency in INDEX[name][current].requires:
+                    self.install(dependency, deps=True)
             return
         choices = [v for v in INDEX[name] if version_satisfies(v, requirement.specifier)]
         assert choices, f"no release of {name} satisfies {line}"

@@ -48,6 +48,16 @@ TF_2_15_DEPENDENCIES = {
     "tensorboard": "2.15.2", "tensorflow_estimator": "2.15.0", "tensorflow_io_gcs_filesystem": "0.37.1",
     "h5py": "3.14.0", "flatbuffers": "25.12.19",
 }
+# Requires-Dist of the packages below TensorFlow (issue 36), as the cp311 wheels' METADATA write them: ml-dtypes
+# 0.7.0 and 0.6.0 (numpy>=2.0.0; 0.6.0 runs on numpy 1.26 all the same, 0.7.0 does not), ml-dtypes 0.5.4 (numpy 1
+# accepted below Python 3.13); jax 0.4.38 (ml_dtypes>=0.4.0).
+ML_DTYPES_0_7_REQUIRES = ("numpy>=2.0.0", 'numpy>=2.1.0; python_version >= "3.13"',
+                          'numpy>=2.3.0; python_version >= "3.14"')
+ML_DTYPES_0_5_REQUIRES = ("numpy>=1.21", 'numpy>=1.21.2; python_version >= "3.10"',
+                          'numpy>=1.23.3; python_version >= "3.11"', 'numpy>=1.26.0; python_version >= "3.12"',
+                          'numpy>=2.1.0; python_version >= "3.13"')
+JAX_0_4_38_REQUIRES = ("jaxlib<=0.4.38,>=0.4.38", "ml_dtypes>=0.4.0", "numpy>=1.24", "opt_einsum", "scipy>=1.10",
+                       'jaxlib==0.4.38; extra == "minimum-jaxlib"')
 # Versions of a healthy TensorFlow 2.21 environment (what `pip install tensorflow-cpu==2.21.0` resolved).
 HEALTHY_DEPENDENCIES = {
     "absl_py": "2.5.1", "astunparse": "1.6.3", "flatbuffers": "25.12.19", "gast": "0.7.0", "google_pasta": "0.2.0",

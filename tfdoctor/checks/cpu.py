@@ -86,9 +86,9 @@ def cpu_lacks_wheel_instruction_set(facts: Facts) -> Iterator[Finding]:
         evidence={"cpu.cpuinfo.flags": flags, "cpu.cpuinfo.model_name": facts.peek("cpu.cpuinfo.model_name"),
                   f"python.watched.{dist.name}.wheel_tags": list(dist.wheel_tags),
                   f"python.watched.{dist.name}.version": dist.version},
-        fixes=(AdminFix("Run on a CPU with AVX, or install a TensorFlow built without AVX",
-                        ("use a machine (or VM CPU model, e.g. QEMU/KVM `-cpu host`) that reports the avx flag",
-                         "or build TensorFlow from source for this CPU, or install a conda build of it")),),
+        fixes=(AdminFix("Run on a CPU with AVX, or install a TensorFlow built without AVX", (),
+                        text="use a machine (or VM CPU model, e.g. QEMU/KVM `-cpu host`) that reports the avx flag, "
+                             "or build TensorFlow from source for this CPU, or install a conda build of it"),),
     )
 
 

@@ -38,20 +38,25 @@ JIT_CACHE_RECOMMENDED = str(4 * (1 << 30))  # 4 GiB, the largest value the drive
 
 
 def _install_fix(facts: Facts, build: TfBuild, keys: list[str], names: list[str]) -> AdminFix:
-    from tfdoctor.derive.container import driver_library_steps
+    from tfdoctor.derive.container import driver_library_fix
 
     steps: list[str] = []
+    prose: list[str] = []
     if "cuda" in keys:
-        steps += driver_library_steps(facts)  # the host's driver, or the flag of this container's runtime
+        commands, about = driver_library_fix(facts)  # the host's driver, or the flag of this container's runtime
+        steps += commands
+        prose.append(about)
     others = [k for k in keys if k != "cuda"]
     if len(others) > 1 and build.pins and build.version and build.dist == "tensorflow":
         steps.append(f"pip install 'tensorflow[and-cuda]=={build.version}'   # every pinned nvidia-* wheel")
     else:
         for key in others:
-            hint = build.install_hint(key)
-            if hint not in steps:
-                steps.append(hint)
-    return AdminFix(f"Install {_listing(names, verb=False)} for CUDA {build.cuda_version}", tuple(steps))
+            hint = build.install_hint(key)  # a pip command, or NVIDIA's installers in words when no wheel exists
+            into = steps if hint.startswith("pip ") else prose
+            if hint not in into:
+                into.append(hint)
+    return AdminFix(f"Install {_listing(names, verb=False)} for CUDA {build.cuda_version}", tuple(steps),
+                    text="; ".join(prose))
 
 
 def required_version(build: TfBuild, key: str) -> tuple[tuple[int, ...], str]:
@@ -428,8 +433,9 @@ def cuda_visible_devices_names_missing_device(facts: Facts) -> Iterator[Finding]
             f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no GPU of this host ({len(gpus)} GPU(s)): CUDA "
             f"ignores it and every entry after it ({', '.join(hidden)})",
             evidence={"env.CUDA_VISIBLE_DEVICES": setting, "nvml.devices": sorted(indices)},
-            fixes=(AdminFix("List only this host's GPUs in CUDA_VISIBLE_DEVICES", (
-                f"Valid indices here: {', '.join(str(i) for i in sorted(indices))} (or their GPU- UUIDs).",)),))
+            fixes=(AdminFix("List only this host's GPUs in CUDA_VISIBLE_DEVICES", ("nvidia-smi -L  # their UUIDs",),
+                            text=f"valid indices here: {', '.join(str(i) for i in sorted(indices))} (or their "
+                                 "GPU- UUIDs)"),))
         return
 
 

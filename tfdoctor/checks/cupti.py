@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tfdoctor.derive.resolvable_libraries import LibraryCopy
+    from tfdoctor.derive.tf_build import TfBuild
 
 # The loader model (tfdoctor.derive.resolvable_libraries) is imported past each check's `cuda_gpu_setup`
 # gate: a CPU-only TensorFlow never pays for it.
@@ -86,7 +87,7 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
             f"TensorFlow build loads: {purpose}", evidence=evidence, fixes=fixes, severity=severity)
         return
     yield Finding(f"{name} is not installed anywhere tfdoctor looked: {purpose}", evidence=evidence,
-                  fixes=(AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (build.install_hint("cupti"),)),),
+                  fixes=(_cupti_install(build),),
                   severity=severity)
 
 
@@ -171,19 +172,24 @@ def cupti_restricted_to_admin_users(facts: Facts) -> Iterator[Finding]:
         severity=Severity.ERROR if profiling else Severity.INFO)
 
 
+def _cupti_install(build: TfBuild) -> AdminFix:
+    hint = build.install_hint("cupti")  # a pip command, or NVIDIA's installers in words when no wheel exists
+    if hint.startswith("pip "):
+        return AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (hint,))
+    return AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (), text=hint)
+
+
 def _container_fixes(kind: str | None) -> list[AdminFix]:
     """How this container's launcher grants CAP_SYS_ADMIN (the container's own processes cannot)."""
     if kind == "kubernetes":
-        return [AdminFix("Grant SYS_ADMIN in the pod spec", (
-            "securityContext:\n  capabilities:\n    add: [\"SYS_ADMIN\"]   # in the container's spec "
-            "(or privileged: true)",))]
+        return [AdminFix("Grant SYS_ADMIN in the pod spec", (), text=(
+            "in the container's spec: securityContext: {capabilities: {add: [\"SYS_ADMIN\"]}} (or privileged: true)"))]
     if kind in ("docker", "podman"):
         return [AdminFix(f"Start the {kind} container with SYS_ADMIN", (
             f"{kind} run --cap-add SYS_ADMIN …   # or --privileged",))]
     if kind == "container":
-        return [AdminFix("Start the container with SYS_ADMIN", (
-            "docker/podman run --cap-add SYS_ADMIN …; Kubernetes: securityContext.capabilities.add: "
-            "[\"SYS_ADMIN\"]",))]
+        return [AdminFix("Start the container with SYS_ADMIN", ("docker run --cap-add SYS_ADMIN …   # or podman run",),
+                         text="Kubernetes: securityContext.capabilities.add: [\"SYS_ADMIN\"]")]
     return []
 
 
@@ -274,7 +280,7 @@ def cupti_of_another_cuda(facts: Facts) -> Iterator[Finding]:
         evidence["right_copy"] = best.path
         fixes = (put_folder_first(best.dir, f"it holds the CUPTI of CUDA {cupti_cuda(facts, best)[0]}"),)
     else:
-        fixes = (AdminFix(f"Install CUPTI for CUDA {build.cuda_version}", (build.install_hint("cupti"),)),)
+        fixes = (_cupti_install(build),)
     yield Finding(
         f"TensorFlow (CUDA {build.cuda_version}) loads {asked}, and the loader gives it {resolved['path']} "
         f"(via {resolved.get('via')}), the CUPTI of CUDA {have} ({how}): the Profiler will record no GPU activity",

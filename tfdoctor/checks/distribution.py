@@ -370,8 +370,8 @@ def shm_too_small_for_nccl(facts: Facts) -> Iterator[Finding]:
                   evidence={"shm.size_bytes": size if mounted else None, "gpus.visible": len(gpus),
                             "host.container.detected": True},
                   fixes=(AdminFix("Give the container 1 GiB of shared memory",
-                                  ("docker run --shm-size=1g ... (or --ipc=host)",
-                                   "Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 1Gi} at /dev/shm")),))
+                                  ("docker run --shm-size=1g ...   # or --ipc=host",),
+                                  text="Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 1Gi} at /dev/shm"),))
 
 
 def iommu_translating(iommu: dict[str, Any]) -> str | None:
@@ -431,9 +431,10 @@ def iommu_translation_on_multi_gpu_host(facts: Facts) -> Iterator[Finding]:
                   evidence={"iommu.units": iommu.get("units"), "iommu.cmdline": iommu.get("cmdline"),
                             "iommu.group_types": iommu.get("group_types"), "gpus.host": len(gpus)},
                   fixes=(AdminFix("Put the IOMMU in passthrough mode",
-                                  ("add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub",
-                                   "update-grub (or grub2-mkconfig -o /boot/grub2/grub.cfg) and reboot",
-                                   "disable PCI ACS in the BIOS if peer-to-peer still fails")),))
+                                  ("sudo update-grub   # or: sudo grub2-mkconfig -o /boot/grub2/grub.cfg",
+                                   "sudo reboot"),
+                                  text="first add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub; disable PCI "
+                                       "ACS in the BIOS if peer-to-peer still fails"),))
 
 
 @check("DIST108", "param-count-invalid", Severity.WARNING)
@@ -612,9 +613,8 @@ def multi_worker_start_waits_for_every_task(facts: Facts) -> Iterator[Finding]:
         "one allocation and give collectives a timeout",
         evidence={"TF_CONFIG.cluster": {job: list(config.cluster[job]) for job in tasks},
                   "TF_CONFIG.task": f"{config.task_type}[{config.task_index}]"},
-        fixes=(AdminFix("Start every task of the cluster together", (
-            "launch all tasks in one allocation (one srun step, one Kubernetes Job/TFJob with every replica)",
-            "list in TF_CONFIG only the tasks that really run",
-            "set a timeout: tf.distribute.experimental.CommunicationOptions(timeout_seconds=600)",
-        )),),
+        fixes=(AdminFix("Start every task of the cluster together", (), text=(
+            "launch all tasks in one allocation (one srun step, one Kubernetes Job/TFJob with every replica); "
+            "list in TF_CONFIG only the tasks that really run; set a timeout: "
+            "tf.distribute.experimental.CommunicationOptions(timeout_seconds=600)")),),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.derive.container import driver_library_steps, runtime
+from tfdoctor.derive.container import driver_library_fix, runtime
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
 from tfdoctor.derive.tf_build import TfBuild, arch_support, cuda_gpu_setup, tensorflow_build, version_tuple
 from tfdoctor.facts import Facts, NotChecked
@@ -52,14 +52,15 @@ def nvidia_driver_not_loaded(facts: Facts) -> Iterator[Finding]:
     build = tensorflow_build(facts)
     uses_gpu = build is not None and build.is_cuda_build
     in_container = runtime(facts) is not None
-    fixes = [AdminFix("Load the NVIDIA driver", (
-        "Install the driver (e.g. apt install nvidia-driver-550, or NVIDIA's runfile), or rebuild it for this "
-        "kernel (dkms autoinstall), then: sudo modprobe nvidia", "nvidia-smi   # should now list the GPUs"))]
+    fixes = [AdminFix("Load the NVIDIA driver", ("sudo modprobe nvidia", "nvidia-smi   # should now list the GPUs"),
+                      text="first install the driver (e.g. apt install nvidia-driver-550, or NVIDIA's runfile), or "
+                           "rebuild it for this kernel (dkms autoinstall)")]
     if in_container:
         # The container sees the host's kernel: no /proc/driver/nvidia here means none on the host either, so
         # the runtime's flag comes after loading the driver there.
-        fixes = [AdminFix("Load the NVIDIA driver on the host, then give the container the GPU", (
-            *fixes[0].steps, *driver_library_steps(facts)))]
+        commands, about = driver_library_fix(facts)
+        fixes = [AdminFix("Load the NVIDIA driver on the host, then give the container the GPU",
+                          (*fixes[0].steps, *commands), text=f"{fixes[0].text}; then {about}")]
     yield Finding(
         f"{len(pci)} NVIDIA GPU(s) on the PCI bus ({', '.join(d['address'] for d in pci)}) but no NVIDIA driver "
         f"is loaded{' in this container' if in_container else ''}: CUDA sees no GPU",
@@ -125,15 +126,20 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
                                                     "L4", "L40", "V100", "T4", "B200", "GH200"))
     minimum = need_row.toolkit_driver if need_row else None
     floor = need_row.compat_floor if need_row else None
-    steps = [f"Install a driver for CUDA {build.cuda_version} or newer"
+    prose = [f"Install a driver for CUDA {build.cuda_version} or newer"
              + (f" (≥ {minimum} on {system}" + (f"; ≥ {floor} runs CUDA {need[0]}.x precompiled kernels"
                                                if floor and floor != minimum else "") + ")" if minimum else "")]
+    steps: list[str] = []
     if datacenter and system == "Linux":
-        steps.append(f"or, keeping the kernel module: apt install cuda-compat-{need[0]}-{need[1]} and put "
-                     f"/usr/local/cuda-{need[0]}.{need[1]}/compat on LD_LIBRARY_PATH (data-center GPUs only)")
+        prose.append(f"or, keeping the kernel module (data-center GPUs only): install cuda-compat-{need[0]}-{need[1]} "
+                     f"and put /usr/local/cuda-{need[0]}.{need[1]}/compat on LD_LIBRARY_PATH")
+        steps = [f"sudo apt install cuda-compat-{need[0]}-{need[1]}   # the compat route",
+                 f"export LD_LIBRARY_PATH=/usr/local/cuda-{need[0]}.{need[1]}/compat"
+                 "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]
     if wsl2(facts):
-        steps = [f"Update the NVIDIA driver on Windows (WSL2 uses it; ≥ {minimum})" if minimum else
+        prose = [f"Update the NVIDIA driver on Windows (WSL2 uses it; ≥ {minimum})" if minimum else
                  "Update the NVIDIA driver on Windows (WSL2 uses it)"]
+        steps = []
     evidence = {"nvml.cuda_driver_version": driver_cuda, "nvml.driver_version": driver, "driver_source": driver_source,
                 "tensorflow.cuda_version": build.cuda_version, "cuda_compat_possible": datacenter}
     if need_row is not None:
@@ -146,7 +152,7 @@ def driver_cuda_older_than_build(facts: Facts) -> Iterator[Finding]:
         + ("was built with: precompiled kernels run, PTX from the newer toolkit (XLA, JIT) will not" if same_major
            else "was built with: TensorFlow cannot use the GPU"),
         evidence=evidence,
-        fixes=(AdminFix("Upgrade the NVIDIA driver", tuple(steps)),),
+        fixes=(AdminFix("Upgrade the NVIDIA driver", tuple(steps), text="; ".join(prose)),),
         severity=Severity.WARNING if same_major else Severity.ERROR)
 
 
@@ -215,9 +221,9 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
         evidence = {"gpu": gpu.index, "gpu.name": gpu.name, "gpu.compute_capability": gpu.cc_text,
                     "tensorflow.cuda_compute_capabilities": list(build.compute_capabilities)}
         fix = AdminFix("Use a TensorFlow build that includes this GPU's architecture", (
-            f"pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for {arch}",
-            f"or a container image whose TensorFlow is built for {arch} (e.g. NVIDIA's NGC TensorFlow image)",
-            "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU"))
+            f"pip install -U 'tensorflow[and-cuda]'   # check the release's build_info for {arch}",),
+            text=f"or a container image whose TensorFlow is built for {arch} (e.g. NVIDIA's NGC TensorFlow image), "
+                 "or build from source with TF_CUDA_COMPUTE_CAPABILITIES including this GPU")
         architectures = ", ".join(build.compute_capabilities)
         if support == "ptx":
             from tfdoctor.derive.cuda_releases import architecture_gap
@@ -233,8 +239,8 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
                     f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) has no binary kernels in this "
                     f"TensorFlow build ({architectures}), and the driver cannot JIT its CUDA {build.cuda_version} "
                     f"PTX ({why}): CUDA_ERROR_UNSUPPORTED_PTX_VERSION, no GPU kernels at all",
-                    evidence=evidence, fixes=(fix, AdminFix("Or upgrade the NVIDIA driver", (
-                        f"Install a driver for CUDA {build.cuda_version} or newer (see DRV002)",))),
+                    evidence=evidence, fixes=(fix, AdminFix("Or upgrade the NVIDIA driver", (),
+                        text=f"Install a driver for CUDA {build.cuda_version} or newer (see DRV002)")),
                     severity=Severity.ERROR)
                 continue
             yield Finding(
@@ -257,10 +263,9 @@ def _architecture_gap_finding(gpu: Any, build: TfBuild, gap: ArchitectureGap, ev
     runs = (f"TensorFlow releases built with CUDA ≥ {row['cuda']}: {', '.join(gap.releases)}" if gap.releases else
             f"no tensorflow release tfdoctor knows is built with CUDA ≥ {row['cuda']} (the newest: "
             f"{knowledge_newest_release()})")
-    steps = [f"Run TensorFlow in {c}" for c in gap.containers]
-    if gap.releases:
-        steps.insert(0, f"pip install 'tensorflow[and-cuda]=={gap.releases[-1]}.*'")
-    steps.append(f"or build TensorFlow from source with CUDA ≥ {row['cuda']} and TF_CUDA_COMPUTE_CAPABILITIES "
+    steps = [f"pip install 'tensorflow[and-cuda]=={gap.releases[-1]}.*'"] if gap.releases else []
+    prose = [f"Run TensorFlow in {c}" for c in gap.containers]
+    prose.append(f"or build TensorFlow from source with CUDA ≥ {row['cuda']} and TF_CUDA_COMPUTE_CAPABILITIES "
                  f"including {arch}")
     return Finding(
         f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}, {row['name']}) cannot run this "
@@ -269,7 +274,8 @@ def _architecture_gap_finding(gpu: Any, build: TfBuild, gap: ArchitectureGap, ev
         f"this architecture needs — GPU ops fail with CUDA_ERROR_INVALID_PTX, XLA with \"PTX version … does not "
         f"support target '{arch}'\". It runs: {runs}",
         evidence={**evidence, "knowledge": gap.row.evidence(), "releases_that_run": list(gap.releases)},
-        fixes=(AdminFix(f"Use a TensorFlow built with CUDA ≥ {row['cuda']} for {arch}", tuple(steps)),),
+        fixes=(AdminFix(f"Use a TensorFlow built with CUDA ≥ {row['cuda']} for {arch}", tuple(steps),
+                        text="; ".join(prose)),),
         severity=Severity.ERROR)
 
 
@@ -313,5 +319,5 @@ def tensorflow_gpu_on_native_windows(facts: Facts) -> Iterator[Finding]:
         evidence={"host.system": "Windows", "tensorflow.version": build.version,
                   "nvml.devices": [g.name for g in gpus]},
         fixes=(AdminFix("Use WSL2 for TensorFlow on the GPU", (
-            "wsl --install   # then, inside WSL2: pip install 'tensorflow[and-cuda]'",
-            "or: pip install 'tensorflow<2.11' with CUDA 11.2 and cuDNN 8.1")),))
+            "wsl --install   # then, inside WSL2: pip install 'tensorflow[and-cuda]'",),
+            text="or, natively: pip install 'tensorflow<2.11' with CUDA 11.2 and cuDNN 8.1"),))

@@ -77,7 +77,7 @@ def gpu_persistence_mode_off(facts: Facts) -> Iterator[Finding]:
             "the GPU (seconds)",
             evidence={"nvml.devices.persistence_mode": {g.index: False for g in off}},
             fixes=(AdminFix("Enable persistence", ("sudo systemctl enable --now nvidia-persistenced",
-                                                   "or: sudo nvidia-smi -pm 1")),))
+                                                   "sudo nvidia-smi -pm 1   # or this, without the daemon")),))
 
 
 @check("GPU002", "gpu-uncorrectable-ecc-errors", Severity.ERROR)
@@ -189,8 +189,8 @@ def gpu_clocks_throttled(facts: Facts) -> Iterator[Finding]:
             evidence={"gpu": gpu.index, "clock_event_reasons": _value(gpu, "clock_event_reasons"),
                       "utilization_gpu_percent": _value(gpu, "utilization_gpu_percent")},
             fixes=(AdminFix("Find the cause of the slowdown", (
-                f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}",
-                "check fans, airflow, power cables and the chassis' power-brake signal")),))
+                f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}",),
+                text="check fans, airflow, power cables and the chassis' power-brake signal"),))
 
 
 @check("GPU005", "gpu-pcie-link-degraded", Severity.WARNING)
@@ -227,8 +227,8 @@ def gpu_pcie_link_degraded(facts: Facts) -> Iterator[Finding]:
                 f"{_label(gpu)} runs its PCIe link below its maximum: {', '.join(problems)}",
                 evidence={"gpu": gpu.index, "pcie": pcie},
                 fixes=(AdminFix("Restore the full PCIe link", (
-                    f"nvidia-smi -q -i {gpu.index} | grep -A8 'PCIe Generation'",
-                    "reseat the card or use a full-width slot; check riser cables and BIOS bifurcation")),))
+                    f"nvidia-smi -q -i {gpu.index} | grep -A8 'PCIe Generation'",),
+                    text="reseat the card or use a full-width slot; check riser cables and BIOS bifurcation"),))
 
 
 @check("GPU006", "gpu-mig-enabled-without-instances", Severity.ERROR)
@@ -262,7 +262,7 @@ def gpu_mig_enabled_without_instances(facts: Facts) -> Iterator[Finding]:
             fixes=(AdminFix("Create MIG instances or disable MIG", (
                 f"sudo nvidia-smi mig -i {gpu.index} -lgip   # list the profiles",
                 f"sudo nvidia-smi mig -i {gpu.index} -cgi <profile ids> -C",
-                f"or: sudo nvidia-smi -i {gpu.index} -mig 0 && sudo nvidia-smi -r -i {gpu.index}")),))
+                f"sudo nvidia-smi -i {gpu.index} -mig 0 && sudo nvidia-smi -r -i {gpu.index}   # or disable MIG")),))
 
 
 @check("GPU007", "gpu-memory-held-by-other-process", Severity.WARNING)
@@ -296,5 +296,5 @@ def gpu_memory_held_by_other_process(facts: Facts) -> Iterator[Finding]:
             f"{_label(gpu)}: {used} of {total} MiB are already in use by process(es) {', '.join(map(str, pids))}",
             evidence={"gpu": gpu.index, "memory_used_mib": used, "memory_total_mib": total, "processes": processes},
             fixes=(AdminFix("Free the GPU or use another one", (
-                f"nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv -i {gpu.index}",
-                "stop that process, or set CUDA_VISIBLE_DEVICES to an idle GPU")),))
+                f"nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv -i {gpu.index}",),
+                text="stop that process, or set CUDA_VISIBLE_DEVICES to an idle GPU"),))

@@ -21,9 +21,9 @@ def _channels_first(facts: Facts) -> str | None:
 
 def _layout_fixes(path: str) -> tuple[PythonFix | AdminFix, ...]:
     return (
-        AdminFix(f"Set \"image_data_format\": \"channels_last\" in {path}",
-                 (f"edit {path}: \"image_data_format\": \"channels_last\"",
-                  "feed the model NHWC tensors (batch, height, width, channels)")),
+        AdminFix(f"Set \"image_data_format\": \"channels_last\" in {path}", (),
+                 text=f"edit {path}: set \"image_data_format\": \"channels_last\", and feed the model NHWC "
+                      "tensors (batch, height, width, channels)"),
         PythonFix("Use channels_last in the training process",
                   'import tensorflow as tf\ntf.keras.backend.set_image_data_format("channels_last")\n',
                   Applicability.UNSAFE),

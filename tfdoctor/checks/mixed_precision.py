@@ -433,6 +433,7 @@ def low_precision_floatx(facts: Facts) -> Iterator[Finding]:
     yield Finding(
         f"{path} sets floatx={floatx}: weights are stored in {floatx}, not just computed in it",
         evidence={"keras.config.floatx": floatx, "keras.path": path},
-        fixes=(AdminFix(f"Set \"floatx\": \"float32\" in {path}", (f"edit {path}: \"floatx\": \"float32\"",)),
+        fixes=(AdminFix(f"Set \"floatx\": \"float32\" in {path}", (),
+                        text=f"edit {path}: set \"floatx\": \"float32\""),
                _policy_fix(f"mixed_{floatx}", "float32 weights, low-precision compute")),
     )

@@ -58,7 +58,7 @@ def _bind_fixes(facts: Facts, place: Placement, target: int) -> tuple[EnvFix | A
     steps = ("tfdoctor fix --write-launcher run.sh",
              f"{launch}   # binds each process to its GPU's node and sizes its threads")
     if command != "python train.py":
-        steps += (f"or by hand: {command}",)
+        steps += (f"{command}   # or by hand",)
     threads = slot.threads
     return (
         EnvFix(f"Size the thread pools for node {target} ({len(slot.cpus)} CPUs"
@@ -249,15 +249,15 @@ def gpu_numa_node_unknown(facts: Facts) -> Iterator[Finding]:
     if inferred:
         message += "; inferred from local_cpulist: " + ", ".join(f"GPU {p.gpu.index} on node {p.node}"
                                                                   for p in inferred)
-    steps = ("Enable NUMA / ACPI SRAT (proximity domain) reporting in the BIOS setup, or give the virtual "
-             "machine a NUMA topology that places the GPU's PCI root on its node",)
-    steps += tuple(f"stop-gap as root (lost at reboot, taints the kernel): "
-                   f"echo NODE > /sys/bus/pci/devices/{p.bus_id}/numa_node" for p in unknown)
+    prose = ("Enable NUMA / ACPI SRAT (proximity domain) reporting in the BIOS setup, or give the virtual "
+             "machine a NUMA topology that places the GPU's PCI root on its node; the commands are a stop-gap as "
+             "root (lost at reboot, taints the kernel), NODE the GPU's node")
+    steps = tuple(f"echo NODE | sudo tee /sys/bus/pci/devices/{p.bus_id}/numa_node" for p in unknown)
     yield Finding(
         message,
         evidence={"numa.pci_gpus.numa_node": {p.bus_id: p.reported_node for p in unknown},
                   "numa.nodes": len(nodes)},
-        fixes=(AdminFix("Make the firmware report each GPU's NUMA node", steps),) if multi else (),
+        fixes=(AdminFix("Make the firmware report each GPU's NUMA node", steps, text=prose),) if multi else (),
         severity=None if multi else Severity.INFO,
     )
 

@@ -112,8 +112,8 @@ def _origin_fix(facts: Facts, name: str, location: str) -> Fix | None:
                       (set_env("PYTHONNOUSERSITE", "1"),), Applicability.UNSAFE)
     if origin.startswith("pth:"):
         pth = origin[4:]
-        return AdminFix(f"Remove {location} from {pth} (it supplies {name})",
-                        (f"edit {_command_word(pth) or 'that .pth file'}: delete the line naming {location}",))
+        return AdminFix(f"Remove {location} from {pth} (it supplies {name})", (),
+                        text=f"edit {_command_word(pth) or 'that .pth file'}: delete the line naming {location}")
     return None
 
 
@@ -353,16 +353,82 @@ def _winning_location(facts: Facts, name: str) -> str:
 
 
 def _dependency_fixes(facts: Facts, dist: TensorflowDistribution, name: str, wanted: str) -> tuple[Fix, ...]:
-    """Install the wanted range next to the pinned TensorFlow; when the copy that is imported comes from
-    PYTHONPATH, a .pth file or the user site, first stop that, since pip would not touch it."""
+    """Install the wanted range next to the pinned TensorFlow (install_fixes: only when it can work)."""
+    return install_fixes(facts, dist, f"Install {wanted} next to TensorFlow {dist.version}", (wanted,))
+
+
+def _shadowing_fixes(facts: Facts, dist: TensorflowDistribution, names: tuple[str, ...]) -> list[Fix]:
+    """The fixes that stop PYTHONPATH, a .pth file or the user site from supplying TensorFlow or one of
+    `names`: while they do, pip in the environment changes nothing that is imported (and under PYTHONPATH
+    pip itself sees the foreign copy as installed)."""
     fixes: list[Fix] = []
-    location = _winning_location(facts, name)
-    origin_fix = _origin_fix(facts, name, location) if location else None
-    if origin_fix is not None:
-        fixes.append(origin_fix)
-    fixes.append(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
-                          (f"{_pip(facts)} install '{wanted}' '{dist.pin()}'",)))
-    return tuple(fixes)
+    for name, location in ((dist.name, dist.location), *((n, _winning_location(facts, n)) for n in names)):
+        fix = _origin_fix(facts, name, location) if location else None
+        if fix is not None and fix not in fixes:
+            fixes.append(fix)
+    return fixes
+
+
+def _location_of(facts: Facts, dist: TensorflowDistribution, name: str) -> str:
+    return dist.location if name == dist.name else _winning_location(facts, name)
+
+
+def _has_own_copy(facts: Facts, name: str) -> bool:
+    """Whether a copy of `name` later on the path (the environment's own) takes over once the foreign one goes;
+    for TensorFlow, any TensorFlow distribution installed in the environment's own folders."""
+    if name in TENSORFLOW_DISTS:
+        return any(d.location and not _is_foreign(_origin(facts, d.location)) for d in tensorflow_distributions(facts))
+    shadowed = facts.peek(f"python.watched.{canonical_name(name)}.shadowed")
+    return isinstance(shadowed, list) and bool(shadowed)
+
+
+def _without_foreign(facts: Facts, fixes: list[Fix]) -> str:
+    """The variable settings that make one command run without the foreign folders (`NAME=value ` words
+    before it), "" when a fix is not a variable (a .pth line to delete by hand)."""
+    from tfdoctor.fixes.quoting import env_name, sh_word
+
+    words = []
+    for fix in fixes:
+        if not isinstance(fix, EnvFix):
+            return ""
+        for change in fix.changes:
+            words.append(f"{env_name(change.name)}={sh_word(change.value or '')} ")
+    return "".join(words)
+
+
+def install_fixes(facts: Facts, dist: TensorflowDistribution, title: str, wanted: tuple[str, ...],
+                  no_deps: bool = False) -> tuple[Fix, ...]:
+    """`pip install <wanted…>` with the installed TensorFlow pinned (or with --no-deps), offered only when it
+    can work. When TensorFlow or a package named is imported from PYTHONPATH, a .pth file or the user site,
+    the fixes are those that stop that (the pip command comes from the check run again afterwards). When
+    the command would make pip move a package below or above what another installed distribution requires
+    (pinning numpy for TensorFlow 2.15 moves ml-dtypes under ~=0.3.1, below jax's floor), it is not offered:
+    the fix says which requirement it would break and leaves the choice to the user."""
+    from tfdoctor.derive.requirement_graph import fix_conflicts
+
+    requirements = [r for w in wanted if (r := parse_requirement(w)) is not None]
+    names = tuple(r.name for r in requirements)
+    shadowing = _shadowing_fixes(facts, dist, names)
+    if shadowing and all(_has_own_copy(facts, n) for n in (dist.name, *names)
+                         if _is_foreign(_origin(facts, _location_of(facts, dist, n)))):
+        return tuple(shadowing)  # the environment's own copies take over: the check run again says the rest
+    words = " ".join(f"'{w}'" for w in wanted)
+    command = f"{_pip(facts)} install --no-deps {words}" if no_deps else f"{_pip(facts)} install {words} '{dist.pin()}'"
+    conflicts = fix_conflicts(facts, None if no_deps else dist, requirements)
+    if not conflicts:
+        if shadowing:  # the foreign copy is the only one: pip installs one, in the environment that no longer sees it
+            prefix = _without_foreign(facts, shadowing)
+            return (*shadowing, AdminFix(title, (f"{prefix}{command}",), text=(
+                "run it after the change above: while the foreign folder supplies the package, pip leaves what "
+                "is imported as it is") if not prefix else ""))
+        return (AdminFix(title, (command,)),)
+    broken = "; ".join(f"{c.dependent} {c.dependent_version} requires {c.package}{c.specifier}" for c in conflicts)
+    moved = ", ".join(sorted({f"{c.package} into {c.forced}" for c in conflicts}))
+    return (AdminFix(
+        f"{title}: no pip command does it without breaking {', '.join(sorted({c.dependent for c in conflicts}))}",
+        (), text=f"`{command}` would move {moved}, and {broken}: decide first which of them this environment "
+                 "keeps (uninstall the other, or move TensorFlow to a release whose ranges both accept), "
+                 "then run tfdoctor check again"),)
 
 
 def _coupling_text(coupling: compat.Coupling) -> str:
@@ -392,8 +458,10 @@ def dependency_outside_tensorflow_range(facts: Facts) -> Iterator[Finding]:
 
     Fix:
     `pip install '<name><range>' '<tensorflow>==<installed version>'`: pins the installed TensorFlow so
-    pip moves the dependency, not TensorFlow. When the imported copy comes from PYTHONPATH, a .pth file
-    or the user site-packages, the first fix takes that away (pip alone would not change what is imported).
+    pip moves the dependency, not TensorFlow; checked against every installed distribution's requirements
+    before it is offered. When the imported copy comes from PYTHONPATH, a .pth file or the user
+    site-packages, the fix takes that away, with no pip command while the environment has its own copy
+    behind it (pip would not change what is imported).
 
     Fix safety:
     Manual: other packages of the environment may need the version that is there now.
@@ -502,7 +570,6 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
         return
     modules = facts.peek("python.modules")
     modules = modules if isinstance(modules, Mapping) else {}
-    pip = _pip(facts)
     for requirement, line in _applicable_requirements(facts, dist):
         if installed_version(facts, requirement.name) is not None:
             continue
@@ -515,8 +582,7 @@ def tensorflow_dependency_missing(facts: Facts) -> Iterator[Finding]:
             + _coupling_text(coupling),
             evidence={f"python.distributions.{requirement.name}": None,
                       f"python.watched.{dist.name}.requires_dist": line},
-            fixes=(AdminFix(f"Install {wanted} next to TensorFlow {dist.version}",
-                            (f"{pip} install '{wanted}' '{dist.pin()}'",)),),
+            fixes=install_fixes(facts, dist, f"Install {wanted} next to TensorFlow {dist.version}", (wanted,)),
             severity=Severity.parse(coupling.severity),
         )
 
@@ -836,9 +902,12 @@ def _shadowing(facts: Facts, name: str, info: Mapping[str, Any]) -> tuple[str, s
     if isinstance(shadowed, list) and shadowed and _is_foreign(_origin(facts, location)):
         versions = info.get("shadowed_versions")
         other = versions[0] if isinstance(versions, list) and versions else "another version"
-        label = "TensorFlow" if name in TENSORFLOW_DISTS else name
+        if name in TENSORFLOW_DISTS:  # every TensorFlow distribution provides the one module `tensorflow`
+            label, module = "TensorFlow", "tensorflow"
+        else:
+            label, module = name, IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", ".")
         return location, f"the {name} {other} installed in {shadowed[0]}", _consequence(
-            label, version, str(other), IMPORT_NAMES.get(name, name.replace("-", "_")).replace("/", "."))
+            label, version, str(other), module)
     return None
 
 
@@ -1104,9 +1173,12 @@ def addon_built_for_another_tensorflow(facts: Facts) -> Iterator[Finding]:
     tensorflow-text 2.20.0 (tensorflow<2.21,>=2.20.0) next to tensorflow-cpu 2.21.0.
 
     Fix:
-    `pip install '<add-on>' '<tensorflow>==<version>'`: with TensorFlow pinned, pip picks the add-on
-    release built for it (there may be none yet for a new TensorFlow: then keep TensorFlow's previous
-    release).
+    The add-on release built for the installed TensorFlow, from the release tables of
+    tfdoctor/knowledge/package_graph.toml: `pip install --no-deps '<add-on>==<release>'` when the add-on
+    names another TensorFlow distribution than the one installed (tensorflow-text requires `tensorflow`:
+    without --no-deps pip installs it on top of tensorflow-cpu), else with TensorFlow pinned. For an add-on
+    that has no such release (tensorflow-addons ended with 0.23 for TensorFlow 2.13-2.15, tensorflow-io's
+    newest is for 2.16) the fix says so: uninstall it, or use a TensorFlow it was built for.
 
     Fix safety:
     Manual: it changes installed packages.
@@ -1133,10 +1205,42 @@ def addon_built_for_another_tensorflow(facts: Facts) -> Iterator[Finding]:
             f"{dist.version} is installed: {addon.symptom}",
             evidence={f"python.watched.{addon.package}.requires_dist": line,
                       f"python.watched.{dist.name}.version": dist.version, "sources": list(addon.sources)},
-            fixes=(AdminFix(f"Install the {addon.package} release built for TensorFlow {dist.version}",
-                            (f"{_pip(facts)} install '{addon.package}' '{dist.pin()}'",)),),
+            fixes=_addon_fixes(facts, dist, addon.package, line),
             severity=Severity.ERROR if addon.compiled else Severity.WARNING,
         )
+
+
+def _addon_fixes(facts: Facts, dist: TensorflowDistribution, package: str, line: str) -> tuple[Fix, ...]:
+    """The add-on release built for the installed TensorFlow, when one exists (the release tables of
+    tfdoctor/knowledge/package_graph.toml), installed so that it cannot pull another TensorFlow: with
+    --no-deps when the add-on names another TensorFlow distribution than the one installed (tensorflow-text
+    requires `tensorflow`: next to tensorflow-cpu, pip would install it on top and break the import). When no
+    release exists for it, the fix says so instead of naming one."""
+    from tfdoctor.derive.requirement_graph import addon_release_for, addon_status
+
+    names_other = (parse_requirement(line) or Requirement(dist.name, "", None)).name != dist.name
+    release = addon_release_for(package, dist.version)
+    status = addon_status(package)
+    major_minor = ".".join(dist.version.split(".")[:2])
+    newer = status is not None and release_tuple(major_minor) > release_tuple(status.newest_tensorflow)
+    if release is None and status is not None and status.follows_tensorflow and not newer:
+        release = f"{major_minor}.*"
+    if release is not None:
+        return install_fixes(facts, dist, f"Install {package} {release}, the release built for TensorFlow "
+                             f"{dist.version}", (f"{package}=={release}",), no_deps=names_other)
+    if status is not None and newer and status.ended:
+        return (AdminFix(f"No {package} release exists for TensorFlow {dist.version}: remove it, or use an older "
+                         f"TensorFlow (its newest release is for {status.newest_tensorflow})",
+                         (f"{_pip(facts)} uninstall -y {package}",), text=status.note),)
+    if status is not None and newer:
+        return (AdminFix(f"Wait for the {package} release for TensorFlow {major_minor}, or use the TensorFlow its "
+                         f"installed release is built for", (), text=(
+                             f"tfdoctor knows no {package} release built for TensorFlow {dist.version} (the newest "
+                             f"known to tfdoctor is for TensorFlow {status.newest_tensorflow}); once one is "
+                             "published, install it with --no-deps and the exact version")),)
+    return (AdminFix(f"Install the {package} release built for TensorFlow {major_minor}", (), text=(
+        f"its Requires-Dist names the TensorFlow release it was built for; tfdoctor's table names none for "
+        f"{dist.version}: install that release with --no-deps and the exact version")),)
 
 
 def _and_cuda_requirements(dist: TensorflowDistribution) -> dict[str, tuple[str, str]]:
@@ -1247,4 +1351,87 @@ def nvidia_wheels_do_not_fit_tensorflow_build(facts: Facts) -> Iterator[Finding]
             fixes=(AdminFix(f"Install the {wheel} TensorFlow {dist.version} was built for",
                             (f"{pip} install '{target}'",)),),
             severity=severity,
+        )
+
+
+# -- the requirement graph below TensorFlow (issue 36): what TensorFlow's dependencies themselves require.
+# TensorFlow 2.21 accepts numpy>=1.26.0 and ml_dtypes>=0.5.1, and ml-dtypes 0.7.0 requires numpy>=2.0.0: numpy
+# 1.26 with ml-dtypes 0.7 is inside every range TensorFlow declares and still fails at import. The graph and the
+# verdicts are tfdoctor/derive/requirement_graph.py and the `requirement` rows of knowledge/package_graph.toml.
+
+def _tensorflow_range(facts: Facts, dist_name: str, package: str) -> str | None:
+    from tfdoctor.derive.requirement_graph import requirements_of
+
+    for requirement, _line in requirements_of(facts, dist_name) or ():
+        if requirement.name == package and requirement.specifier:
+            return requirement.specifier
+    return None
+
+
+@check("PKG021", "tensorflow-dependency-requirement-unmet", Severity.ERROR)
+def tensorflow_dependency_requirement_unmet(facts: Facts) -> Iterator[Finding]:
+    """What it does:
+    Follows the requirement graph below the installed TensorFlow: for every installed package TensorFlow
+    needs, directly or through another (keras, ml-dtypes, h5py, tensorboard, …), reads that package's own
+    Requires-Dist (markers evaluated for the inspected interpreter, extras left out) and compares each
+    requirement with what is installed. One finding per unmet requirement. Its severity comes from
+    tfdoctor/knowledge/package_graph.toml: an error where the break at import is established (a compiled
+    package below its numpy floor, a package below its ml-dtypes floor), else a warning for a floor or a
+    missing package and an info for a cap. TensorFlow's own requirements are PKG005's and PKG009's.
+
+    Why is this bad?
+    `import tensorflow` imports those packages, and each fails at import when its own requirement is not
+    met, whatever TensorFlow's ranges say: TensorFlow 2.21 accepts numpy>=1.26.0, but the ml-dtypes it
+    requires (>=0.5.1) was 0.7.0 by then, which requires numpy>=2.0.0 and does not load on numpy 1.26.
+    `pip install numpy==1.26.4` warns about it once, then leaves the environment that way.
+
+    Example:
+    tensorflow-cpu 2.21.0, ml-dtypes 0.7.0, numpy 1.26.4.
+
+    Fix:
+    `pip install '<package><range the dependency requires>' '<tensorflow>==<installed version>'`, checked
+    against every other installed distribution's requirements before it is offered. When TensorFlow's own
+    range excludes what the dependency needs, no pip command fixes it: move the dependency to a release that
+    accepts TensorFlow's range.
+
+    Fix safety:
+    Manual: it changes installed packages.
+    """
+    from tfdoctor.derive.requirement_graph import (
+        disjoint,
+        requirement_coupling,
+        requirements_of,
+        requires_path,
+        unmet_requirements,
+    )
+
+    dist = installed_tensorflow(facts)
+    if dist is None:
+        return
+    if requirements_of(facts, dist.name) is None:
+        raise NotChecked("TensorFlow's Requires-Dist is not recorded")
+    for unmet in unmet_requirements(facts, dist):
+        coupling = requirement_coupling(unmet)
+        wanted = f"{unmet.requirement.name}{unmet.requirement.specifier}"
+        have = f"{unmet.requirement.name} {unmet.installed} is installed" if unmet.installed is not None \
+            else f"{unmet.requirement.name} is not installed"
+        ours = _tensorflow_range(facts, dist.name, unmet.requirement.name)
+        fixes: tuple[Fix, ...]
+        if ours is not None and unmet.requirement.specifier and disjoint(ours, unmet.requirement.specifier):
+            fixes = (AdminFix(f"Install a {unmet.requirer} release that accepts TensorFlow {dist.version}'s "
+                              f"{unmet.requirement.name}{ours}", (), text=(
+                                  f"TensorFlow {dist.version} requires {unmet.requirement.name}{ours} and "
+                                  f"{unmet.requirer} {unmet.requirer_version} requires {wanted}: no "
+                                  f"{unmet.requirement.name} satisfies both")),)
+        else:
+            fixes = install_fixes(facts, dist, f"Install {wanted}, which {unmet.requirer} {unmet.requirer_version} "
+                                  f"requires, next to TensorFlow {dist.version}", (wanted,))
+        yield Finding(
+            f"{unmet.requirer} {unmet.requirer_version}, which TensorFlow {dist.version} needs, requires {wanted} "
+            f"and {have}: " + (coupling.symptom or coupling.why),
+            evidence={str(requires_path(facts, unmet.requirer)): unmet.line,
+                      f"python.distributions.{unmet.requirement.name}.version": unmet.installed,
+                      f"python.watched.{dist.name}.version": dist.version, "sources": list(coupling.sources)},
+            fixes=fixes,
+            severity=Severity.parse(coupling.severity),
         )

@@ -480,8 +480,8 @@ def affinity_overlaps_across_local_ranks(facts: Facts) -> Iterator[Finding]:
              f"mpirun --map-by ppr:{layout.processes}:node:PE={share} --bind-to core python train.py"]
     nodes = _numa_node_count(facts)
     if nodes > 1 and layout.processes <= nodes:
-        steps.append("tfdoctor fix --write-launcher run.sh; srun --cpu-bind=none ./run.sh python train.py "
-                     "(each local rank on its own NUMA node, with OMP_PLACES for its CPUs)")
+        steps.append("tfdoctor fix --write-launcher run.sh; srun --cpu-bind=none ./run.sh python train.py   "
+                     "# each local rank on its own NUMA node, with OMP_PLACES for its CPUs")
     first = budget.allowed[0] if budget.allowed else 0
     yield Finding(
         f"{layout.processes} processes of this job on this node ({layout.source}) may each run on the same "
@@ -549,18 +549,21 @@ def _copies_by_runtime(copies: list[RuntimeCopy]) -> dict[str, list[str]]:
     return dict(sorted(grouped.items()))
 
 
-def _keep_one_steps(copies: list[RuntimeCopy]) -> tuple[str, ...]:
-    steps = [f"{c.runtime}: {c.describe()}" for c in copies]
+def _keep_one_fix(title: str, copies: list[RuntimeCopy]) -> AdminFix:
+    """What to keep, as prose (the copies and who brought them); the one command there is (conda's), as a step."""
+    prose = [f"{c.runtime}: {c.describe()}" for c in copies]
+    steps = []
     owners = sorted({c.owner for c in copies if c.owner})
     if owners:
-        steps.append(f"brought by: {', '.join(owners)} — keep the one your TensorFlow build needs; remove the "
+        prose.append(f"brought by: {', '.join(owners)} — keep the one your TensorFlow build needs; remove the "
                      "package that brings another copy, or install builds of it that use the environment's runtime")
     if any(c.owner and c.owner.endswith("(conda)") for c in copies):
-        steps.append("conda-forge selects one runtime for every package: conda install -c conda-forge "
-                     "'_openmp_mutex=*=*_llvm' (LLVM libomp) or '_openmp_mutex=*=*_gnu' (libgomp)")
+        prose.append("conda-forge selects one runtime for every package")
+        steps.append("conda install -c conda-forge '_openmp_mutex=*=*_llvm'   # LLVM libomp; or "
+                     "'_openmp_mutex=*=*_gnu' for libgomp")
     if any(c.found_by == "LD_LIBRARY_PATH" for c in copies):
-        steps.append("remove from LD_LIBRARY_PATH the folder that adds a copy no package of the environment needs")
-    return tuple(steps)
+        prose.append("remove from LD_LIBRARY_PATH the folder that adds a copy no package of the environment needs")
+    return AdminFix(title, tuple(steps), text="; ".join(prose))
 
 
 @check("THR108", "several-openmp-runtimes", Severity.WARNING)
@@ -611,7 +614,7 @@ def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
                    "silently incorrect results" if masked else
                    "the second to initialise aborts the process with \"OMP: Error #15: Initializing "
                    f"{kmp[1].runtime}.so, but found {kmp[0].runtime}.so already initialized\"")
-        fixes: tuple[AdminFix | EnvFix, ...] = (AdminFix("Keep one Intel/LLVM OpenMP runtime", _keep_one_steps(kmp)),)
+        fixes: tuple[AdminFix | EnvFix, ...] = (_keep_one_fix("Keep one Intel/LLVM OpenMP runtime", kmp),)
         if not masked:
             fixes += (EnvFix("Stopgap only, not the fix: KMP_DUPLICATE_LIB_OK=TRUE lets the process start; "
                              "Intel warns it may crash or silently produce incorrect results",
@@ -626,14 +629,14 @@ def several_openmp_runtimes(facts: Facts) -> Iterator[Finding]:
             f"OpenMP runtimes of two families in this environment ({', '.join(sorted({c.runtime for c in copies}))}): "
             "each starts its own thread pool sized for every CPU, and the two fight over the cores",
             evidence=base,
-            fixes=(AdminFix("Keep one OpenMP runtime in the environment", _keep_one_steps(copies)),),
+            fixes=(_keep_one_fix("Keep one OpenMP runtime in the environment", copies),),
         )
     elif len(gnu) >= 2 and not kmp:
         yield Finding(
             f"{len(gnu)} copies of libgomp ({', '.join(sorted({c.brought_by() for c in gnu}))}): wheels rename "
             "their copies so that they coexist, but each package using its own starts a thread pool of its own",
             evidence=base,
-            fixes=(AdminFix("If those packages run at once, keep one runtime", _keep_one_steps(gnu)),),
+            fixes=(_keep_one_fix("If those packages run at once, keep one runtime", gnu),),
             severity=Severity.INFO,
         )
 

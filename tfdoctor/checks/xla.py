@@ -51,8 +51,10 @@ def data_dir_fix(facts: Facts, folder: str, why: str) -> EnvFix:
 
 def _nvcc_install(build: TfBuild) -> AdminFix:
     command = build.install_hint("nvcc")  # names only a wheel (or extra) that exists for this CUDA
-    return AdminFix("Install libdevice and ptxas (the nvidia-cuda-nvcc wheel)", (
-        command, "or install the CUDA toolkit's nvcc package and set XLA_FLAGS=--xla_gpu_cuda_data_dir=<its root>"))
+    alternative = "install the CUDA toolkit's nvcc package and set XLA_FLAGS=--xla_gpu_cuda_data_dir=<its root>"
+    if not command.startswith("pip "):  # no wheel for this CUDA: NVIDIA's installers, in words
+        return AdminFix("Install libdevice and ptxas", (), text=f"{command}; or {alternative}")
+    return AdminFix("Install libdevice and ptxas (the nvidia-cuda-nvcc wheel)", (command,), text=f"or {alternative}")
 
 
 @check("XLA001", "xla-libdevice-not-found", Severity.ERROR)

@@ -109,24 +109,28 @@ def driver_library_withheld(facts: Facts) -> bool:
     return utility_only(facts) is not None or apptainer_without_nv(facts) is not None
 
 
-def driver_library_steps(facts: Facts) -> tuple[str, ...]:
-    """How this runtime gives a process the host driver's libcuda.so.1: the flag of its launcher."""
+def driver_library_fix(facts: Facts) -> tuple[tuple[str, ...], str]:
+    """How this runtime gives a process the host driver's libcuda.so.1: the command of its launcher (none
+    where there is nothing to type) and what to know about it, in the one shape fixes have (commands in
+    steps, prose in text)."""
     kind = runtime(facts)
     if kind == "apptainer":
-        return ("apptainer exec --nv image.sif python train.py   # binds the host's libcuda.so.1 into "
-                "/.singularity.d/libs (singularity exec --nv alike; --nvccli to let nvidia-container-cli do it)",)
+        return (("apptainer exec --nv image.sif python train.py",),
+                "--nv binds the host's libcuda.so.1 into /.singularity.d/libs (singularity exec --nv alike; "
+                "--nvccli lets nvidia-container-cli do it)")
     if kind == "kubernetes":
-        return ("request the GPU in the pod spec: resources: {limits: {nvidia.com/gpu: 1}} (the NVIDIA device "
-                "plugin or GPU Operator mounts the host's libcuda.so.1), with NVIDIA_DRIVER_CAPABILITIES "
-                "including compute",)
+        return ((), "request the GPU in the pod spec: resources: {limits: {nvidia.com/gpu: 1}} (the NVIDIA device "
+                    "plugin or GPU Operator mounts the host's libcuda.so.1), with NVIDIA_DRIVER_CAPABILITIES "
+                    "including compute")
     if kind == "podman":
-        return ("podman run --device nvidia.com/gpu=all …   (CDI, from nvidia-ctk cdi generate; mounts the "
-                "host's libcuda.so.1)",)
+        return (("podman run --device nvidia.com/gpu=all …",),
+                "CDI devices from nvidia-ctk cdi generate; they mount the host's libcuda.so.1")
     if kind is not None:
-        return ("docker run --gpus all …   (the NVIDIA Container Toolkit on the host mounts its libcuda.so.1; "
-                "the image must not set NVIDIA_DRIVER_CAPABILITIES without compute)",)
-    return ("libcuda.so.1 comes with the NVIDIA driver: install the driver's user-space libraries on this host "
-            "(the same version as the loaded kernel module)",)
+        return (("docker run --gpus all …",),
+                "the NVIDIA Container Toolkit on the host mounts its libcuda.so.1; the image must not set "
+                "NVIDIA_DRIVER_CAPABILITIES without compute")
+    return ((), "libcuda.so.1 comes with the NVIDIA driver: install the driver's user-space libraries on this host "
+                "(the same version as the loaded kernel module)")
 
 
 X86_ARCHES = ("x86_64", "amd64", "x64", "i686", "i386")

@@ -53,12 +53,44 @@ def parse_requirement(line: str) -> Requirement | None:
     return Requirement(canonical_name(full.name), str(full.specifier), str(full.marker) if full.marker else None)
 
 
+# One comparison of a marker: `python_version >= "3.13"`, `sys_platform == 'linux'` (PEP 508's common form).
+_MARKER_CLAUSE = re.compile(r"""^\s*([a-z_]{1,40})\s*(==|!=|<=|>=|<|>)\s*(['"])([A-Za-z0-9._+-]{0,60})\3\s*$""")
+_VERSION_MARKERS = ("python_version", "python_full_version", "implementation_version")
+
+
+def _simple_marker(marker: str, environment: Mapping[str, str]) -> bool | None:
+    """A marker made of comparisons joined by `and` (what wheels' Requires-Dist mostly carry), evaluated
+    without `packaging` (whose import the pre-job hook does not pay for); None for anything else."""
+    if "(" in marker or re.search(r"\bor\b", marker):
+        return None
+    result = True
+    for clause in re.split(r"\band\b", marker):
+        match = _MARKER_CLAUSE.match(clause)
+        if match is None or match.group(1) not in environment:
+            return None
+        name, op, _, value = match.groups()
+        have = environment[name]
+        if name in _VERSION_MARKERS:
+            if not (_NUMERIC.match(have) and _NUMERIC.match(value)):
+                return None
+            ok = _numeric_contains(f"{op}{value}", have)
+        elif op in ("==", "!="):
+            ok = (have == value) is (op == "==")
+        else:
+            return None
+        result = result and ok
+    return result
+
+
 def marker_applies(marker: str | None, environment: Mapping[str, str]) -> bool:
     """Whether a dependency applies to an interpreter described by `environment`, no extra requested."""
     if marker is None:
         return True
     if _EXTRA_ONLY.search(marker) and not re.search(r"\bor\b", marker):
         return False  # `... and extra == "x"` is false without that extra
+    simple = _simple_marker(marker, environment)
+    if simple is not None:
+        return simple
     from packaging.markers import InvalidMarker, Marker
 
     try:

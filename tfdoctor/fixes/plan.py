@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tfdoctor.fixes.quoting import is_env_name
+from tfdoctor.fixes.quoting import comment_text, is_env_name
 from tfdoctor.model import AdminFix, Applicability, EnvChange, EnvFix, EnvOp, Finding, PythonFix, Severity
 
 
@@ -65,6 +65,8 @@ class FixPlan:
             if quiet and not _news(source):
                 continue
             lines.append(f"tfdoctor: {source.code} {who_does_it(fix)}: {fix.title}")
+            if fix.text:
+                lines.append(f"    # {comment_text(fix.text)}")
             lines.extend(f"    {step}" for step in fix.steps)
         for skipped in self.skipped:
             if quiet and not _news(skipped.source):

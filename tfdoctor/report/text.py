@@ -44,7 +44,9 @@ def fix_lines(fix: EnvFix | PythonFix | AdminFix) -> list[str]:
         return out
     if isinstance(fix, PythonFix):
         return fix.code.rstrip("\n").splitlines()
-    return list(fix.steps)
+    from tfdoctor.fixes.quoting import comment_text
+
+    return ([f"# {comment_text(fix.text)}"] if fix.text else []) + list(fix.steps)
 
 
 def _finding_block(finding: Finding, verbose: bool) -> list[tuple[str, str]]:

@@ -767,6 +767,32 @@ def _top_level(dist_dir):
     return sorted(names)
 
 
+HEADER_LIMIT = 64 * 1024  # METADATA's headers come first; the long description after them is not needed
+
+
+def _requires_of(dist_dir):
+    """The Requires-Dist lines of a distribution that are not behind an extra (the requirement graph that
+    pip's resolver keeps: a fix moving one package must not break another's), None when unreadable."""
+    if not dist_dir:
+        return None
+    for meta_name in ("METADATA", "PKG-INFO"):
+        try:
+            data = _read_bytes(os.path.join(dist_dir, meta_name), HEADER_LIMIT)
+        except OSError:
+            continue
+        end = data.find(b"\n\n")  # the headers only: the description after them is most of the file
+        head = (data if end == -1 else data[:end]).decode("utf-8", "replace")
+        return [line for line in _parse_metadata(head)["requires_dist"] if "extra" not in line.partition(";")[2]]
+    return None
+
+
+def _listed(info):
+    listed = {"version": info["version"], "location": info["location"]}
+    if info.get("requires_dist") is not None:
+        listed["requires_dist"] = info["requires_dist"]
+    return listed
+
+
 def _detail(info, paths, tensorflow=False, key="", cache=None):
     dist_dir = info.pop("dist_dir")
     for meta_name in ("METADATA", "PKG-INFO"):
@@ -985,7 +1011,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
         if key in TENSORFLOW_DISTS or key in WATCHED or key.startswith(WATCHED_PREFIXES):
             watched[key] = _detail(dict(info), paths, tensorflow=key in TENSORFLOW_DISTS, key=key, cache=cache)
         else:
-            info.pop("dist_dir", None)
+            info["requires_dist"] = _requires_of(info.pop("dist_dir", None))
     tf_package = _find_package(paths, "tensorflow", "__init__.py")
     build_info_path = _find_package(paths, "tensorflow", "python", "platform", "build_info.py")
     gencode_path = _find_package(paths, *GENCODE_PROBE) if tf_package else None
@@ -1001,7 +1027,7 @@ def snapshot(paths=None, environ=None, prefix=None, site_dirs=None, user_site=No
         "path": paths,
         "path_origins": path_origins(paths, environ, site_dirs, user_site),
         "modules": modules,
-        "distributions": {k: {"version": v["version"], "location": v["location"]} for k, v in sorted(dists.items())},
+        "distributions": {k: _listed(v) for k, v in sorted(dists.items())},
         "watched": watched,
         "tensorflow": {
             "package_dir": os.path.dirname(tf_package) if tf_package else None,

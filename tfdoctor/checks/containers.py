@@ -157,5 +157,5 @@ def x86_image_emulated_on_arm64(facts: Facts) -> Iterator[Finding]:
         "import tensorflow aborts (or, where it runs, runs many times slower)",
         evidence=evidence,
         fixes=(AdminFix("Run an image built for the host's architecture", (
-            "docker run --platform linux/arm64 …   # an arm64 image; pip install tensorflow there (aarch64 wheels)",
-            "or run the amd64 image on an x86-64 host with AVX")),))
+            "docker run --platform linux/arm64 …   # an arm64 image; pip install tensorflow there (aarch64 wheels)",),
+            text="or run the amd64 image on an x86-64 host with AVX"),))

@@ -85,8 +85,7 @@ def local_rank_indexes_past_visible_gpus(facts: Facts) -> Iterator[Finding]:
         fixes=(AdminFix("Select the GPU among the ones this task sees", (
             "gpus = tf.config.list_physical_devices('GPU')",
             "tf.config.set_visible_devices(gpus[hvd.local_rank() % len(gpus)], 'GPU')   # index 0 here",
-            "or let every task see the node's GPUs: srun --gpus-per-node=<n> --gpu-bind=none …",
-        )),),
+        ), text="or let every task see the node's GPUs: srun --gpus-per-node=<n> --gpu-bind=none …"),),
     )
 
 
@@ -139,9 +138,8 @@ def mpi_ranks_exceed_host_gpus(facts: Facts) -> Iterator[Finding]:
         evidence={f"env.{local[1]}": local[0], "gpus.host": gpus, "gpus.host_source": source},
         fixes=(AdminFix(f"Start {gpus} rank(s) per host, one per GPU", (
             f"mpirun --map-by ppr:{gpus}:node …   # Open MPI",
-            f"or in the hostfile: <host> slots={gpus}",
-            f"or mpiexec -ppn {gpus} …   # MPICH, Intel MPI",
-        )),),
+            f"mpiexec -ppn {gpus} …   # MPICH, Intel MPI",
+        ), text=f"one of these, for the MPI that starts the job; or in the hostfile: <host> slots={gpus}"),),
     )
 
 

@@ -207,7 +207,8 @@ def test_driver_findings():
     # In a container the host kernel's /proc has no driver either: load it there, then give the container the GPU.
     (fix,) = report("drv001-driver-not-loaded").findings()[0].fixes
     assert fix.title == "Load the NVIDIA driver on the host, then give the container the GPU"
-    assert fix.steps[0].startswith("Install the driver") and fix.steps[-1].startswith("docker run --gpus all")
+    assert fix.steps[0] == "sudo modprobe nvidia" and fix.steps[-1].startswith("docker run --gpus all")
+    assert fix.text.startswith("first install the driver")  # prose in the text, commands in the steps
     old = report("drv002-driver-cuda-too-old").findings()[0]
     assert old.severity is Severity.ERROR and old.evidence["cuda_compat_possible"] is True
     k80 = report("drv003-gpu-older-than-build").findings()[0]

@@ -56,9 +56,10 @@ def platform_reason(facts: Facts) -> str | None:
     jetson = jetson_reason(facts)
     return jetson if jetson is not None and not gpu_host(facts) else None
 # The checks of an installed TensorFlow: its distributions, dependencies, files, build and add-ons, and
-# CPU001 (the wheel's instruction set). Not PKG001 (it reports the absence) nor PKG013 (any package
-# shadowed from outside the environment, numpy as much as TensorFlow's).
-TENSORFLOW_ONLY_CODES = frozenset({"CPU001", *(f"PKG{n:03d}" for n in (*range(2, 13), *range(14, 19)))})
+# CPU001 (the wheel's instruction set), PKG021 (TensorFlow's requirement graph), PKG030 (the channels of
+# TensorFlow's conda stack). Not PKG001 (it reports the absence) nor PKG013 (any package shadowed from
+# outside the environment, numpy as much as TensorFlow's).
+TENSORFLOW_ONLY_CODES = frozenset({"CPU001", *(f"PKG{n:03d}" for n in (*range(2, 13), *range(14, 19), 21, 30))})
 
 NO_TENSORFLOW = "TensorFlow is not installed in the inspected Python environment (PKG001)"
 

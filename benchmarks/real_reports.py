@@ -2,27 +2,58 @@
 and how many of their healthy twins stay silent. The held-out split's figure is the one docs/real-reports.md
 cites; the dev split is what the checks were written against, a development figure only.
 
-    python benchmarks/real_reports.py [--split heldout] [--category containers] [--verbose]
+    python benchmarks/real_reports.py [--split heldout] [--category containers] [--verbose] [--baseline REF]
 
-The baseline printed beside each figure is the same corpus judged with no check at all (every report
-undiagnosed, every twin silent): a report counts only through a code it was labelled with before tfdoctor
-ran on it."""
+Each report's machine is probed once, as `tfdoctor collect` would, and its facts file judged by this tree's
+checks. The baseline in the same run is the checks of another commit (`--baseline REF`, e.g. the commit
+before a change: its `tfdoctor/` exported with `git archive` and run as `tfdoctor check --facts F --format
+json` in a subprocess) over the very same facts files, so the two columns differ by the checks alone; with
+no `--baseline`, the baseline is no check at all. A report counts only through a code it was labelled with
+before tfdoctor ran on it, at its `least` severity or above."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import tarfile
 import tempfile
 from collections import defaultdict
+from io import BytesIO
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from healthy import MACHINES, check_recorded, collect  # noqa: E402
-from reports import REPORTS, diagnosed, examine  # noqa: E402
+from reports import REPORTS, diagnosed  # noqa: E402
 
 from tfdoctor.model import Severity  # noqa: E402
+
+LOUD = ("warning", "error")
+
+
+def export(ref: str, into: Path) -> Path:
+    """`tfdoctor/` as it is at `ref`, unpacked under `into`: a package the baseline's subprocess imports."""
+    data = subprocess.run(["git", "-C", str(REPO), "archive", ref, "tfdoctor"], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as archive:
+        archive.extractall(into, filter="data")
+    return into
+
+
+def baseline_findings(tree: Path, recorded: Path) -> dict[str, str]:
+    """code -> severity of every check with findings, as the baseline tree's `check --facts` reports them."""
+    code = "import sys; from tfdoctor.cli import main; main(sys.argv[1:])"
+    done = subprocess.run([sys.executable, "-c", code, "check", "--facts", str(recorded), "--format", "json",
+                           "--fail-on", "never"], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+    try:
+        results = json.loads(done.stdout)["results"]
+    except (ValueError, KeyError):
+        return {"?": f"baseline failed: {done.stderr.strip().splitlines()[-1:]}"}
+    return {r["code"]: r.get("severity") or "" for r in results if r["status"] in ("failed", "info")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,34 +61,70 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("dev", "heldout"), help="only this split (default: both)")
     parser.add_argument("--category", help="only this category")
     parser.add_argument("--verbose", action="store_true", help="one line per report and per twin")
+    parser.add_argument("--baseline", metavar="REF", help="judge the same facts with the checks of this commit too")
+    parser.add_argument("--all-healthy", action="store_true",
+                        help="judge every machine of tests/healthy/, not only the reports' twins")
     args = parser.parse_args(argv)
     chosen = [r for r in REPORTS if (args.split is None or r.split == args.split)
               and (args.category is None or r.category == args.category)]
     machines = {m.name: m for m in MACHINES}
-    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    twins: dict[str, bool] = {}
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    twins: dict[str, tuple[bool, bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        tree = export(args.baseline, Path(tmp) / "baseline") if args.baseline else None
         for report in chosen:
-            result = examine(report, Path(tmp) / report.name)
-            hit = diagnosed(report, result)
+            folder = Path(tmp) / report.name
+            folder.mkdir()
+            recorded = collect(report.machine(), folder)
+            hit = diagnosed(report, check_recorded(recorded))
+            before = []
+            if tree is not None:
+                old = baseline_findings(tree, recorded)
+                before = [c for c in report.expect if c in old and Severity.parse(old[c]) >= report.least]
             for key in ((report.split, report.category), (report.split, "all")):
                 tally[key][0] += bool(hit)
-                tally[key][1] += 1
+                tally[key][1] += bool(before)
+                tally[key][2] += 1
             if args.verbose:
                 print(f"{report.split:7} {report.category:10} {'yes' if hit else 'NO ':3} {report.name}: "
-                      f"{', '.join(hit) or 'expected ' + '/'.join(report.expect)}")
+                      f"{', '.join(hit) or 'expected ' + '/'.join(report.expect)}"
+                      + (f"   (baseline: {', '.join(before) or 'no'})" if tree is not None else ""))
             if report.twin not in twins and report.twin in machines:
                 twin = machines[report.twin]
-                folder = Path(tmp) / ("twin-" + twin.name)
-                folder.mkdir()  # collect() writes its facts file there (a recorded twin builds no tree in it)
-                loud = [f.code for f in check_recorded(collect(twin, folder)).findings()
-                        if f.severity is not None and f.severity >= Severity.WARNING]
-                twins[report.twin] = not loud
-                if args.verbose and loud:
-                    print(f"twin    {twin.name}: not silent: {', '.join(sorted(set(loud)))}")
-    for (split, category), (hit, total) in sorted(tally.items()):
-        print(f"{split:7} {category:10} diagnosed {hit} of {total}   (baseline, no check: 0 of {total})")
-    print(f"healthy twins silent: {sum(twins.values())} of {len(twins)}   (baseline: {len(twins)} of {len(twins)})")
+                twin_folder = Path(tmp) / ("twin-" + twin.name)
+                twin_folder.mkdir()  # collect() writes its facts file there (a recorded twin builds no tree in it)
+                twin_facts = collect(twin, twin_folder)
+                loud = sorted({f.code for f in check_recorded(twin_facts).findings()
+                               if f.severity is not None and f.severity >= Severity.WARNING})
+                old_loud = sorted(c for c, s in baseline_findings(tree, twin_facts).items() if s in LOUD) \
+                    if tree is not None else []
+                twins[report.twin] = (not loud, not old_loud)
+                if args.verbose and (loud or old_loud):
+                    print(f"twin    {twin.name}: loud here: {', '.join(loud) or 'none'}"
+                          + (f"; in the baseline: {', '.join(old_loud) or 'none'}" if tree is not None else ""))
+        if args.all_healthy:
+            for twin in MACHINES:
+                if twin.name in twins:
+                    continue
+                twin_folder = Path(tmp) / ("twin-" + twin.name)
+                twin_folder.mkdir()
+                twin_facts = collect(twin, twin_folder)
+                loud = sorted({f.code for f in check_recorded(twin_facts).findings()
+                               if f.severity is not None and f.severity >= Severity.WARNING})
+                old_loud = sorted(c for c, s in baseline_findings(tree, twin_facts).items() if s in LOUD) \
+                    if tree is not None else []
+                twins[twin.name] = (not loud, not old_loud)
+                if args.verbose and (loud or old_loud):
+                    print(f"healthy {twin.name}: loud here: {', '.join(loud) or 'none'}"
+                          + (f"; in the baseline: {', '.join(old_loud) or 'none'}" if tree is not None else ""))
+    name = f"checks of {args.baseline}" if args.baseline else "no check"
+    for (split, category), (hit, old, total) in sorted(tally.items()):
+        print(f"{split:7} {category:10} diagnosed {hit} of {total}   (baseline, {name}: "
+              f"{old if args.baseline else 0} of {total})")
+    silent = sum(now for now, _ in twins.values())
+    old_silent = sum(then for _, then in twins.values()) if args.baseline else len(twins)
+    what = "machines of tests/healthy/" if args.all_healthy else "twins"
+    print(f"healthy {what} silent: {silent} of {len(twins)}   (baseline, {name}: {old_silent} of {len(twins)})")
     return 0
 
 

@@ -285,8 +285,53 @@ def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
 
         atexit.register(end_children)
         _registered = True
+    guard_signals()
     _children.add(process)
     return process
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGHUP or SIGQUIT arrived (Slurm's time limit or scancel, a closed ssh session, `timeout`):
+    raised in the main thread like KeyboardInterrupt for SIGINT, so every `finally` and `except BaseException`
+    on the way out runs (a trial's group is ended, the results file says the tune was interrupted) and the
+    command leaves with 128 + the signal's number. A BaseException: `except Exception` does not swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signum).name
+
+
+LEAVING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+_interrupted: list[int] = []  # the first leaving signal received; later ones wait for its cleanup to finish
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    if _interrupted:
+        return  # already leaving: a second SIGTERM must not cut the first one's cleanup short
+    _interrupted.append(signum)
+    raise Interrupted(signum)
+
+
+def guard_signals() -> None:
+    """Turn the signals that end a batch job's process into Interrupted in the main thread (from any other
+    thread this does nothing: Python delivers signals to the main thread only). A signal this process was
+    told to ignore stays ignored (`nohup` sets SIGHUP to SIG_IGN), and a handler someone else installed is
+    kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in LEAVING_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, _raise_interrupted)
 
 
 def _group_alive(process: subprocess.Popen[bytes]) -> bool:

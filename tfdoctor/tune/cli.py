@@ -7,6 +7,7 @@ or "keep your current settings"); 1 no trial succeeded; 2 usage error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -193,6 +194,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                              "direction from the file (only --budget/--time/--write/--html may change)")
         try:
             check_owner(resume)
+            log = ResultsLog.open(resume)  # locked first: what is loaded is what this process continues
             header, previous = load_results(resume, repair=True)
             finished = load_summary(resume) is not None
         except ResultsError as exc:
@@ -263,7 +265,6 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                                      "study") from None
             budget = header_budget
             _cpu, _launchers, node_facts = _node_facts()
-        log = ResultsLog(resume)
     else:
         maximize = True if maximize is None else maximize
         objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
@@ -327,11 +328,17 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         result = Tuner(space, objective, None, settings, seeds, previous, current_env=current_env).replay(
             "finished earlier; nothing new was run")
     else:
-        with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
-            tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
-                          current_env=current_env)
-            result = tuner.run()
-        log.append_summary(result.summary_json())
+        try:
+            with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
+                tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
+                              current_env=current_env)
+                result = tuner.run()
+            log.append_summary(result.summary_json())
+        except ResultsError as exc:  # a full disk: said as such (exit 2), the file kept resumable
+            raise UsageError(str(exc)) from None
+        except BaseException as exc:
+            _record_interruption(log, exc)
+            raise
         if shared is not None:
             from tfdoctor.tune.shared import mark_written
 
@@ -361,6 +368,18 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             _out(f"tfdoctor: the measured change written to {write_path}\n", err=True)
         else:
             _out(f"tfdoctor: keep your current settings; {write_path} changes nothing (it says why)\n", err=True)
+
+
+def _record_interruption(log: Any, exc: BaseException) -> None:
+    """A tune ended by ^C or a signal says so in its results file (the trial that was running is not
+    recorded: `--resume` runs it again)."""
+    from tfdoctor.facts.bounded import Interrupted
+    from tfdoctor.tune.results import ResultsError
+
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        with contextlib.suppress(ResultsError):
+            log.append_interrupted("SIGINT" if isinstance(exc, KeyboardInterrupt) else exc.name)
+        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {log.path}\n", err=True)
 
 
 def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> None:

@@ -163,3 +163,208 @@ def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
     assert process.returncode == 143
     time.sleep(0.5)
     assert not _running(trial) and not _running(grandchild)
+
+
+# -- 2. results files: torn lines, two writers, full disks --------------------------------------------
+
+def _finished_tune(tmp_path: Path, budget: int = 3) -> Path:
+    results = tmp_path / "r.jsonl"
+    done = run_cli(_tune_args(tmp_path, results, [sys.executable, str(SIM)], budget=budget), cwd=tmp_path,
+                   timeout=300)
+    assert done.returncode == 0, done.stderr
+    return results
+
+
+def _unfinished(results: Path) -> None:
+    """The file as a tune killed after its last trial leaves it: no summary line."""
+    lines = [line for line in results.read_text().splitlines() if '"type": "summary"' not in line]
+    results.write_text("\n".join(lines) + "\n")
+
+
+def test_a_last_line_without_its_newline_is_ended_not_glued_onto_the_next(tmp_path):
+    results = _finished_tune(tmp_path)
+    _unfinished(results)
+    results.write_text(results.read_text().rstrip("\n"))  # the node died between the record and its newline
+    for budget in ("4", "5"):  # resumed twice: the second resume reads what the first one appended
+        done = run_cli(["tune", "--resume", str(results), "--budget", budget], cwd=tmp_path, timeout=300)
+        assert done.returncode == 0, done.stderr
+        _unfinished(results)
+    trials = [r for r in _records(results) if r["type"] == "trial"]
+    assert [r["number"] for r in trials] == list(range(len(trials)))
+
+
+def test_a_torn_last_line_is_cut_off_and_resumed(tmp_path):
+    results = _finished_tune(tmp_path)
+    _unfinished(results)
+    before = [r for r in _records(results) if r["type"] == "trial"]
+    with open(results, "a") as handle:
+        handle.write('{"type": "trial", "number": 9')
+    done = run_cli(["tune", "--resume", str(results), "--budget", "4"], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = [r for r in _records(results) if r["type"] == "trial"]
+    assert after[: len(before)] == before and [r["number"] for r in after] == list(range(len(after)))
+
+
+def test_a_second_resume_of_one_file_is_refused_with_the_holder_named(tmp_path):
+    results, pids = tmp_path / "r.jsonl", tmp_path / "pids"
+    first = _start(_tune_args(tmp_path, results, _trial_command(tmp_path, pids)), tmp_path)
+    try:
+        _wait_for(pids.exists)
+        second = run_cli(["tune", "--resume", str(results)], cwd=tmp_path, timeout=60)
+    finally:
+        os.kill(first.pid, signal.SIGTERM)
+        first.communicate(timeout=10)
+    assert second.returncode == 2, second.stderr
+    assert f"pid {first.pid}" in second.stderr and "one tfdoctor at a time" in second.stderr
+    assert_no_traceback(second)
+    trials = [r for r in _records(results) if r["type"] == "trial"]
+    assert [r["number"] for r in trials] == list(range(len(trials)))
+    assert not (tmp_path / "r.jsonl.lock").exists()  # the holder's note leaves with it
+
+
+def test_two_resumes_at_once_never_record_a_trial_twice(tmp_path):
+    results = _finished_tune(tmp_path, budget=3)
+    _unfinished(results)
+    resumes = [_start(["tune", "--resume", str(results), "--budget", "6"], tmp_path) for _ in range(2)]
+    codes = sorted(process.wait(timeout=300) for process in resumes)
+    assert codes in ([0, 0], [0, 2])  # the second one waits its turn only if the first had already finished
+    trials = [r for r in _records(results) if r["type"] == "trial"]
+    assert [r["number"] for r in trials] == list(range(len(trials)))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real file system of 64 KiB (tmpfs): root only, else skipped with the reason."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0777", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path, leave: int = 0) -> None:
+    """Fill the file system of `folder`, leaving about `leave` bytes."""
+    with open(folder / "filler", "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 4096)
+        except OSError:
+            pass
+    if leave:
+        size = (folder / "filler").stat().st_size
+        os.truncate(folder / "filler", max(0, size - leave))
+
+
+def test_a_tune_on_a_full_disk_creates_nothing_and_says_so(tmp_path, small_disk):
+    _fill(small_disk)
+    results = small_disk / "r.jsonl"
+    done = run_cli(_tune_args(tmp_path, results, [sys.executable, str(SIM)], budget=3), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "No space left on device" in done.stderr and "internal error" not in done.stderr
+    assert not results.exists()  # no 0-byte results file
+
+
+def test_a_disk_that_fills_mid_tune_keeps_the_file_resumable(tmp_path, small_disk):
+    results = small_disk / "r.jsonl"
+    _fill(small_disk, leave=8192)
+    done = run_cli(_tune_args(tmp_path, results, [sys.executable, str(SIM)], budget=40), cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "No space left on device" in done.stderr and "internal error" not in done.stderr
+    assert f"--resume {results}" in done.stderr
+    trials = [r for r in _records(results) if r["type"] == "trial"]  # every line whole
+    assert trials and [r["number"] for r in trials] == list(range(len(trials)))
+    (small_disk / "filler").unlink()
+    resumed = run_cli(["tune", "--resume", str(results)], cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+# -- 3. one writer: the umask, the replaced file's mode, links out and the kernel's names -------------
+
+def _umask_077() -> None:
+    os.umask(0o077)
+
+
+def test_a_file_written_under_umask_077_is_private(tmp_path):
+    facts = tmp_path / "facts.json"
+    done = subprocess.run([sys.executable, "-m", "tfdoctor", "collect", "-o", str(facts), "--timeout", "30"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_umask_077,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert facts.stat().st_mode & 0o777 == 0o600
+
+
+def test_force_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    from tfdoctor.fixes.write import write_file
+
+    private = tmp_path / "report.txt"
+    private.write_text("old\n")
+    private.chmod(0o600)
+    write_file(private, "new\n", force=True)
+    assert private.read_text() == "new\n" and private.stat().st_mode & 0o777 == 0o600
+    launcher = tmp_path / "run.sh"
+    launcher.write_text("old\n")
+    launcher.chmod(0o640)
+    write_file(launcher, "#!/bin/sh\n", force=True, mode=0o755)
+    assert launcher.stat().st_mode & 0o777 == 0o750  # kept private, still runnable
+
+
+def test_force_refuses_a_link_to_a_file_outside_its_folder(tmp_path):
+    from tfdoctor.fixes.write import WriteError, write_file
+
+    (tmp_path / "elsewhere").mkdir()
+    victim = tmp_path / "elsewhere" / "crontab"
+    victim.write_text("kept\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "env.sh").symlink_to(victim)
+    with pytest.raises(WriteError, match="outside its folder"):
+        write_file(tmp_path / "out" / "env.sh", "x\n", force=True)
+    assert victim.read_text() == "kept\n" and (tmp_path / "out" / "env.sh").is_symlink()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may replace /dev/stdout: the case is root's")
+def test_force_onto_dev_stdout_while_stdout_is_a_file_keeps_the_link(tmp_path):
+    before = os.readlink("/dev/stdout")
+    try:
+        with open(tmp_path / "captured", "w") as stdout:
+            done = subprocess.run([sys.executable, "-m", "tfdoctor", "collect", "-o", "/dev/stdout", "--force",
+                                   "--timeout", "30"], cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE,
+                                  text=True, timeout=120, check=False)
+        assert done.returncode == 2, done.stderr
+        assert "under /dev" in done.stderr
+    finally:
+        replaced = not os.path.islink("/dev/stdout")
+        if replaced:  # put the machine's link back before failing
+            os.unlink("/dev/stdout")
+            os.symlink(before, "/dev/stdout")
+        assert not replaced
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root (lchown)")
+def test_a_cache_link_planted_in_a_shared_sticky_cache_home_is_not_followed(tmp_path, monkeypatch):
+    from tfdoctor.facts.probes import pyenv_snapshot
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (shared / "tfdoctor").symlink_to(victim)
+    os.lchown(shared / "tfdoctor", 65534, 65534)  # planted by nobody
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    monkeypatch.delenv("TFDOCTOR_CACHE_DIR", raising=False)
+    path = pyenv_snapshot.hash_cache_path()
+    cache = pyenv_snapshot.HashCache(path)
+    cache.put("/lib/x.so", [1, 2, 3, 4], b"sha256=abc")
+    cache.save()
+    assert list(victim.iterdir()) == []
+    # the user's own link is followed as before
+    os.lchown(shared / "tfdoctor", 0, 0)
+    cache = pyenv_snapshot.HashCache(path)
+    cache.put("/lib/x.so", [1, 2, 3, 4], b"sha256=abc")
+    cache.save()
+    assert [p.name for p in victim.iterdir()] == [pyenv_snapshot.HASH_CACHE_NAME]

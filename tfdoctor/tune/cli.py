@@ -339,6 +339,8 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         except BaseException as exc:
             _record_interruption(log, exc)
             raise
+        finally:
+            log.close()  # the lock and its note go before the report and the scripts are written
         if shared is not None:
             from tfdoctor.tune.shared import mark_written
 

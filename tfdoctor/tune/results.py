@@ -145,7 +145,6 @@ class ResultsLog:
 
     def _lock(self) -> None:
         import fcntl
-        import socket
 
         assert self._fd is not None
         try:
@@ -156,13 +155,13 @@ class ResultsLog:
         except OSError:
             return  # a file system without locks: as before, the user keeps to one writer
         with contextlib.suppress(OSError):  # the note only names the holder; the flock is the lock
-            _replace_note(self._note, f"{socket.gethostname()} {os.getpid()}\n")
+            _replace_note(self._note, _note_text())
 
     def close(self) -> None:
         if self._fd is None:
             return
         with contextlib.suppress(OSError):
-            if _holder(self._note) == f"{_this_host()} pid {os.getpid()}":
+            if self._note.read_bytes() == _note_text().encode():  # ours: not a later holder's
                 os.unlink(self._note)
         os.close(self._fd)  # releases the flock
         self._fd = None
@@ -217,10 +216,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _this_host() -> str:
+def _note_text() -> str:
     import socket
 
-    return socket.gethostname()
+    return f"{socket.gethostname()} {os.getpid()}\n"
 
 
 def _holder(note: Path) -> str:

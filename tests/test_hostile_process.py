@@ -368,3 +368,58 @@ def test_a_cache_link_planted_in_a_shared_sticky_cache_home_is_not_followed(tmp_
     cache.put("/lib/x.so", [1, 2, 3, 4], b"sha256=abc")
     cache.save()
     assert [p.name for p in victim.iterdir()] == [pyenv_snapshot.HASH_CACHE_NAME]
+
+
+# -- 4. trees and sizes --------------------------------------------------------------------------------
+
+def _without_root_reads() -> list[str]:
+    """The command prefix that makes a folder of mode 000 unreadable to this test's process: none for a
+    user; for root, setpriv dropping the capabilities that read past permissions (skipped without it)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("root reads any folder; setpriv (util-linux) is needed to drop that")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps=-all"]
+
+
+def test_lint_reports_and_skips_a_folder_it_cannot_read(tmp_path):
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "train.py").write_text("x = 1\n")
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "inner").mkdir()
+    (tmp_path / "locked" / "x.py").write_text("x = 1\n")
+    (tmp_path / "locked").chmod(0o000)
+    try:
+        done = subprocess.run([*_without_root_reads(), sys.executable, "-m", "tfdoctor", "lint", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert done.returncode == 1, done.stderr  # a finding (SRC002 is an error), not "tfdoctor failed" (3)
+    assert_no_traceback(done)
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("locked:") and "SRC002" in line and "Permission denied" in line
+               for line in lines), done.stdout
+    assert "2 file(s)" in done.stderr + done.stdout  # the readable file was linted too
+
+
+def test_lint_walks_a_tree_nested_a_thousand_deep(tmp_path):
+    folder = tmp_path
+    for _ in range(1000):
+        folder = folder / "d"
+        folder.mkdir()
+    (folder / "train.py").write_text("x = 1\n")
+    done = run_cli(["lint", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "1 file(s)" in done.stderr + done.stdout
+
+
+def test_lint_refuses_two_megabytes_of_nested_lists_before_parsing_them(tmp_path):
+    row = "[" + ",".join(["[1, 2, 3]"] * 20) + "]"
+    data = tmp_path / "data.py"
+    data.write_text("data = [\n" + "".join(f"    {row},\n" for _ in range(1_900_000 // (len(row) + 6))) + "]\n")
+    done = subprocess.run(["sh", "-c", f"ulimit -v 600000; exec {sys.executable} -m tfdoctor lint {data}"],
+                          capture_output=True, text=True, timeout=120, check=False)  # 600 MB of address space
+    assert done.returncode == 1, done.stderr
+    assert "SRC002" in done.stdout and "tokens of Python" in done.stdout

@@ -577,29 +577,53 @@ class DatasetFlow:
         (fit, a training loop, iter, a distribute strategy, an Estimator input_fn), returned, stored in an
         attribute or given to a function lint cannot see is.
         """
-        calls = [id(call) for _, call in value.ops]
+        calls = tuple(id(call) for _, call in value.ops)
         # The same ops, by call: pipelines built on this one here, and in the callers of this function
-        # (a function of the file that returns it carries its ops into the caller's flow).
-        for owner in (flow, *(f for f in self.flows if f is not flow)) if calls else (flow,):
-            for other in owner.values:
-                ops = [id(call) for _, call in other.ops]
-                if ops[: len(calls)] != calls or (not calls and other is not value):
-                    continue
-                merged = owner.merged_into.get(id(other))
-                if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
-                    return True
-                if id(other) not in owner.consumed and id(other) not in owner.used and \
-                        not (other in owner.returned and not self._called_here(owner.scope)):
-                    continue
-                if any(op == "take" and _few(call) for op, call in other.ops[len(calls):]):
-                    continue  # a peek at a few elements
+        # (a function of the file that returns it carries its ops into the caller's flow). Only values that
+        # start with the same call can be (an index, not a scan of every value of every flow: 4,000
+        # pipelines at module level took 10 s, quadratic).
+        if calls:
+            candidates = self._by_first_call.get(calls[0], [])
+            if id(flow) not in self._flow_ids:  # a flow walked apart from the file's (not indexed)
+                candidates = [*candidates, *((flow, v, o) for v, o in _op_ids(flow) if o[:1] == calls[:1])]
+        else:
+            candidates = [(flow, value, calls)]
+        for owner, other, ops in candidates:
+            if ops[: len(calls)] != calls:
+                continue
+            merged = owner.merged_into.get(id(other))
+            if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
                 return True
+            if id(other) not in owner.consumed and id(other) not in owner.used and \
+                    not (other in owner.returned and not self._called_here(owner.scope)):
+                continue
+            if any(op == "take" and _few(call) for op, call in other.ops[len(calls):]):
+                continue  # a peek at a few elements
+            return True
         return False
+
+    @cached_property
+    def _flow_ids(self) -> set[int]:
+        return {id(flow) for flow in self.flows}
+
+    @cached_property
+    def _by_first_call(self) -> dict[int, list[tuple[ScopeFlow, Pipeline, tuple[int, ...]]]]:
+        """Every value of every flow with the ids of its ops' calls, by the id of its first call."""
+        index: dict[int, list[tuple[ScopeFlow, Pipeline, tuple[int, ...]]]] = {}
+        for flow in self.flows:
+            for value, ops in _op_ids(flow):
+                if ops:
+                    index.setdefault(ops[0], []).append((flow, value, ops))
+        return index
 
     def values(self):
         for flow in self.flows:
             for value in flow.values:
                 yield flow, value
+
+
+def _op_ids(flow: ScopeFlow) -> list[tuple[Pipeline, tuple[int, ...]]]:
+    return [(value, tuple(id(call) for _, call in value.ops)) for value in flow.values]
 
 
 def dataset_flow(module: SourceModule) -> DatasetFlow:

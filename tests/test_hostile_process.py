@@ -410,7 +410,10 @@ def test_lint_walks_a_tree_nested_a_thousand_deep(tmp_path):
         folder = folder / "d"
         folder.mkdir()
     (folder / "train.py").write_text("x = 1\n")
-    done = run_cli(["lint", str(tmp_path)], cwd=tmp_path)
+    try:
+        done = run_cli(["lint", str(tmp_path)], cwd=tmp_path)
+    finally:  # pytest's own clean-up of old temporary folders recurses (shutil.rmtree before 3.12)
+        subprocess.run(["rm", "-rf", str(tmp_path / "d")], check=False)
     assert done.returncode == 0, done.stderr[-500:]
     assert "1 file(s)" in done.stderr + done.stdout
 
@@ -423,3 +426,42 @@ def test_lint_refuses_two_megabytes_of_nested_lists_before_parsing_them(tmp_path
                           capture_output=True, text=True, timeout=120, check=False)  # 600 MB of address space
     assert done.returncode == 1, done.stderr
     assert "SRC002" in done.stdout and "tokens of Python" in done.stdout
+
+
+def test_the_redactor_is_linear_in_credential_bearing_path_entries():
+    from tfdoctor.facts.redact import REDACTED, redact_value
+
+    entries = [part for i in range(5000) for part in f"https://user:pw{i}@host{i}/lib".split(":")]
+    started = time.monotonic()
+    redacted = redact_value(entries, "LD_LIBRARY_PATH")
+    assert time.monotonic() - started < 5.0  # 11-21 s when each entry looked at every secret span
+    assert redacted[:4] == ["https", REDACTED, REDACTED, "https"] and not any("pw1@" in e for e in redacted)
+
+
+BLOCKING_CPU_ONLINE = """
+import os, pty, subprocess, sys
+master, slave = pty.openpty()  # a terminal no one writes to: a read of it waits for ever
+subprocess.run(["mount", "--bind", os.ttyname(slave), "/sys/devices/system/cpu/online"], check=True)
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+@pytest.mark.parametrize("command", [["check", "-q"], ["collect", "-o", "facts.json"]])
+def test_a_cpu_online_file_that_blocks_does_not_hang_check_or_collect(tmp_path, command):
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare: the blocking file is bind-mounted in a mount namespace of its own")
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("this container does not allow a new mount namespace")
+    (tmp_path / "blocking.py").write_text(BLOCKING_CPU_ONLINE)
+    done = subprocess.run(["unshare", "-m", sys.executable, str(tmp_path / "blocking.py"), "-m", "tfdoctor",
+                           *command, "--timeout", "30"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=90, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    assert_no_traceback(done)
+    if command[0] == "collect":
+        online = json.loads((tmp_path / "facts.json").read_text())["sections"]["cpu"]["online"]
+        with open("/proc/stat") as stat:
+            listed = [int(line.split()[0][3:]) for line in stat if line[:3] == "cpu" and line[3].isdigit()]
+        assert online == sorted(listed)  # read from /proc/stat, not through the blocking file

@@ -465,3 +465,25 @@ def test_a_cpu_online_file_that_blocks_does_not_hang_check_or_collect(tmp_path, 
         with open("/proc/stat") as stat:
             listed = [int(line.split()[0][3:]) for line in stat if line[:3] == "cpu" and line[3].isdigit()]
         assert online == sorted(listed)  # read from /proc/stat, not through the blocking file
+
+
+# -- 5. helpers by absolute path; explanations without docstrings ------------------------------------
+
+def test_sourcing_an_env_file_never_runs_a_planted_sh_or_env(tmp_path):
+    from tfdoctor.profile.envfile import environment_from_file
+
+    marker = tmp_path / "planted-ran"
+    for name in ("sh", "env"):
+        (tmp_path / name).write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+        (tmp_path / name).chmod(0o755)
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("export OMP_NUM_THREADS=4\n")
+    base = {"PATH": f".:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    before = os.getcwd()
+    os.chdir(tmp_path)  # `.` is this folder (and the env file's)
+    try:
+        result = environment_from_file(env_file, base)
+    finally:
+        os.chdir(before)
+    assert result["OMP_NUM_THREADS"] == "4"
+    assert not marker.exists()

@@ -381,6 +381,19 @@ def end_children() -> None:
         end_group(process)
 
 
+def find_helper(name: str, search_path: str) -> str | None:
+    """The absolute path of the program `name` in the absolute folders of `search_path` (a PATH), None if
+    none has it. A relative entry (`.`, empty, `bin`) is skipped: it names whatever folder the command
+    runs in, where anyone who can write there could plant `sh` or `env` (as the numactl lookup does)."""
+    for folder in search_path.split(":"):
+        if not folder.startswith("/"):
+            continue
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 class RangeReader:
     """Reads of chosen byte ranges of one regular file (an ELF's headers and dynamic section, never the
     gigabyte around them): each read at most `limit` bytes, all of them together at most `budget`, none

@@ -487,3 +487,28 @@ def test_sourcing_an_env_file_never_runs_a_planted_sh_or_env(tmp_path):
         os.chdir(before)
     assert result["OMP_NUM_THREADS"] == "4"
     assert not marker.exists()
+
+
+DOCS = """
+import json
+from tfdoctor.lint.rule import load_lint_rules
+from tfdoctor.registry import load_registry
+docs = {spec.code: spec.doc for spec in load_registry().checks}
+docs.update({spec.code: spec.doc for spec in load_lint_rules().rules})
+print(json.dumps(docs))
+"""
+
+
+def test_explanations_survive_python_minus_oo():
+    """`python -OO` strips docstrings: every check's and lint rule's documentation is the same there."""
+    def docs(*flags: str) -> dict[str, str]:
+        done = subprocess.run([sys.executable, *flags, "-c", DOCS], capture_output=True, text=True, timeout=120,
+                              check=True)
+        return json.loads(done.stdout)
+
+    plain, stripped = docs(), docs("-OO")
+    assert len(plain) > 100 and all(plain.values())
+    assert stripped == plain
+    done = subprocess.run([sys.executable, "-OO", "-m", "tfdoctor", "explain", "THR101"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert "What it does:" in done.stdout and "Fix safety" in done.stdout

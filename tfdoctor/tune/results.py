@@ -127,8 +127,14 @@ class ResultsLog:
     def open(cls, path: str | os.PathLike[str]) -> ResultsLog:
         """The existing results file `path`, locked for this process (ResultsError naming the holder if
         another tfdoctor has it); open it before loading it, so what is loaded is what is continued."""
+        from tfdoctor.facts.bounded import InputFileError, open_regular
+
+        try:  # a FIFO, a device, a folder: named as such, as every file a user names
+            os.close(open_regular(path, "results file"))
+        except InputFileError as exc:
+            raise ResultsError(str(exc)) from None
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise ResultsError(f"cannot open {path}: {exc.strerror or exc}") from None
         log = cls(path, fd)

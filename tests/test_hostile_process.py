@@ -151,6 +151,28 @@ def test_a_signal_to_profile_ends_its_workload_group(tmp_path, sig, code):
     assert not _running(workload) and not _running(grandchild)
 
 
+def test_sigterm_to_check_ends_its_python_child(tmp_path):
+    pids = tmp_path / "pids"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\ntrap '' TERM\nsleep 300 &\necho $$ $! > {pids}.tmp && mv {pids}.tmp {pids}\n"
+                      "sleep 300\n")
+    python.chmod(0o755)
+    process = _start(["check", "--python", str(python), "--timeout", "600", "-q"], tmp_path)
+    try:
+        _wait_for(pids.exists)
+        interpreter, grandchild = (int(pid) for pid in pids.read_text().split())
+        os.kill(process.pid, signal.SIGTERM)
+        _out, err = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 143, err
+    deadline = time.monotonic() + 3.0
+    while (_running(interpreter) or _running(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(interpreter) and not _running(grandchild)
+
+
 def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
     results, pids = tmp_path / "r.jsonl", tmp_path / "pids"
     process = _start(_tune_args(tmp_path, results, _trial_command(tmp_path, pids)), tmp_path)

@@ -69,6 +69,10 @@ def run(options: object) -> None:
     assert isinstance(options, CheckOptions)
 
     start_run()
+    if options.gather.python:  # a child interpreter: SIGTERM/SIGHUP/SIGQUIT must end it too (exit 128 + n)
+        from tfdoctor.facts.bounded import guard_signals
+
+        guard_signals()
     code = run_guarded(lambda: run_check(options))  # ^C: 130, as for the command line's commands
     # The interpreter's exit collects garbage through every object the run made (finalize_modules), with
     # the collector paused since the start, so every one is still in the youngest generations: ~6 ms of a

@@ -348,22 +348,34 @@ def test_force_refuses_a_link_to_a_file_outside_its_folder(tmp_path):
     assert victim.read_text() == "kept\n" and (tmp_path / "out" / "env.sh").is_symlink()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root may replace /dev/stdout: the case is root's")
+PRIVATE_DEV = """
+set -e
+mount --make-rprivate /
+mount -t tmpfs tfdoctor-dev /dev
+ln -s /proc/self/fd/1 /dev/stdout
+mknod -m 666 /dev/null c 1 3
+set +e
+"$@" > "$OUT" 2> "$ERR"
+echo $? > "$CODE"
+if [ -L /dev/stdout ]; then echo link > "$KIND"; else echo replaced > "$KIND"; fi
+"""
+
+
 def test_force_onto_dev_stdout_while_stdout_is_a_file_keeps_the_link(tmp_path):
-    before = os.readlink("/dev/stdout")
-    try:
-        with open(tmp_path / "captured", "w") as stdout:
-            done = subprocess.run([sys.executable, "-m", "tfdoctor", "collect", "-o", "/dev/stdout", "--force",
-                                   "--timeout", "30"], cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE,
-                                  text=True, timeout=120, check=False)
-        assert done.returncode == 2, done.stderr
-        assert "under /dev" in done.stderr
-    finally:
-        replaced = not os.path.islink("/dev/stdout")
-        if replaced:  # put the machine's link back before failing
-            os.unlink("/dev/stdout")
-            os.symlink(before, "/dev/stdout")
-        assert not replaced
+    """As root, in a mount namespace with a /dev of its own (the machine's /dev/stdout is never at stake)."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("only root may replace /dev/stdout; the test gives it a /dev of its own (unshare -m)")
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("this container does not allow a new mount namespace")
+    files = {name: tmp_path / name for name in ("OUT", "ERR", "CODE", "KIND")}
+    subprocess.run(["unshare", "-m", "sh", "-c", PRIVATE_DEV, "sh", sys.executable, "-m", "tfdoctor", "collect",
+                    "-o", "/dev/stdout", "--force", "--timeout", "30"], cwd=tmp_path, timeout=120, check=True,
+                   env={**os.environ, **{name: str(path) for name, path in files.items()}})
+    assert files["CODE"].read_text().strip() == "2", files["ERR"].read_text()
+    assert "under /dev" in files["ERR"].read_text()
+    assert files["KIND"].read_text().strip() == "link"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root (lchown)")

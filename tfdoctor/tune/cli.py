@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -317,9 +318,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     if storage:
         from tfdoctor.tune.shared_cli import shared_tune
 
-        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
-                             resumed=previous if resume else None, stale_after=stale_after)
+        with _guarded(log):
+            shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
+                                 resumed=previous if resume else None, stale_after=stale_after)
         if shared is None:
+            log.close()
             return  # another worker writes the winner
         previous, settings = shared.records, shared.settings
         done = len(previous)
@@ -329,16 +332,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             "finished earlier; nothing new was run")
     else:
         try:
-            with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
+            with _guarded(log), TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
                 tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
                               current_env=current_env)
                 result = tuner.run()
-            log.append_summary(result.summary_json())
-        except ResultsError as exc:  # a full disk: said as such (exit 2), the file kept resumable
-            raise UsageError(str(exc)) from None
-        except BaseException as exc:
-            _record_interruption(log, exc)
-            raise
+                log.append_summary(result.summary_json())
         finally:
             log.close()  # the lock and its note go before the report and the scripts are written
         if shared is not None:
@@ -372,16 +370,23 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             _out(f"tfdoctor: keep your current settings; {write_path} changes nothing (it says why)\n", err=True)
 
 
-def _record_interruption(log: Any, exc: BaseException) -> None:
-    """A tune ended by ^C or a signal says so in its results file (the trial that was running is not
-    recorded: `--resume` runs it again)."""
+@contextlib.contextmanager
+def _guarded(log: Any) -> Iterator[None]:
+    """While trials run: a results file that cannot be written (a full disk) is a usage error, said as
+    such (exit 2), the file kept resumable; a tune ended by ^C or a signal says so in its results file
+    (the trial that was running is not recorded: `--resume` runs it again)."""
     from tfdoctor.facts.bounded import Interrupted
     from tfdoctor.tune.results import ResultsError
 
-    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+    try:
+        yield
+    except ResultsError as exc:
+        raise UsageError(str(exc)) from None
+    except (KeyboardInterrupt, Interrupted) as exc:
         with contextlib.suppress(ResultsError):
             log.append_interrupted("SIGINT" if isinstance(exc, KeyboardInterrupt) else exc.name)
         _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {log.path}\n", err=True)
+        raise
 
 
 def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> None:

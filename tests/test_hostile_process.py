@@ -173,6 +173,17 @@ def test_sigterm_to_check_ends_its_python_child(tmp_path):
     assert not _running(interpreter) and not _running(grandchild)
 
 
+def test_lint_workers_inherit_no_leaving_signal_handler(tmp_path):
+    """lint's forked pool workers are ended by Pool.terminate with SIGTERM: they die by it, as before the
+    command line installed its handler, with no traceback from each worker."""
+    for i in range(120):
+        (tmp_path / f"train_{i}.py").write_text(f"import tensorflow as tf\nds = tf.data.Dataset.range({i})\n")
+    done = run_cli(["lint", str(tmp_path)], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_no_traceback(done)
+    assert "Interrupted" not in done.stderr
+
+
 def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
     results, pids = tmp_path / "r.jsonl", tmp_path / "pids"
     process = _start(_tune_args(tmp_path, results, _trial_command(tmp_path, pids)), tmp_path)

@@ -309,9 +309,18 @@ class Interrupted(BaseException):
 
 LEAVING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 _interrupted: list[int] = []  # the first leaving signal received; later ones wait for its cleanup to finish
+_guarded_pid: list[int] = []  # the process that installed the handlers
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
+    if _guarded_pid and os.getpid() != _guarded_pid[0]:
+        # A forked child that inherited the handler (lint's pool workers, which Pool.terminate ends with
+        # SIGTERM): it dies by the signal, as it would have without tfdoctor's handler.
+        import signal
+
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     if _interrupted:
         return  # already leaving: a second SIGTERM must not cut the first one's cleanup short
     _interrupted.append(signum)
@@ -328,6 +337,7 @@ def guard_signals() -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
+    _guarded_pid[:] = [os.getpid()]
     for name in LEAVING_SIGNALS:
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) is signal.SIG_DFL:

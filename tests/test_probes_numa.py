@@ -101,8 +101,10 @@ def test_live_membind_test_runs_numactl_under_a_timeout(tmp_path, body, expected
     from tfdoctor.facts.probes.numa import _membind
 
     numactl = tmp_path / "numactl"
-    numactl.write_text(f"#!/bin/sh\n[ \"$1 $2\" = '--membind=1 true' ] || exit 3\n{body}\n")
+    # `true` by its absolute path (issue 40): numactl would otherwise look it up in `.` first here.
+    numactl.write_text(f"#!/bin/sh\n[ \"$1 $2\" = '--membind=1 /usr/bin/true' ] || exit 3\n{body}\n")
     numactl.chmod(0o755)
     nodes = [{"node": 0, "mem_total_kib": 0}, {"node": 1, "mem_total_kib": 1024}]  # node 0: no memory
-    assert _membind(Machine(environ={}, timeout=0.2), str(numactl), nodes) == expected
+    environ = {"PATH": ".:bin::/usr/bin:/bin"}
+    assert _membind(Machine(environ=environ, timeout=0.2), str(numactl), nodes) == expected
     assert _membind(Machine(environ={}), str(numactl), nodes[:1]) == Unknown("not tested on a single-node host")

@@ -354,14 +354,19 @@ def main(argv: list[str] | None = None) -> None:
     from tfdoctor.usage import leave, run_guarded, start_run
 
     start_run()
+    from tfdoctor.facts.bounded import guard_signals
+
+    guard_signals()  # SIGTERM/SIGHUP/SIGQUIT leave like ^C: children's groups ended, exit 128 + n
     leave(run_guarded(lambda: _click_main(argv)))
 
 
 def _click_main(argv: list[str] | None) -> None:
-    """click's own errors as tfdoctor's: a usage error exits 2, an abort 3 (the rest: run_guarded)."""
+    """click's own errors as tfdoctor's: a usage error exits 2, an abort 3, ^C 130 (the rest: run_guarded)."""
     try:
         returned = cli.main(args=argv, prog_name="tfdoctor", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None  # ^C: exit 130 (run_guarded), as documented
         _emit("tfdoctor: aborted\n", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
     except click.ClickException as exc:

@@ -68,17 +68,12 @@ def run(options: object) -> None:
 
     assert isinstance(options, CheckOptions)
 
-    def body() -> None:
-        try:
-            run_check(options)
-        except KeyboardInterrupt:  # as click reports it for the command line's commands
-            from tfdoctor.usage import EXIT_INTERNAL, emit
-
-            emit("\ntfdoctor: aborted\n", err=True)
-            raise SystemExit(EXIT_INTERNAL) from None
-
     start_run()
-    code = run_guarded(body)
+    if options.gather.python:  # a child interpreter: SIGTERM/SIGHUP/SIGQUIT must end it too (exit 128 + n)
+        from tfdoctor.facts.bounded import guard_signals
+
+        guard_signals()
+    code = run_guarded(lambda: run_check(options))  # ^C: 130, as for the command line's commands
     # The interpreter's exit collects garbage through every object the run made (finalize_modules), with
     # the collector paused since the start, so every one is still in the youngest generations: ~6 ms of a
     # ~65 ms hook on a 2-CPU node, a tenth of it. Frozen, they are out of the collector's reach; the exit

@@ -44,11 +44,37 @@ class CheckSpec:
 
     @property
     def doc(self) -> str:
-        return _dedent_doc(self.func.__doc__ or "")
+        return doc_of(self.func)
 
     @property
     def summary(self) -> str:
         return doc_summary(self.doc)
+
+
+def doc_of(func: Callable[..., object]) -> str:
+    """A check's (or lint rule's) documentation: its docstring, and under `python -OO`, which strips every
+    docstring, the same text read from its source, so `explain`, `--list-rules` and docs/checks.md do not
+    go blank there."""
+    doc = func.__doc__
+    if doc is None:
+        doc = _source_docstring(func)
+    return _dedent_doc(doc or "")
+
+
+@functools.cache
+def _source_docstring(func: Callable[..., object]) -> str | None:
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError, ValueError):  # no source shipped (a zipped or compiled plugin)
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return ast.get_docstring(node, clean=False)
+    return None
 
 
 def doc_summary(doc: str) -> str:

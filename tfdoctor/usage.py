@@ -9,6 +9,8 @@ Exit codes (also in the README):
   2  usage error: bad option, bad input file, malformed configuration, refusing to overwrite
   3  tfdoctor itself failed
   4  its output could not be written (standard output or error closed, or on a full device)
+  130  interrupted by SIGINT (^C); 128 + n for SIGTERM (143), SIGHUP (129), SIGQUIT (131) once tfdoctor
+       has started a child or runs a command line (every child's group is ended first)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_OUTPUT = 4  # tfdoctor.terminal.EXIT_OUTPUT
+EXIT_SIGINT = 130  # 128 + SIGINT, as a shell reports a process ^C ended
 
 
 class UsageError(Exception):
@@ -146,8 +149,9 @@ def abandoned_since_start() -> list[str]:
 
 def run_guarded(body: Callable[[], object]) -> int:
     """Run a command's body and return its exit code: SystemExit's code, 2 for a usage error, 130 on ^C,
-    0 on a closed pipe, 4 when standard output or error cannot be written (closed, a full device: said on
-    the other one when it works), 3 with a one-line message (never a traceback) for anything else."""
+    128 + n for SIGTERM/SIGHUP/SIGQUIT once a handler is installed (`bounded.guard_signals`), 0 on a closed
+    pipe, 4 when standard output or error cannot be written (closed, a full device: said on the other one
+    when it works), 3 with a one-line message (never a traceback) for anything else."""
     from tfdoctor.terminal import OutputLost
 
     try:
@@ -171,7 +175,7 @@ def _guarded(body: Callable[[], object]) -> int:
         exc.show()
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_SIGINT
     except BrokenPipeError:
         return EXIT_OK
     except OutputLost:
@@ -184,6 +188,11 @@ def _guarded(body: Callable[[], object]) -> int:
         emit(f"tfdoctor: internal error: {type(exc).__name__}: {excerpt(str(exc), 300)}\n"
              "tfdoctor: set TFDOCTOR_DEBUG=1 for the traceback, and please report it.\n", err=True)
         return EXIT_INTERNAL
+    except BaseException as exc:
+        bounded = sys.modules.get("tfdoctor.facts.bounded")  # not imported: no handler was installed
+        if bounded is not None and isinstance(exc, bounded.Interrupted):
+            return 128 + exc.signum  # SIGTERM 143, SIGHUP 129, SIGQUIT 131: what a shell reports for the signal
+        raise
     return EXIT_OK
 
 

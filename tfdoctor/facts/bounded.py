@@ -285,8 +285,63 @@ def track(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
 
         atexit.register(end_children)
         _registered = True
+    guard_signals()
     _children.add(process)
     return process
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGHUP or SIGQUIT arrived (Slurm's time limit or scancel, a closed ssh session, `timeout`):
+    raised in the main thread like KeyboardInterrupt for SIGINT, so every `finally` and `except BaseException`
+    on the way out runs (a trial's group is ended, the results file says the tune was interrupted) and the
+    command leaves with 128 + the signal's number. A BaseException: `except Exception` does not swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signum).name
+
+
+LEAVING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+_interrupted: list[int] = []  # the first leaving signal received; later ones wait for its cleanup to finish
+_guarded_pid: list[int] = []  # the process that installed the handlers
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    if _guarded_pid and os.getpid() != _guarded_pid[0]:
+        # A forked child that inherited the handler (lint's pool workers, which Pool.terminate ends with
+        # SIGTERM): it dies by the signal, as it would have without tfdoctor's handler.
+        import signal
+
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    if _interrupted:
+        return  # already leaving: a second SIGTERM must not cut the first one's cleanup short
+    _interrupted.append(signum)
+    raise Interrupted(signum)
+
+
+def guard_signals() -> None:
+    """Turn the signals that end a batch job's process into Interrupted in the main thread (from any other
+    thread this does nothing: Python delivers signals to the main thread only). A signal this process was
+    told to ignore stays ignored (`nohup` sets SIGHUP to SIG_IGN), and a handler someone else installed is
+    kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _guarded_pid[:] = [os.getpid()]
+    for name in LEAVING_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, _raise_interrupted)
 
 
 def _group_alive(process: subprocess.Popen[bytes]) -> bool:
@@ -334,6 +389,19 @@ def end_children() -> None:
     """End every tracked child's group that is still running (tfdoctor is leaving)."""
     for process in list(_children):
         end_group(process)
+
+
+def find_helper(name: str, search_path: str) -> str | None:
+    """The absolute path of the program `name` in the absolute folders of `search_path` (a PATH), None if
+    none has it. A relative entry (`.`, empty, `bin`) is skipped: it names whatever folder the command
+    runs in, where anyone who can write there could plant `sh` or `env` (as the numactl lookup does)."""
+    for folder in search_path.split(":"):
+        if not folder.startswith("/"):
+            continue
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 class RangeReader:

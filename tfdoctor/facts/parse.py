@@ -185,6 +185,22 @@ def parse_status(text: str) -> dict[str, str]:
     return fields
 
 
+def parse_stat_cpus(text: str, limit: int = CPU_ID_LIMIT) -> list[int]:
+    """The online CPUs /proc/stat lists (a `cpuN ...` line each), sorted; ValueError when it lists none or
+    one beyond `limit`."""
+    cpus = []
+    for line in text.splitlines():
+        name = line.split(" ", 1)[0]
+        if name.startswith("cpu") and name[3:].isdecimal() and name[3:].isascii():
+            cpu = int(name[3:])
+            if cpu >= limit:
+                raise ValueError(f"CPU {cpu} is beyond {limit}")
+            cpus.append(cpu)
+    if not cpus:
+        raise ValueError("no cpuN line")
+    return sorted(set(cpus))
+
+
 def parse_cgroup_membership(text: str) -> dict[str, str]:
     """/proc/self/cgroup -> {controller: path}; the v2 unified hierarchy appears under key ""."""
     paths: dict[str, str] = {}

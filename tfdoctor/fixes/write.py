@@ -35,6 +35,62 @@ def _refuse_special(target: Path) -> None:
                              "(or standard output: -)")
 
 
+SYSTEM_TREES = ("/dev", "/proc", "/sys")  # the kernel's names: never replaced, whatever is there now
+
+
+def _refuse_outside(target: Path) -> None:
+    """`--force` replaces a link itself, never what it points to: but only a link to a file in the target's
+    own folder (`latest.json -> run3.json`). A link elsewhere (`out -> /etc/cron.d/x`) says someone meant the
+    output to land there, and nothing under /dev, /proc or /sys is replaced (as root, `--force` onto
+    /dev/stdout while stdout is a file would have replaced the machine's /dev/stdout link with a file)."""
+    absolute = Path(os.path.abspath(target))
+    for place in (absolute, Path(os.path.realpath(absolute.parent)) / absolute.name):
+        for tree in SYSTEM_TREES:
+            if place == Path(tree) or Path(tree) in place.parents:
+                raise WriteError(f"{target} is under {tree}: tfdoctor does not replace the kernel's files "
+                                 "(- writes to standard output)")
+    if os.path.islink(target):
+        pointed = Path(os.path.realpath(target))
+        if pointed.parent != Path(os.path.realpath(absolute.parent)):
+            raise WriteError(f"{target} is a link to {pointed}, outside its folder: tfdoctor does not replace "
+                             "it (remove the link, or write to another name)")
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it (/proc/self/status, Linux 4.7+); else set and put
+    back at once."""
+    from tfdoctor.facts.bounded import read_probe_file
+
+    try:
+        for line in read_probe_file("/proc/self/status", 1 << 16).data.splitlines():
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _keep_mode_and_owner(tmp: str, target: Path, mode: int) -> None:
+    """The new file's mode: that of the regular file it replaces (a 0600 file stays private, its owner
+    too where this process may set it; the execute bits `mode` asks for are added where it had read bits),
+    else `mode` as the umask leaves it (0644 under umask 022, 0600 under 077)."""
+    try:
+        old = os.stat(target) if os.path.isfile(target) and not os.path.islink(target) else None
+    except OSError:
+        old = None
+    if old is None:
+        os.chmod(tmp, mode & ~current_umask() & 0o777)
+        return
+    import contextlib
+
+    with contextlib.suppress(OSError):  # not ours to give away (not root): the file is the writer's
+        os.chown(tmp, old.st_uid, old.st_gid)
+    # A launcher stays runnable, by whoever could read the file it replaces (0640 becomes 0750).
+    os.chmod(tmp, (old.st_mode & 0o777) | (mode & 0o111 & (old.st_mode & 0o444) >> 2))
+
+
 def write_file(path: str | os.PathLike[str], text: str, force: bool = False, mode: int = 0o644) -> None:
     """Write to a temporary file beside the target, then link (no --force: fails if the target
     appeared meanwhile) or replace (--force). A reader never sees half a script. `-`: standard output."""
@@ -59,6 +115,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, force: bool = False, 
     if target.is_dir():
         raise WriteError(f"{target} is a directory")
     _refuse_special(target)
+    _refuse_outside(target)
     if target.exists() and not force:
         raise WriteError(f"{target} exists; add --force to overwrite it")
     if not folder.is_dir():
@@ -72,7 +129,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, force: bool = False, 
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        _keep_mode_and_owner(tmp, target, mode)
         if force:
             if before_replace is not None:
                 before_replace()

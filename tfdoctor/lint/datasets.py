@@ -631,24 +631,48 @@ class DatasetFlow:
         (fit, a training loop, iter, a distribute strategy, an Estimator input_fn), returned, stored in an
         attribute or given to a function lint cannot see is.
         """
-        calls = [id(call) for _, call in value.ops]
+        ops = value.ops
         # The same ops, by call: pipelines built on this one here, and in the callers of this function
-        # (a function of the file that returns it carries its ops into the caller's flow).
-        for owner in (flow, *(f for f in self.flows if f is not flow)) if calls else (flow,):
-            for other in owner.values:
-                ops = [id(call) for _, call in other.ops]
-                if ops[: len(calls)] != calls or (not calls and other is not value):
-                    continue
-                merged = owner.merged_into.get(id(other))
-                if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
-                    return True
-                if id(other) not in owner.consumed and id(other) not in owner.used and \
-                        not (other in owner.returned and not self._called_here(owner.scope)):
-                    continue
-                if any(op == "take" and _few(call) for op, call in other.ops[len(calls):]):
-                    continue  # a peek at a few elements
+        # (a function of the file that returns it carries its ops into the caller's flow). Only values that
+        # start with the same call can be (an index, not a scan of every value of every flow: 4,000
+        # pipelines at module level took 10 s, quadratic). Ops compare by their calls (AST nodes: identity).
+        if ops:
+            first = ops[0][1]
+            candidates = self._by_first_call.get(id(first), [])
+            if id(flow) not in self._flow_ids:  # a flow walked apart from the file's (not indexed)
+                candidates = [*candidates, *((flow, v) for v in flow.values if v.ops and v.ops[0][1] is first)]
+        else:
+            candidates = [(flow, value)]
+        for owner, other in candidates:
+            merged = owner.merged_into.get(id(other))
+            counted = id(other) in owner.consumed or id(other) in owner.used or bool(
+                owner.returned and other in owner.returned and not self._called_here(owner.scope))
+            if merged is None and not counted:
+                continue  # cheap tests first: a chain of 4,000 `ds = ds.map(f)` compares no prefixes
+            if other.ops[: len(ops)] != ops:
+                continue
+            if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
                 return True
+            if not counted:
+                continue
+            if any(op == "take" and _few(call) for op, call in other.ops[len(ops):]):
+                continue  # a peek at a few elements
+            return True
         return False
+
+    @cached_property
+    def _flow_ids(self) -> set[int]:
+        return {id(flow) for flow in self.flows}
+
+    @cached_property
+    def _by_first_call(self) -> dict[int, list[tuple[ScopeFlow, Pipeline]]]:
+        """Every value of every flow, by the id of its first op's call."""
+        index: dict[int, list[tuple[ScopeFlow, Pipeline]]] = {}
+        for flow in self.flows:
+            for value in flow.values:
+                if value.ops:
+                    index.setdefault(id(value.ops[0][1]), []).append((flow, value))
+        return index
 
     def values(self):
         for flow in self.flows:

@@ -48,14 +48,32 @@ def python_files(paths: Iterable[str], include_tests: bool = False) -> Iterator[
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    unreadable: list[OSError] = []
-    for folder, dirs, files in os.walk(root, onerror=unreadable.append):
-        while unreadable:  # yielded as paths: reading them then reports SRC002 with the reason
-            error = unreadable.pop()
-            if error.filename:
-                yield Path(error.filename)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
-                         and not (Path(folder) / d / "pyvenv.cfg").exists())
+    """os.walk's order (top-down, names sorted, links to folders not followed) with a stack of its own: a
+    tree nested 1,000 deep is no RecursionError (os.walk recurses before Python 3.12), and a folder that
+    cannot be read is yielded as a path (reading it then reports SRC002 with the reason) and skipped."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            yield Path(exc.filename) if exc.filename else folder
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                followed = is_dir and entry.is_symlink()
+            except OSError:
+                is_dir, followed = False, False
+            if followed:
+                continue  # as os.walk(followlinks=False): listed, never walked into
+            (dirs if is_dir else files).append(entry.name)
         for name in sorted(files):
             if name.endswith(SUFFIXES) and not name.startswith("."):
-                yield Path(folder) / name
+                yield folder / name
+        kept = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
+                      and not os.path.exists(folder / d / "pyvenv.cfg"))  # exists(): False where it cannot look
+        stack.extend(folder / d for d in reversed(kept))

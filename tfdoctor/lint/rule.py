@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdoctor.model import Applicability, Severity
-from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, doc_summary, validate_identity
+from tfdoctor.registry import LINT_RULE_GROUP, _entry_points, _load, doc_of, doc_summary, validate_identity
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
 
@@ -115,7 +115,7 @@ class LintRuleSpec:
 
     @property
     def doc(self) -> str:
-        return _dedent_doc(self.func.__doc__ or "")
+        return doc_of(self.func)
 
     @property
     def summary(self) -> str:

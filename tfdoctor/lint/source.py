@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import re
 import tokenize
 from collections import defaultdict
 from collections.abc import Callable
@@ -30,6 +31,14 @@ SOURCE_LIMIT = 32 * 1024 * 1024
 # Python text lint parses from one file (a notebook: its code cells). `ast.parse` alone needs ~240 bytes
 # of memory per character (a 10 MB script: 2.4 GB, 46 s); hand-written scripts stay far below this.
 CODE_LIMIT = 2_000_000
+# Tokens of it (runs of letters, digits and _, and punctuation characters, counted at C speed before
+# parsing): the tree's size follows them, not the characters. 2 MB of nested lists ([1, 2, 3], …) is 1.5
+# million tokens, a million syntax nodes, 0.8-1.2 GB; lint's own sources run ~0.26 tokens per character,
+# 0.57 nodes per token, so a hand-written file at CODE_LIMIT stays under this and a file at it parses in
+# about 350 MB.
+TOKEN_LIMIT = 800_000
+_PUNCTUATION = b"!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~"
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 class SourceError(Exception):
@@ -64,10 +73,21 @@ def _undecodable(data: bytes, exc: UnicodeDecodeError) -> SourceError:
                                  "(save the file as UTF-8 or declare its encoding, PEP 263)", line)
 
 
+def count_tokens(text: str) -> int:
+    """About how many tokens `text` holds: punctuation characters plus runs of word characters (linear,
+    no token list built)."""
+    data = text.encode("utf-8", "surrogateescape")
+    return len(data) - len(data.translate(None, _PUNCTUATION)) + _WORD.subn("", text)[1]
+
+
 def parse_source(text: str, filename: str) -> ast.Module:
     if len(text) > CODE_LIMIT:  # issue 24, item 5: bounded work per file
         raise SourceError("SRC002", f"not linted: {len(text):,} characters of Python, over the {CODE_LIMIT:,} "
                                     "lint parses from one file (generated code? exclude it or split it)")
+    tokens = count_tokens(text)
+    if tokens > TOKEN_LIMIT:  # bounded memory: the tree, not the text, is what costs it
+        raise SourceError("SRC002", f"not linted: about {tokens:,} tokens of Python, over the {TOKEN_LIMIT:,} "
+                                    "lint parses from one file (generated code or data? exclude it or split it)")
     try:
         return ast.parse(text, filename=filename)
     except SyntaxError as exc:

@@ -24,13 +24,18 @@ class EnvFileError(Exception):
 
 def _shell_environment(environ: Mapping[str, str], script: str, cwd: str, arg: str,
                        timeout: float) -> dict[str, str]:
-    from tfdoctor.facts.bounded import run_bounded
+    from tfdoctor.facts.bounded import find_helper, run_bounded
     from tfdoctor.facts.redact import excerpt
 
+    search_path = environ.get("PATH", "")
+    shell, env = find_helper("sh", search_path), find_helper("env", search_path)
+    if shell is None or env is None:
+        raise EnvFileError(f"cannot find {'sh' if shell is None else 'env'} in an absolute folder of PATH "
+                           "(relative entries are not used)")
     try:
         # An environment is at most a few MB (the kernel's ARG_MAX bounds what a child can receive).
-        done = run_bounded(["sh", "-c", script, "sh", arg], timeout=timeout, limit=8 * 1024 * 1024, env=environ,
-                           cwd=cwd)
+        done = run_bounded([shell, "-c", script, "sh", arg, env], timeout=timeout, limit=8 * 1024 * 1024,
+                           env=environ, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise EnvFileError(f"sourcing {arg} did not finish within {timeout:g} s") from None
     except OSError as exc:
@@ -61,9 +66,10 @@ def environment_from_file(path: str | os.PathLike[str], base: Mapping[str, str],
         raise EnvFileError(str(exc)) from None
     absolute = str(target.resolve())
     cwd = str(target.resolve().parent)
-    before = _shell_environment(base, 'env -0', cwd, absolute, timeout)
+    # "$2" is env by its absolute path: the file may change PATH, and `.` on it is the file's own folder.
+    before = _shell_environment(base, '"$2" -0', cwd, absolute, timeout)
     # Sourced with its output sent away: an echo in the file must not corrupt the env -0 stream.
-    after = _shell_environment(base, '. "$1" >/dev/null || exit $?; env -0', cwd, absolute, timeout)
+    after = _shell_environment(base, '. "$1" >/dev/null || exit $?; "$2" -0', cwd, absolute, timeout)
     environ = {k: v for k, v in base.items() if k in after or k not in before}
     for name, value in after.items():
         if before.get(name) != value:

@@ -7,9 +7,11 @@ or "keep your current settings"); 1 no trial succeeded; 2 usage error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +196,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                              "direction from the file (only --budget/--time/--write/--html may change)")
         try:
             check_owner(resume)
+            log = ResultsLog.open(resume)  # locked first: what is loaded is what this process continues
             header, previous = load_results(resume, repair=True)
             finished = load_summary(resume) is not None
         except ResultsError as exc:
@@ -264,7 +267,6 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
                                      "study") from None
             budget = header_budget
             _cpu, _launchers, node_facts = _node_facts()
-        log = ResultsLog(resume)
     else:
         maximize = True if maximize is None else maximize
         objective = _objective(command, metric, trial_timeout, bench_seconds, workload)
@@ -317,9 +319,11 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     if storage:
         from tfdoctor.tune.shared_cli import shared_tune
 
-        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
-                             resumed=previous if resume else None, stale_after=stale_after)
+        with _guarded(log):
+            shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
+                                 resumed=previous if resume else None, stale_after=stale_after)
         if shared is None:
+            log.close()
             return  # another worker writes the winner
         previous, settings = shared.records, shared.settings
         done = len(previous)
@@ -328,11 +332,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         result = Tuner(space, objective, None, settings, seeds, previous, current_env=current_env).replay(
             "finished earlier; nothing new was run")
     else:
-        with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
-            tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
-                          current_env=current_env)
-            result = tuner.run()
-        log.append_summary(result.summary_json())
+        try:
+            with _guarded(log), TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
+                tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
+                              current_env=current_env)
+                result = tuner.run()
+                log.append_summary(result.summary_json())
+        finally:
+            log.close()  # the lock and its note go before the report and the scripts are written
         if shared is not None:
             from tfdoctor.tune.shared import mark_written
 
@@ -362,6 +369,25 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             _out(f"tfdoctor: the measured change written to {write_path}\n", err=True)
         else:
             _out(f"tfdoctor: keep your current settings; {write_path} changes nothing (it says why)\n", err=True)
+
+
+@contextlib.contextmanager
+def _guarded(log: Any) -> Iterator[None]:
+    """While trials run: a results file that cannot be written (a full disk) is a usage error, said as
+    such (exit 2), the file kept resumable; a tune ended by ^C or a signal says so in its results file
+    (the trial that was running is not recorded: `--resume` runs it again)."""
+    from tfdoctor.facts.bounded import Interrupted
+    from tfdoctor.tune.results import ResultsError
+
+    try:
+        yield
+    except ResultsError as exc:
+        raise UsageError(str(exc)) from None
+    except (KeyboardInterrupt, Interrupted) as exc:
+        with contextlib.suppress(ResultsError):
+            log.append_interrupted("SIGINT" if isinstance(exc, KeyboardInterrupt) else exc.name)
+        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {log.path}\n", err=True)
+        raise
 
 
 def _check_recorded(path: str, space: Any, seeds: Any, records: list[Any]) -> None:

@@ -7,6 +7,7 @@ loading drops (and truncates away before appending), so nothing finished is ever
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -86,25 +87,94 @@ class TrialRecord:
 
 
 class ResultsLog:
-    """Append-only; every append is on disk (flush + fsync) before the next trial starts."""
+    """Append-only; every append is on disk (flush + fsync) before the next trial starts.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    One writer at a time: `create` and `open` take an exclusive flock on the file (kept until `close` or
+    the process ends) and name the holder (host, pid) in a lock note beside it (`FILE.lock`), so a second
+    `--resume` of the same file is refused with the holder named instead of recording the same trials
+    twice. An append that fails (a full disk) is cut back off the file, so it stays resumable."""
+
+    def __init__(self, path: str | os.PathLike[str], fd: int | None = None) -> None:
         self.path = Path(path)
+        self._fd = fd
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], header: Mapping[str, Any]) -> ResultsLog:
-        log = cls(path)
+        line = (json.dumps({"type": "header", "format": FORMAT, **header}, sort_keys=True) + "\n").encode()
         try:
-            with open(log.path, "x", encoding="utf-8") as handle:
-                handle.write(json.dumps({"type": "header", "format": FORMAT, **header}, sort_keys=True) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o666)
         except FileExistsError:
             raise ResultsError(f"{path} exists: continue it with --resume {path}, or choose another "
                                "--results file") from None
         except OSError as exc:
             raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
+        log = cls(path, fd)
+        try:
+            log._lock()
+            _write_all(fd, line)
+            os.fsync(fd)
+        except BaseException as exc:
+            # Nothing half-created: a full disk (or a signal) leaves no empty or headless results file.
+            log.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            if isinstance(exc, OSError):
+                raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise
         return log
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> ResultsLog:
+        """The existing results file `path`, locked for this process (ResultsError naming the holder if
+        another tfdoctor has it); open it before loading it, so what is loaded is what is continued."""
+        from tfdoctor.facts.bounded import InputFileError, open_regular
+
+        try:  # a FIFO, a device, a folder: named as such, as every file a user names
+            os.close(open_regular(path, "results file"))
+        except InputFileError as exc:
+            raise ResultsError(str(exc)) from None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ResultsError(f"cannot open {path}: {exc.strerror or exc}") from None
+        log = cls(path, fd)
+        try:
+            log._lock()
+        except BaseException:
+            log.close()
+            raise
+        return log
+
+    @property
+    def _note(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def _lock(self) -> None:
+        import fcntl
+
+        assert self._fd is not None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ResultsError(f"{self.path} is being written by {_holder(self._note)}: one tfdoctor at a time "
+                               "continues a results file (wait for it to finish, or end it)") from None
+        except OSError:
+            return  # a file system without locks: as before, the user keeps to one writer
+        with contextlib.suppress(OSError):  # the note only names the holder; the flock is the lock
+            _replace_note(self._note, _note_text())
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            if self._note.read_bytes() == _note_text().encode():  # ours: not a later holder's
+                os.unlink(self._note)
+        os.close(self._fd)  # releases the flock
+        self._fd = None
+
+    def __del__(self) -> None:  # a log dropped without close() (a usage error after open) frees its lock
+        with contextlib.suppress(Exception):
+            self.close()
 
     def append(self, record: TrialRecord) -> None:
         self.append_line(record.to_json())
@@ -114,16 +184,72 @@ class ResultsLog:
         skips it; a resumed tune appends its trials and a new summary after it."""
         self.append_line({"type": "summary", **summary})
 
+    def append_interrupted(self, signal_name: str) -> None:
+        """The line a tune ended by a signal leaves (type "interrupted"): loading skips it, so `--resume`
+        continues after the last finished trial; `report` and a reader see why the file stops there."""
+        self.append_line({"type": "interrupted", "signal": signal_name, "time": round(time.time(), 3)})
+
     def append_line(self, data: Mapping[str, Any]) -> None:
+        """ResultsError (not an internal error) when the line cannot be written: a full disk, a quota. A
+        line written in part is cut off again, so the file keeps only whole lines."""
         from tfdoctor.facts.redact import redact_text
 
         if isinstance(data.get("error"), str):  # a trial's error quotes its stderr: it goes through the redactor
             data = {**data, "error": redact_text(data["error"])}
-        line = json.dumps(data, sort_keys=True) + "\n"
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        line = (json.dumps(data, sort_keys=True) + "\n").encode()
+        if self._fd is None:  # a log made by hand (tests, tools): opened and locked on its first append
+            opened = ResultsLog.open(self.path)
+            self._fd, opened._fd = opened._fd, None
+        fd = self._fd
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise ResultsError(f"cannot append to {self.path}: {exc.strerror or exc}") from None
+        try:
+            _write_all(fd, line)
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise ResultsError(f"cannot append to {self.path}: {exc.strerror or exc}; the trials before "
+                               f"this one are kept: free some space and continue with --resume {self.path}"
+                               ) from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _note_text() -> str:
+    import socket
+
+    return f"{socket.gethostname()} {os.getpid()}\n"
+
+
+def _holder(note: Path) -> str:
+    """'HOST pid PID' from the lock note, or a plain description when it cannot be read."""
+    from tfdoctor.facts.bounded import read_probe_file
+
+    try:
+        words = read_probe_file(note, 4096).data.decode("utf-8", "replace").split()
+    except OSError:
+        words = []
+    if len(words) == 2 and words[1].isdigit():
+        host = re.sub(r"[^A-Za-z0-9._-]", "_", words[0])[:64]
+        return f"{host} pid {words[1]}"
+    return "another tfdoctor process"
+
+
+def _replace_note(note: Path, text: str) -> None:
+    tmp = note.with_name(f".{note.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        _write_all(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, note)
 
 
 def check_owner(path: str | os.PathLike[str],
@@ -196,8 +322,8 @@ def check_recorded_objective(objective: Mapping[str, Any]) -> None:
 
 
 def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[dict[str, Any], list[TrialRecord]]:
-    """The header and the finished trials. With `repair`, a torn last line is cut off the file so the
-    next append starts on a line of its own."""
+    """The header and the finished trials. With `repair`, a torn last line is cut off the file, and a whole
+    last line without its newline is ended, so the next append starts on a line of its own."""
     from tfdoctor.facts.bounded import InputFileError, read_input_file
 
     file = Path(path)
@@ -209,6 +335,7 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
     header: dict[str, Any] | None = None
     records: list[TrialRecord] = []
     offset = 0
+    torn = False
     for index, line in enumerate(lines):
         end = offset + len(line) + 1
         if not line.strip():
@@ -223,6 +350,7 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
                 if repair:
                     with open(file, "r+b") as handle:
                         handle.truncate(offset)
+                torn = True
                 break
             if header is None:
                 raise ResultsError(
@@ -240,6 +368,11 @@ def load_results(path: str | os.PathLike[str], repair: bool = False) -> tuple[di
         offset = end
     if header is None:
         raise ResultsError(f"{path} is empty: not a tfdoctor tune results file")
+    if repair and not torn and not raw.endswith(b"\n"):
+        # The last record is whole but its newline never reached the disk (a node that died between the
+        # two): end the line, or the next append would be glued onto it and the file refused next time.
+        with open(file, "ab") as handle:
+            handle.write(b"\n")
     return header, records
 
 

@@ -7,7 +7,7 @@ import sys
 
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
-from tfdoctor.facts.parse import parse_cpuinfo, parse_cpulist, parse_status
+from tfdoctor.facts.parse import parse_cpuinfo, parse_cpulist, parse_stat_cpus, parse_status
 from tfdoctor.registry import probe
 
 SYS_CPU = "/sys/devices/system/cpu"
@@ -83,6 +83,16 @@ def _allowed(machine: Machine) -> dict[str, object]:
     return {"allowed_cpus": allowed, "allowed_mems": mems}
 
 
+def _online_from_stat(machine: Machine, unread: Unknown) -> list[int] | Unknown:
+    stat = machine.read_text("/proc/stat")
+    if not isinstance(stat, str):
+        return unread
+    try:
+        return parse_stat_cpus(stat)
+    except ValueError:
+        return unread
+
+
 @probe("cpu")
 def probe_cpu(machine: Machine) -> dict[str, object]:
     from tfdoctor.facts.probes import darwin
@@ -101,10 +111,10 @@ def probe_cpu(machine: Machine) -> dict[str, object]:
             online = parse_cpulist(online_text)
         except ValueError:
             online = Unknown(f"{SYS_CPU}/online is malformed: {online_text.strip()!r}")
-    elif machine.is_live and os.cpu_count():
-        online = list(range(os.cpu_count() or 0))
     else:
-        online = online_text
+        # Not os.cpu_count(): its fallback reads the same file with no bound and the GIL held (an `online`
+        # that is a character device hung check for ever). /proc/stat lists the online CPUs too.
+        online = _online_from_stat(machine, online_text) if machine.is_live else online_text
     facts: dict[str, object] = {"online": online, "cpuinfo": _cpuinfo(machine)}
     if isinstance(online, list):
         facts["topology"] = _topology(machine, online)

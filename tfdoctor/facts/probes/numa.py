@@ -100,10 +100,13 @@ def _membind(machine: Machine, numactl: str | None, nodes: object) -> dict[str, 
     limit = min(1.0, machine.timeout / 2)
     import subprocess  # here, not at the top: only multi-node hosts pay for it
 
-    from tfdoctor.facts.bounded import run_bounded
+    from tfdoctor.facts.bounded import find_helper, run_bounded
 
+    true = find_helper("true", machine.environ.get("PATH", ""))  # numactl would look `true` up in `.` too
+    if true is None:
+        return Unknown("true is not in an absolute folder of PATH")
     try:
-        done = run_bounded([numactl, f"--membind={node}", "true"], timeout=limit, limit=64 * 1024,
+        done = run_bounded([numactl, f"--membind={node}", true], timeout=limit, limit=64 * 1024,
                            env=machine.environ)
     except subprocess.TimeoutExpired:
         return Unknown(f"numactl --membind={node} true did not finish in {limit:g} s")

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import sys
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISREG
 
 # Distributions whose full metadata matters; every other one is listed by name and version only.
 # Keep in step with tfdoctor/knowledge/python_compatibility.toml (a test compares them).
@@ -559,6 +559,8 @@ class StatMemo:
         self.path, self.keep, self.tag = path, keep, tag
         self.entries = {}
         self.added = False
+        if not folder_is_ours(os.path.dirname(path)):
+            return
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
@@ -605,6 +607,8 @@ class StatMemo:
         created = False
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            if not folder_is_ours(os.path.dirname(self.path)):
+                return  # kept nowhere, as without a cache folder
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             created = True
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -613,6 +617,21 @@ class StatMemo:
         except OSError:
             if created:  # ours (O_EXCL): a failed write or rename leaves nothing behind; another's is left
                 _unlink_quietly(temporary)
+
+
+def folder_is_ours(folder):
+    """The cache folder may be followed: a folder (or a link to one) that this user owns, the link too,
+    which group and others may not write. A `tfdoctor` link another user planted in a shared, sticky
+    XDG_CACHE_HOME (/tmp) would have root's run write its cache wherever the link points."""
+    if getattr(os, "getuid", None) is None:
+        return True
+    uid = os.getuid()
+    try:
+        link, status = os.lstat(folder), os.stat(folder)
+    except OSError:
+        return False
+    return (link.st_uid == uid and status.st_uid == uid and S_ISDIR(status.st_mode)
+            and not status.st_mode & 0o022)
 
 
 def _unlink_quietly(path):

@@ -339,3 +339,15 @@ def test_tune_write_comments_redact_the_quoted_command(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "objective: sh -c" in done.stdout
     assert "tuneS3cret" not in done.stdout and "tuneT0ken" not in done.stdout
+
+
+def test_a_url_cut_on_colons_is_redacted_in_every_record_of_a_split_path_list() -> None:
+    """cuda_libs.ld_library_path_dirs holds LD_LIBRARY_PATH's entries as {dir, state} records (issue 37):
+    `https://u:pw@host/lib` split on ':' leaves the password in a record of its own."""
+    from tfdoctor.facts.redact import REDACTED, redact_value
+
+    records = [{"dir": d, "state": "missing"} for d in ("/usr/lib", "https", "//u", "pw0rdS3cret@mirror.example/lib")]
+    redacted = redact_value(records, "ld_library_path_dirs")
+    assert "pw0rdS3cret" not in repr(redacted)
+    assert redacted[0] == {"dir": "/usr/lib", "state": "missing"}
+    assert {r["dir"] for r in redacted[1:]} == {REDACTED} and all(r["state"] == "missing" for r in redacted)

@@ -244,6 +244,12 @@ def redact_value(value: Any, name: str = "") -> Any:
             split = _redact_split_list(list(value))
             if split is not None:
                 return [item if item == REDACTED else redact_value(item, name) for item in split]
+        if len(value) > 1 and all(isinstance(v, Mapping) and isinstance(v.get("dir"), str) for v in value):
+            # Records of a split path list (cuda_libs.ld_library_path_dirs: {dir, state}): their entries
+            # joined again, as above, so a URL with credentials cut on ':' is redacted in every record.
+            split = _redact_split_list([v["dir"] for v in value])
+            if split is not None:
+                value = [{**v, "dir": REDACTED} if d == REDACTED else v for v, d in zip(value, split, strict=True)]
         return [redact_value(v, name) for v in value]
     return value
 

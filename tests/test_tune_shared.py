@@ -259,8 +259,10 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
     space = thread_space()
+    from tfdoctor.tune.storage import backend
+
     storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
-    assert isinstance(storage, optuna.storages.RDBStorage)
+    assert isinstance(backend(storage), optuna.storages.RDBStorage)
     study = open_study(storage, "db", True, 2, rule_based_settings(TWO_CPUS, space))
     again = open_study(open_storage(f"sqlite:///{tmp_path / 'tune.db'}"), "db", True, 3, None)  # a second worker
     for name in ("a", "b"):

@@ -125,13 +125,18 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--stale-after", type=click.FloatRange(min=1), metavar="S",
               help="A shared tune's trial whose worker has sent no heartbeat for max(S, 3 × the longest trial) "
                    "seconds (its node lost) is failed and measured again by a live worker (default 60).")
+@click.option("--storage-retry", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long a worker of a shared tune keeps trying a storage it lost (a database restarting, a "
+                   "connection reset) before it stops with exit 2, its results file saying how to resume "
+                   "(default 60).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
          plot_alias: str | None = None, screening: str | None = None, storage: str | None = None,
-         study_name: str = "tfdoctor-tune", stale_after: float | None = None) -> None:
+         study_name: str = "tfdoctor-tune", stale_after: float | None = None,
+         storage_retry: float | None = None) -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -178,8 +183,10 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("--storage shares a budget of trials among the workers: give --budget, not --time")
         if not storage.strip():
             raise UsageError("--storage needs a journal file or a database URL")
-    elif stale_after is not None and not resume:
-        raise UsageError("--stale-after applies to a tune shared through --storage (or the --resume of one)")
+    elif not resume:
+        for option, given in (("--stale-after", stale_after), ("--storage-retry", storage_retry)):
+            if given is not None:
+                raise UsageError(f"{option} applies to a tune shared through --storage (or the --resume of one)")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -221,7 +228,18 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         if finished:
             # A finished tune continues only when asked for more: a --budget above the trials it ran, or a
             # --time for this continuation (then the budget is unlimited unless given).
-            if time_limit is None and (budget is None or budget <= done):
+            from tfdoctor.tune.shared import recorded_study as _recorded_study
+
+            if _recorded_study(header) is not None:
+                # A shared study's budget is the study's, fixed when it was created: it is not continued here.
+                if budget is not None or time_limit is not None:
+                    raise UsageError(f"{resume} is a finished shared tune (study {_recorded_study(header)[1]!r}, "
+                                     f"budget {header_budget}): to search more, start a new study with a higher "
+                                     "--budget (another --study NAME)")
+                finished_note = (f"tfdoctor: {resume} is a finished shared tune (study "
+                                 f"{_recorded_study(header)[1]!r}, budget {header_budget}); nothing new was run. "
+                                 "To search more, start a new study (another --study NAME) with a higher --budget.\n")
+            elif time_limit is None and (budget is None or budget <= done):
                 finished_note = (f"tfdoctor: {resume} is a finished tune ({done} search trials); nothing new was "
                                  + (f"run: --budget {budget} is not above them" if budget is not None else "run")
                                  + f". To continue it, give --budget above {done} or --time SECONDS.\n")
@@ -229,6 +247,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = budget if budget is not None else header_budget
             if budget is None and time_limit is None:
                 time_limit = header_time_limit  # a killed --time tune resumes with its full time again
+            # The outputs the tune was started to write, unless this continuation names its own.
+            write_path, plot_path, force = recorded_outputs(header, write_path, plot_path, force)
+            _check_output_paths(write_path, plot_path, force, plot_option)
         # The design the tune screened with (a results file from before the choice: one-at-a-time).
         screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
             "one-at-a-time")
@@ -291,13 +312,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
 
         # Workers on one shared folder: one results file each.
         worker = (socket.gethostname(), os.getpid()) if storage else None
-        path = results or default_results_name(time.localtime(), worker)
+        path = _results_name(results) if results else default_results_name(time.localtime(), worker)
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
                   "time_limit": time_limit, "seed": seed, "screening": screening,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
-                  "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}
+                  "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__,
+                  "outputs": outputs_entry(write_path, plot_path, force)}
         if storage:
             from tfdoctor.tune.shared import header_entry
 
@@ -306,6 +328,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             log = ResultsLog.create(path, header)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
+        created_size = log.path.stat().st_size
 
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed, screening=screening)
@@ -316,8 +339,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     if storage:
         from tfdoctor.tune.shared_cli import shared_tune
 
-        shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
-                             resumed=previous if resume else None, stale_after=stale_after)
+        try:
+            shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
+                                 resumed=previous if resume else None, stale_after=stale_after,
+                                 storage_retry=storage_retry)
+        except UsageError:
+            if not resume:
+                _forget_failed_start(log.path, created_size)
+            raise
         if shared is None:
             return  # another worker writes the winner
         previous, settings = shared.records, shared.settings
@@ -334,8 +363,12 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         log.append_summary(result.summary_json())
         if shared is not None:
             from tfdoctor.tune.shared import mark_written
+            from tfdoctor.tune.storage import StorageLost
 
-            mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"))
+            try:
+                mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"))
+            except StorageLost as exc:  # the verdict is in the results file; the env script is written below
+                _out(f"tfdoctor: the study could not be told that its winner is written ({exc})\n", err=True)
 
     from tfdoctor.tune.progress import render_summary
 
@@ -422,3 +455,49 @@ def _write_plot(header: dict[str, Any], records: Any, axes: tuple[str, str] | No
     from tfdoctor.usage import write_section_page
 
     write_section_page(path, force, "tune", header, records, source, surface=axes, summary=summary)
+
+
+def outputs_entry(write_path: str | None, plot_path: str | None, force: bool) -> dict[str, Any]:
+    """What the header keeps of the outputs the tune was asked to write, so `--resume` writes them too: a file
+    as an absolute path (a resume may run in another folder, on another node of the shared file system), -
+    as it is."""
+    def where(path: str | None) -> str | None:
+        return None if path is None else path if path == "-" else os.path.abspath(path)
+
+    return {"write": where(write_path), "html": where(plot_path), "force": bool(force)}
+
+
+def recorded_outputs(header: dict[str, Any], write_path: str | None, plot_path: str | None,
+                     force: bool) -> tuple[str | None, str | None, bool]:
+    """The --write/--html files of a resumed tune: those given now, else those its header recorded (with the
+    --force it was given); a results file from before they were recorded keeps what is given now."""
+    outputs = header.get("outputs")
+    if not isinstance(outputs, dict):
+        return write_path, plot_path, force
+    recorded = {k: v for k, v in outputs.items() if k in ("write", "html") and isinstance(v, str) and v.strip()}
+    if write_path is None and "write" in recorded:
+        write_path, force = recorded["write"], force or outputs.get("force") is True
+    if plot_path is None and "html" in recorded:
+        plot_path, force = recorded["html"], force or outputs.get("force") is True
+    return write_path, plot_path, force
+
+
+def _results_name(pattern: str) -> str:
+    """--results with collect -o's patterns expanded (%h host, %N node, %j job, %%): one file per worker of a
+    job step from one command line."""
+    from tfdoctor.fleet.output_name import OutputNameError, expand_output
+
+    try:
+        return expand_output(pattern, socket.gethostname(), os.environ)
+    except OutputNameError as exc:
+        raise UsageError(f"--results: {exc}") from None
+
+
+def _forget_failed_start(path: Path, created_size: int) -> None:
+    """A shared worker that could not start (its storage refused) leaves no results file behind: a file holding
+    only the header it wrote would make the very same command, run again, refuse to start ("exists")."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == created_size:
+            path.unlink()

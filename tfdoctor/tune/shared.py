@@ -33,25 +33,31 @@ from typing import Any
 from tfdoctor.tune.objective import Objective
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
+from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS, StorageError
+
+__all__ = ["StorageError", "open_storage", "open_study", "run_worker"]
 
 NODE_ATTR = "node-facts:"  # study user attribute: NODE_ATTR + node name -> the node's redacted facts
 WINNER_ATTR = "winner-written"  # study user attribute: who wrote the winner, and its verdict
 POLL_SECONDS = 0.2
+READER_RETRY_SECONDS = 5.0  # a report or a resume reading the study
 
 
-class StorageError(ValueError):
-    """A storage that cannot be opened (shown to the user as a usage error)."""
-
-
-def open_storage(spec: str, read_only: bool = False) -> Any:
+def open_storage(spec: str, read_only: bool = False, retry_seconds: float = DEFAULT_RETRY_SECONDS,
+                 on_wait: Callable[[str, float], None] | None = None) -> Any:
     """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path. `read_only`
-    (a reader, not a worker): a database's tables are never created."""
-    import optuna
+    (a reader, not a worker): a database's tables are never created. Every call to the storage returned is
+    tried again on a transient failure for up to `retry_seconds` (tfdoctor.tune.storage); `on_wait(reason,
+    seconds)` is told once per outage."""
+    from tfdoctor.tune.storage import Retry, StorageLost, open_database, retrying
 
+    retry = Retry(retry_seconds, "the study's storage", on_wait)
     if "://" in spec:
         try:
-            return optuna.storages.RDBStorage(spec, skip_table_creation=read_only)
-        except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
+            return retrying(open_database(spec, read_only, retry), retry)
+        except StorageError:
+            raise
+        except (StorageLost, Exception) as exc:  # a driver missing, a server unreachable: optuna raises many kinds
             from tfdoctor.facts.redact import excerpt
 
             # The driver's message can repeat the whole URL, password included.
@@ -67,7 +73,8 @@ def open_storage(spec: str, read_only: bool = False) -> Any:
         raise StorageError(f"--storage {spec}: not a regular file")
     try:
         # The open(O_EXCL) lock works on NFS and Lustre, where a symlink lock may not.
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+        return retrying(JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path)))),
+                        retry)
     except OSError as exc:
         raise StorageError(f"--storage {spec}: {exc.strerror or exc}") from None
 
@@ -430,7 +437,9 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     if budget is None:
         raise StorageError("the results file's header has no budget")
     try:
-        study = optuna.load_study(storage=open_storage(spec, read_only=True), study_name=name)
+        # A reader waits briefly for a database that is restarting, not a worker's minute.
+        study = optuna.load_study(storage=open_storage(spec, read_only=True, retry_seconds=READER_RETRY_SECONDS),
+                                  study_name=name)
     except StorageError:
         raise
     except Exception as exc:  # no such study, a damaged journal: optuna raises many kinds

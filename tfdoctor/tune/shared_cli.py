@@ -5,6 +5,7 @@ would: confirmation, the verdict on its node, the env script."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -32,11 +33,12 @@ class SharedRun:
 
 def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
                 settings: Any, node_facts: Any, log: Any, resumed: list[Any] | None = None,
-                stale_after: float | None = None) -> SharedRun | None:
+                stale_after: float | None = None, storage_retry: float | None = None) -> SharedRun | None:
     """None when another worker writes the winner; else what the writer goes on with. `resumed`: the
     records of this worker's results file when it is resumed (`--resume`): it then finishes the tune —
     measures what is left of the study's budget and writes the winner, its own confirmation and
-    verification runs reused."""
+    verification runs reused. A storage that stays unreachable past `storage_retry` seconds (default 60)
+    ends this worker with exit 2, its results file saying how to resume it (StorageLost)."""
     from tfdoctor.tune.shared import (
         StorageError,
         dumps_facts,
@@ -46,14 +48,27 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         run_worker,
         study_summary,
     )
+    from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS, StorageLost
 
     node = str(node_facts.meta.get("hostname") or socket.gethostname())
     worker = f"{node}:{os.getpid()}"
+    retry = DEFAULT_RETRY_SECONDS if storage_retry is None else storage_retry
+
+    def waiting(reason: str, seconds: float) -> None:
+        from tfdoctor.facts.redact import excerpt
+        from tfdoctor.fixes.quoting import comment_text
+
+        _say(f"tfdoctor: {worker}: the study's storage failed ({comment_text(excerpt(reason, 160))}); trying "
+             f"again for up to {seconds:g} s (--storage-retry)\n")
+
     try:
-        study = open_study(open_storage(storage_spec), study_name, settings.maximize, settings.seed, seeds.get("rule"))
+        study = open_study(open_storage(storage_spec, retry_seconds=retry, on_wait=waiting), study_name,
+                           settings.maximize, settings.seed, seeds.get("rule"))
         record_node(study, node, dumps_facts(node_facts))
     except StorageError as exc:
         raise UsageError(str(exc)) from None
+    except StorageLost as exc:
+        raise UsageError(f"--storage: {exc}") from None
     except Exception as exc:  # a damaged journal or database: optuna and SQLAlchemy raise many kinds
         from tfdoctor.facts.redact import excerpt
 
@@ -72,16 +87,16 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
              f"heartbeat for {silent:.0f} s (its node lost?): failed; its configuration is measured again\n")
 
     finish = resumed is not None
-    result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress,
-                        finish=finish, stale_floor=stale_after, on_stale=stale)
+    try:
+        result = run_worker(study, space, objective, settings.budget, node, worker, settings.seed, progress,
+                            finish=finish, stale_floor=stale_after, on_stale=stale)
+    except StorageLost as exc:
+        raise storage_lost(exc, log) from None
     workers = study_summary(study)["workers"]
     _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
          f"({len(workers)} worker(s) in all)\n")
     if not result.writer:
-        from tfdoctor.fixes.quoting import comment_text, sh_quote
-
-        # A command to copy: the path quoted for the shell, and one printable line.
-        resume = comment_text(f"tfdoctor tune --resume {sh_quote(str(log.path))}")
+        resume = resume_command(log.path)  # a command to copy
         _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done "
              f"(should that worker die, `{resume}` finishes the tune)\n")
         return None
@@ -100,3 +115,21 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
             log.append(record)
     records = [*result.records, *own]
     return SharedRun(records, replace(settings, budget=len(result.records), strategy="tpe"), study, worker)
+
+
+def resume_command(path: Any) -> str:
+    """The command that continues a worker's results file: one printable line, the path quoted for the shell.
+    The header keeps the outputs the tune was asked to write (--write, --html), so nothing else is needed."""
+    from tfdoctor.fixes.quoting import comment_text, sh_quote
+
+    return comment_text(f"tfdoctor tune --resume {sh_quote(str(path))}")
+
+
+def storage_lost(exc: Exception, log: Any) -> UsageError:
+    """A worker whose storage stayed unreachable: its results file records why it stopped and how to go on
+    (a line of type "stopped", which loading skips), and the command ends with exit 2."""
+    resume = resume_command(log.path)
+    with contextlib.suppress(OSError):  # the file system went with the database: the message still says it
+        log.append_line({"type": "stopped", "reason": str(exc), "resume": resume})
+    return UsageError(f"--storage: {exc}; this worker stopped. Once the storage is back, `{resume}` continues "
+                      "the study from here and finishes it")

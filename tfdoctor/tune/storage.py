@@ -87,6 +87,24 @@ def transient(exc: BaseException) -> bool:
     return False
 
 
+def describe(exc: BaseException) -> str:
+    """The database's own words for a failure, on one line: the driver's error under SQLAlchemy's and optuna's
+    wrappers (optuna says "invalid data in the commit" of any failed commit, a lost connection too)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    found = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        found = current
+        orig = getattr(current, "orig", None)
+        if isinstance(orig, BaseException):
+            found = orig
+            break
+        current = current.__cause__ or current.__context__
+    lines = [line.strip() for line in str(found).splitlines() if line.strip()]
+    return f"{type(found).__name__}: {lines[0]}" if lines else type(found).__name__
+
+
 def schema_race(exc: BaseException) -> bool:
     """Two workers creating optuna's tables at once: the loser's error (whatever the database)."""
     text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
@@ -119,11 +137,10 @@ class Retry:
                 if now >= deadline:
                     from tfdoctor.facts.redact import excerpt
 
-                    first = str(exc).splitlines()[0] if str(exc) else ""
                     raise StorageLost(f"{self.what}: still failing after {self.seconds:g} s "
-                                      f"({type(exc).__name__}: {excerpt(first, 200)})") from None
+                                      f"({excerpt(describe(exc), 200)})") from None
                 if not told and self.on_wait is not None:
-                    self.on_wait(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, self.seconds)
+                    self.on_wait(describe(exc), self.seconds)
                     told = True
                 self.sleep(min(wait * random.uniform(0.5, 1.5), max(0.0, deadline - now)))
                 wait = min(wait * 2, LONGEST_WAIT)

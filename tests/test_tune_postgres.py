@@ -150,6 +150,14 @@ def test_the_killed_writer_is_finished_by_the_printed_command_from_another_worke
     printed = re.search(r"should that worker die, `(tfdoctor tune --resume [^`]+)` finishes the tune", err)
     assert printed and printed.group(1) == "tfdoctor tune --resume 'r2.jsonl'", err
     assert not (tmp_path / "env.sh").exists()
+    from support.report_pages import visible_words
+
+    from tfdoctor.report.html.build import _tune
+
+    # Before the verdict: neither the killed writer's file (its partial confirmation runs) nor the other's draws one.
+    for name in ("r1.jsonl", "r2.jsonl"):
+        shown = visible_words(_tune(str(tmp_path / name)).body)
+        assert "The study's verdict is not written yet" in shown and "Verdict:" not in shown, shown[:600]
     argv = [sys.executable, "-m", "tfdoctor", *printed.group(1).replace("'", "").split()[1:]]
     done = subprocess.run(argv, cwd=tmp_path, env=_env(tmp_path, 2), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -157,3 +165,7 @@ def test_the_killed_writer_is_finished_by_the_printed_command_from_another_worke
     trials = _trials(url)
     assert sorted(t.number for t in trials if "worker" in t.user_attrs and t.number < budget) == list(range(budget))
     assert load_summary(tmp_path / "r2.jsonl") is not None
+    # One study, one conclusion: the killed writer's file, the finisher's, the same verdict.
+    verdicts = {re.search(r"Verdict: [^.]*\.", visible_words(_tune(str(tmp_path / name)).body)).group(0)
+                for name in ("r1.jsonl", "r2.jsonl")}
+    assert len(verdicts) == 1 and verdicts.pop().startswith("Verdict: change TF_NUM_INTRAOP_THREADS=")

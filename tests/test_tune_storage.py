@@ -332,3 +332,19 @@ def test_resume_refuses_a_recorded_output_that_exists_unless_forced(tmp_path):
     resumed = _tune(tmp_path, "--resume", "r.jsonl")
     assert resumed.returncode == 2 and f"{tmp_path / 'env.sh'} exists; add --force" in resumed.stderr
     assert (tmp_path / "env.sh").read_text() == "# last week's\n"
+
+
+@pytest.mark.parametrize("missing", ["plotly", "optuna"])
+def test_a_tune_report_without_its_optional_dependencies_is_a_usage_error_naming_the_install(tmp_path, missing):
+    """optuna's plots import plotly only when they draw: without it the report was an internal error (exit 3)."""
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    assert _tune(tmp_path, "--budget", "2", "--results", "r.jsonl", "--repeats", "1", "--leaders", "1").returncode == 0
+    code = (f"import sys; sys.modules[{missing!r}] = None; from tfdoctor.console import main; "
+            "sys.argv = ['tfdoctor', 'report', '--tune', 'r.jsonl', '-o', 'page.html']; main()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"tfdoctor: error: this report section needs {missing}, which is not installed: pip install "
+                           "'<tfdoctor checkout>[report]' (the folder of your tfdoctor clone) installs plotly and "
+                           "optuna\n")
+    assert not (tmp_path / "page.html").exists()

@@ -323,7 +323,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         if storage:
             from tfdoctor.tune.shared import header_entry
 
-            header["shared"] = header_entry(storage, study_name)
+            # Which worker this file is (as the study's trials name it): the report tells its trials apart.
+            header["shared"] = {**header_entry(storage, study_name),
+                                "worker": f"{node_facts.meta.get('hostname') or socket.gethostname()}:{os.getpid()}"}
         try:
             log = ResultsLog.create(path, header)
         except ResultsError as exc:
@@ -366,7 +368,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             from tfdoctor.tune.storage import StorageLost
 
             try:
-                mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"))
+                mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"),
+                             result.summary_json(), [r for r in result.records if r.phase not in SEARCH_PHASES],
+                             str(log.path.resolve()))
             except StorageLost as exc:  # the verdict is in the results file; the env script is written below
                 _out(f"tfdoctor: the study could not be told that its winner is written ({exc})\n", err=True)
 

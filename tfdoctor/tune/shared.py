@@ -415,8 +415,14 @@ def recorded_study(header: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialRecord], dict[str, dict[str, Any]]]:
-    """The study's measured trials (the odd nodes' left out) and the odd nodes, for the report and
-    `--resume`. StorageError when the study cannot be read: a journal that is not there (never created
+    """The study's measured trials (the odd nodes' left out) and the odd nodes (load_shared_study)."""
+    study = load_shared_study(header, space)
+    return study.records, study.excluded
+
+
+def load_shared_study(header: Mapping[str, Any], space: Space) -> SharedStudy:
+    """The study's measured trials (the odd nodes' left out), the odd nodes and its written verdict, for the
+    report and `--resume`. StorageError when the study cannot be read: a journal that is not there (never created
     here: reading must not start an empty study), a database that cannot be opened, no such study."""
     import optuna
 
@@ -447,7 +453,13 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
 
         raise StorageError(f"cannot read study {name!r}: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
     excluded = odd_nodes(study)
-    return shared_records(study, space, budget, set(excluded)), excluded
+    summary, runs, writer = written_verdict(study)
+    measured_by: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number < budget and isinstance(trial.user_attrs.get("worker"), str):
+            measured_by[trial.user_attrs["worker"]] = measured_by.get(trial.user_attrs["worker"], 0) + 1
+    return SharedStudy(shared_records(study, space, budget, set(excluded)), excluded, summary, runs, writer,
+                       measured_by)
 
 
 def check_database_there(url: str) -> None:
@@ -464,9 +476,51 @@ def check_database_there(url: str) -> None:
         raise StorageError(f"the study's database {parsed.database or '(in memory)'} is not there")
 
 
-def mark_written(study: Any, worker: str, verdict: str) -> None:
-    """The study remembers that its winner is written (a worker arriving later says so)."""
-    study.set_user_attr(WINNER_ATTR, {"worker": worker, "verdict": verdict})
+MAX_SHARED_RUNS = 1000  # the writer's confirmation and verification runs kept in the study (a few dozen in practice)
+
+
+def mark_written(study: Any, worker: str, verdict: str, summary: Mapping[str, Any] | None = None,
+                 runs: list[TrialRecord] | None = None, results: str | None = None) -> None:
+    """The study remembers that its winner is written (a worker arriving later says so), and how: the verdict
+    line of the writer's results file (`summary`) and the confirmation and verification runs it rests on, so
+    the report of any worker's file shows the study's one conclusion."""
+    written: dict[str, Any] = {"worker": worker, "verdict": verdict}
+    if summary is not None:
+        written["summary"] = dict(summary)
+    if runs is not None:
+        written["runs"] = [r.to_json() for r in runs[:MAX_SHARED_RUNS]]
+    if results is not None:
+        written["results"] = results
+    study.set_user_attr(WINNER_ATTR, written)
+
+
+@dataclass
+class SharedStudy:
+    """What a reader (the report, --resume) gets of a shared study."""
+
+    records: list[TrialRecord]  # the study's measured trials, the odd nodes' left out
+    excluded: dict[str, dict[str, Any]]  # odd node -> its differing facts
+    summary: dict[str, Any] | None = None  # the verdict its writer wrote; None: not written yet
+    runs: list[TrialRecord] = field(default_factory=list)  # the writer's confirmation and verification runs
+    writer: str = ""  # the worker that wrote it
+    measured_by: dict[str, int] = field(default_factory=dict)  # worker -> trials of the budget it measured
+
+
+def written_verdict(study: Any) -> tuple[dict[str, Any] | None, list[TrialRecord], str]:
+    """(the verdict's summary, the writer's runs, the writer) the study recorded; (None, [], "") before its
+    winner is written, or for what another hand wrote there in another shape."""
+    written = study.user_attrs.get(WINNER_ATTR)
+    if not isinstance(written, Mapping) or not isinstance(written.get("summary"), Mapping):
+        return None, [], ""
+    runs = []
+    for data in written.get("runs") or []:
+        try:
+            record = TrialRecord.from_json(data)
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+            continue
+        if record.phase in ("confirm", "verify"):
+            runs.append(record)
+    return dict(written["summary"]), runs, str(written.get("worker", ""))
 
 
 def study_summary(study: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""plotly, loaded only when a section draws: an optional extra (`pip install 'tfdoctor[report]'`)."""
+"""plotly, loaded only when a section draws: an optional extra (`pip install '<tfdoctor checkout>[report]'`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def require(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError:
         raise PlottingUnavailable(
-            f"this report section needs {module.split('.')[0]}: pip install 'tfdoctor[report]'"
+            f"this report section needs {module.split('.')[0]}, which is not installed: pip install "
+            "'<tfdoctor checkout>[report]' (the folder of your tfdoctor clone) installs plotly and optuna"
         ) from None
 
 

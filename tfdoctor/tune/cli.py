@@ -342,9 +342,14 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         from tfdoctor.tune.shared_cli import shared_tune
 
         try:
+            from tfdoctor.tune.node_python import python_environment
+
+            # The Python the trials run in: what the other nodes' must match for their trials to be mixed.
+            trial_command = tuple(header["objective"].get("command_args") or ())
             shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
                                  resumed=previous if resume else None, stale_after=stale_after,
-                                 storage_retry=storage_retry)
+                                 storage_retry=storage_retry,
+                                 python_env=python_environment(trial_command, os.environ))
         except UsageError:
             if not resume:
                 _forget_failed_start(log.path, created_size)

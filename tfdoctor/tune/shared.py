@@ -38,6 +38,7 @@ from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS, StorageError
 __all__ = ["StorageError", "open_storage", "open_study", "run_worker"]
 
 NODE_ATTR = "node-facts:"  # study user attribute: NODE_ATTR + node name -> the node's redacted facts
+PYTHON_ATTR = "node-python:"  # PYTHON_ATTR + node name -> the Python environment its trials run in (node_python)
 WINNER_ATTR = "winner-written"  # study user attribute: who wrote the winner, and its verdict
 POLL_SECONDS = 0.2
 READER_RETRY_SECONDS = 5.0  # a report or a resume reading the study
@@ -98,25 +99,41 @@ def open_study(storage: Any, name: str, maximize: bool, seed: int | None, first:
     return study
 
 
-def record_node(study: Any, node: str, facts_json: Mapping[str, Any]) -> None:
+def record_node(study: Any, node: str, facts_json: Mapping[str, Any],
+                python_env: Mapping[str, Any] | None = None) -> None:
     study.set_user_attr(NODE_ATTR + node, dict(facts_json))
+    if python_env is not None:
+        study.set_user_attr(PYTHON_ATTR + node, dict(python_env))
 
 
-def odd_nodes(study: Any) -> dict[str, dict[str, Any]]:
-    """node -> {fact: its value} for every node whose facts are off the majority (`tfdoctor compare`)."""
+def node_comparison(study: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
+    """(odd, undecided): node -> {fact: its value} for every node whose facts — its machine's, as `tfdoctor
+    compare` selects them, and the Python environment its trials run in — are off the majority; and
+    fact -> {value: nodes} for every fact the nodes disagree on with no majority (two nodes, or a tie): no node
+    can be called the odd one there, and the caller says so."""
     from tfdoctor.facts import Facts, FactsFileError
     from tfdoctor.fleet.compare import Comparison, Node, compare_flat
     from tfdoctor.fleet.flatten import flatten
+    from tfdoctor.tune.node_python import compared
 
     nodes = []
-    for key, data in study.user_attrs.items():
+    attrs = study.user_attrs
+    for key, data in attrs.items():
         if key.startswith(NODE_ATTR):
             try:
                 nodes.append(Node(key[len(NODE_ATTR):], "study", Facts.from_json(data)))
             except FactsFileError:
                 continue
-    flat = {node.name: flatten(node.facts) for node in nodes}
-    return Comparison(nodes, [], compare_flat(flat)).odd_nodes()
+    flat = {node.name: {**flatten(node.facts), **compared(attrs.get(PYTHON_ATTR + node.name))} for node in nodes}
+    differences = compare_flat(flat)
+    undecided = {d.fact: {repr(value): list(names) for value, names in d.holders}
+                 for d in differences if not d.has_majority}
+    return Comparison(nodes, [], differences).odd_nodes(), undecided
+
+
+def odd_nodes(study: Any) -> dict[str, dict[str, Any]]:
+    """node -> {fact: its value} for every node whose facts are off the majority (node_comparison)."""
+    return node_comparison(study)[0]
 
 
 @dataclass
@@ -127,6 +144,7 @@ class WorkerResult:
     writer: bool = False
     records: list[TrialRecord] = field(default_factory=list)  # the study's trials the winner is chosen from
     excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # odd node -> its differing facts
+    undecided: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # fact -> {value: nodes}, no majority
 
 
 def _key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -343,7 +361,7 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
         if time.monotonic() > deadline:
             break  # a safety bound only: a dead worker's trial is failed and measured again long before
         time.sleep(POLL_SECONDS)
-    out.excluded = odd_nodes(study)
+    out.excluded, out.undecided = node_comparison(study)
     out.records = shared_records(study, space, budget, set(out.excluded))
     return out
 

@@ -33,7 +33,8 @@ class SharedRun:
 
 def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
                 settings: Any, node_facts: Any, log: Any, resumed: list[Any] | None = None,
-                stale_after: float | None = None, storage_retry: float | None = None) -> SharedRun | None:
+                stale_after: float | None = None, storage_retry: float | None = None,
+                python_env: dict[str, Any] | None = None) -> SharedRun | None:
     """None when another worker writes the winner; else what the writer goes on with. `resumed`: the
     records of this worker's results file when it is resumed (`--resume`): it then finishes the tune —
     measures what is left of the study's budget and writes the winner, its own confirmation and
@@ -64,7 +65,7 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
     try:
         study = open_study(open_storage(storage_spec, retry_seconds=retry, on_wait=waiting), study_name,
                            settings.maximize, settings.seed, seeds.get("rule"))
-        record_node(study, node, dumps_facts(node_facts))
+        record_node(study, node, dumps_facts(node_facts), python_env)
     except StorageError as exc:
         raise UsageError(str(exc)) from None
     except StorageLost as exc:
@@ -107,6 +108,17 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         shown = ", ".join(f"{k}={v!r}" for k, v in list(facts.items())[:3])
         _say(f"tfdoctor: node {comment_text(str(name))} is unlike the others ({comment_text(shown)}); "
              "its trials are left out of the winner\n")
+    if result.undecided:
+        from tfdoctor.fixes.quoting import comment_text
+
+        # Two nodes (or a tie) that differ: neither can be called the odd one, so nothing is left out, and the
+        # user is told rather than getting a winner that silently mixes two environments.
+        fact, holders = next(iter(result.undecided.items()))
+        shown = "; ".join(f"{value} on {', '.join(names)}" for value, names in list(holders.items())[:4])
+        more = f" (and {len(result.undecided) - 1} more fact(s))" if len(result.undecided) > 1 else ""
+        _say(f"tfdoctor: the nodes differ in {comment_text(fact)} ({comment_text(shown)}){more} and no majority "
+             "can be formed: no node is left out, and the winner mixes their trials. Tune on nodes alike, or on "
+             "three or more so the odd one is named\n")
     from tfdoctor.tune.search import SEARCH_PHASES
 
     own = [r for r in resumed or () if r.phase not in SEARCH_PHASES]  # confirmation and verification runs

@@ -169,6 +169,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         load_space_file,
         rule_based_settings,
     )
+    from tfdoctor.tune.storage import StorageLost as StorageLostError
 
     plot_option = "--html"  # errors name the option the user gave (--plot is the former name of --html)
     if plot_alias is not None:
@@ -365,8 +366,13 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
     else:
         with TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
             tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
-                          current_env=current_env)
-            result = tuner.run()
+                          current_env=current_env, pool=shared.pool if shared is not None else None)
+            try:
+                result = tuner.run()
+            except StorageLostError as exc:  # the helpers' storage, lost past --storage-retry
+                from tfdoctor.tune.shared_cli import storage_lost
+
+                raise storage_lost(exc, log) from None
         log.append_summary(result.summary_json())
         if shared is not None:
             from tfdoctor.tune.shared import mark_written

@@ -29,6 +29,7 @@ class SharedRun:
     settings: Any
     study: Any
     worker: str
+    pool: Any = None  # tfdoctor.tune.shared_pool.SharedPool: the confirmation and verification runs shared out
 
 
 def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, seeds: dict[str, Any],
@@ -96,7 +97,21 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
     workers = study_summary(study)["workers"]
     _say(f"tfdoctor: {worker} measured {len(result.measured)} of the study's {settings.budget} trials "
          f"({len(workers)} worker(s) in all)\n")
+    from tfdoctor.tune.heartbeat import GRACE_FLOOR, beat_interval, grace_seconds
+    from tfdoctor.tune.shared import _durations
+
+    floor = GRACE_FLOOR if stale_after is None else stale_after
     if not result.writer:
+        from tfdoctor.tune.shared_pool import help_writer
+
+        # Stay for the writer's confirmation and verification runs, as long as it hands out work.
+        _say(f"tfdoctor: {worker} waits to measure the writer's confirmation and verification runs\n")
+        try:
+            helped = help_writer(study, objective, worker, node, beat_interval(floor),
+                                 grace_seconds(_durations(study.get_trials(deepcopy=False)), floor))
+        except StorageLost as exc:
+            raise storage_lost(exc, log) from None
+        _say(f"tfdoctor: {worker} measured {helped} confirmation and verification run(s) for the writer\n")
         resume = resume_command(log.path)  # a command to copy
         _say(f"tfdoctor: the worker handed trial {settings.budget + 1} writes the winner; this one is done "
              f"(should that worker die, `{resume}` finishes the tune)\n")
@@ -126,7 +141,10 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         for record in result.records:  # the file of a worker that did not write (or died before it wrote)
             log.append(record)
     records = [*result.records, *own]
-    return SharedRun(records, replace(settings, budget=len(result.records), strategy="tpe"), study, worker)
+    from tfdoctor.tune.shared_pool import SharedPool
+
+    pool = SharedPool(study, objective, lambda: grace_seconds(_durations(study.get_trials(deepcopy=False)), floor))
+    return SharedRun(records, replace(settings, budget=len(result.records), strategy="tpe"), study, worker, pool)
 
 
 def resume_command(path: Any) -> str:

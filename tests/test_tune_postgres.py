@@ -169,3 +169,45 @@ def test_the_killed_writer_is_finished_by_the_printed_command_from_another_worke
     verdicts = {re.search(r"Verdict: [^.]*\.", visible_words(_tune(str(tmp_path / name)).body)).group(0)
                 for name in ("r1.jsonl", "r2.jsonl")}
     assert len(verdicts) == 1 and verdicts.pop().startswith("Verdict: change TF_NUM_INTRAOP_THREADS=")
+
+
+def test_docs_batch_postgresql_array_script_runs_under_slurm(postgres, slurm):
+    """docs/batch.md's job array over a PostgreSQL database, literally (the fake job as the command, a budget of
+    12, the test server's URL), as a two-task array on the tests' single-node Slurm: one study, both tasks
+    measure, one writes env.sh, each results file named by %N."""
+    from support.local_slurm import LocalSlurm  # noqa: F401 - the fixture's type
+
+    block = re.search(r"```\n(#!/bin/sh\n#SBATCH --array.*?)```", (REPO / "docs" / "batch.md").read_text(), re.S)
+    assert block, "docs/batch.md has no PostgreSQL array script"
+    script = block.group(1)
+    url = postgres.create_database("slurm_array")
+    tfdoctor = str(Path(sys.executable).parent / "tfdoctor")
+    for old, new in (("tfdoctor tune ", f"{tfdoctor} tune "), ("postgresql://tuner@db.example.org/tune", url),
+                     ("--budget 64", "--budget 12 --space space.toml"),
+                     ("-- python train.py --steps 200", f"-- {sys.executable} {FAKE}"),
+                     ("'images/sec: ([0-9.]+)'", f"'{METRIC}'")):
+        assert old in script, old
+        script = script.replace(old, new)
+    script = script.replace("#!/bin/sh\n", "#!/bin/sh\nexport FAKE_JOB_STATE=\"runs-$SLURM_ARRAY_TASK_ID\" "
+                            "FAKE_JOB_DEPENDS=TF_NUM_INTRAOP_THREADS\n", 1)
+    base = slurm.base / "pg-array"  # its own folder: the journal array's env.sh is not this one's
+    base.mkdir()
+    (base / "space.toml").write_text(SPACE_TOML)
+    (base / "tune-pg.sh").write_text(script)
+    done = slurm.client(["sbatch", "--wait", "--array=0-1", "--ntasks=1", "--cpus-per-task=1", "--export=ALL",
+                         "--job-name", "tune-pg", "--output", str(base / "tune-pg-%a.out"), "--chdir", str(base),
+                         str(base / "tune-pg.sh")], timeout=600)
+    outputs = [(base / f"tune-pg-{i}.out").read_text() if (base / f"tune-pg-{i}.out").exists() else ""
+               for i in (0, 1)]
+    assert done.returncode == 0, (done.stderr, outputs, slurm.logs())
+    from tfdoctor.tune.shared import open_storage
+
+    storage = open_storage(url, read_only=True)
+    names = optuna.get_all_study_names(storage)
+    assert len(names) == 1 and names[0].startswith("tune-")
+    trials = optuna.load_study(storage=storage, study_name=names[0]).get_trials()
+    assert sorted(t.number for t in trials if "worker" in t.user_attrs) == list(range(12))
+    assert sum("writes the winner; this one is done" in out for out in outputs) == 1, outputs
+    assert sorted(p.name for p in base.glob("tune-localhost-*.jsonl")) == ["tune-localhost-0.jsonl",
+                                                                           "tune-localhost-1.jsonl"]
+    assert "export TF_NUM_INTRAOP_THREADS" in (base / "env.sh").read_text()

@@ -180,13 +180,13 @@ def _hash_cache_of_the_tests(tmp_path_factory: pytest.TempPathFactory):
 
 
 # -- the slow parts carry their markers ----------------------------------------------------------------------
-# README, "Development": `pytest -m "not tensorflow and not browser and not slurm"` is the fast subset. A test
-# that runs one of those parts without its marker would silently make it slow, so each test is watched: the
-# programs it starts (Slurm's, Chromium) and the modules it imports (tensorflow, playwright). An import is seen
-# whether or not an earlier test already loaded the module (the import statement and importlib.import_module
-# are watched, not only what is new in sys.modules), so the verdict does not depend on the tests' order. What
-# runs in a grandchild (`python -m tfdoctor profile` starting TensorFlow) is not seen: such tests are marked
-# by hand.
+# README, "Development": `pytest -m "not tensorflow and not browser and not slurm and not postgres"` is the fast
+# subset. A test that runs one of those parts without its marker would silently make it slow, so each test is
+# watched: the programs it starts (Slurm's, PostgreSQL's, Chromium) and the modules it imports (tensorflow,
+# playwright). An import is seen whether or not an earlier test already loaded the module (the import
+# statement and importlib.import_module are watched, not only what is new in sys.modules), so the verdict does
+# not depend on the tests' order. What runs in a grandchild (`python -m tfdoctor profile` starting TensorFlow)
+# is not seen: such tests are marked by hand.
 
 SLOW_PARTS = ("tensorflow", "browser", "slurm", "postgres")
 SLOW_PROGRAMS = {"postgres": "postgres", "initdb": "postgres", "createdb": "postgres", "pg_isready": "postgres",

@@ -348,3 +348,24 @@ def test_a_tune_report_without_its_optional_dependencies_is_a_usage_error_naming
                            "'<tfdoctor checkout>[report]' (the folder of your tfdoctor clone) installs plotly and "
                            "optuna\n")
     assert not (tmp_path / "page.html").exists()
+
+
+def test_a_finished_shared_tune_names_its_studys_budget_not_this_files_trials(tmp_path):
+    """The resume of a finished shared tune's file: the budget is the study's (12 here, of which this writer's
+    file holds 9 once an odd node's trials were left out), so "give --budget above 9" was wrong."""
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    first = _tune(tmp_path, "--budget", "3", "--results", "r.jsonl", "--repeats", "1", "--leaders", "1")
+    assert first.returncode == 0, first.stderr
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header.update(budget=12, shared={"study": "s", "storage": str(tmp_path / "gone.journal")})
+    (tmp_path / "r.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    more = _tune(tmp_path, "--resume", "r.jsonl", "--budget", "20")
+    assert more.returncode == 2
+    assert ("r.jsonl is a finished shared tune (study 's', budget 12): to search more, start a new study with a "
+            "higher --budget (another --study NAME)") in more.stderr
+    again = _tune(tmp_path, "--resume", "r.jsonl")
+    assert again.returncode == 0, again.stderr
+    assert ("tfdoctor: r.jsonl is a finished shared tune (study 's', budget 12); nothing new was run. To search "
+            "more, start a new study (another --study NAME) with a higher --budget.") in again.stderr
+    assert "give --budget above" not in again.stderr

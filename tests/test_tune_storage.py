@@ -369,3 +369,29 @@ def test_a_finished_shared_tune_names_its_studys_budget_not_this_files_trials(tm
     assert ("tfdoctor: r.jsonl is a finished shared tune (study 's', budget 12); nothing new was run. To search "
             "more, start a new study (another --study NAME) with a higher --budget.") in again.stderr
     assert "give --budget above" not in again.stderr
+
+
+def test_the_rule_seed_is_the_queued_trial_when_another_worker_asked_first(tmp_path):
+    """Workers started at once: one asks (trial 0, the sampler's choice) before the creator queued the rule
+    seed (trial 1). The rule seed's record is the queued trial's, not trial 0's."""
+    from support.tune_fakes import FakeJob
+    from support.tune_setup import TWO_CPUS, thread_space
+
+    from tfdoctor.tune.search import _distributions
+    from tfdoctor.tune.shared import open_storage, open_study, run_worker
+    from tfdoctor.tune.space import rule_based_settings
+
+    space = thread_space()
+    rule = rule_based_settings(TWO_CPUS, space)
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "r", True, 1, None)
+    early = study.ask(_distributions(space))  # the other worker, before the creator queued the seed
+    study.enqueue_trial(dict(rule))
+    early_params = dict(early.params)
+    early.set_user_attr("params", early_params)
+    early.set_user_attr("worker", "b:1")
+    study.tell(early, 100.0)
+    final = run_worker(study, space, FakeJob(INTRA, seed=1), 5, "a", "a:1", seed=2)
+    assert final.writer
+    rules = [r for r in final.records if r.phase == "rule"]
+    assert len(rules) == 1 and rules[0].params == rule
+    assert next(r for r in final.records if r.params == early_params).phase == "search" or early_params == rule

@@ -367,19 +367,24 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
 
 
 def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = frozenset()) -> list[TrialRecord]:  # type: ignore[assignment]
-    """The study's measured trials as the tuner's records: trial 0 (the rule seed) as "rule", the others
-    as "search"; the trials of `excluded` nodes left out."""
+    """The study's measured trials as the tuner's records: the rule seed (the trial queued for it, trial 0 but
+    for a race of workers starting at once) as "rule", the others as "search"; the trials of `excluded` nodes
+    left out."""
     from optuna.trial import TrialState
 
     from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     records: list[TrialRecord] = []
     replaced: set[Any] = set()
+    trials = study.get_trials(deepcopy=False)
+    # The rule seed is the trial the creating worker queued (optuna marks it "fixed_params"): trial 0 unless
+    # another worker, started at the same instant, asked before it was queued.
+    rule = next((t.number for t in trials if "fixed_params" in t.system_attrs), 0)
+
     def origin_of(trial: Any) -> Any:  # a stale trial measured again counts as it, in its place
         return trial.user_attrs.get(REPLACES_ATTR, trial.number)
 
-    for trial in sorted(study.get_trials(deepcopy=False),
-                        key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
+    for trial in sorted(trials, key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
         params = trial.user_attrs.get("params")
         origin = origin_of(trial)
         if (not isinstance(origin, int) or origin >= budget or origin in replaced or _stale(trial)
@@ -390,7 +395,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
         replaced.add(origin)
         seconds = trial.user_attrs.get("seconds", 0.0)
         ok = trial.state == TrialState.COMPLETE
-        records.append(TrialRecord(len(records), "rule" if origin == 0 else "search", dict(params),
+        records.append(TrialRecord(len(records), "rule" if origin == rule else "search", dict(params),
                                    "ok" if ok else "failed", trial.value if ok else None,
                                    float(seconds) if isinstance(seconds, (int, float)) else 0.0,
                                    space.env_changes(params),

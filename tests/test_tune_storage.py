@@ -395,3 +395,47 @@ def test_the_rule_seed_is_the_queued_trial_when_another_worker_asked_first(tmp_p
     rules = [r for r in final.records if r.phase == "rule"]
     assert len(rules) == 1 and rules[0].params == rule
     assert next(r for r in final.records if r.params == early_params).phase == "search" or early_params == rule
+
+
+def test_the_header_only_file_of_a_worker_killed_at_its_start_does_not_stop_the_same_command(tmp_path):
+    """A worker killed before it got past its start (its node lost) leaves a header-only file: the same
+    command replaces it when that worker's process is gone (same host), or when the file is older than any
+    start takes (another host); a worker that may still be starting keeps its file."""
+    import socket
+    import time
+
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
+    command = ("--storage", "study.journal", "--study", "t", "--budget", "2", "--results", "w.jsonl",
+               "--repeats", "1", "--leaders", "1")
+    first = _tune(tmp_path, *command)
+    assert first.returncode == 0, first.stderr
+    lines = (tmp_path / "w.jsonl").read_text().splitlines()
+    assert json.loads(lines[1])["type"] == "started"
+    header = json.loads(lines[0])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = header["shared"]["worker"].rpartition(":")[0]
+    assert host == socket.gethostname()
+
+    def planted(worker: str, age: float = 0.0) -> None:
+        (tmp_path / "study.journal").unlink(missing_ok=True)
+        (tmp_path / "w.jsonl").write_text(json.dumps({**header, "shared": {**header["shared"], "worker": worker}})
+                                          + "\n")
+        if age:
+            then = time.time() - age
+            os.utime(tmp_path / "w.jsonl", (then, then))
+
+    planted(f"{host}:{dead.stdout.strip()}")  # its process gone
+    again = _tune(tmp_path, *command)
+    assert again.returncode == 0, again.stderr
+    assert "tfdoctor: w.jsonl held only the header of a worker that never started; replaced" in again.stderr
+    planted(f"{host}:{os.getpid()}")  # alive: a worker at its start now
+    alive = _tune(tmp_path, *command)
+    assert alive.returncode == 2 and "w.jsonl exists: continue it with --resume" in alive.stderr
+    planted("node7:4242")  # another host, a fresh file: it may still be starting
+    assert _tune(tmp_path, *command).returncode == 2
+    planted("node7:4242", age=600)  # another host, older than any start
+    assert _tune(tmp_path, *command).returncode == 0
+    other = {**header, "shared": {**header["shared"], "study": "another", "worker": "node7:1"}}
+    (tmp_path / "w.jsonl").write_text(json.dumps(other) + "\n")
+    os.utime(tmp_path / "w.jsonl", (time.time() - 600, time.time() - 600))
+    assert _tune(tmp_path, *command).returncode == 2  # another study's file: never replaced

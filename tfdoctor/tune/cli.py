@@ -328,7 +328,16 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             header["shared"] = {**header_entry(storage, study_name),
                                 "worker": f"{node_facts.meta.get('hostname') or socket.gethostname()}:{os.getpid()}"}
         try:
-            log = ResultsLog.create(path, header)
+            try:
+                log = ResultsLog.create(path, header)
+            except ResultsError:
+                if not (storage and _abandoned_start(Path(path), header, storage_retry)):
+                    raise
+                # The same command again after a worker that never got past its start (killed, its node lost):
+                # its header-only file holds nothing to resume, and must not stop the command.
+                _out(f"tfdoctor: {path} held only the header of a worker that never started; replaced\n", err=True)
+                Path(path).unlink()
+                log = ResultsLog.create(path, header)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
         created_size = log.path.stat().st_size
@@ -506,6 +515,43 @@ def _results_name(pattern: str) -> str:
         return expand_output(pattern, socket.gethostname(), os.environ)
     except OutputNameError as exc:
         raise UsageError(f"--results: {exc}") from None
+
+
+def _abandoned_start(path: Path, header: dict[str, Any], storage_retry: float | None) -> bool:
+    """Whether `path` is the header-only results file of a worker of the same study that never got past its
+    start (a worker that did writes a "started" line): its process is gone (same host), or the file is older
+    than any start can take (another host: the storage's retry time and a minute more). Only a file of this
+    user's own."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+    from tfdoctor.tune.results import ResultsError, check_owner
+    from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS
+
+    try:
+        check_owner(path)
+        raw = read_input_file(path, 1024 * 1024, "results file")
+        lines = [line for line in raw.split(b"\n") if line.strip()]
+        if len(lines) != 1:
+            return False
+        import json
+
+        old = json.loads(lines[0])
+        age = time.time() - path.stat().st_mtime
+    except (ResultsError, InputFileError, OSError, ValueError, RecursionError):
+        return False
+    shared = old.get("shared") if isinstance(old, dict) and old.get("type") == "header" else None
+    if not isinstance(shared, dict) or any(shared.get(k) != header["shared"].get(k) for k in ("study", "storage")):
+        return False
+    host, _, pid = str(shared.get("worker", "")).rpartition(":")
+    if host == header["shared"]["worker"].rpartition(":")[0] and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive, another user's (not ours to judge)
+            return False
+        return False  # alive: a worker at its start now
+    limit = (DEFAULT_RETRY_SECONDS if storage_retry is None else storage_retry) + 60.0
+    return age > limit
 
 
 def _forget_failed_start(path: Path, created_size: int) -> None:

@@ -67,6 +67,8 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         study = open_study(open_storage(storage_spec, retry_seconds=retry, on_wait=waiting), study_name,
                            settings.maximize, settings.seed, seeds.get("rule"))
         record_node(study, node, dumps_facts(node_facts), python_env)
+        if resumed is None:  # past its start: the file is no longer a failed start's (tune/cli.py)
+            log.append_line({"type": "started", "worker": worker})
     except StorageError as exc:
         raise UsageError(str(exc)) from None
     except StorageLost as exc:

@@ -139,3 +139,17 @@ def test_a_result_no_helper_writes_is_not_taken():
     assert _measurement({"status": "great", "value": 1.0}) is None
     assert _measurement({"status": "ok", "value": True}) is None
     assert _measurement({"status": "ok", "value": 2.5, "seconds": 1.0}).value == 2.5
+
+
+def test_an_odd_nodes_helper_gets_no_job(tmp_path):
+    """A helper on a node left out of the winner (another TensorFlow, another CPU) measures nothing for it."""
+    from tfdoctor.tune.shared_pool import HELPER_ATTR, JOB_ATTR, SharedPool
+
+    study = _study(tmp_path)
+    odd = study.ask()
+    for name, value in ((HELPER_ATTR, "odd:1"), ("node", "odd"), ("heartbeat", time.time())):
+        odd.set_user_attr(name, value)
+    pool = SharedPool(study, FakeJob(INTRA, seed=1), lambda: 60.0, frozenset({"odd"}))
+    results = pool.measure([[({INTRA: "2"}, ())], [({INTRA: "3"}, ())]])
+    assert [len(r) for r in results] == [1, 1] and pool.jobs_shared == 0
+    assert JOB_ATTR not in study.get_trials()[odd.number].user_attrs

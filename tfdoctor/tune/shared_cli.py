@@ -145,7 +145,8 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
     records = [*result.records, *own]
     from tfdoctor.tune.shared_pool import SharedPool
 
-    pool = SharedPool(study, objective, lambda: grace_seconds(_durations(study.get_trials(deepcopy=False)), floor))
+    pool = SharedPool(study, objective, lambda: grace_seconds(_durations(study.get_trials(deepcopy=False)), floor),
+                      frozenset(result.excluded))
     return SharedRun(records, replace(settings, budget=len(result.records), strategy="tpe"), study, worker, pool)
 
 

@@ -124,10 +124,13 @@ class SharedPool:
     """The writer's side: Tuner.run_batch's `pool`. Jobs go to the idle live helpers, the rest are measured
     here; measure() returns when every job has its measurements."""
 
-    def __init__(self, study: Any, objective: Any, grace: Callable[[], float]) -> None:
+    def __init__(self, study: Any, objective: Any, grace: Callable[[], float],
+                 excluded: frozenset[str] = frozenset()) -> None:
+        """`excluded`: the odd nodes (tfdoctor.tune.shared.node_comparison), whose helpers get no job: what
+        they measure is not the others' program or machine."""
         from tfdoctor.tune.heartbeat import Watch
 
-        self.study, self.objective, self.grace = study, objective, grace
+        self.study, self.objective, self.grace, self.excluded = study, objective, grace, excluded
         self.watch = Watch()
         self.next_id = 0
         self.gone: set[int] = set()  # helper trials given up
@@ -141,7 +144,8 @@ class SharedPool:
         grace = self.grace()
         alive = []
         for trial in self.study.get_trials(deepcopy=False):
-            if HELPER_ATTR not in trial.user_attrs or trial.state != TrialState.RUNNING or trial.number in self.gone:
+            if (HELPER_ATTR not in trial.user_attrs or trial.state != TrialState.RUNNING or trial.number in self.gone
+                    or trial.user_attrs.get("node") in self.excluded):
                 continue
             if self.watch.silent_for(trial, now) > grace:
                 self._give_up(trial)

@@ -122,7 +122,7 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         from tfdoctor.fixes.quoting import comment_text
 
         # Names and facts another worker wrote into the shared study: one printable, redacted line.
-        shown = ", ".join(f"{k}={v!r}" for k, v in list(facts.items())[:3])
+        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(facts.items(), key=_python_first)[:3])
         _say(f"tfdoctor: node {comment_text(str(name))} is unlike the others ({comment_text(shown)}); "
              "its trials are left out of the winner\n")
     if result.undecided:
@@ -130,7 +130,7 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
 
         # Two nodes (or a tie) that differ: neither can be called the odd one, so nothing is left out, and the
         # user is told rather than getting a winner that silently mixes two environments.
-        fact, holders = next(iter(result.undecided.items()))
+        fact, holders = min(result.undecided.items(), key=_python_first)
         shown = "; ".join(f"{value} on {', '.join(names)}" for value, names in list(holders.items())[:4])
         more = f" (and {len(result.undecided) - 1} more fact(s))" if len(result.undecided) > 1 else ""
         _say(f"tfdoctor: the nodes differ in {comment_text(fact)} ({comment_text(shown)}){more} and no majority "
@@ -166,3 +166,8 @@ def storage_lost(exc: Exception, log: Any) -> UsageError:
         log.append_line({"type": "stopped", "reason": str(exc), "resume": resume})
     return UsageError(f"--storage: {exc}; this worker stopped. Once the storage is back, `{resume}` continues "
                       "the study from here and finishes it")
+
+
+def _python_first(item: tuple[str, Any]) -> tuple[bool, str]:
+    """The trials' Python environment first among the facts a message shows: it says what the program was."""
+    return (not item[0].startswith("python."), item[0])

@@ -119,10 +119,9 @@ class Retry:
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds, self.what, self.on_wait, self.sleep, self.clock = seconds, what, on_wait, sleep, clock
 
-    def call(self, function: Callable[[], Any], retry_if: Callable[[BaseException], bool],
-             again: Callable[[BaseException], Any] | None = None) -> Any:
-        """`function()`, tried again while it raises what `retry_if` accepts. `again(exc)`: asked after a
-        failed attempt whose effect may have reached the database; a result other than None ends it."""
+    def call(self, function: Callable[[], Any], retry_if: Callable[[BaseException], bool]) -> Any:
+        """`function()`, tried again while it raises what `retry_if` accepts (a call whose first attempt may
+        have reached the database checks that itself: RetryingStorage.set_trial_state_values)."""
         deadline: float | None = None
         wait = FIRST_WAIT
         told = False
@@ -144,13 +143,6 @@ class Retry:
                     told = True
                 self.sleep(min(wait * random.uniform(0.5, 1.5), max(0.0, deadline - now)))
                 wait = min(wait * 2, LONGEST_WAIT)
-                if again is not None:
-                    try:
-                        done = again(exc)
-                    except Exception:  # still unreachable: the next attempt says
-                        done = None
-                    if done is not None:
-                        return done
 
 
 def _storage_class() -> type:

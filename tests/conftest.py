@@ -114,6 +114,23 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(base / "cluster" / "state", ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server on loopback (tests/support/local_postgres.py), started once for the session from the
+    server binaries (Debian's package, installed when absent); each test makes its own fresh database with
+    `postgres.create_database(name)`. Skipped, with the reason, where it cannot be installed or started."""
+    from support.local_postgres import PostgresUnavailable, start
+
+    try:
+        server = start()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {str(exc).splitlines()[0]}")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
 @pytest.fixture
 def pb():
     """The XSpace protobuf module of the installed TensorFlow wheel (tfdoctor.profile.xspace.xplane_module),
@@ -163,16 +180,17 @@ def _hash_cache_of_the_tests(tmp_path_factory: pytest.TempPathFactory):
 
 
 # -- the slow parts carry their markers ----------------------------------------------------------------------
-# README, "Development": `pytest -m "not tensorflow and not browser and not slurm"` is the fast subset. A test
-# that runs one of those parts without its marker would silently make it slow, so each test is watched: the
-# programs it starts (Slurm's, Chromium) and the modules it imports (tensorflow, playwright). An import is seen
-# whether or not an earlier test already loaded the module (the import statement and importlib.import_module
-# are watched, not only what is new in sys.modules), so the verdict does not depend on the tests' order. What
-# runs in a grandchild (`python -m tfdoctor profile` starting TensorFlow) is not seen: such tests are marked
-# by hand.
+# README, "Development": `pytest -m "not tensorflow and not browser and not slurm and not postgres"` is the fast
+# subset. A test that runs one of those parts without its marker would silently make it slow, so each test is
+# watched: the programs it starts (Slurm's, PostgreSQL's, Chromium) and the modules it imports (tensorflow,
+# playwright). An import is seen whether or not an earlier test already loaded the module (the import
+# statement and importlib.import_module are watched, not only what is new in sys.modules), so the verdict does
+# not depend on the tests' order. What runs in a grandchild (`python -m tfdoctor profile` starting TensorFlow)
+# is not seen: such tests are marked by hand.
 
-SLOW_PARTS = ("tensorflow", "browser", "slurm")
-SLOW_PROGRAMS = {"srun": "slurm", "sbatch": "slurm", "salloc": "slurm", "scontrol": "slurm", "slurmctld": "slurm",
+SLOW_PARTS = ("tensorflow", "browser", "slurm", "postgres")
+SLOW_PROGRAMS = {"postgres": "postgres", "initdb": "postgres", "createdb": "postgres", "pg_isready": "postgres",
+                 "srun": "slurm", "sbatch": "slurm", "salloc": "slurm", "scontrol": "slurm", "slurmctld": "slurm",
                  "slurmd": "slurm", "chromium": "browser", "chromium-browser": "browser", "chrome": "browser",
                  "headless_shell": "browser"}
 SLOW_MODULES = {"tensorflow": "tensorflow", "playwright": "browser"}
@@ -212,8 +230,9 @@ def _binary(program: str) -> bool:
 def pytest_collection_modifyitems(items: Sequence[pytest.Item]) -> None:
     """A test on the shared Slurm cluster is a Slurm test, marked or not."""
     for item in items:
-        if "slurm" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slurm)
+        for part in ("slurm", "postgres"):
+            if part in getattr(item, "fixturenames", ()):
+                item.add_marker(getattr(pytest.mark, part))
 
 
 def watch_slow_imports(monkeypatch: pytest.MonkeyPatch) -> set[str]:

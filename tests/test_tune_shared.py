@@ -80,16 +80,23 @@ def test_two_workers_share_one_journal_file_study(tmp_path):
     assert sum(1 for r in records if r.phase in ("rule", "search")) == budget
     assert "export TF_NUM_INTRAOP_THREADS" in (tmp_path / "env.sh").read_text()
     assert study.user_attrs["winner-written"]["verdict"] == "apply"
-    # The report reads the study: the other worker's file holds no trial of its own, yet its section shows
-    # every worker's trials (and so does the writer's, with its confirmation and verification runs).
+    # The report reads the study: one study, one conclusion. The other worker's file holds no trial of its own,
+    # yet its section shows every worker's trials, the study's verdict and the runs it rests on, as the
+    # writer's does; what the file's own worker measured is a detail of its first line.
     from tfdoctor.report.html.build import _tune
 
     other = 3 - writers[0]
     assert [r.phase for r in load_results(tmp_path / f"r{other}.jsonl")[1]] == []
-    shown = visible_words(_tune(str(tmp_path / f"r{other}.jsonl")).body)
-    assert f"r{other}.jsonl with study 't' ({budget} trials of every worker): {budget} trials recorded" in shown
     writer_records = len(load_results(tmp_path / f"r{writers[0]}.jsonl")[1])
-    assert f"{writer_records} trials recorded" in visible_words(_tune(str(tmp_path / f"r{writers[0]}.jsonl")).body)
+    sections = {i: visible_words(_tune(str(tmp_path / f"r{i}.jsonl")).body) for i in (1, 2)}
+    measured = {int(m.group(1)) for m in shares}
+    for i, shown in sections.items():
+        assert re.search(rf"r{i}\.jsonl with study 't' \({budget} trials of every worker; this file's worker "
+                         rf"\S+:\d+ measured ({'|'.join(map(str, measured))}) of them\); the study's verdict, "
+                         rf"written by worker \S+:\d+: {writer_records} trials recorded", shown), shown[:400]
+        assert "Verdict: change TF_NUM_INTRAOP_THREADS=" in shown
+    verdicts = [re.search(r"Verdict: [^.]*\.", shown).group(0) for shown in sections.values()]
+    assert verdicts[0] == verdicts[1]
 
 
 def test_the_writer_killed_mid_tune_is_finished_by_resume_with_the_budget_kept(tmp_path):
@@ -259,8 +266,10 @@ def test_a_database_url_is_optunas_rdb_storage(tmp_path):
     from tfdoctor.tune.shared import open_storage, open_study, record_node, run_worker
 
     space = thread_space()
+    from tfdoctor.tune.storage import backend
+
     storage = open_storage(f"sqlite:///{tmp_path / 'tune.db'}")
-    assert isinstance(storage, optuna.storages.RDBStorage)
+    assert isinstance(backend(storage), optuna.storages.RDBStorage)
     study = open_study(storage, "db", True, 2, rule_based_settings(TWO_CPUS, space))
     again = open_study(open_storage(f"sqlite:///{tmp_path / 'tune.db'}"), "db", True, 3, None)  # a second worker
     for name in ("a", "b"):

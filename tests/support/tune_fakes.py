@@ -10,7 +10,8 @@ In-process: `FakeJob(depends=..., seed=...)` is a tune objective. As a command (
 prints `throughput: N images/sec`; the counter file numbers the runs, so run k of a seed always draws the
 same noise. FAKE_JOB_BARRIER=DIR:N makes the first run of each counter file wait until N of them have
 started (two workers of one study both measure, however the machine schedules them); FAKE_JOB_HANG_AT=K
-makes run K write COUNTER-FILE.hung and hang (a worker to kill mid-tune).
+makes run K write COUNTER-FILE.hung and hang (a worker to kill mid-tune); FAKE_JOB_SECONDS=S makes every run
+last S seconds (a command whose run time is fixed, benchmarks/tune_shared_confirm.py).
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def main() -> int:
         while os.getppid() == parent and time.monotonic() < deadline:
             time.sleep(0.2)
         return 1
+    if os.environ.get("FAKE_JOB_SECONDS"):
+        time.sleep(float(os.environ["FAKE_JOB_SECONDS"]))
     rng = random.Random(int(os.environ.get("FAKE_JOB_SEED", "0")) * 100_003 + count)
     depends = os.environ.get("FAKE_JOB_DEPENDS") or None
     value = noisy(true_value(os.environ, depends), rng, float(os.environ.get("FAKE_JOB_NOISE", NOISE)))

@@ -126,13 +126,18 @@ def _objective(command: tuple[str, ...], metric: str | None, trial_timeout: floa
 @click.option("--stale-after", type=click.FloatRange(min=1), metavar="S",
               help="A shared tune's trial whose worker has sent no heartbeat for max(S, 3 × the longest trial) "
                    "seconds (its node lost) is failed and measured again by a live worker (default 60).")
+@click.option("--storage-retry", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long a worker of a shared tune keeps trying a storage it lost (a database restarting, a "
+                   "connection reset) before it stops with exit 2, its results file saying how to resume "
+                   "(default 60).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def tune(budget: int | None, time_limit: float | None, space_file: str | None, write_path: str | None,
          force: bool, resume: str | None, results: str | None, metric: str | None, maximize: bool | None,
          trial_timeout: float | None, repeats: int, leaders: int, plot_path: str | None, plot_params: str | None,
          seed: int | None, workload: str | None, bench_seconds: float, command: tuple[str, ...],
          plot_alias: str | None = None, screening: str | None = None, storage: str | None = None,
-         study_name: str = "tfdoctor-tune", stale_after: float | None = None) -> None:
+         study_name: str = "tfdoctor-tune", stale_after: float | None = None,
+         storage_retry: float | None = None) -> None:
     """Search TensorFlow/OpenMP thread and affinity settings by measuring them; write only what beat the
     current settings beyond the noise, else say "keep your current settings" (exit 0 either way).
 
@@ -165,6 +170,7 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         load_space_file,
         rule_based_settings,
     )
+    from tfdoctor.tune.storage import StorageLost as StorageLostError
 
     plot_option = "--html"  # errors name the option the user gave (--plot is the former name of --html)
     if plot_alias is not None:
@@ -179,8 +185,10 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             raise UsageError("--storage shares a budget of trials among the workers: give --budget, not --time")
         if not storage.strip():
             raise UsageError("--storage needs a journal file or a database URL")
-    elif stale_after is not None and not resume:
-        raise UsageError("--stale-after applies to a tune shared through --storage (or the --resume of one)")
+    elif not resume:
+        for option, given in (("--stale-after", stale_after), ("--storage-retry", storage_retry)):
+            if given is not None:
+                raise UsageError(f"{option} applies to a tune shared through --storage (or the --resume of one)")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -225,7 +233,18 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         if finished:
             # A finished tune continues only when asked for more: a --budget above the trials it ran, or a
             # --time for this continuation (then the budget is unlimited unless given).
-            if time_limit is None and (budget is None or budget <= done):
+            from tfdoctor.tune.shared import recorded_study as _recorded_study
+
+            if _recorded_study(header) is not None:
+                # A shared study's budget is the study's, fixed when it was created: it is not continued here.
+                if budget is not None or time_limit is not None:
+                    raise UsageError(f"{resume} is a finished shared tune (study {_recorded_study(header)[1]!r}, "
+                                     f"budget {header_budget}): to search more, start a new study with a higher "
+                                     "--budget (another --study NAME)")
+                finished_note = (f"tfdoctor: {resume} is a finished shared tune (study "
+                                 f"{_recorded_study(header)[1]!r}, budget {header_budget}); nothing new was run. "
+                                 "To search more, start a new study (another --study NAME) with a higher --budget.\n")
+            elif time_limit is None and (budget is None or budget <= done):
                 finished_note = (f"tfdoctor: {resume} is a finished tune ({done} search trials); nothing new was "
                                  + (f"run: --budget {budget} is not above them" if budget is not None else "run")
                                  + f". To continue it, give --budget above {done} or --time SECONDS.\n")
@@ -233,6 +252,9 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
             budget = budget if budget is not None else header_budget
             if budget is None and time_limit is None:
                 time_limit = header_time_limit  # a killed --time tune resumes with its full time again
+            # The outputs the tune was started to write, unless this continuation names its own.
+            write_path, plot_path, force = recorded_outputs(header, write_path, plot_path, force)
+            _check_output_paths(write_path, plot_path, force, plot_option)
         # The design the tune screened with (a results file from before the choice: one-at-a-time).
         screening = header.get("screening") if header.get("screening") in ("one-at-a-time", "two-level") else (
             "one-at-a-time")
@@ -294,21 +316,34 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
 
         # Workers on one shared folder: one results file each.
         worker = (socket.gethostname(), os.getpid()) if storage else None
-        path = results or default_results_name(time.localtime(), worker)
+        path = _results_name(results) if results else default_results_name(time.localtime(), worker)
         header = {"space": space.to_json(), "seeds": seeds, "current_env": current_env, "maximize": maximize,
                   "budget": budget,
                   "time_limit": time_limit, "seed": seed, "screening": screening,
                   "objective": {**objective.describe(), "command_args": list(command), "user_metric": metric,
                                 "bench_seconds": bench_seconds},
-                  "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__}
+                  "cpu_budget": cpu.cpus, "hostname": socket.gethostname(), "tfdoctor_version": __version__,
+                  "outputs": outputs_entry(write_path, plot_path, force)}
         if storage:
             from tfdoctor.tune.shared import header_entry
 
-            header["shared"] = header_entry(storage, study_name)
+            # Which worker this file is (as the study's trials name it): the report tells its trials apart.
+            header["shared"] = {**header_entry(storage, study_name),
+                                "worker": f"{node_facts.meta.get('hostname') or socket.gethostname()}:{os.getpid()}"}
         try:
-            log = ResultsLog.create(path, header)
+            try:
+                log = ResultsLog.create(path, header)
+            except ResultsError:
+                if not (storage and _abandoned_start(Path(path), header, storage_retry)):
+                    raise
+                # The same command again after a worker that never got past its start (killed, its node lost):
+                # its header-only file holds nothing to resume, and must not stop the command.
+                _out(f"tfdoctor: {path} held only the header of a worker that never started; replaced\n", err=True)
+                Path(path).unlink()
+                log = ResultsLog.create(path, header)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
+        created_size = log.path.stat().st_size
 
     settings = TuneSettings(budget=budget, time_limit=time_limit, leaders=leaders, repeats=repeats,
                             maximize=bool(maximize), seed=seed, screening=screening)
@@ -320,8 +355,19 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         from tfdoctor.tune.shared_cli import shared_tune
 
         with _guarded(log):
-            shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
-                                 resumed=previous if resume else None, stale_after=stale_after)
+            try:
+                from tfdoctor.tune.node_python import python_environment
+
+                # The Python the trials run in: what the other nodes' must match for their trials to be mixed.
+                trial_command = tuple(header["objective"].get("command_args") or ())
+                shared = shared_tune(storage, study_name, space, objective, seeds, settings, node_facts, log,
+                                     resumed=previous if resume else None, stale_after=stale_after,
+                                     storage_retry=storage_retry,
+                                     python_env=python_environment(trial_command, os.environ))
+            except UsageError:
+                if not resume:
+                    _forget_failed_start(log.path, created_size)
+                raise
         if shared is None:
             log.close()
             return  # another worker writes the winner
@@ -335,15 +381,26 @@ def tune(budget: int | None, time_limit: float | None, space_file: str | None, w
         try:
             with _guarded(log), TuneProgress(budget, time_limit, done, bool(maximize)) as progress:
                 tuner = Tuner(space, objective, log, settings, seeds, previous, on_trial=progress.update,
-                              current_env=current_env)
-                result = tuner.run()
+                              current_env=current_env, pool=shared.pool if shared is not None else None)
+                try:
+                    result = tuner.run()
+                except StorageLostError as exc:  # the helpers' storage, lost past --storage-retry
+                    from tfdoctor.tune.shared_cli import storage_lost
+
+                    raise storage_lost(exc, log) from None
                 log.append_summary(result.summary_json())
         finally:
             log.close()  # the lock and its note go before the report and the scripts are written
         if shared is not None:
             from tfdoctor.tune.shared import mark_written
+            from tfdoctor.tune.storage import StorageLost
 
-            mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"))
+            try:
+                mark_written(shared.study, shared.worker, result.summary_json().get("verdict", "none"),
+                             result.summary_json(), [r for r in result.records if r.phase not in SEARCH_PHASES],
+                             str(log.path.resolve()))
+            except StorageLost as exc:  # the verdict is in the results file; the env script is written below
+                _out(f"tfdoctor: the study could not be told that its winner is written ({exc})\n", err=True)
 
     from tfdoctor.tune.progress import render_summary
 
@@ -449,3 +506,86 @@ def _write_plot(header: dict[str, Any], records: Any, axes: tuple[str, str] | No
     from tfdoctor.usage import write_section_page
 
     write_section_page(path, force, "tune", header, records, source, surface=axes, summary=summary)
+
+
+def outputs_entry(write_path: str | None, plot_path: str | None, force: bool) -> dict[str, Any]:
+    """What the header keeps of the outputs the tune was asked to write, so `--resume` writes them too: a file
+    as an absolute path (a resume may run in another folder, on another node of the shared file system), -
+    as it is."""
+    def where(path: str | None) -> str | None:
+        return None if path is None else path if path == "-" else os.path.abspath(path)
+
+    return {"write": where(write_path), "html": where(plot_path), "force": bool(force)}
+
+
+def recorded_outputs(header: dict[str, Any], write_path: str | None, plot_path: str | None,
+                     force: bool) -> tuple[str | None, str | None, bool]:
+    """The --write/--html files of a resumed tune: those given now, else those its header recorded (with the
+    --force it was given); a results file from before they were recorded keeps what is given now."""
+    outputs = header.get("outputs")
+    if not isinstance(outputs, dict):
+        return write_path, plot_path, force
+    recorded = {k: v for k, v in outputs.items() if k in ("write", "html") and isinstance(v, str) and v.strip()}
+    if write_path is None and "write" in recorded:
+        write_path, force = recorded["write"], force or outputs.get("force") is True
+    if plot_path is None and "html" in recorded:
+        plot_path, force = recorded["html"], force or outputs.get("force") is True
+    return write_path, plot_path, force
+
+
+def _results_name(pattern: str) -> str:
+    """--results with collect -o's patterns expanded (%h host, %N node, %j job, %%): one file per worker of a
+    job step from one command line."""
+    from tfdoctor.fleet.output_name import OutputNameError, expand_output
+
+    try:
+        return expand_output(pattern, socket.gethostname(), os.environ)
+    except OutputNameError as exc:
+        raise UsageError(f"--results: {exc}") from None
+
+
+def _abandoned_start(path: Path, header: dict[str, Any], storage_retry: float | None) -> bool:
+    """Whether `path` is the header-only results file of a worker of the same study that never got past its
+    start (a worker that did writes a "started" line): its process is gone (same host), or the file is older
+    than any start can take (another host: the storage's retry time and a minute more). Only a file of this
+    user's own."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+    from tfdoctor.tune.results import ResultsError, check_owner
+    from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS
+
+    try:
+        check_owner(path)
+        raw = read_input_file(path, 1024 * 1024, "results file")
+        lines = [line for line in raw.split(b"\n") if line.strip()]
+        if len(lines) != 1:
+            return False
+        import json
+
+        old = json.loads(lines[0])
+        age = time.time() - path.stat().st_mtime
+    except (ResultsError, InputFileError, OSError, ValueError, RecursionError):
+        return False
+    shared = old.get("shared") if isinstance(old, dict) and old.get("type") == "header" else None
+    if not isinstance(shared, dict) or any(shared.get(k) != header["shared"].get(k) for k in ("study", "storage")):
+        return False
+    host, _, pid = str(shared.get("worker", "")).rpartition(":")
+    if host == header["shared"]["worker"].rpartition(":")[0] and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive, another user's (not ours to judge)
+            return False
+        return False  # alive: a worker at its start now
+    limit = (DEFAULT_RETRY_SECONDS if storage_retry is None else storage_retry) + 60.0
+    return age > limit
+
+
+def _forget_failed_start(path: Path, created_size: int) -> None:
+    """A shared worker that could not start (its storage refused) leaves no results file behind: a file holding
+    only the header it wrote would make the very same command, run again, refuse to start ("exists")."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == created_size:
+            path.unlink()

@@ -186,7 +186,10 @@ class Tuner:
     def __init__(self, space: Space, objective: Objective, log: ResultsLog | None, settings: TuneSettings,
                  seeds: Mapping[str, dict[str, Any]], previous: list[TrialRecord] = (),  # type: ignore[assignment]
                  on_trial: Callable[[TrialRecord, TrialRecord | None], None] | None = None,
-                 current_env: Mapping[str, str | None] | None = None) -> None:
+                 current_env: Mapping[str, str | None] | None = None, pool: Any = None) -> None:
+        """`pool`: measures batches of runs on several workers at once (a shared tune's writer: its
+        `measure(jobs)` takes a list of jobs, each a list of (env, launcher) run one after the other on one
+        node, and returns their Measurements, job by job); None: every run here, one after the other."""
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -205,6 +208,7 @@ class Tuner:
         self.verdict: Verdict | None = None
         # The environment the job has now, for the parameters of the space (None: unset): what the env
         # script changes is measured against it. Without it, the current seed's values stand in.
+        self.pool = pool
         self.current_env = dict(current_env) if current_env is not None else (
             space.env_changes(self.seeds["current"]) if "current" in self.seeds else {})
         self.screening: Screening | None = None
@@ -306,16 +310,37 @@ class Tuner:
         return self._time_left() > self._mean_seconds() * (1 + self._verify_runs_needed())
 
     # -- running -----------------------------------------------------------------------------------
+    def _trial_env(self, phase: str, params: Mapping[str, Any],
+                   role: str = "") -> tuple[dict[str, str | None], tuple[str, ...]]:
+        if phase == "current" or role == "current":
+            return {}, ()
+        if phase == VERIFY_PHASE:  # `params` holds only what the env script would change
+            return self._changes_env(params)
+        return self.space.env_changes(params), self.space.launcher(params)
+
     def run_trial(self, phase: str, params: dict[str, Any], role: str = "",
                   verify_round: int | None = None) -> TrialRecord:
-        if phase == "current" or role == "current":
-            env: dict[str, str | None] = {}
-            launcher: tuple[str, ...] = ()
-        elif phase == VERIFY_PHASE:  # `params` holds only what the env script would change
-            env, launcher = self._changes_env(params)
-        else:
-            env, launcher = self.space.env_changes(params), self.space.launcher(params)
-        measurement: Measurement = self.objective.measure(env, launcher)
+        env, launcher = self._trial_env(phase, params, role)
+        return self._record(phase, params, role, verify_round, env, self.objective.measure(env, launcher))
+
+    def run_batch(self, jobs: list[list[tuple[str, dict[str, Any], str, int | None]]]) -> None:
+        """Each job's runs (phase, params, role, round) one after the other; the jobs at once on the pool's
+        workers, or here one after the other without a pool. Recorded job by job, in the order given."""
+        jobs = [job for job in jobs if job]
+        if self.pool is None or not jobs:
+            for job in jobs:
+                for phase, params, role, verify_round in job:
+                    self.run_trial(phase, params, role, verify_round)
+            return
+        envs = [[self._trial_env(phase, params, role) for phase, params, role, _round in job] for job in jobs]
+        results = self.pool.measure(envs)
+        for job, job_envs, measurements in zip(jobs, envs, results, strict=True):
+            for (phase, params, role, verify_round), (env, _launcher), measurement in zip(
+                    job, job_envs, measurements, strict=True):
+                self._record(phase, params, role, verify_round, env, measurement)
+
+    def _record(self, phase: str, params: dict[str, Any], role: str, verify_round: int | None,
+                env: dict[str, str | None], measurement: Measurement) -> TrialRecord:
         record = TrialRecord(len(self.records), phase, dict(params), measurement.status, measurement.value,
                              round(measurement.seconds, 3), env, measurement.error, role, verify_round)
         if self.log is not None:
@@ -463,6 +488,9 @@ class Tuner:
         plan: list[tuple[str, dict[str, Any]]] = [("leader", p) for p in self.leaders()]
         if "rule" in self.seeds:
             plan.append(("rule", self.seeds["rule"]))
+        if self.pool is not None:
+            self._confirm_shared(plan, repeats)
+            return
         for _round in range(repeats):
             for role, params in plan:
                 values = self.measured(params_key(self.space, params))
@@ -473,6 +501,23 @@ class Tuner:
                 if not self._time_for_confirming():
                     return
                 self.run_trial("confirm", params, role)
+
+    def _confirm_shared(self, plan: list[tuple[str, dict[str, Any]]], repeats: int) -> None:
+        """confirm() on the pool: every run still missing, all at once, one run a job (a shared tune has no
+        time limit to keep to)."""
+        missing = []
+        for role, params in plan:
+            key = params_key(self.space, params)
+            attempts = sum(1 for r in self.records if r.phase == "confirm" and r.role == role
+                           and params_key(self.space, r.params) == key)
+            missing.append(max(0, min(repeats - len(self.measured(key)), repeats - attempts)))
+        jobs = []
+        for _round in range(repeats):  # in the order confirm() measures them: a run of each, round by round
+            for index, (role, params) in enumerate(plan):
+                if missing[index] > 0:
+                    missing[index] -= 1
+                    jobs.append([("confirm", params, role, None)])
+        self.run_batch(jobs)
 
     def confirm_close(self) -> None:
         """The two best leaders closer than the noise can tell apart: measure both again (alternately)
@@ -490,6 +535,9 @@ class Tuner:
             gap = abs(math.log(statistics.median(a) / statistics.median(b)))
             if gap > 2.0 * self._noise() * math.sqrt(1.0 / len(a) + 1.0 / len(b)):
                 return
+            if self.pool is not None:
+                self.run_batch([[("confirm", first, "leader", None)], [("confirm", second, "leader", None)]])
+                continue
             for params in (first, second):
                 if not self._time_for_confirming():
                     return
@@ -581,10 +629,47 @@ class Tuner:
             if not isinstance(state, Pending):
                 self.verdict = state
                 return
+            if self.pool is not None:
+                self.run_batch(self._rounds_to_next_look())
+                continue
             if self._time_left() <= self._mean_seconds():
                 self.verdict = self._unmeasured()
                 return
             self.run_trial(VERIFY_PHASE, state.changes, CURRENT if not state.changes else CHANGE, state.round)
+
+    def _rounds_to_next_look(self) -> list[list[tuple[str, dict[str, Any], str, int | None]]]:
+        """The verification runs the verdict needs before it can look again, a job per paired round (a round's
+        arms run one after the other on one node, so the pair stays a pair). Found by asking the verdict for
+        its next run as if each run asked for had been measured (a placeholder value), until it would look."""
+        found = self._candidate()
+        if found is None:
+            return []
+        proposal, prior = self.proposal(found[0]), self._noise_prior()
+        runs = self._verify_runs()
+        real_rounds = {run.round for run in runs}
+        by_round: dict[int, list[tuple[str, dict[str, Any], str, int | None]]] = {}
+        start = self._complete_rounds(proposal, runs)
+        for _step in range(200):  # a bound: LOOKS[-1] rounds of a few arms at most
+            state = decide(proposal, runs, self.settings.maximize, prior)
+            if not isinstance(state, Pending):
+                break
+            if state.round not in by_round and state.round not in real_rounds and len(by_round) >= LOOKS[-1]:
+                break
+            by_round.setdefault(state.round, []).append(
+                (VERIFY_PHASE, dict(state.changes), CURRENT if not state.changes else CHANGE, state.round))
+            runs = [*runs, Run(state.round, dict(state.changes), 1.0)]
+            complete = self._complete_rounds(proposal, runs)
+            if complete > start and complete in LOOKS:
+                break
+        return [by_round[number] for number in sorted(by_round)]
+
+    @staticmethod
+    def _complete_rounds(proposal: Proposal, runs: list[Run]) -> int:
+        """The paired rounds of `runs` (measured or planned) that hold every arm of the proposal."""
+        from tfdoctor.tune.verify import _rounds, arm_key
+
+        keys = [arm_key(a) for a in proposal.arms()]
+        return sum(1 for arms_run in _rounds(runs).values() if all(k in arms_run for k in keys))
 
     def _unmeasured(self) -> Verdict:
         """The verdict of a change the time limit left unmeasured (or measured in part)."""

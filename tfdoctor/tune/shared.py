@@ -33,25 +33,32 @@ from typing import Any
 from tfdoctor.tune.objective import Objective
 from tfdoctor.tune.results import TrialRecord
 from tfdoctor.tune.space import Space
+from tfdoctor.tune.storage import DEFAULT_RETRY_SECONDS, StorageError
+
+__all__ = ["StorageError", "open_storage", "open_study", "run_worker"]
 
 NODE_ATTR = "node-facts:"  # study user attribute: NODE_ATTR + node name -> the node's redacted facts
+PYTHON_ATTR = "node-python:"  # PYTHON_ATTR + node name -> the Python environment its trials run in (node_python)
 WINNER_ATTR = "winner-written"  # study user attribute: who wrote the winner, and its verdict
 POLL_SECONDS = 0.2
+READER_RETRY_SECONDS = 5.0  # a report or a resume reading the study
 
 
-class StorageError(ValueError):
-    """A storage that cannot be opened (shown to the user as a usage error)."""
-
-
-def open_storage(spec: str, read_only: bool = False) -> Any:
+def open_storage(spec: str, read_only: bool = False, retry_seconds: float = DEFAULT_RETRY_SECONDS,
+                 on_wait: Callable[[str, float], None] | None = None) -> Any:
     """A database URL (it has ://) as optuna's RDBStorage; anything else is a journal file path. `read_only`
-    (a reader, not a worker): a database's tables are never created."""
-    import optuna
+    (a reader, not a worker): a database's tables are never created. Every call to the storage returned is
+    tried again on a transient failure for up to `retry_seconds` (tfdoctor.tune.storage); `on_wait(reason,
+    seconds)` is told once per outage."""
+    from tfdoctor.tune.storage import Retry, StorageLost, open_database, retrying
 
+    retry = Retry(retry_seconds, "the study's storage", on_wait)
     if "://" in spec:
         try:
-            return optuna.storages.RDBStorage(spec, skip_table_creation=read_only)
-        except Exception as exc:  # a driver missing, a server unreachable: optuna raises many kinds
+            return retrying(open_database(spec, read_only, retry), retry)
+        except StorageError:
+            raise
+        except (StorageLost, Exception) as exc:  # a driver missing, a server unreachable: optuna raises many kinds
             from tfdoctor.facts.redact import excerpt
 
             # The driver's message can repeat the whole URL, password included.
@@ -67,7 +74,8 @@ def open_storage(spec: str, read_only: bool = False) -> Any:
         raise StorageError(f"--storage {spec}: not a regular file")
     try:
         # The open(O_EXCL) lock works on NFS and Lustre, where a symlink lock may not.
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+        return retrying(JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path)))),
+                        retry)
     except OSError as exc:
         raise StorageError(f"--storage {spec}: {exc.strerror or exc}") from None
 
@@ -91,25 +99,41 @@ def open_study(storage: Any, name: str, maximize: bool, seed: int | None, first:
     return study
 
 
-def record_node(study: Any, node: str, facts_json: Mapping[str, Any]) -> None:
+def record_node(study: Any, node: str, facts_json: Mapping[str, Any],
+                python_env: Mapping[str, Any] | None = None) -> None:
     study.set_user_attr(NODE_ATTR + node, dict(facts_json))
+    if python_env is not None:
+        study.set_user_attr(PYTHON_ATTR + node, dict(python_env))
 
 
-def odd_nodes(study: Any) -> dict[str, dict[str, Any]]:
-    """node -> {fact: its value} for every node whose facts are off the majority (`tfdoctor compare`)."""
+def node_comparison(study: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
+    """(odd, undecided): node -> {fact: its value} for every node whose facts — its machine's, as `tfdoctor
+    compare` selects them, and the Python environment its trials run in — are off the majority; and
+    fact -> {value: nodes} for every fact the nodes disagree on with no majority (two nodes, or a tie): no node
+    can be called the odd one there, and the caller says so."""
     from tfdoctor.facts import Facts, FactsFileError
     from tfdoctor.fleet.compare import Comparison, Node, compare_flat
     from tfdoctor.fleet.flatten import flatten
+    from tfdoctor.tune.node_python import compared
 
     nodes = []
-    for key, data in study.user_attrs.items():
+    attrs = study.user_attrs
+    for key, data in attrs.items():
         if key.startswith(NODE_ATTR):
             try:
                 nodes.append(Node(key[len(NODE_ATTR):], "study", Facts.from_json(data)))
             except FactsFileError:
                 continue
-    flat = {node.name: flatten(node.facts) for node in nodes}
-    return Comparison(nodes, [], compare_flat(flat)).odd_nodes()
+    flat = {node.name: {**flatten(node.facts), **compared(attrs.get(PYTHON_ATTR + node.name))} for node in nodes}
+    differences = compare_flat(flat)
+    undecided = {d.fact: {repr(value): list(names) for value, names in d.holders}
+                 for d in differences if not d.has_majority}
+    return Comparison(nodes, [], differences).odd_nodes(), undecided
+
+
+def odd_nodes(study: Any) -> dict[str, dict[str, Any]]:
+    """node -> {fact: its value} for every node whose facts are off the majority (node_comparison)."""
+    return node_comparison(study)[0]
 
 
 @dataclass
@@ -120,6 +144,7 @@ class WorkerResult:
     writer: bool = False
     records: list[TrialRecord] = field(default_factory=list)  # the study's trials the winner is chosen from
     excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # odd node -> its differing facts
+    undecided: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # fact -> {value: nodes}, no majority
 
 
 def _key(space: Space, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -336,25 +361,30 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
         if time.monotonic() > deadline:
             break  # a safety bound only: a dead worker's trial is failed and measured again long before
         time.sleep(POLL_SECONDS)
-    out.excluded = odd_nodes(study)
+    out.excluded, out.undecided = node_comparison(study)
     out.records = shared_records(study, space, budget, set(out.excluded))
     return out
 
 
 def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = frozenset()) -> list[TrialRecord]:  # type: ignore[assignment]
-    """The study's measured trials as the tuner's records: trial 0 (the rule seed) as "rule", the others
-    as "search"; the trials of `excluded` nodes left out."""
+    """The study's measured trials as the tuner's records: the rule seed (the trial queued for it, trial 0 but
+    for a race of workers starting at once) as "rule", the others as "search"; the trials of `excluded` nodes
+    left out."""
     from optuna.trial import TrialState
 
     from tfdoctor.tune.heartbeat import REPLACES_ATTR
 
     records: list[TrialRecord] = []
     replaced: set[Any] = set()
+    trials = study.get_trials(deepcopy=False)
+    # The rule seed is the trial the creating worker queued (optuna marks it "fixed_params"): trial 0 unless
+    # another worker, started at the same instant, asked before it was queued.
+    rule = next((t.number for t in trials if "fixed_params" in t.system_attrs), 0)
+
     def origin_of(trial: Any) -> Any:  # a stale trial measured again counts as it, in its place
         return trial.user_attrs.get(REPLACES_ATTR, trial.number)
 
-    for trial in sorted(study.get_trials(deepcopy=False),
-                        key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
+    for trial in sorted(trials, key=lambda t: (o if isinstance(o := origin_of(t), int) else t.number, t.number)):
         params = trial.user_attrs.get("params")
         origin = origin_of(trial)
         if (not isinstance(origin, int) or origin >= budget or origin in replaced or _stale(trial)
@@ -365,7 +395,7 @@ def shared_records(study: Any, space: Space, budget: int, excluded: set[str] = f
         replaced.add(origin)
         seconds = trial.user_attrs.get("seconds", 0.0)
         ok = trial.state == TrialState.COMPLETE
-        records.append(TrialRecord(len(records), "rule" if origin == 0 else "search", dict(params),
+        records.append(TrialRecord(len(records), "rule" if origin == rule else "search", dict(params),
                                    "ok" if ok else "failed", trial.value if ok else None,
                                    float(seconds) if isinstance(seconds, (int, float)) else 0.0,
                                    space.env_changes(params),
@@ -408,8 +438,14 @@ def recorded_study(header: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialRecord], dict[str, dict[str, Any]]]:
-    """The study's measured trials (the odd nodes' left out) and the odd nodes, for the report and
-    `--resume`. StorageError when the study cannot be read: a journal that is not there (never created
+    """The study's measured trials (the odd nodes' left out) and the odd nodes (load_shared_study)."""
+    study = load_shared_study(header, space)
+    return study.records, study.excluded
+
+
+def load_shared_study(header: Mapping[str, Any], space: Space) -> SharedStudy:
+    """The study's measured trials (the odd nodes' left out), the odd nodes and its written verdict, for the
+    report and `--resume`. StorageError when the study cannot be read: a journal that is not there (never created
     here: reading must not start an empty study), a database that cannot be opened, no such study."""
     import optuna
 
@@ -430,7 +466,9 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
     if budget is None:
         raise StorageError("the results file's header has no budget")
     try:
-        study = optuna.load_study(storage=open_storage(spec, read_only=True), study_name=name)
+        # A reader waits briefly for a database that is restarting, not a worker's minute.
+        study = optuna.load_study(storage=open_storage(spec, read_only=True, retry_seconds=READER_RETRY_SECONDS),
+                                  study_name=name)
     except StorageError:
         raise
     except Exception as exc:  # no such study, a damaged journal: optuna raises many kinds
@@ -438,7 +476,13 @@ def load_shared(header: Mapping[str, Any], space: Space) -> tuple[list[TrialReco
 
         raise StorageError(f"cannot read study {name!r}: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
     excluded = odd_nodes(study)
-    return shared_records(study, space, budget, set(excluded)), excluded
+    summary, runs, writer = written_verdict(study)
+    measured_by: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number < budget and isinstance(trial.user_attrs.get("worker"), str):
+            measured_by[trial.user_attrs["worker"]] = measured_by.get(trial.user_attrs["worker"], 0) + 1
+    return SharedStudy(shared_records(study, space, budget, set(excluded)), excluded, summary, runs, writer,
+                       measured_by)
 
 
 def check_database_there(url: str) -> None:
@@ -455,9 +499,51 @@ def check_database_there(url: str) -> None:
         raise StorageError(f"the study's database {parsed.database or '(in memory)'} is not there")
 
 
-def mark_written(study: Any, worker: str, verdict: str) -> None:
-    """The study remembers that its winner is written (a worker arriving later says so)."""
-    study.set_user_attr(WINNER_ATTR, {"worker": worker, "verdict": verdict})
+MAX_SHARED_RUNS = 1000  # the writer's confirmation and verification runs kept in the study (a few dozen in practice)
+
+
+def mark_written(study: Any, worker: str, verdict: str, summary: Mapping[str, Any] | None = None,
+                 runs: list[TrialRecord] | None = None, results: str | None = None) -> None:
+    """The study remembers that its winner is written (a worker arriving later says so), and how: the verdict
+    line of the writer's results file (`summary`) and the confirmation and verification runs it rests on, so
+    the report of any worker's file shows the study's one conclusion."""
+    written: dict[str, Any] = {"worker": worker, "verdict": verdict}
+    if summary is not None:
+        written["summary"] = dict(summary)
+    if runs is not None:
+        written["runs"] = [r.to_json() for r in runs[:MAX_SHARED_RUNS]]
+    if results is not None:
+        written["results"] = results
+    study.set_user_attr(WINNER_ATTR, written)
+
+
+@dataclass
+class SharedStudy:
+    """What a reader (the report, --resume) gets of a shared study."""
+
+    records: list[TrialRecord]  # the study's measured trials, the odd nodes' left out
+    excluded: dict[str, dict[str, Any]]  # odd node -> its differing facts
+    summary: dict[str, Any] | None = None  # the verdict its writer wrote; None: not written yet
+    runs: list[TrialRecord] = field(default_factory=list)  # the writer's confirmation and verification runs
+    writer: str = ""  # the worker that wrote it
+    measured_by: dict[str, int] = field(default_factory=dict)  # worker -> trials of the budget it measured
+
+
+def written_verdict(study: Any) -> tuple[dict[str, Any] | None, list[TrialRecord], str]:
+    """(the verdict's summary, the writer's runs, the writer) the study recorded; (None, [], "") before its
+    winner is written, or for what another hand wrote there in another shape."""
+    written = study.user_attrs.get(WINNER_ATTR)
+    if not isinstance(written, Mapping) or not isinstance(written.get("summary"), Mapping):
+        return None, [], ""
+    runs = []
+    for data in written.get("runs") or []:
+        try:
+            record = TrialRecord.from_json(data)
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+            continue
+        if record.phase in ("confirm", "verify"):
+            runs.append(record)
+    return dict(written["summary"]), runs, str(written.get("worker", ""))
 
 
 def study_summary(study: Any) -> dict[str, Any]:

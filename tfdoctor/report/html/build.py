@@ -47,31 +47,50 @@ def _tune(path: str) -> Section:
         raise ReportInputError(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ReportInputError(f"{path}: the header line is incomplete: not a tfdoctor tune results file") from None
-    records, source = _shared_records(header, records, path)
-    return tune_section(header, records, source, summary=summary)
+    records, source, summary, pending = _shared_records(header, records, path, summary)
+    return tune_section(header, records, source, summary=summary, pending=pending)
 
 
-def _shared_records(header: Mapping[str, Any], records: list[Any], path: str) -> tuple[list[Any], str]:
-    """A worker's file of a shared tune: the study's trials (every worker's, the odd nodes' left out) with
-    this file's own confirmation and verification runs; the study unreadable, the file's records and why."""
+def _shared_records(header: Mapping[str, Any], records: list[Any], path: str, summary: Any = None,
+                    ) -> tuple[list[Any], str, Any, str | None]:
+    """A worker's file of a shared tune: one study, one conclusion, whichever worker's file is read. The study's
+    trials (every worker's, the odd nodes' left out) with the verdict its writer recorded in the study and the
+    confirmation and verification runs it rests on; what this file's worker measured is a detail of the
+    source line. Before the verdict is written (the writer still running, or killed), no verdict is drawn from
+    this file's partial runs: `pending` says so. The study unreadable: the file's records and why.
+    (records, source, summary, pending)."""
     from tfdoctor.tune.results import ResultsError, check_owner
     from tfdoctor.tune.search import SEARCH_PHASES
-    from tfdoctor.tune.shared import StorageError, load_shared, recorded_study
+    from tfdoctor.tune.shared import StorageError, load_shared_study, recorded_study
     from tfdoctor.tune.space import Space
 
     found = recorded_study(header)
     if found is None:
-        return records, path
+        return records, path, summary, None
     try:
         # The report is drawn from other people's files; the storage a header names is opened (a database
         # connected to) only for a file of this user's own, as --resume.
         check_owner(path, "the shared study it names is opened only from a results file of your own")
-        shared, excluded = load_shared(header, Space.from_json(header["space"]))
+        study = load_shared_study(header, Space.from_json(header["space"]))
     except (StorageError, ResultsError) as exc:
-        return records, f"{path} (its shared study could not be read: {exc}; this file's trials only)"
-    left_out = f"; the trials of {', '.join(sorted(excluded))} left out (unlike the other nodes)" if excluded else ""
-    own = [r for r in records if r.phase not in SEARCH_PHASES]
-    return [*shared, *own], f"{path} with study {found[1]!r} ({len(shared)} trials of every worker{left_out})"
+        return records, f"{path} (its shared study could not be read: {exc}; this file's trials only)", summary, None
+    shared = study.records
+    left_out = (f"; the trials of {', '.join(sorted(study.excluded))} left out (unlike the other nodes)"
+                if study.excluded else "")
+    worker = header["shared"].get("worker") if isinstance(header["shared"].get("worker"), str) else None
+    mine = (f"; this file's worker {worker} measured {study.measured_by.get(worker, 0)} of them"
+            if worker is not None else "")
+    source = f"{path} with study {found[1]!r} ({len(shared)} trials of every worker{left_out}{mine})"
+    if study.summary is not None:
+        return ([*shared, *study.runs], f"{source}; the study's verdict, written by worker {study.writer}",
+                study.summary, None)
+    if summary is not None:  # this file's worker wrote the verdict, and the study was not told (its storage lost)
+        own = [r for r in records if r.phase not in SEARCH_PHASES]
+        return [*shared, *own], f"{source}; the verdict written by this file's worker", summary, None
+    from tfdoctor.fixes.quoting import sh_quote
+
+    return (shared, source, None, "The study's verdict is not written yet: its writer is still confirming the "
+            f"leaders, or stopped before its verdict (then `tfdoctor tune --resume {sh_quote(path)}` finishes it).")
 
 
 def _fleet(paths: tuple[str, ...]) -> Section:

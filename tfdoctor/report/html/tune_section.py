@@ -210,14 +210,18 @@ def _float(mapping: Any, key: str) -> float:
 
 
 def tune_section(header: Mapping[str, Any], records: Sequence[TrialRecord], source: str,
-                 surface: tuple[str, str] | None = None, summary: Mapping[str, Any] | None = None) -> Section:
+                 surface: tuple[str, str] | None = None, summary: Mapping[str, Any] | None = None,
+                 pending: str | None = None) -> Section:
+    """`pending`: why no verdict is shown (a shared study whose writer has not written it), in place of one."""
     space = Space.from_json(header["space"])
     maximize = bool(header.get("maximize", True))
+    require("plotly")  # optuna's plots import it only when they draw: a missing one is a usage error here
     vis = require("optuna.visualization")
     study = replay_study(space, records, maximize)
     ok = sum(1 for r in records if r.ok)
     parts = [f"<p>{text(source)}: {text(len(records))} trials recorded, {text(ok)} succeeded; "
-             f"{'larger' if maximize else 'smaller'} is better.</p>", _comparison_table(records, maximize, summary)]
+             f"{'larger' if maximize else 'smaller'} is better.</p>",
+             f'<p class="muted">{text(pending)}</p>' if pending else _comparison_table(records, maximize, summary)]
     if summary:
         parts.append(_effects(summary))
     plots = 0

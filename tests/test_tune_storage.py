@@ -344,9 +344,11 @@ def test_a_tune_report_without_its_optional_dependencies_is_a_usage_error_naming
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == (f"tfdoctor: error: this report section needs {missing}, which is not installed: pip install "
-                           "'<tfdoctor checkout>[report]' (the folder of your tfdoctor clone) installs plotly and "
-                           "optuna\n")
+    from tfdoctor.installed import install_extra_command
+
+    # The command that installs the extra from where this tfdoctor came from (the checkout, for a clone).
+    assert done.stderr == (f"tfdoctor: error: this report section needs {missing}: "
+                           f"{install_extra_command('report')}\n")
     assert not (tmp_path / "page.html").exists()
 
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tfdoctor.lint.rule import LintRuleSpec, Triggers
+from tfdoctor.lint.rule import RUNNER_CODES, LintRuleSpec, Triggers
 from tfdoctor.lint.source import FRAMEWORK_MARKERS
 
 _MARKERS = tuple(m.encode("ascii") for m in FRAMEWORK_MARKERS)
@@ -46,8 +46,6 @@ def _occurs(text: bytes | re.Pattern[bytes], data: bytes) -> bool:
 
 def prefilter_for(rules: Iterable[LintRuleSpec]) -> Prefilter | None:
     """The prefilter of a selection of rules, or None when it must parse every file."""
-    from tfdoctor.lint.runner import RUNNER_CODES
-
     checked = [r for r in rules if r.code not in RUNNER_CODES]
     if not checked or any(r.triggers is None for r in checked):
         return None

@@ -18,6 +18,7 @@ from tfdoctor.model import Applicability, Severity
 from tfdoctor.registry import LINT_RULE_GROUP, _dedent_doc, _entry_points, _load, doc_summary, validate_identity
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
+RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # reported by the runner, not by a rule function
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfdoctor.lint.prefilter import Prefilter, prefilter_for
-from tfdoctor.lint.rule import Hit, LintFinding, LintRuleSpec, SourceFix
+from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
 from tfdoctor.lint.source import SourceError, SourceModule, read_source
 from tfdoctor.lint.suppression import is_suppressed, suppressions
 from tfdoctor.model import Severity
-
-RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # reported by the runner, not by a rule function
 
 
 @dataclass

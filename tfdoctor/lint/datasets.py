@@ -72,8 +72,9 @@ FILE_SOURCES = frozenset({
     "keras.utils.audio_dataset_from_directory", "petastorm.tf_utils.make_petastorm_dataset",
     "petastorm.make_petastorm_dataset", TFDS_AS_DATASET,
 })
-# Prefilter triggers (tfdoctor/lint/prefilter.py): every source above, and the TFDS module, has one of these
-# in its last name, which a file writes under any import style (tests/test_lint_prefilter.py holds it).
+# Prefilter triggers (tfdoctor/lint/prefilter.py): every source above has one of these in its name past the
+# package (`Dataset.range`, `TFRecordDataset`, `make_csv_dataset`, `tensorflow_datasets`), which a file that
+# calls it writes under any import style (tests/test_lint_prefilter.py holds it).
 SOURCE_TRIGGERS = (b"Dataset", b"_dataset")
 # ... or a parameter that the flow takes for a pipeline (annotated `tf.data.Dataset`, or named as
 # _DATASET_PARAM says); in a notebook's JSON a name at the start of a line follows an escaped `\n`.

@@ -147,3 +147,27 @@ def test_a_notebook_is_searched_as_its_json(tmp_path, capsys, monkeypatch):
 
 def test_rules_helper_selects_every_rule_with_triggers():
     assert all(r.triggers for r in rules() if r.code not in RUNNER_CODES)
+
+
+@pytest.mark.parametrize("cell", [
+    ["x = a if b else c", "print('50 percent done')"],
+    ["d = {k: v for k, v in items}", "y = x / 2", "z = x // 3  # a comment"],
+    ["def f(a,", "      b):", "    return a @ b"],
+    ["s = '''", "text on several lines", "'''"],
+    ["if x:", "    pass", "else:", "    y = [i for i in range(3)]"],
+])
+def test_a_cell_without_escape_characters_is_what_ipython_makes_of_it(cell):
+    """The notebook shortcut (ipython_syntax._MAYBE_SPECIAL): IPython's own transformers find nothing in a
+    cell with no %, ! or ? and no line starting with , ; or /, so skipping them changes nothing."""
+    inputtransformer2 = pytest.importorskip("IPython.core.inputtransformer2")
+    from tfdoctor.lint.ipython_syntax import _MAYBE_SPECIAL, _IPythonCell, _scan
+
+    assert not _MAYBE_SPECIAL.search("\n".join(cell))
+    assert _IPythonCell(inputtransformer2).specials(cell) == [] and _scan(cell) == []
+
+
+@pytest.mark.parametrize("cell", [["!ls"], ["x = %time f()"], ["f?"], ["  ,f a b"], ["/f 1"], ["%%time", "x = 1"]])
+def test_a_cell_with_one_is_handed_to_ipython(cell):
+    from tfdoctor.lint.ipython_syntax import _MAYBE_SPECIAL
+
+    assert _MAYBE_SPECIAL.search("\n".join(cell))

@@ -74,7 +74,9 @@ def test_json_output(scripts, capsys):
 
 
 def test_sarif_output_validates_against_the_sarif_2_1_0_schema(scripts, capsys):
-    (scripts / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    # A walked file is parsed when a rule could fire on it (issue 39, item 7): a broken input pipeline.
+    (scripts / "broken.py").write_text("import tensorflow as tf\nds = tf.data.Dataset.range(8)\ndef f(:\n",
+                                       encoding="utf-8")
     code, out, _ = run(capsys, "lint", "--preview", "--format", "sarif", ".")
     sarif = json.loads(out)
     schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
@@ -213,7 +215,8 @@ def test_deeply_nested_expressions_do_not_crash_the_rules(tmp_path, monkeypatch,
 
 
 def test_json_output_validates_against_the_published_schema(scripts, capsys):
-    (scripts / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    (scripts / "broken.py").write_text("import tensorflow as tf\nds = tf.data.Dataset.range(8)\ndef f(:\n",
+                                       encoding="utf-8")
     _, out, _ = run(capsys, "lint", "--preview", "--format", "json", ".")
     schema = json.loads((REPO / "tfdoctor" / "schema" / "lint.schema.json").read_text(encoding="utf-8"))
     data = json.loads(out)

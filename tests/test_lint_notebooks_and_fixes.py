@@ -73,10 +73,18 @@ def test_notebook_sarif_points_at_the_json_line_and_validates(workdir, capsys):
 
 def test_a_notebook_that_is_not_json_is_src002_never_silence(workdir, capsys):
     (workdir / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
-    code, out, _ = run(capsys, "lint", ".")
+    code, out, _ = run(capsys, "lint", "broken.ipynb")  # named: always read as a notebook
     assert code == 1  # SRC002 is an error
     assert out == ("broken.ipynb:1:1: SRC002 unreadable-file not a valid notebook: invalid JSON at line 1: "
                    "Expecting value\n")
+    # Found by walking a folder (issue 39, item 7): reported when it holds code a rule could fire on …
+    (workdir / "broken.ipynb").write_text('{"cells": [{"source": ["import tensorflow as tf\\n", '
+                                          '"ds = tf.data.TFRecordDataset(files)"', encoding="utf-8")
+    code, out, _ = run(capsys, "lint", ".")
+    assert code == 1 and out.startswith("broken.ipynb:1:1: SRC002 unreadable-file not a valid notebook: invalid JSON")
+    # … and not read as a notebook when nothing in its bytes could become a finding.
+    (workdir / "broken.ipynb").write_text('{"cells": [{"source": ["import numpy as np"', encoding="utf-8")
+    assert run(capsys, "lint", ".")[:2] == (0, "")
 
 
 def test_syntax_error_in_a_cell_is_reported_at_its_cell(workdir, capsys):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tfdoctor.lint.rule import LintFinding, load_lint_rules
+from tfdoctor.lint.prefilter import prefilter_for
+from tfdoctor.lint.rule import RUNNER_CODES, LintFinding, load_lint_rules
 from tfdoctor.lint.runner import LintReport, lint_paths, lint_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lint_fixtures"
@@ -20,11 +21,30 @@ def rules(select: tuple[str, ...] = ()):
 
 
 def lint(text: str, select: tuple[str, ...] = ()) -> LintReport:
-    return lint_text(text, rules(select), "script.py")
+    report = lint_text(text, rules(select), "script.py")
+    assert_prefilter_keeps(text.encode("utf-8"), report)
+    return report
 
 
 def lint_fixture(name: str) -> LintReport:
-    return lint_paths([FIXTURES / name], rules())
+    """A fixture linted as if found by walking a directory: through the prefilter (issue 39, item 7)."""
+    path = FIXTURES / name
+    report = lint_paths([path], rules(), walked=[path])
+    assert_prefilter_keeps(path.read_bytes(), report)
+    return report
+
+
+def assert_prefilter_keeps(data: bytes, report: LintReport) -> None:
+    """Every snippet a lint test writes holds each rule to its triggers: a rule that fires on a file must
+    have its triggers in the file's bytes, or the prefilter would skip that file when walked."""
+    for finding in report.findings:
+        if finding.code in RUNNER_CODES:
+            continue
+        spec = next(r for r in report.rules if r.code == finding.code)
+        prefilter = prefilter_for([spec])
+        assert prefilter is not None and prefilter.may_fire(data), (
+            f"{finding.code} fired at line {finding.line} on a file the prefilter skips: its triggers "
+            f"{spec.triggers} miss what it matched (tfdoctor/lint/rules/)")
 
 
 def expected(name: str) -> list[tuple[int, str]]:

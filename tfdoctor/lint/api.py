@@ -13,4 +13,5 @@ def lint_directory(root: Path, include_tests: bool = False, preview: bool = Fals
                    jobs: int | None = None) -> LintReport:
     registry = load_lint_rules()
     rules = select_lint_rules(registry.rules, preview=preview)
-    return lint_paths(list(python_files([str(root)], include_tests=include_tests)), rules, jobs=jobs)
+    files = list(python_files([str(root)], include_tests=include_tests))
+    return lint_paths(files, rules, jobs=jobs, walked=files)  # every file found by the walk: prefiltered

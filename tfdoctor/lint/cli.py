@@ -32,6 +32,8 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     """Statically check training scripts and notebooks (files, or directories of *.py and *.ipynb) for
     TensorFlow performance anti-patterns. Nothing is imported or run. Suppress one line with
     `# tfdoctor: noqa: SRC101`."""
+    from pathlib import Path
+
     from tfdoctor.lint.files import MissingPath, python_files
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths
@@ -69,9 +71,13 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
         files = list(python_files(paths, include_tests=bool(include_tests)))
     except MissingPath as exc:
         raise UsageError(str(exc)) from None
-    report = lint_paths(files, rules, registry.errors)
+    # Files found by walking a directory are parsed only when a selected rule can fire on them; a file named
+    # on the command line always is, so its syntax error is reported (pre-commit names files).
+    named = {Path(p) for p in paths}
+    walked = [f for f in files if f not in named]
+    report = lint_paths(files, rules, registry.errors, walked=walked)
     if fix or diff:
-        report = _apply_fixes(report, files, rules, registry.errors, write=fix, unsafe=unsafe_fixes)
+        report = _apply_fixes(report, files, rules, registry.errors, write=fix, unsafe=unsafe_fixes, walked=walked)
         if diff:
             raise SystemExit(EXIT_FINDINGS if report else EXIT_OK)
     if fmt == "json":
@@ -97,7 +103,7 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     raise SystemExit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
-def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool):
+def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool, walked=()):
     """--fix: write the fixes and return the report of a second lint (what is left); --diff: print the
     diffs and return whether there was any (the exit code says so, as ruff's does)."""
     from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix
@@ -124,4 +130,4 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool)
     plans = written
     count = sum(len(plan.fixed) for plan in plans)
     _emit(f"tfdoctor lint: fixed {count} finding(s) in {len(plans)} file(s)\n", err=True)
-    return lint_paths(files, rules, plugin_errors) if plans else report
+    return lint_paths(files, rules, plugin_errors, walked=walked) if plans else report

@@ -72,6 +72,16 @@ FILE_SOURCES = frozenset({
     "keras.utils.audio_dataset_from_directory", "petastorm.tf_utils.make_petastorm_dataset",
     "petastorm.make_petastorm_dataset", TFDS_AS_DATASET,
 })
+# Prefilter triggers (tfdoctor/lint/prefilter.py): every source above has one of these in its name past the
+# package (`Dataset.range`, `TFRecordDataset`, `make_csv_dataset`, `tensorflow_datasets`), which a file that
+# calls it writes under any import style (tests/test_lint_prefilter.py holds it).
+SOURCE_TRIGGERS = (b"Dataset", b"_dataset")
+# ... or a parameter that the flow takes for a pipeline (annotated `tf.data.Dataset`, or named as
+# _DATASET_PARAM says); in a notebook's JSON a name at the start of a line follows an escaped `\n`. The
+# literal comes first and the look-behinds after it, so the search skips ahead to each `d` (a pattern that
+# starts with a look-behind is tried at every byte: 40 times slower on notebooks of several MB).
+PIPELINE_TRIGGERS = (*SOURCE_TRIGGERS, re.compile(
+    rb"d(?:s|ataset)\b(?:(?<=[^A-Za-z0-9]ds)|(?<=\\[nrt]ds)|(?<=[^A-Za-z0-9]dataset)|(?<=\\[nrt]dataset))"))
 TRANSFORMS = frozenset({
     "map", "batch", "padded_batch", "ragged_batch", "sparse_batch", "prefetch", "shuffle", "repeat",
     "cache", "filter", "interleave", "flat_map", "shard", "take", "skip", "unbatch", "apply",

@@ -35,6 +35,10 @@ IPYTHON_MAX_LINE = 2_000
 _NAME = re.compile(r"[A-Za-z_]")
 _HELP_TARGET = re.compile(r"(%{0,2}(?!\d)[\w*]+(\.(?!\d)[\w*]+|\[-?[0-9]+\])*)(\?\??)$")
 _HELP_WINDOW = 256  # characters before the `?` that the help pattern may see: keeps its search linear
+# Every special form holds one of these: `%` (magics, `x = %m`), `!` (shell, `x = !c`), `?` (help), or an
+# autocall escape `,` `;` `/` first on a line. A cell with none is Python as it is (issue 39, item 7: IPython
+# re-tokenising every cell was a third of lint's CPU on notebook repositories).
+_MAYBE_SPECIAL = re.compile(r"[%!?]|^[ \t\f]*[,;/]", re.MULTILINE)
 _CLASSIC_PS1 = re.compile(r"^[ \t]*>>>[ \t]?")
 _CLASSIC_PS2 = re.compile(r"^[ \t]*\.\.\.[ \t]?")
 _CLASSIC_ANY = re.compile(r"^[ \t]*>>>")
@@ -68,7 +72,10 @@ def transform_cell(source: list[str], ipython: _IPythonCell | None = None) -> li
             return out  # `%%bash`, `%%writefile`: not Python
         fits = ipython is not None and len(lines) <= IPYTHON_MAX_LINES and \
             max(map(len, lines)) <= IPYTHON_MAX_LINE
-        specials = ipython.specials(lines) if fits else _scan(lines)  # type: ignore[union-attr]
+        if not _MAYBE_SPECIAL.search("\n".join(lines)):
+            specials: list[Special] = []  # no escape character anywhere: nothing for IPython to transform
+        else:
+            specials = ipython.specials(lines) if fits else _scan(lines)  # type: ignore[union-attr]
         for index, (text, shift) in enumerate(zip(lines, shifts, strict=True)):
             out[start + index] = (text, shift)
         for special in specials:

@@ -9,7 +9,8 @@ entry-point group `tfdoctor.lint_rules`, built-ins exactly like plugins.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from tfdoctor.model import Applicability, Severity
 from tfdoctor.registry import LINT_RULE_GROUP, _entry_points, _load, doc_of, doc_summary, validate_identity
 
 _RULE_ATTR = "__tfdoctor_lint_rule__"
+RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # reported by the runner, not by a rule function
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,27 @@ class LintFinding:
 
 
 RuleFunc = Callable[..., Iterable[Hit]]
+# What a rule needs to see in a file's bytes before it can fire (issue 39, item 7): every clause must hold,
+# and a clause holds when any of its byte strings (or linear byte patterns) occurs in the file.
+Clause = tuple[bytes | re.Pattern[bytes], ...]
+Triggers = tuple[Clause, ...]
+
+
+def _clauses(triggers: Sequence[bytes | re.Pattern[bytes] | Sequence[bytes | re.Pattern[bytes]]] | None
+             ) -> Triggers | None:
+    """`(b"GradientTape", (b"apply_gradients", b"assign_sub"))` → one clause per item: a byte string alone is
+    a clause of one; a tuple is a clause of alternatives."""
+    if triggers is None:
+        return None
+    found = tuple((t,) if isinstance(t, (bytes, re.Pattern)) else tuple(t) for t in triggers)
+    if not found or not all(found):
+        raise ValueError("lint rule triggers: give at least one clause, each with at least one byte string")
+    for clause in found:
+        for text in clause:
+            # A notebook is searched as its JSON: a quote, a backslash or a non-ASCII byte is escaped there.
+            if isinstance(text, bytes) and (not text or not text.isascii() or b'"' in text or b"\\" in text):
+                raise ValueError(f"lint rule trigger {text!r}: give ASCII without quotes or backslashes")
+    return found
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,7 @@ class LintRuleSpec:
     func: RuleFunc
     origin: str = ""
     preview: bool = False  # opt-in (`--preview`): not yet precise enough on real code to be on by default
+    triggers: Triggers | None = None  # None: the rule may fire on any file (no prefilter while it is selected)
 
     @property
     def doc(self) -> str:
@@ -122,16 +146,26 @@ class LintRuleSpec:
         return doc_summary(self.doc)
 
 
-def lint_rule(code: str, name: str, severity: Severity, preview: bool = False) -> Callable[[RuleFunc], RuleFunc]:
+def lint_rule(code: str, name: str, severity: Severity, preview: bool = False,
+              triggers: Sequence[bytes | re.Pattern[bytes] | Sequence[bytes | re.Pattern[bytes]]] | None = None,
+              ) -> Callable[[RuleFunc], RuleFunc]:
     """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation.
 
     `preview=True`: the rule runs only with `--preview` (or when its exact code is selected), like ruff's
     preview rules, until the corpus benchmark shows it right often enough to be on by default.
+
+    `triggers`: the byte strings without which the rule cannot fire, as clauses that must all hold (a
+    tuple in the list: any one of its alternatives). When no selected rule's triggers hold in a file found
+    by walking a directory, lint neither decodes nor parses it (tfdoctor/lint/prefilter.py). Derive them
+    from what the rule matches: a name the rule resolves (`tf.GradientTape`) is written in the file under
+    any import style, so its last part is a trigger; a missing trigger loses true findings. A rule that
+    gives none (plugins, by default) turns the prefilter off while it is selected.
     """
     validate_identity("lint rule", code, name)
+    clauses = _clauses(triggers)
 
     def mark(func: RuleFunc) -> RuleFunc:
-        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func, preview=preview))
+        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func, preview=preview, triggers=clauses))
         return func
 
     return mark
@@ -173,7 +207,8 @@ def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
                               f"and {origin}); the second is ignored")
                 continue
             preview = spec.preview or spec.code in below_the_bar()
-            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, preview)
+            by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, preview,
+                                              spec.triggers)
     return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)
 
 

@@ -12,12 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfdoctor.lint.rule import Hit, LintFinding, LintRuleSpec, SourceFix
-from tfdoctor.lint.source import SourceError, SourceModule
+from tfdoctor.lint.prefilter import Prefilter, prefilter_for
+from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
+from tfdoctor.lint.source import SourceError, SourceModule, read_source
 from tfdoctor.lint.suppression import is_suppressed, suppressions
 from tfdoctor.model import Severity
-
-RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # reported by the runner, not by a rule function
 
 
 @dataclass
@@ -29,6 +28,7 @@ class LintReport:
     crashes: list[str] = field(default_factory=list)  # "path: SRC107 crashed: …"
     files: int = 0
     suppressed: int = 0
+    prefiltered: int = 0  # files read but not parsed: no selected rule's triggers in them (lint/prefilter.py)
     plugin_errors: list[str] = field(default_factory=list)
 
     def codes(self) -> list[str]:
@@ -120,15 +120,22 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport) -> None:
+def lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+              prefilter: Prefilter | None = None) -> None:
+    """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed."""
     report.files += 1
     with _collector_paused():
-        _lint_file(path, display, rules, report)  # its tree is freed on return, before the collector resumes
+        _lint_file(path, display, rules, report, prefilter)  # its tree is freed on return, before the collector resumes
 
 
-def _lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport) -> None:
+def _lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+               prefilter: Prefilter | None) -> None:
     try:
-        module = SourceModule.from_path(path, display)
+        data = read_source(path)
+        if prefilter is not None and not prefilter.may_fire(data):
+            report.prefiltered += 1
+            return
+        module = SourceModule.from_bytes(data, path, display)
     except SourceError as error:
         _report_source_error(error, display, rules, report)
         return
@@ -139,17 +146,23 @@ _PARALLEL_FROM = 64  # files: below this, starting worker processes costs more t
 
 
 def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: Iterable[str] = (),
-               jobs: int | None = None) -> LintReport:
-    """Lint files; many files are shared out to one worker process per usable CPU."""
+               jobs: int | None = None, walked: Iterable[Path] = ()) -> LintReport:
+    """Lint files; many files are shared out to one worker process per usable CPU.
+
+    `walked`: those of `files` found by walking a directory rather than named by the user: they are parsed
+    only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py)."""
     report = LintReport(rules, plugin_errors=list(plugin_errors))
     files = list(files)
+    found = frozenset(walked)
+    prefilter = prefilter_for(rules) if found else None
+    plan = [(path, prefilter if path in found else None) for path in files]
     _display_dir.cache_clear()  # links may have changed since the last run of this process
     workers = min(jobs or usable_cpus(), max(1, len(files) // 16))
     if workers > 1 and len(files) >= _PARALLEL_FROM:
-        _lint_in_processes(files, rules, report, workers)
+        _lint_in_processes(plan, rules, report, workers)
     else:
-        for path in files:
-            lint_file(path, display_path(path), rules, report)
+        for path, skip in plan:
+            lint_file(path, display_path(path), rules, report, skip)
     report.findings.sort(key=_order)
     return report
 
@@ -165,15 +178,18 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _lint_chunk(args: tuple[list[Path], list[LintRuleSpec]]) -> LintReport:
+Plan = list[tuple[Path, Prefilter | None]]  # each file, and the prefilter that applies to it (None: parse it)
+
+
+def _lint_chunk(args: tuple[Plan, list[LintRuleSpec]]) -> LintReport:
     files, rules = args
     report = LintReport([])
-    for path in files:
-        lint_file(path, display_path(path), rules, report)
+    for path, prefilter in files:
+        lint_file(path, display_path(path), rules, report, prefilter)
     return report
 
 
-def _lint_in_processes(files: list[Path], rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
+def _lint_in_processes(files: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
     import multiprocessing
 
     # Chunks interleaved by size order would be better balanced; round-robin is close enough and stable.
@@ -181,8 +197,8 @@ def _lint_in_processes(files: list[Path], rules: list[LintRuleSpec], report: Lin
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork (Windows, some macOS setups): one process
-        for path in files:
-            lint_file(path, display_path(path), rules, report)
+        for path, prefilter in files:
+            lint_file(path, display_path(path), rules, report, prefilter)
         return
     # The forked workers share the parent's heap copy-on-write; a collection in a worker would touch (and
     # so copy) every tracked object it inherited. Frozen objects are left out of collections (the gc
@@ -195,6 +211,7 @@ def _lint_in_processes(files: list[Path], rules: list[LintRuleSpec], report: Lin
                 report.crashes += part.crashes
                 report.files += part.files
                 report.suppressed += part.suppressed
+                report.prefiltered += part.prefiltered
     finally:
         gc.unfreeze()
     report.crashes.sort()

@@ -25,7 +25,7 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.C
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-_FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")
+FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")  # a file without them gets no rule
 # Larger files are generated code or data (notebooks with embedded outputs can be a few MB).
 SOURCE_LIMIT = 32 * 1024 * 1024
 # Python text lint parses from one file (a notebook: its code cells). `ast.parse` alone needs ~240 bytes
@@ -80,6 +80,16 @@ def count_tokens(text: str) -> int:
     return len(data) - len(data.translate(None, _PUNCTUATION)) + _WORD.subn("", text)[1]
 
 
+def read_source(path: Path) -> bytes:
+    """A source file's bytes, bounded in size and time; SRC002 when it cannot be read."""
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    try:
+        return read_input_file(path, SOURCE_LIMIT, "source file", timeout=10.0)
+    except InputFileError as exc:
+        raise SourceError("SRC002", str(exc)) from None
+
+
 def parse_source(text: str, filename: str) -> ast.Module:
     if len(text) > CODE_LIMIT:  # issue 24, item 5: bounded work per file
         raise SourceError("SRC002", f"not linted: {len(text):,} characters of Python, over the {CODE_LIMIT:,} "
@@ -119,7 +129,7 @@ class SourceModule:
         self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
         # Issue 13, item 3: a file that never names TensorFlow, Keras or Horovod gets no rule (PyTorch,
         # MXNet, plain Python); it is parsed (syntax errors count) but not indexed, which is most of the cost.
-        self.uses_tensorflow = any(marker in text for marker in _FRAMEWORK_MARKERS)
+        self.uses_tensorflow = any(marker in text for marker in FRAMEWORK_MARKERS)
         if self.uses_tensorflow:
             self._index(tree)
         imports: list = [*self.by_type[ast.Import], *self.by_type[ast.ImportFrom]]
@@ -181,12 +191,11 @@ class SourceModule:
 
     @classmethod
     def from_path(cls, path: Path, display: str | None = None) -> SourceModule:
-        from tfdoctor.facts.bounded import InputFileError, read_input_file
+        return cls.from_bytes(read_source(path), path, display)
 
-        try:
-            data = read_input_file(path, SOURCE_LIMIT, "source file", timeout=10.0)
-        except InputFileError as exc:
-            raise SourceError("SRC002", str(exc)) from None
+    @classmethod
+    def from_bytes(cls, data: bytes, path: Path, display: str | None = None) -> SourceModule:
+        """A file's bytes as read by `read_source` (the runner looks at them before deciding to parse)."""
         if path.suffix == ".ipynb":
             return cls.from_notebook(data, display or str(path))
         return cls.from_text(decode_source(data), display or str(path))

@@ -35,7 +35,8 @@ def _for_the_report(module: SourceModule, node: ast.AST) -> bool:
                and any(word in a.name.lower() for word in _REPORTING_NAMES) for a in module.ancestors(node))
 
 
-@lint_rule("SRC110", "oom-allocation-report-enabled", Severity.WARNING)
+@lint_rule("SRC110", "oom-allocation-report-enabled", Severity.WARNING,
+           triggers=[b"report_tensor_allocations_upon_oom"])
 def oom_allocation_report_enabled(module: SourceModule) -> Iterator[Hit]:
     """`report_tensor_allocations_upon_oom=True` is left on.
 
@@ -110,7 +111,7 @@ def _first_tensorflow_import(module: SourceModule) -> int | None:
     return min(lines) if lines else None
 
 
-@lint_rule("SRC113", "cuda-visible-devices-set-in-script", Severity.WARNING)
+@lint_rule("SRC113", "cuda-visible-devices-set-in-script", Severity.WARNING, triggers=[b"CUDA_VISIBLE_DEVICES"])
 def cuda_visible_devices_set_in_script(module: SourceModule) -> Iterator[Hit]:
     """The script assigns `CUDA_VISIBLE_DEVICES` itself.
 
@@ -218,7 +219,8 @@ def _shared_gpu_signal(module: SourceModule) -> tuple[ast.AST, str] | None:
     return None
 
 
-@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING, preview=True)
+@lint_rule("SRC114", "shared-gpu-without-memory-growth", Severity.WARNING, preview=True,
+           triggers=[(b"horovod", b"MultiWorkerMirroredStrategy")])
 def shared_gpu_without_memory_growth(module: SourceModule) -> Iterator[Hit]:
     """Several processes will share the GPUs, and the script neither pins a GPU nor limits memory.
 

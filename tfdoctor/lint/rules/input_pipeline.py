@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
-from tfdoctor.lint.datasets import Pipeline, ScopeFlow, dataset_flow
+from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
 from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
@@ -20,7 +20,7 @@ _PY_FUNCTIONS = frozenset({"tf.py_function", "tf.numpy_function", "tf.py_func", 
 _PIPELINE_FUNCTION_ARGS = {"map": 0, "filter": 0, "flat_map": 0, "interleave": 0}
 
 
-@lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING)
+@lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING, triggers=[SOURCE_TRIGGERS])
 def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
     """A tf.data pipeline is consumed without `.prefetch()`.
 
@@ -152,7 +152,7 @@ def _consumer_name(node: ast.AST) -> str:
     return "training"
 
 
-@lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING)
+@lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING, triggers=[b"map", PIPELINE_TRIGGERS])
 def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     """`Dataset.map()` runs its function on one element at a time.
 
@@ -239,7 +239,7 @@ def _cached_later(flow: ScopeFlow, value: Pipeline) -> bool:
                for v in flow.values if len(v.ops) > len(value.ops))
 
 
-@lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO, preview=True)
+@lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO, preview=True, triggers=[b"from_generator"])
 def dataset_from_python_generator(module: SourceModule) -> Iterator[Hit]:
     """The input pipeline starts from a Python generator.
 
@@ -268,7 +268,8 @@ def dataset_from_python_generator(module: SourceModule) -> Iterator[Hit]:
                   "at a time under the GIL", fix=SourceFix("Read and decode with tf.data and TensorFlow ops"))
 
 
-@lint_rule("SRC105", "py-function-in-input-pipeline", Severity.WARNING)
+@lint_rule("SRC105", "py-function-in-input-pipeline", Severity.WARNING,
+           triggers=[(b"py_func", b"numpy_function"), (b"map", b"filter", b"interleave")])
 def py_function_in_input_pipeline(module: SourceModule) -> Iterator[Hit]:
     """A `tf.py_function` (or `tf.numpy_function`) runs inside a tf.data transformation.
 
@@ -381,7 +382,7 @@ def _py_function_calls(module: SourceModule, func: ast.AST, functions: dict[str,
                 yield from _py_function_calls(module, node.func, functions, seen, depth + 1)
 
 
-@lint_rule("SRC106", "shard-after-expensive-transformation", Severity.WARNING)
+@lint_rule("SRC106", "shard-after-expensive-transformation", Severity.WARNING, triggers=[b"shard"])
 def shard_after_expensive_transformation(module: SourceModule) -> Iterator[Hit]:
     """`Dataset.shard()` comes after work that every worker then repeats for nothing.
 

@@ -26,7 +26,7 @@ _SET_FORMAT = frozenset({"keras.backend.set_image_data_format", "keras.config.se
 _SOFTMAX_FUNCS = frozenset({"keras.activations.softmax", "tf.nn.softmax", "tf.math.softmax"})
 
 
-@lint_rule("SRC101", "conv-channels-first", Severity.WARNING)
+@lint_rule("SRC101", "conv-channels-first", Severity.WARNING, triggers=[b"channels_first"])
 def conv_channels_first(module: SourceModule) -> Iterator[Hit]:
     """Convolution or pooling layers use `data_format="channels_first"` (NCHW).
 
@@ -115,7 +115,7 @@ def _added_layer(module: SourceModule, stmt: ast.stmt) -> tuple[str, ast.Call] |
     return None
 
 
-@lint_rule("SRC109", "conv-bias-before-batch-norm", Severity.INFO)
+@lint_rule("SRC109", "conv-bias-before-batch-norm", Severity.INFO, triggers=[b"BatchNormalization"])
 def conv_bias_before_batch_norm(module: SourceModule) -> Iterator[Hit]:
     """A convolution with a bias feeds straight into BatchNormalization.
 
@@ -186,7 +186,7 @@ def _float32_dtype(module: SourceModule, call: ast.Call) -> bool:
     return constant(dtype) == "float32" or module.qualified(dtype) == "tf.float32"
 
 
-@lint_rule("SRC111", "softmax-in-float16", Severity.WARNING)
+@lint_rule("SRC111", "softmax-in-float16", Severity.WARNING, triggers=[b"mixed_float16"])
 def softmax_in_float16(module: SourceModule) -> Iterator[Hit]:
     """Under the mixed_float16 policy a softmax layer computes in float16.
 
@@ -263,7 +263,7 @@ def _sized_by_the_data(module: SourceModule, call: ast.Call, size_node: ast.AST 
     return isinstance(parent, (ast.List, ast.Tuple)) and parent.elts and parent.elts[-1] is call
 
 
-@lint_rule("SRC112", "layer-size-not-multiple-of-8", Severity.INFO)
+@lint_rule("SRC112", "layer-size-not-multiple-of-8", Severity.INFO, triggers=[b"mixed_"])
 def layer_size_not_multiple_of_8(module: SourceModule) -> Iterator[Hit]:
     """Under mixed precision a Dense or Conv size is not a multiple of 8.
 

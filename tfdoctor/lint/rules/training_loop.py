@@ -213,7 +213,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     return sorted(steps, key=lambda s: getattr(s[0] or s[1], "lineno", 0))
 
 
-@lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING)
+@lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING,
+           triggers=[b"GradientTape", (b"apply_gradients", b"assign_sub")])
 def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     """A custom training step records a GradientTape and applies gradients eagerly.
 
@@ -353,7 +354,7 @@ def _is_range(module: SourceModule, node: ast.AST) -> bool:
     return module.call_name(node) == "tf.range"
 
 
-@lint_rule("SRC108", "iterator-outside-step-trace", Severity.WARNING)
+@lint_rule("SRC108", "iterator-outside-step-trace", Severity.WARNING, triggers=[b"Trace", b"step_num"])
 def iterator_outside_step_trace(module: SourceModule) -> Iterator[Hit]:
     """The next batch is pulled outside the profiler's step `Trace`.
 
@@ -466,7 +467,7 @@ def _called_name(call: ast.Call) -> str | None:
     return None
 
 
-@lint_rule("SRC115", "jit-compile-with-varying-shapes", Severity.WARNING)
+@lint_rule("SRC115", "jit-compile-with-varying-shapes", Severity.WARNING, triggers=[b"jit_compile"])
 def jit_compile_with_varying_shapes(module: SourceModule) -> Iterator[Hit]:
     """A function compiled with XLA (`jit_compile=True`) is fed ragged or varying shapes.
 

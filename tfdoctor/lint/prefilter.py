@@ -1,0 +1,52 @@
+"""Which files lint need not parse (issue 39, item 7): a byte-level prefilter.
+
+Each rule declares the byte strings without which it cannot fire (`@lint_rule(..., triggers=...)`). A
+file found by walking a directory is decoded and parsed only when it names TensorFlow, Keras or Horovod
+(no rule runs on other files: tfdoctor/lint/source.py) and the triggers of at least one selected rule
+occur in its bytes; otherwise nothing it holds can become a finding, and only its bytes were read.
+
+What that costs, on purpose: such a file's syntax error (SRC001) or undecodable text (SRC002) is not
+reported; a file named on the command line is always parsed, so pre-commit, which names files, still
+reports them; a file that cannot be read at all is still SRC002. A selected rule without triggers (a
+plugin's, unless it declares them) turns the prefilter off, as does a selection of only SRC001/SRC002.
+
+The search is over the raw bytes, so it holds for UTF-8 and for the ASCII-compatible encodings a PEP 263
+cookie can declare; a notebook is searched as its JSON (outputs included), which only keeps more files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tfdoctor.lint.rule import RUNNER_CODES, LintRuleSpec, Triggers
+from tfdoctor.lint.source import FRAMEWORK_MARKERS
+
+_MARKERS = tuple(m.encode("ascii") for m in FRAMEWORK_MARKERS)
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """The triggers of the selected rules, one entry per distinct set."""
+
+    rules: tuple[Triggers, ...]
+
+    def may_fire(self, data: bytes) -> bool:
+        """False when no selected rule can fire on a file with these bytes."""
+        if not any(marker in data for marker in _MARKERS):
+            return False
+        return any(all(any(_occurs(text, data) for text in clause) for clause in triggers)
+                   for triggers in self.rules)
+
+
+def _occurs(text: bytes | re.Pattern[bytes], data: bytes) -> bool:
+    return text in data if isinstance(text, bytes) else text.search(data) is not None
+
+
+def prefilter_for(rules: Iterable[LintRuleSpec]) -> Prefilter | None:
+    """The prefilter of a selection of rules, or None when it must parse every file."""
+    checked = [r for r in rules if r.code not in RUNNER_CODES]
+    if not checked or any(r.triggers is None for r in checked):
+        return None
+    return Prefilter(tuple(dict.fromkeys(r.triggers for r in checked if r.triggers is not None)))

@@ -56,6 +56,20 @@ def baseline_findings(tree: Path, recorded: Path) -> dict[str, str]:
     return {r["code"]: r.get("severity") or "" for r in results if r["status"] in ("failed", "info")}
 
 
+def judge_healthy(machine, tmp: Path, tree: Path | None, verbose: bool) -> tuple[bool, bool]:
+    """(silent here, silent in the baseline) for one healthy machine, its facts collected once."""
+    folder = tmp / ("healthy-" + machine.name)
+    folder.mkdir()  # collect() writes its facts file there (a recorded machine builds no tree in it)
+    recorded = collect(machine, folder)
+    loud = sorted({f.code for f in check_recorded(recorded).findings()
+                   if f.severity is not None and f.severity >= Severity.WARNING})
+    old_loud = sorted(c for c, s in baseline_findings(tree, recorded).items() if s in LOUD) if tree else []
+    if verbose and (loud or old_loud):
+        print(f"healthy {machine.name}: loud here: {', '.join(loud) or 'none'}"
+              + (f"; in the baseline: {', '.join(old_loud) or 'none'}" if tree is not None else ""))
+    return not loud, not old_loud
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "heldout"), help="only this split (default: both)")
@@ -90,33 +104,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"{', '.join(hit) or 'expected ' + '/'.join(report.expect)}"
                       + (f"   (baseline: {', '.join(before) or 'no'})" if tree is not None else ""))
             if report.twin not in twins and report.twin in machines:
-                twin = machines[report.twin]
-                twin_folder = Path(tmp) / ("twin-" + twin.name)
-                twin_folder.mkdir()  # collect() writes its facts file there (a recorded twin builds no tree in it)
-                twin_facts = collect(twin, twin_folder)
-                loud = sorted({f.code for f in check_recorded(twin_facts).findings()
-                               if f.severity is not None and f.severity >= Severity.WARNING})
-                old_loud = sorted(c for c, s in baseline_findings(tree, twin_facts).items() if s in LOUD) \
-                    if tree is not None else []
-                twins[report.twin] = (not loud, not old_loud)
-                if args.verbose and (loud or old_loud):
-                    print(f"twin    {twin.name}: loud here: {', '.join(loud) or 'none'}"
-                          + (f"; in the baseline: {', '.join(old_loud) or 'none'}" if tree is not None else ""))
+                twins[report.twin] = judge_healthy(machines[report.twin], Path(tmp), tree, args.verbose)
         if args.all_healthy:
             for twin in MACHINES:
-                if twin.name in twins:
-                    continue
-                twin_folder = Path(tmp) / ("twin-" + twin.name)
-                twin_folder.mkdir()
-                twin_facts = collect(twin, twin_folder)
-                loud = sorted({f.code for f in check_recorded(twin_facts).findings()
-                               if f.severity is not None and f.severity >= Severity.WARNING})
-                old_loud = sorted(c for c, s in baseline_findings(tree, twin_facts).items() if s in LOUD) \
-                    if tree is not None else []
-                twins[twin.name] = (not loud, not old_loud)
-                if args.verbose and (loud or old_loud):
-                    print(f"healthy {twin.name}: loud here: {', '.join(loud) or 'none'}"
-                          + (f"; in the baseline: {', '.join(old_loud) or 'none'}" if tree is not None else ""))
+                if twin.name not in twins:
+                    twins[twin.name] = judge_healthy(twin, Path(tmp), tree, args.verbose)
     name = f"checks of {args.baseline}" if args.baseline else "no check"
     for (split, category), (hit, old, total) in sorted(tally.items()):
         print(f"{split:7} {category:10} diagnosed {hit} of {total}   (baseline, {name}: "

@@ -11,14 +11,13 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from conftest import REPO
 from support.tune_fakes import METRIC
-from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS
+from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS, open_study_at_once
 
 from tfdoctor.tune.results import load_summary
 
@@ -83,23 +82,8 @@ def test_three_workers_started_at_once_on_a_fresh_sqlite_file_all_finish(tmp_pat
 def test_workers_creating_the_schema_at_the_same_instant_all_open_it(postgres):
     """Eight threads open one fresh database at the very same instant: optuna's own RDBStorage loses most of
     them to `UniqueViolation … pg_type_typname_nsp_index` (CREATE TYPE studydirection); each opens here."""
-    from tfdoctor.tune.shared import open_storage, open_study
-
     url = postgres.create_database("schema_race")
-    barrier, errors, studies = threading.Barrier(8), [], []
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        try:
-            studies.append(open_study(open_storage(url), "t", True, index, {INTRA: 2}))
-        except Exception as exc:
-            errors.append(f"{type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    studies, errors = open_study_at_once(url)
     assert errors == [] and len(studies) == 8
     assert [s.study_name for s in optuna.get_all_study_summaries(studies[0]._storage)] == ["t"]
     assert len(studies[0].get_trials()) == 1  # the rule seed, queued once

@@ -9,13 +9,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from conftest import REPO
 from support.tune_fakes import METRIC
-from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS
+from support.tune_setup import FAKE, INTRA, OTHERS, SPACE_TOML, THREADS, open_study_at_once
 
 from tfdoctor.tune.storage import Retry, StorageError, StorageLost, database_url, schema_race, transient
 
@@ -149,23 +148,8 @@ def test_a_tell_that_reached_the_database_before_its_connection_dropped_counts_a
 def test_workers_opening_a_fresh_storage_at_the_same_instant_all_open_one_study(tmp_path, kind):
     """Eight threads open the same fresh storage and its study at once (optuna's own RDBStorage loses some
     of them to `table … already exists` / `database is locked`): every one opens, one study, one rule seed."""
-    from tfdoctor.tune.shared import open_storage, open_study
-
     spec = f"sqlite:///{tmp_path / 'tune.db'}" if kind == "sqlite" else str(tmp_path / "tune.journal")
-    barrier, errors, studies = threading.Barrier(8), [], []
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        try:
-            studies.append(open_study(open_storage(spec), "t", True, index, {"TF_NUM_INTRAOP_THREADS": 2}))
-        except Exception as exc:
-            errors.append(f"{type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    studies, errors = open_study_at_once(spec)
     assert errors == [] and len(studies) == 8
     study = studies[0]
     assert [s.study_name for s in optuna.get_all_study_summaries(study._storage)] == ["t"]

@@ -46,3 +46,28 @@ def tune_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depends: str |
     (tmp_path / "space.toml").write_text(SPACE_TOML)
     return ["tune", "--space", "space.toml", "--seed", "2", "--results", "r.jsonl", *extra,
             "--metric", METRIC, "--", sys.executable, str(FAKE)]
+
+
+def open_study_at_once(spec: str, count: int = 8) -> tuple[list, list[str]]:
+    """`count` threads open the same fresh storage and its study "t" at the very same instant (a barrier),
+    as the workers of a job array do: (the studies opened, the errors raised), for the schema-race tests of
+    SQLite, journal files and PostgreSQL alike."""
+    import threading
+
+    from tfdoctor.tune.shared import open_storage, open_study
+
+    barrier, errors, studies = threading.Barrier(count), [], []
+
+    def worker(index: int) -> None:
+        barrier.wait()
+        try:
+            studies.append(open_study(open_storage(spec), "t", True, index, {INTRA: 2}))
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return studies, errors

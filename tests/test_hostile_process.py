@@ -37,6 +37,27 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _signal_and_expect_no_child_left(process, pids: Path, sig: int, code: int, start_seconds: float) -> str:
+    """Once the child (and its grandchild, both ignoring SIGTERM) wrote their pids, signal tfdoctor: it exits
+    with `code`, without a traceback, and neither is left running 3 s later (the issue's bound). Returns
+    tfdoctor's standard error."""
+    try:
+        _wait_for(pids.exists, start_seconds)
+        child, grandchild = (int(pid) for pid in pids.read_text().split())
+        os.kill(process.pid, sig)
+        out, err = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == code, err
+    assert_no_traceback(subprocess.CompletedProcess([], code, out, err))
+    deadline = time.monotonic() + 3.0
+    while (_running(child) or _running(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child) and not _running(grandchild)
+    return err
+
+
 def _wait_for(condition, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -83,20 +104,7 @@ def _records(results: Path) -> list[dict]:
 def test_a_signal_to_tune_ends_its_trial_group_and_the_file_says_so(tmp_path, sig, code):
     results, pids = tmp_path / "r.jsonl", tmp_path / "pids"
     process = _start(_tune_args(tmp_path, results, _trial_command(tmp_path, pids)), tmp_path)
-    try:
-        _wait_for(pids.exists)
-        trial, grandchild = (int(pid) for pid in pids.read_text().split())
-        os.kill(process.pid, sig)
-        _out, err = process.communicate(timeout=10)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == code, err
-    assert_no_traceback(subprocess.CompletedProcess([], code, _out, err))
-    deadline = time.monotonic() + 3.0  # the issue's bound: nothing left behind within 3 s of the signal
-    while (_running(trial) or _running(grandchild)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(trial) and not _running(grandchild)
+    err = _signal_and_expect_no_child_left(process, pids, sig, code, 60)
     last = _records(results)[-1]
     assert last["type"] == "interrupted" and last["signal"] == signal.Signals(sig).name
     assert f"--resume {results}" in err
@@ -135,20 +143,7 @@ def _fake_python(tmp_path: Path, pids: Path) -> Path:
 def test_a_signal_to_profile_ends_its_workload_group(tmp_path, sig, code):
     pids = tmp_path / "pids"
     process = _start(["profile", "--python", str(_fake_python(tmp_path, pids)), "--timeout", "600"], tmp_path)
-    try:
-        _wait_for(pids.exists, 120)
-        workload, grandchild = (int(pid) for pid in pids.read_text().split())
-        os.kill(process.pid, sig)
-        _out, err = process.communicate(timeout=10)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == code, err
-    assert "Traceback" not in err
-    deadline = time.monotonic() + 3.0
-    while (_running(workload) or _running(grandchild)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(workload) and not _running(grandchild)
+    _signal_and_expect_no_child_left(process, pids, sig, code, 120)
 
 
 def test_sigterm_to_check_ends_its_python_child(tmp_path):

@@ -692,3 +692,17 @@ def test_a_diff_is_exact_in_a_pipe_and_shown_safely_on_a_terminal(tmp_path):
         pytest.skip("lint --diff has nothing to show for this fixture")
     _code, shown = run_in_pty(["lint", "--diff", str(hostile)], columns=200)
     assert obeyed(shown) == [] and "train\\x1b]0;owned\\x07.py" in shown
+
+
+def test_install_hints_look_past_a_build_record_in_the_current_folder(tmp_path, monkeypatch):
+    """Run from inside a clone, setuptools' tfdoctor.egg-info there comes first on sys.path and has no
+    direct_url.json: the hint named `tfdoctor[tune]` (no index serves it) in CI's clean clone."""
+    from tfdoctor.installed import install_extra_command
+
+    before = install_extra_command("tune")
+    record = tmp_path / "tfdoctor.egg-info"
+    record.mkdir()
+    (record / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: tfdoctor\nVersion: 0.1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert install_extra_command("tune") == before
+    assert f"'{REPO}[tune]'" in before

@@ -21,10 +21,10 @@ DISTRIBUTION = "tfdoctor"
 def _direct_url() -> dict[str, object] | None:
     from importlib import metadata
 
-    try:
-        text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
+    # Every record of the name, not the first: run from inside a clone, the build's tfdoctor.egg-info in the
+    # current folder comes before the installed dist-info on sys.path, and it has no direct_url.json.
+    texts = (dist.read_text("direct_url.json") for dist in metadata.distributions(name=DISTRIBUTION))
+    text = next((t for t in texts if t), None)
     try:
         data = json.loads(text) if text else None
     except ValueError:

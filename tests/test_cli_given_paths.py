@@ -32,10 +32,11 @@ def test_check_in_a_removed_folder_runs_every_check_and_says_why_no_configuratio
 
 
 def test_a_relative_python_in_a_removed_folder_is_a_usage_error(tmp_path):
-    done = _in_a_removed_folder(tmp_path, "check", "--python", "python")
+    # A path with a folder in it: a bare name (`--python python3`) is looked up on PATH (issue 38).
+    done = _in_a_removed_folder(tmp_path, "check", "--python", "venv/bin/python")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert ("tfdoctor: error: --python python: a relative path, and the current folder cannot be read (No such "
-            "file or directory): give an absolute one") in done.stderr
+    assert ("tfdoctor: error: --python venv/bin/python: a relative path, and the current folder cannot be read (No "
+            "such file or directory): give an absolute one") in " ".join(done.stderr.split())
 
 
 @pytest.mark.parametrize("option", ["--root", "--python"])

@@ -103,10 +103,11 @@ def test_a_toml_table_that_looks_like_a_twins_tag_is_no_date(tables_in) -> None:
             read("openmp_runtimes")
 
 
-def test_rewriting_the_twins_replaces_a_link_and_never_writes_through_it(tmp_path: Path) -> None:
-    """`python -m tfdoctor.knowledge` writes each twin to a temporary file renamed into place: a link planted
-    at compiled/<name>.json is replaced by the twin, and the file it points to is left as it was (open(…, "w")
-    wrote through it, and a reader could see a half-written twin)."""
+def test_rewriting_the_twins_refuses_a_link_out_of_the_folder_and_never_writes_through_it(tmp_path: Path) -> None:
+    """`python -m tfdoctor.knowledge` writes each twin through the one writer: a link planted at
+    compiled/<name>.json that points out of its folder is refused, named, and neither it nor the file it points
+    to is changed (open(…, "w") wrote through it; issue 40 made the writer refuse such links rather than
+    replace them)."""
     import shutil
     import subprocess
     import sys
@@ -121,7 +122,7 @@ def test_rewriting_the_twins_replaces_a_link_and_never_writes_through_it(tmp_pat
     twin.symlink_to(outside)
     done = subprocess.run([sys.executable, "-m", "tfdoctor.knowledge"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
-    assert done.returncode == 0, done.stderr
-    assert f"wrote compiled/{name}.json" in done.stdout
+    assert done.returncode == 1, done.stderr
+    assert f"compiled/{name}.json is a link to {outside}" in done.stderr and "Traceback" not in done.stderr
     assert outside.read_text() == "not a twin\n"
-    assert not twin.is_symlink() and twin.read_text(encoding="utf-8") == knowledge.compile_table(name)
+    assert twin.is_symlink() and twin.resolve() == outside

@@ -1,6 +1,7 @@
 """The README's first set-up command, run verbatim as a newcomer runs it: in a fresh copy of the project
 (the files git tracks, nothing else), it makes a venv, installs tfdoctor with a regular `pip install .`
-and runs `tfdoctor check` on this machine. The second set-up command is what .ci/run runs, so CI runs it.
+and runs `tfdoctor check` on this machine; then the install hint `tfdoctor tune` prints without optuna is
+run as printed, and installs it. The second set-up command is what .ci/run runs, so CI runs it.
 
 It needs the package index (or pip's cache) like the command itself; it is skipped, saying so, only when
 pip could not reach an index at all, so a broken install or a crashing `check` fails here.
@@ -76,3 +77,16 @@ def test_readme_first_setup_command_installs_and_checks_this_machine(tmp_path):
     if "subprocess" in names:  # a probe started a child here (numactl, ptxas): contextlib comes with it
         names -= {"subprocess", *NEEDED_BY_SUBPROCESS}
     assert names == set(), imported.stderr
+    # The hint tfdoctor prints for an optional part works as printed (issue 38): from this regular install
+    # it names the folder tfdoctor was installed from, and running it exactly installs the part.
+    tune = subprocess.run([str(project / ".venv" / "bin" / "tfdoctor"), "tune", "--budget", "2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert tune.returncode == 2 and "tfdoctor tune needs optuna: " in tune.stderr, tune.stderr
+    hint = tune.stderr.split("tfdoctor tune needs optuna: ", 1)[1].strip()
+    assert hint.startswith(str(project / ".venv" / "bin" / "python")) and f"'{project}[tune]'" in hint
+    installed = subprocess.run(["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=INSTALL_TIMEOUT, env=env)
+    assert installed.returncode == 0, (installed.stdout + installed.stderr)[-3000:]
+    optuna = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", "import optuna"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert optuna.returncode == 0, optuna.stderr[-2000:]

@@ -44,3 +44,16 @@ def test_register_refuses_a_report_without_a_source_a_split_or_codes() -> None:
         with pytest.raises(ValueError, match=message):
             register(bad(**changes))
     assert all(r.name != "bad" for r in REPORTS)
+
+
+def test_the_documented_dev_row_counts_the_corpus() -> None:
+    """docs/real-reports.md's dev row names as many reports and categories as the corpus holds."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "real-reports.md").read_text(encoding="utf-8")
+    words = {"five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+    row = re.search(r"^\| dev \| all \((\w+) categories\) \| \d+ of (\d+) \|", page, re.MULTILINE)
+    assert row is not None
+    dev = [r for r in REPORTS if r.split == "dev"]
+    assert (words.get(row[1]), int(row[2])) == (len({r.category for r in dev}), len(dev))

@@ -166,3 +166,13 @@ def test_the_toolkit_table_holds_libcuda_under_compute_and_nvml_under_utility() 
     assert {"libcuda.so", "libnvidia-ptxjitcompiler.so"} <= set(rows["compute"]["libs"])
     assert not set(rows["utility"]["libs"]) & set(rows["compute"]["libs"])
     assert any("libnvidia-container" in source for source in toolkit.sources)
+
+
+def test_apptainer_libs_folder_unread_is_ctr002_not_checked_rather_than_passed() -> None:
+    facts = Facts.load(FIXTURES / "ctr002-apptainer-without-nv.json")
+    reason = "/.singularity.d/libs could not be listed: Permission denied"
+    facts.sections["container_runtime"]["apptainer"]["libs"] = Unknown(reason)
+    from tfdoctor.model import Status
+
+    (result,) = [r for r in check_facts(facts, select=["CTR002"]).results if r.code == "CTR002"]
+    assert result.status is Status.NOT_CHECKED and "Permission denied" in result.reason

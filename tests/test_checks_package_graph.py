@@ -310,3 +310,9 @@ def test_the_addon_fix_keeps_tensorflow_cpu_alone(tmp_path):
     FakePip(environment.site).run(f"{PIP} install 'tensorflow-text' 'tensorflow-cpu==2.21.0'")  # the old fix
     assert FakePip(environment.site).installed("tensorflow") == "2.21.0"
     assert ("PKG002", "warning") in found(environment.check())
+
+
+@pytest.mark.parametrize("hostile", [">=1.\u00b2", ">=" + "9" * 5000, "~=" + "9" * 5000 + ".1"])
+def test_a_bound_int_cannot_read_is_not_plain_bounds_rather_than_a_crash(hostile):
+    # a METADATA line is read whole: a superscript digit passes str.isdigit, 5000 digits exceed int()'s limit
+    assert disjoint(hostile, "<2") is None

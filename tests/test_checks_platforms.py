@@ -194,3 +194,9 @@ def test_a_jetson_python_other_than_the_wheels_gets_a_new_environment_of_the_rig
     assert fix.steps == ("python3.8 -m venv NEW_ENV",
                          "NEW_ENV/bin/python -m pip install --extra-index-url "
                          "https://developer.download.nvidia.com/compute/redist/jp/v512 'tensorflow==2.12.0+nv23.06'")
+
+
+def test_cupti004_is_not_checked_when_the_installed_packages_are_unknown():
+    facts = edited_facts(WSL2, {"python.watched": {"$unknown": "the interpreter's site-packages could not be read"}})
+    result = check_facts(facts, select=["CUPTI004"]).results[0]
+    assert result.status is Status.NOT_CHECKED and "site-packages" in result.reason

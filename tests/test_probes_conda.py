@@ -93,3 +93,15 @@ def test_a_private_or_nvidia_channel_beside_conda_forge_is_not_mixing():
     names = [p["name"] for p in facts.sections["conda"]["packages"]]
     assert names[0] == "keras" and names[4] == "tensorboard"
     assert check_facts(facts, select=["PKG030"]).findings() == []
+
+
+@pytest.mark.parametrize("edits", [
+    {"conda.is_conda": {"$unknown": "conda-meta could not be listed"}},
+    # keras and tensorboard (pkgs/main in the fixture) with unreadable records: the stack may be mixed
+    {"conda.packages.0.channel": {"$unknown": "keras's record could not be read"},
+     "conda.packages.4.channel": {"$unknown": "tensorboard's record could not be read"}},
+])
+def test_unknown_conda_facts_are_not_checked_rather_than_passed(edits):
+    result = check_facts(edited_facts(FIXTURE, edits), select=["PKG030"]).results[0]
+    assert result.status is Status.NOT_CHECKED
+    assert "could not be" in result.reason

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 
@@ -58,7 +58,10 @@ def tensorflow_stack_from_mixed_conda_channels(facts: Facts) -> Iterator[Finding
     Fix safety:
     Manual: it changes the environment's packages.
     """
-    if facts.peek("conda.is_conda") is not True:
+    is_conda = facts.peek("conda.is_conda")
+    if isinstance(is_conda, Unknown):
+        raise NotChecked(f"conda.is_conda: {is_conda.reason}")
+    if is_conda is not True:
         return
     packages = facts.get("conda.packages")
     if not isinstance(packages, list):
@@ -72,6 +75,9 @@ def tensorflow_stack_from_mixed_conda_channels(facts: Facts) -> Iterator[Finding
         if kind is not None:
             families.setdefault(kind, []).append(f"{package['name']} {package.get('version')}")
     if len(families) < 2:
+        unread = next((p.get("channel") for p in stack if isinstance(p.get("channel"), Unknown)), None)
+        if unread is not None:  # the unread record may be from the other channel family
+            raise NotChecked(f"the channel of a package of the TensorFlow stack: {unread.reason}")
         return
     priority = facts.peek("conda.channel_priority.value")
     said = f"channel_priority is {priority}" if isinstance(priority, str) else \

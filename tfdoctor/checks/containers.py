@@ -21,10 +21,12 @@ from tfdoctor.derive.container import (
     apptainer_without_nv,
     docker_desktop,
     emulation,
+    libcuda_resolves,
+    runtime,
     utility_only,
 )
 from tfdoctor.derive.tf_build import cuda_gpu_setup
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 
@@ -107,6 +109,10 @@ def apptainer_started_without_nv(facts: Facts) -> Iterator[Finding]:
         return
     evidence = apptainer_without_nv(facts)
     if evidence is None:
+        libs = facts.peek("container_runtime.apptainer.libs") if runtime(facts) == "apptainer" else None
+        # whether --nv bound libcuda there is what the check asks (unless --nvccli put it on the loader's path)
+        if isinstance(libs, Unknown) and not libcuda_resolves(facts):
+            raise NotChecked(f"container_runtime.apptainer.libs: {libs.reason}")
         return
     yield Finding(
         f"This Apptainer/Singularity container was started without --nv: /.singularity.d/libs holds no "

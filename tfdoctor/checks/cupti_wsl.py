@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from tfdoctor.derive.profiling_intent import intends_to_profile
 from tfdoctor.derive.tf_build import cuda_gpu_setup
-from tfdoctor.facts import Facts
+from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.model import AdminFix, Finding, Severity
 from tfdoctor.registry import check
 
@@ -45,7 +45,12 @@ def cupti_tracing_unsupported_on_wsl2(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Display only: another machine.
     """
-    if not on_wsl2(facts) or cuda_gpu_setup(facts) is None or not intends_to_profile(facts):
+    if not on_wsl2(facts) or cuda_gpu_setup(facts) is None:
+        return
+    if not intends_to_profile(facts):
+        watched = facts.peek("python.watched")  # where a profiler plug-in would be seen
+        if isinstance(watched, Unknown):
+            raise NotChecked(f"python.watched: {watched.reason}")
         return
     yield Finding(
         f"GPU tracing with CUPTI under WSL2 (kernel {facts.peek('host.kernel')}): NVIDIA's CUDA on WSL guide "

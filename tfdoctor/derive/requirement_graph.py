@@ -133,9 +133,14 @@ def unmet_requirements(facts: Facts, dist: TensorflowDistribution) -> Iterator[U
 
 # ------------------------------------------------------------------------------------ fixes on the graph
 
+RELEASE_PART_DIGITS = 18  # no release number is longer
+
+
 def _release(text: str) -> tuple[int, ...] | None:
     parts = text.split(".")
-    if not all(p.isdigit() for p in parts) or not parts:
+    # ASCII digits only, and short: "²" passes str.isdigit, and int() refuses 4300 digits (a METADATA line is
+    # read whole)
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) <= RELEASE_PART_DIGITS for p in parts):
         return None
     numbers = [int(p) for p in parts]
     while len(numbers) > 1 and numbers[-1] == 0:

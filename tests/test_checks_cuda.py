@@ -332,3 +332,22 @@ def test_cupti_of_another_cuda_names_the_soname_the_copy_and_the_right_folder():
     twin = load("healthy-cupti-of-the-builds-cuda")
     assert check_facts(twin, select=["CUPTI"]).codes() == []
     assert check_facts(twin, select=["CUPTI003"]).result("CUPTI003").status.value == "passed"
+
+
+@pytest.mark.parametrize("entry", ["²", "--1", "9" * 5000, "１"])
+def test_a_hostile_visible_devices_entry_is_a_finding_not_a_crash(entry):
+    """"²".isdigit() is true and int() refuses it, as it refuses 4,300+ digits: CUDA004 crashed on such an
+    entry; it is now an entry that matches no GPU, named as written."""
+    facts = load("cuda004-visible-devices-missing")
+    facts.sections["env"]["variables"]["CUDA_VISIBLE_DEVICES"] = entry
+    result = check_facts(facts, select=["CUDA004"])
+    assert result.crashed() == []
+    assert result.codes() == ["CUDA004"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [("2.21.0", (2, 21, 0)), ("12.2.140rc1", (12, 2, 140)),
+                                                ("1." + "9" * 5000, (1,)), ("9" * 19, ()), ("²", ())])
+def test_version_tuple_stops_at_what_no_release_number_is(text, expected):
+    from tfdoctor.derive.versions import version_tuple
+
+    assert version_tuple(text) == expected

@@ -7,6 +7,7 @@ libnccl.so.2, libcuda.so.1 for a CUDA 12 build (the CUDA 11 names end in .11.0, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_loaded
@@ -422,7 +423,7 @@ def cuda_visible_devices_names_missing_device(facts: Facts) -> Iterator[Finding]
     for position, entry in enumerate(_entries(setting)):
         if not entry:
             break
-        if entry.lstrip("-").isdigit():
+        if re.fullmatch(r"-?[0-9]{1,9}", entry):  # ASCII digits only: "²".isdigit(), but int() refuses it
             ok = int(entry) in indices
         else:
             ok = any(u == entry or u.startswith(entry) for u in [*uuids, *migs])

@@ -18,8 +18,8 @@ def version_tuple(text: Any) -> tuple[int, ...]:
     parts = []
     for piece in str(text).split("."):
         match = re.match(r"^[0-9]+", piece)
-        if not match:
-            break
+        if not match or len(match.group(0)) > 18:
+            break  # no release number is that long: a hostile string, and int() refuses 4,300+ digits
         parts.append(int(match.group(0)))
         if match.group(0) != piece:
             break

@@ -105,3 +105,17 @@ def test_unknown_conda_facts_are_not_checked_rather_than_passed(edits):
     result = check_facts(edited_facts(FIXTURE, edits), select=["PKG030"]).results[0]
     assert result.status is Status.NOT_CHECKED
     assert "could not be" in result.reason
+
+
+def test_a_hostile_package_name_in_a_hand_made_facts_file_is_quoted_in_the_fix():
+    """Names come from conda-meta records through the probe's pattern; a hand-made --facts file may hold any
+    name, and the conda command shown must quote it as every command tfdoctor shows is quoted."""
+    from tfdoctor.facts import from_jsonable
+
+    facts = edited_facts(FIXTURE, {})
+    packages = facts.sections["conda"]["packages"]
+    keras = next(p for p in packages if p["name"] == "keras")
+    packages[packages.index(keras)] = from_jsonable({**keras, "name": "keras; rm -rf ~"})
+    (finding,) = check_facts(facts, select=["PKG030"]).findings()
+    assert "'keras; rm -rf ~'" in finding.fixes[0].steps[1] and "keras; rm" not in finding.fixes[0].steps[1].replace(
+        "'keras; rm -rf ~'", "")

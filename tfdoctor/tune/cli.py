@@ -443,7 +443,9 @@ def _guarded(log: Any) -> Iterator[None]:
     except (KeyboardInterrupt, Interrupted) as exc:
         with contextlib.suppress(ResultsError):
             log.append_interrupted("SIGINT" if isinstance(exc, KeyboardInterrupt) else exc.name)
-        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {log.path}\n", err=True)
+        from tfdoctor.fixes.quoting import sh_word
+
+        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {sh_word(str(log.path))}\n", err=True)
         raise
 
 

@@ -1,0 +1,65 @@
+"""The `--resume FILE` commands tfdoctor tune prints are quoted for the shell (tfdoctor.fixes.quoting.sh_word):
+a results file named with a space or a quote is continued by pasting the command as printed."""
+
+from __future__ import annotations
+
+import errno
+import shlex
+
+import pytest
+
+from tfdoctor.fixes.quoting import sh_word
+from tfdoctor.tune import results as results_module
+from tfdoctor.tune.results import ResultsError, ResultsLog
+
+HEADER = {"space": {}, "seeds": []}
+
+
+def _resume_word(message: str) -> str:
+    """The word after --resume, as a shell reads the message's command."""
+    words = shlex.split(message.split("--resume ", 1)[1])
+    return words[0].rstrip(",;")
+
+
+def test_exists_message_quotes_the_path(tmp_path):
+    path = tmp_path / "my run's results.jsonl"
+    path.write_text("x\n")
+    with pytest.raises(ResultsError) as caught:
+        ResultsLog.create(path, HEADER)
+    assert f"--resume {sh_word(str(path))}," in str(caught.value)
+    assert _resume_word(str(caught.value)) == str(path)
+
+
+def test_full_disk_message_quotes_the_path(tmp_path, monkeypatch):
+    path = tmp_path / "my results.jsonl"
+    log = ResultsLog.create(path, HEADER)
+    size = path.stat().st_size
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(results_module.os, "write", full)
+    try:
+        with pytest.raises(ResultsError) as caught:
+            log.append_line({"type": "note"})
+    finally:
+        monkeypatch.undo()
+        log.close()
+    assert str(caught.value).endswith(f"--resume {sh_word(str(path))}")
+    assert _resume_word(str(caught.value)) == str(path)
+    assert path.stat().st_size == size
+
+
+def test_interrupted_message_quotes_the_path(tmp_path, capsys):
+    from tfdoctor.tune.cli import _guarded
+
+    path = tmp_path / "a b.jsonl"
+    log = ResultsLog.create(path, HEADER)
+    try:
+        with pytest.raises(KeyboardInterrupt), _guarded(log):
+            raise KeyboardInterrupt
+    finally:
+        log.close()
+    err = capsys.readouterr().err
+    assert f"continue with: tfdoctor tune --resume {sh_word(str(path))}\n" in err
+    assert '"type": "interrupted"' in path.read_text()

@@ -63,3 +63,28 @@ def test_interrupted_message_quotes_the_path(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"continue with: tfdoctor tune --resume {sh_word(str(path))}\n" in err
     assert '"type": "interrupted"' in path.read_text()
+
+
+def test_storage_lost_message_survives_an_unwritable_results_file(tmp_path, monkeypatch):
+    """The storage and the results file's file system lost together: the stop is still said as the storage's
+    (exit 2 with the command that resumes), not replaced by the results file's append error."""
+    from tfdoctor.tune.shared_cli import storage_lost
+    from tfdoctor.usage import UsageError
+
+    path = tmp_path / "w 1.jsonl"
+    log = ResultsLog.create(path, HEADER)
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(results_module.os, "write", full)
+    try:
+        error = storage_lost(RuntimeError("the database stayed unreachable for 60 s"), log)
+    finally:
+        monkeypatch.undo()
+        log.close()
+    assert isinstance(error, UsageError)
+    message = str(error.format_message())
+    assert message.startswith("--storage: the database stayed unreachable for 60 s; this worker stopped.")
+    assert f"tfdoctor tune --resume {sh_word(str(path))}" in message
+    assert '"stopped"' not in path.read_text()

@@ -88,3 +88,34 @@ def test_storage_lost_message_survives_an_unwritable_results_file(tmp_path, monk
     assert message.startswith("--storage: the database stayed unreachable for 60 s; this worker stopped.")
     assert f"tfdoctor tune --resume {sh_word(str(path))}" in message
     assert '"stopped"' not in path.read_text()
+
+
+@pytest.mark.parametrize("pid", ["99999999999999999999", "\u00b2", "12\u00b3"])
+def test_abandoned_start_with_an_impossible_pid_is_not_a_traceback(tmp_path, pid):
+    """A header-only results file whose recorded worker pid is no pid (edited, corrupted): the file is kept
+    and the start refused ("exists"), never an OverflowError/ValueError traceback."""
+    import json
+
+    from tfdoctor.tune.cli import _abandoned_start
+
+    shared = {"study": "s", "storage": "sqlite:///x.db"}
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({"type": "header", "shared": {**shared, "worker": f"node1:{pid}"}}) + "\n")
+    assert _abandoned_start(path, {"shared": {**shared, "worker": "node1:4242"}}, None) is False
+    assert path.exists()
+
+
+def test_abandoned_start_of_a_dead_worker_is_still_found(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tfdoctor.tune.cli import _abandoned_start
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True, timeout=60)
+    shared = {"study": "s", "storage": "sqlite:///x.db"}
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({"type": "header", "shared": {**shared, "worker": f"node1:{child.stdout.strip()}"}})
+                    + "\n")
+    assert _abandoned_start(path, {"shared": {**shared, "worker": "node1:4242"}}, None) is True

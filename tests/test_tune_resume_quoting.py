@@ -119,3 +119,16 @@ def test_abandoned_start_of_a_dead_worker_is_still_found(tmp_path):
     path.write_text(json.dumps({"type": "header", "shared": {**shared, "worker": f"node1:{child.stdout.strip()}"}})
                     + "\n")
     assert _abandoned_start(path, {"shared": {**shared, "worker": "node1:4242"}}, None) is True
+
+
+@pytest.mark.parametrize("runs", [5, True, {"a": 1}, "confirm"])
+def test_written_verdict_of_another_shape_is_no_runs(runs):
+    """The study's winner attribute is the shared database's: runs in another shape than a list are no runs,
+    never a TypeError traceback (and a string is not read letter by letter)."""
+    from types import SimpleNamespace
+
+    from tfdoctor.tune.shared import WINNER_ATTR, written_verdict
+
+    study = SimpleNamespace(user_attrs={WINNER_ATTR: {"worker": "n1:1", "summary": {"verdict": "none"},
+                                                      "runs": runs}})
+    assert written_verdict(study) == ({"verdict": "none"}, [], "n1:1")

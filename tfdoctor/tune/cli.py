@@ -443,7 +443,9 @@ def _guarded(log: Any) -> Iterator[None]:
     except (KeyboardInterrupt, Interrupted) as exc:
         with contextlib.suppress(ResultsError):
             log.append_interrupted("SIGINT" if isinstance(exc, KeyboardInterrupt) else exc.name)
-        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {log.path}\n", err=True)
+        from tfdoctor.fixes.quoting import sh_word
+
+        _out(f"tfdoctor: interrupted; continue with: tfdoctor tune --resume {sh_word(str(log.path))}\n", err=True)
         raise
 
 
@@ -569,12 +571,12 @@ def _abandoned_start(path: Path, header: dict[str, Any], storage_retry: float | 
     if not isinstance(shared, dict) or any(shared.get(k) != header["shared"].get(k) for k in ("study", "storage")):
         return False
     host, _, pid = str(shared.get("worker", "")).rpartition(":")
-    if host == header["shared"]["worker"].rpartition(":")[0] and pid.isdigit():
+    if host == header["shared"]["worker"].rpartition(":")[0] and pid.isascii() and pid.isdigit():
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             return True
-        except OSError:  # alive, another user's (not ours to judge)
+        except (OSError, OverflowError):  # alive, another user's (not ours to judge); no pid tfdoctor wrote
             return False
         return False  # alive: a worker at its start now
     limit = (DEFAULT_RETRY_SECONDS if storage_retry is None else storage_retry) + 60.0

@@ -104,8 +104,10 @@ class ResultsLog:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o666)
         except FileExistsError:
-            raise ResultsError(f"{path} exists: continue it with --resume {path}, or choose another "
-                               "--results file") from None
+            from tfdoctor.fixes.quoting import sh_word
+
+            raise ResultsError(f"{path} exists: continue it with --resume {sh_word(os.fspath(path))}, or choose "
+                               "another --results file") from None
         except OSError as exc:
             raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
         log = cls(path, fd)
@@ -209,11 +211,13 @@ class ResultsLog:
             _write_all(fd, line)
             os.fsync(fd)
         except OSError as exc:
+            from tfdoctor.fixes.quoting import sh_word
+
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise ResultsError(f"cannot append to {self.path}: {exc.strerror or exc}; the trials before "
-                               f"this one are kept: free some space and continue with --resume {self.path}"
-                               ) from None
+                               "this one are kept: free some space and continue with "
+                               f"--resume {sh_word(str(self.path))}") from None
 
 
 def _write_all(fd: int, data: bytes) -> None:

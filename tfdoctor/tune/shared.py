@@ -536,7 +536,8 @@ def written_verdict(study: Any) -> tuple[dict[str, Any] | None, list[TrialRecord
     if not isinstance(written, Mapping) or not isinstance(written.get("summary"), Mapping):
         return None, [], ""
     runs = []
-    for data in written.get("runs") or []:
+    listed = written.get("runs")
+    for data in listed if isinstance(listed, list) else []:  # another shape (a number, a string): no runs
         try:
             record = TrialRecord.from_json(data)
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError):

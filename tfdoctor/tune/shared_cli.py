@@ -162,9 +162,11 @@ def storage_lost(exc: Exception, log: Any) -> UsageError:
     """A worker whose storage stayed unreachable: its results file records why it stopped and how to go on
     (a line of type "stopped", which loading skips), and the command ends with exit 2."""
     from tfdoctor.facts.redact import redact_text
+    from tfdoctor.tune.results import ResultsError
 
     resume = resume_command(log.path)
-    with contextlib.suppress(OSError):  # the file system went with the database: the message still says it
+    # The file system went with the database (append_line says so as ResultsError): the message still says it.
+    with contextlib.suppress(OSError, ResultsError):
         # The reason quotes the driver's message, which may repeat a connection string: redacted, as errors are.
         log.append_line({"type": "stopped", "reason": redact_text(str(exc)), "resume": resume})
     return UsageError(f"--storage: {exc}; this worker stopped. Once the storage is back, `{resume}` continues "

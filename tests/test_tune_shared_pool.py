@@ -74,7 +74,7 @@ def test_helpers_measure_the_writers_jobs_and_leave_when_the_winner_is_written(t
             return original(env, launcher)
 
         slow.measure = measure
-        helped[name] = help_writer(study, slow, name, name, 0.2, 60)
+        helped[name] = help_writer(study, slow, name, name, 0.2, 60, space=thread_space())
 
     threads = [threading.Thread(target=helper, args=(f"h{i}",)) for i in (1, 2)]
     for thread in threads:
@@ -153,3 +153,45 @@ def test_an_odd_nodes_helper_gets_no_job(tmp_path):
     results = pool.measure([[({INTRA: "2"}, ())], [({INTRA: "3"}, ())]])
     assert [len(r) for r in results] == [1, 1] and pool.jobs_shared == 0
     assert JOB_ATTR not in study.get_trials()[odd.number].user_attrs
+
+
+@pytest.mark.parametrize(("env", "launcher"), [
+    ({"LD_PRELOAD": "/tmp/evil.so"}, ()),                # a variable outside the space
+    ({INTRA: "64"}, ()),                                  # a value outside its range
+    ({INTRA: "2; rm -rf ~"}, ()),                         # not a number
+    ({"KMP_AFFINITY": "granularity=fine,balanced"}, ()),  # not one of the choices
+    ({INTRA: "2"}, ("sh", "-c", "touch /tmp/owned")),     # a launcher no parameter has
+])
+def test_a_job_read_from_the_study_that_is_not_of_the_helpers_space_is_refused_not_run(tmp_path, env, launcher):
+    """Anyone who can write the study's journal or database could hand helpers any command or variable
+    (review of issue 37's shared confirmation): a helper runs only configurations of its own space, and
+    answers the rest as failed so the writer does not wait."""
+    from tfdoctor.tune.shared_pool import JOB_ATTR, RESULT_ATTR, help_writer
+
+    space = thread_space()
+    assert space.accepts({INTRA: "2", "KMP_AFFINITY": None}, ())  # what the writer does hand out
+    assert not space.accepts(env, launcher)
+    study = _study(tmp_path)
+    ran = []
+    job = FakeJob(INTRA, seed=1)
+    job.measure = lambda env, launcher=(): ran.append((env, launcher))
+    answered = {}
+
+    def helper() -> None:
+        help_writer(study, job, "h", "h", 0.2, 3, space=space)
+
+    thread = threading.Thread(target=helper)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not (trials := [t for t in study.get_trials() if "helper" in t.user_attrs]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    study._storage.set_trial_user_attr(trials[0]._trial_id, JOB_ATTR,
+                                       {"id": 1, "runs": [{"env": env, "launcher": list(launcher)}]})
+    while RESULT_ATTR not in (answered := study._storage.get_trial(trials[0]._trial_id).user_attrs):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    thread.join(30)
+    assert ran == []
+    [measurement] = answered[RESULT_ATTR]["measurements"]
+    assert measurement["status"] == "failed" and measurement["error"].startswith("refused by the helper")

@@ -110,7 +110,7 @@ def shared_tune(storage_spec: str, study_name: str, space: Any, objective: Any, 
         _say(f"tfdoctor: {worker} waits to measure the writer's confirmation and verification runs\n")
         try:
             helped = help_writer(study, objective, worker, node, beat_interval(floor),
-                                 grace_seconds(_durations(study.get_trials(deepcopy=False)), floor))
+                                 grace_seconds(_durations(study.get_trials(deepcopy=False)), floor), space=space)
         except StorageLost as exc:
             raise storage_lost(exc, log) from None
         _say(f"tfdoctor: {worker} measured {helped} confirmation and verification run(s) for the writer\n")

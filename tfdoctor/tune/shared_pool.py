@@ -80,10 +80,17 @@ def _runs_of(job: Any) -> list[tuple[dict[str, str | None], tuple[str, ...]]] | 
     return runs
 
 
-def help_writer(study: Any, objective: Any, worker: str, node: str, interval: float, idle_limit: float,
-                on_job: Callable[[int], None] | None = None) -> int:
+# What a helper answers for a run that is not a configuration of its own space (Space.accepts): measured as
+# failed, so the writer is not left waiting, and nothing read from the study is run.
+REFUSED = Measurement("failed", None, 0.0, "refused by the helper: not a configuration of its own space (a job "
+                      "read from the study may only set the space's variables to the space's values)")
+
+
+def help_writer(study: Any, objective: Any, worker: str, node: str, interval: float, idle_limit: float, *,
+                space: Any, on_job: Callable[[int], None] | None = None) -> int:
     """Measure the writer's jobs until the winner is written, or no job came for `idle_limit` seconds; the
-    number of runs measured back. The helper trial is finished either way."""
+    number of runs measured back. The helper trial is finished either way. Each run is checked against the
+    helper's own `space` first: a job is read from the shared study, which others can write."""
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
@@ -109,7 +116,9 @@ def help_writer(study: Any, objective: Any, worker: str, node: str, interval: fl
                 if runs is None or job["id"] == done_id:
                     time.sleep(POLL_SECONDS)
                     continue
-                results = [_measurement_json(objective.measure(env, launcher)) for env, launcher in runs]
+                results = [_measurement_json(objective.measure(env, launcher)
+                                             if space.accepts(env, launcher) else REFUSED)
+                           for env, launcher in runs]
                 trial.set_user_attr(RESULT_ATTR, {"id": job["id"], "measurements": results})
                 done_id, measured, last_work = job["id"], measured + len(runs), time.monotonic()
                 if on_job is not None:

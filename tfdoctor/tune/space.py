@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,31 @@ class Space:
             if p.target == "launcher":
                 prefix.extend(p.launchers.get(str(params[p.name]), ()))
         return tuple(prefix)
+
+    def accepts(self, env: Mapping[str, str | None], launcher: Sequence[str]) -> bool:
+        """Whether a run's environment changes and launcher words are a configuration of this space: what a
+        shared tune's helper checks before it runs a job read from the study (anyone who can write the
+        journal or the database could otherwise make every node run any command or set LD_PRELOAD)."""
+        for name, value in env.items():
+            try:
+                p = self.by_name(name)
+            except KeyError:
+                return False
+            if p.target != "env":
+                return False
+            if p.kind == "int":
+                if value is None or not (value.isascii() and value.isdigit() and len(value) <= 9
+                                         and p.low <= int(value) <= p.high):
+                    return False
+            elif value not in {p.env_value(c) for c in p.choices}:
+                return False
+        prefixes: set[tuple[str, ...]] = {()}
+        for p in self.parameters:
+            if p.target == "launcher":
+                prefixes = {(*prefix, *words) for prefix in prefixes for words in (*p.launchers.values(), ())}
+                if len(prefixes) > 4096:  # far past any real space: refuse rather than enumerate
+                    return False
+        return tuple(launcher) in prefixes
 
     def to_json(self) -> list[dict[str, Any]]:
         return [p.to_json() for p in self.parameters]

@@ -162,3 +162,17 @@ def test_live_sysctl_runs_only_on_darwin_by_its_absolute_path(monkeypatch):
 def test_live_sysctl_that_fails_is_unknown_with_the_reason(monkeypatch, answer, reason):
     _live(monkeypatch, "darwin", answer)
     assert darwin.sysctl_answers(Machine(root="/", environ={}, timeout=2.0)) == Unknown(reason)
+
+
+@pytest.mark.parametrize("count", ["\u00b2", "99999999999", "0", "-4", "12abc"])
+def test_a_damaged_or_hostile_cpu_count_from_sysctl_is_unknown_not_a_traceback_or_a_huge_list(count):
+    answers = {"hw.logicalcpu": count, "hw.physicalcpu": count, "hw.optional.arm64": "1"}
+    cpu = darwin.cpu_from_sysctl(answers)
+    assert cpu["online"] == Unknown("sysctl gave no usable hw.logicalcpu")
+    assert cpu["physical_cores"] == Unknown("sysctl gave no usable hw.physicalcpu")
+    assert cpu["cpuinfo"]["processors"] == 0
+
+
+def test_a_real_cpu_count_from_sysctl_gives_the_online_cpus():
+    cpu = darwin.cpu_from_sysctl({"hw.logicalcpu": "10", "hw.physicalcpu": "8"})
+    assert cpu["online"] == list(range(10)) and cpu["physical_cores"] == 8 and cpu["cpuinfo"]["processors"] == 10

@@ -93,3 +93,12 @@ def test_a_private_or_nvidia_channel_beside_conda_forge_is_not_mixing():
     names = [p["name"] for p in facts.sections["conda"]["packages"]]
     assert names[0] == "keras" and names[4] == "tensorboard"
     assert check_facts(facts, select=["PKG030"]).findings() == []
+
+
+def test_conda_channel_priority_in_the_environment_overrides_every_condarc(make_root):
+    root = make_root()
+    hosts.conda_record(root, PREFIX, "python", "3.11.9", "hb806964_0_cpython", hosts.CONDA_FORGE_URL)
+    root.write(f"{PREFIX}/.condarc", "channel_priority: flexible\n")
+    env = {**ENV, "CONDA_CHANNEL_PRIORITY": "Strict"}
+    assert probe_root(root, env).sections["conda"]["channel_priority"] == {"value": "strict",
+                                                                           "source": "CONDA_CHANNEL_PRIORITY"}

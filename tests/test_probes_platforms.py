@@ -176,3 +176,13 @@ def test_a_damaged_or_hostile_cpu_count_from_sysctl_is_unknown_not_a_traceback_o
 def test_a_real_cpu_count_from_sysctl_gives_the_online_cpus():
     cpu = darwin.cpu_from_sysctl({"hw.logicalcpu": "10", "hw.physicalcpu": "8"})
     assert cpu["online"] == list(range(10)) and cpu["physical_cores"] == 8 and cpu["cpuinfo"]["processors"] == 10
+
+
+def test_a_tegra_folder_that_cannot_be_listed_is_unknown_not_empty(make_root):
+    root = hosts.jetson(make_root(), hosts.ORIN_AGX, hosts.L4T_35_4_1)
+    (root.path / "usr/lib/aarch64-linux-gnu/tegra").rename(root.path / "usr/lib/aarch64-linux-gnu/tegra.moved")
+    root.write("/usr/lib/aarch64-linux-gnu/tegra", "not a folder\n")
+    tegra = probe_root(root).sections["tegra"]
+    assert isinstance(tegra["libcuda"], Unknown)
+    assert tegra["libcuda"].reason.startswith("/usr/lib/aarch64-linux-gnu/tegra could not be listed")
+    assert tegra["detected"] is True  # the release file still says Jetson

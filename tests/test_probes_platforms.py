@@ -186,3 +186,13 @@ def test_a_tegra_folder_that_cannot_be_listed_is_unknown_not_empty(make_root):
     assert isinstance(tegra["libcuda"], Unknown)
     assert tegra["libcuda"].reason.startswith("/usr/lib/aarch64-linux-gnu/tegra could not be listed")
     assert tegra["detected"] is True  # the release file still says Jetson
+
+
+def test_a_sysctl_that_answers_nothing_leaves_apple_silicon_and_rosetta_unknown_not_false(monkeypatch, make_root):
+    _live(monkeypatch, "darwin", Bounded(1, b"", b"sysctl: operation not permitted\n", False))
+    found = darwin.probe_darwin(Machine(root="/", environ={}, timeout=2.0))
+    reason = Unknown("/usr/sbin/sysctl answered none of the names asked (exit status 1)")
+    assert found["sysctl"] == reason and found["apple_silicon"] == reason and found["translated"] == reason
+    root = make_root().write(darwin.SYSTEM_VERSION, hosts.SONOMA).write(darwin.RECORDED_SYSCTL, "kern.hostname: x\n")
+    recorded = probe_root(root).sections["darwin"]
+    assert recorded["translated"] == Unknown(f"{darwin.RECORDED_SYSCTL} is not sysctl output")

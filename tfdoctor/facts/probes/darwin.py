@@ -32,12 +32,15 @@ OUTPUT_LIMIT = 64 * 1024
 
 def parse_sysctl(text: str) -> dict[str, str]:
     """`sysctl a b c` output ("a: 1" lines; a value may hold spaces) -> {name: value} of the names asked
-    for. sysctl names an unknown name on stderr only, so an absent key is an unknown oid."""
+    for. sysctl names an unknown name on stderr only, so an absent key is an unknown oid.
+    ValueError when it answers none of them (every Mac knows hw.machine): nothing was read, not "all absent"."""
     answers: dict[str, str] = {}
     for line in text.splitlines()[:512]:
         name, sep, value = line.partition(": ")
         if sep and name.strip() in NAMES:
             answers[name.strip()] = value.strip()
+    if not answers:
+        raise ValueError("no name asked for is answered")
     return answers
 
 
@@ -78,7 +81,10 @@ def sysctl_answers(machine: Machine) -> dict[str, str] | Unknown:
     if done.flooded:
         return Unknown(f"{SYSCTL} wrote more than {OUTPUT_LIMIT // 1024} KB")
     # Exit status 1 when one name is unknown (sysctl.proc_translated on an Intel Mac): the others stand.
-    return parse_sysctl(done.stdout.decode("utf-8", errors="replace"))
+    try:
+        return parse_sysctl(done.stdout.decode("utf-8", errors="replace"))
+    except ValueError:
+        return Unknown(f"{SYSCTL} answered none of the names asked (exit status {done.returncode})")
 
 
 def flag(answers: dict[str, str] | Unknown, name: str) -> bool | None:

@@ -119,3 +119,10 @@ def test_a_hostile_package_name_in_a_hand_made_facts_file_is_quoted_in_the_fix()
     (finding,) = check_facts(facts, select=["PKG030"]).findings()
     assert "'keras; rm -rf ~'" in finding.fixes[0].steps[1] and "keras; rm" not in finding.fixes[0].steps[1].replace(
         "'keras; rm -rf ~'", "")
+def test_conda_channel_priority_in_the_environment_overrides_every_condarc(make_root):
+    root = make_root()
+    hosts.conda_record(root, PREFIX, "python", "3.11.9", "hb806964_0_cpython", hosts.CONDA_FORGE_URL)
+    root.write(f"{PREFIX}/.condarc", "channel_priority: flexible\n")
+    env = {**ENV, "CONDA_CHANNEL_PRIORITY": "Strict"}
+    assert probe_root(root, env).sections["conda"]["channel_priority"] == {"value": "strict",
+                                                                           "source": "CONDA_CHANNEL_PRIORITY"}

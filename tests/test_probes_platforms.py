@@ -162,3 +162,37 @@ def test_live_sysctl_runs_only_on_darwin_by_its_absolute_path(monkeypatch):
 def test_live_sysctl_that_fails_is_unknown_with_the_reason(monkeypatch, answer, reason):
     _live(monkeypatch, "darwin", answer)
     assert darwin.sysctl_answers(Machine(root="/", environ={}, timeout=2.0)) == Unknown(reason)
+
+
+@pytest.mark.parametrize("count", ["\u00b2", "99999999999", "0", "-4", "12abc"])
+def test_a_damaged_or_hostile_cpu_count_from_sysctl_is_unknown_not_a_traceback_or_a_huge_list(count):
+    answers = {"hw.logicalcpu": count, "hw.physicalcpu": count, "hw.optional.arm64": "1"}
+    cpu = darwin.cpu_from_sysctl(answers)
+    assert cpu["online"] == Unknown("sysctl gave no usable hw.logicalcpu")
+    assert cpu["physical_cores"] == Unknown("sysctl gave no usable hw.physicalcpu")
+    assert cpu["cpuinfo"]["processors"] == 0
+
+
+def test_a_real_cpu_count_from_sysctl_gives_the_online_cpus():
+    cpu = darwin.cpu_from_sysctl({"hw.logicalcpu": "10", "hw.physicalcpu": "8"})
+    assert cpu["online"] == list(range(10)) and cpu["physical_cores"] == 8 and cpu["cpuinfo"]["processors"] == 10
+
+
+def test_a_tegra_folder_that_cannot_be_listed_is_unknown_not_empty(make_root):
+    root = hosts.jetson(make_root(), hosts.ORIN_AGX, hosts.L4T_35_4_1)
+    (root.path / "usr/lib/aarch64-linux-gnu/tegra").rename(root.path / "usr/lib/aarch64-linux-gnu/tegra.moved")
+    root.write("/usr/lib/aarch64-linux-gnu/tegra", "not a folder\n")
+    tegra = probe_root(root).sections["tegra"]
+    assert isinstance(tegra["libcuda"], Unknown)
+    assert tegra["libcuda"].reason.startswith("/usr/lib/aarch64-linux-gnu/tegra could not be listed")
+    assert tegra["detected"] is True  # the release file still says Jetson
+
+
+def test_a_sysctl_that_answers_nothing_leaves_apple_silicon_and_rosetta_unknown_not_false(monkeypatch, make_root):
+    _live(monkeypatch, "darwin", Bounded(1, b"", b"sysctl: operation not permitted\n", False))
+    found = darwin.probe_darwin(Machine(root="/", environ={}, timeout=2.0))
+    reason = Unknown("/usr/sbin/sysctl answered none of the names asked (exit status 1)")
+    assert found["sysctl"] == reason and found["apple_silicon"] == reason and found["translated"] == reason
+    root = make_root().write(darwin.SYSTEM_VERSION, hosts.SONOMA).write(darwin.RECORDED_SYSCTL, "kern.hostname: x\n")
+    recorded = probe_root(root).sections["darwin"]
+    assert recorded["translated"] == Unknown(f"{darwin.RECORDED_SYSCTL} is not sysctl output")

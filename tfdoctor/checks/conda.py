@@ -89,7 +89,8 @@ def tensorflow_stack_from_mixed_conda_channels(facts: Facts) -> Iterator[Finding
     from tfdoctor.fixes.quoting import sh_word
 
     # Names from conda-meta records (a hand-made --facts file may hold anything): quoted as every command is.
-    names = " ".join(sh_word(str(n)) for n in sorted({p["name"] for p in stack if family(p.get("channel")) is not None}))
+    mixed = sorted({str(p["name"]) for p in stack if family(p.get("channel")) is not None})
+    names = " ".join(sh_word(n) for n in mixed)
     target = "conda-forge" if main == CONDA_FORGE else "defaults"
     yield Finding(
         f"The TensorFlow stack of this conda environment mixes builds of {main} "

@@ -5,7 +5,8 @@ conda records every installed package as `<prefix>/conda-meta/<name>-<version>-<
 sorted order: "channel" near the top (a URL, or a name in older conda), "url" (the package file it was
 fetched from) near the end, after the large "files" and "paths_data". Only the records of the stack are
 read, and of each only its first and last 4 KB. `channel_priority` is read from the .condarc files conda
-reads (the later ones override the earlier; unset means conda's default, flexible).
+reads (the later ones override the earlier) and the CONDA_CHANNEL_PRIORITY variable, which overrides them
+all; unset means conda's default, flexible.
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def condarc_files(machine: Machine, prefix: str) -> list[str]:
 
 
 def _priority(machine: Machine, prefix: str) -> dict[str, object]:
+    # conda reads every setting from CONDA_<NAME> too, over all the .condarc files.
+    variable = machine.environ.get("CONDA_CHANNEL_PRIORITY", "").strip()
+    if re.fullmatch(r"[A-Za-z]{1,20}", variable):
+        return {"value": variable.lower(), "source": "CONDA_CHANNEL_PRIORITY"}
     value: object = None
     source = None
     for path in condarc_files(machine, prefix):

@@ -32,12 +32,15 @@ OUTPUT_LIMIT = 64 * 1024
 
 def parse_sysctl(text: str) -> dict[str, str]:
     """`sysctl a b c` output ("a: 1" lines; a value may hold spaces) -> {name: value} of the names asked
-    for. sysctl names an unknown name on stderr only, so an absent key is an unknown oid."""
+    for. sysctl names an unknown name on stderr only, so an absent key is an unknown oid.
+    ValueError when it answers none of them (every Mac knows hw.machine): nothing was read, not "all absent"."""
     answers: dict[str, str] = {}
     for line in text.splitlines()[:512]:
         name, sep, value = line.partition(": ")
         if sep and name.strip() in NAMES:
             answers[name.strip()] = value.strip()
+    if not answers:
+        raise ValueError("no name asked for is answered")
     return answers
 
 
@@ -78,7 +81,10 @@ def sysctl_answers(machine: Machine) -> dict[str, str] | Unknown:
     if done.flooded:
         return Unknown(f"{SYSCTL} wrote more than {OUTPUT_LIMIT // 1024} KB")
     # Exit status 1 when one name is unknown (sysctl.proc_translated on an Intel Mac): the others stand.
-    return parse_sysctl(done.stdout.decode("utf-8", errors="replace"))
+    try:
+        return parse_sysctl(done.stdout.decode("utf-8", errors="replace"))
+    except ValueError:
+        return Unknown(f"{SYSCTL} answered none of the names asked (exit status {done.returncode})")
 
 
 def flag(answers: dict[str, str] | Unknown, name: str) -> bool | None:
@@ -124,18 +130,29 @@ def cpu_from_sysctl(answers: dict[str, str] | Unknown) -> dict[str, object]:
     model name, flags, processors), the online CPUs (hw.logicalcpu), and the physical core count."""
     if isinstance(answers, Unknown):
         return {"online": answers, "cpuinfo": answers}
-    logical = answers.get("hw.logicalcpu", "")
-    physical = answers.get("hw.physicalcpu", "")
+    logical = _count(answers.get("hw.logicalcpu", ""))
+    physical = _count(answers.get("hw.physicalcpu", ""))
     flags = x86_flags(answers)
     vendor = answers.get("machdep.cpu.vendor") or ("Apple" if answers.get("hw.optional.arm64") == "1" else "")
     cpuinfo: dict[str, object] = {
         "vendor": vendor, "model_name": answers.get("machdep.cpu.brand_string", ""),
         "flags": flags if flags is not None else Unknown("sysctl lists no x86 instruction-set flags "
                                                          "(a native arm64 process)"),
-        "processors": int(logical) if logical.isdigit() else 0,
+        "processors": logical if logical is not None else 0,
     }
     return {
-        "online": list(range(int(logical))) if logical.isdigit() else Unknown("sysctl gave no hw.logicalcpu"),
+        "online": list(range(logical)) if logical is not None else Unknown("sysctl gave no usable hw.logicalcpu"),
         "cpuinfo": cpuinfo,
-        "physical_cores": int(physical) if physical.isdigit() else Unknown("sysctl gave no hw.physicalcpu"),
+        "physical_cores": physical if physical is not None else Unknown("sysctl gave no usable hw.physicalcpu"),
     }
+
+
+def _count(text: str) -> int | None:
+    """A CPU count sysctl printed, or None: ASCII digits only ("²".isdigit() is True, int("²") raises) and
+    below CPU_ID_LIMIT (a recorded "hw.logicalcpu: 99999999999" must not build a list of that length)."""
+    from tfdoctor.facts.parse import CPU_ID_LIMIT
+
+    value = text.strip()
+    if not (value.isascii() and value.isdecimal()) or len(value) > 6 or not 0 < int(value) <= CPU_ID_LIMIT:
+        return None
+    return int(value)

@@ -800,6 +800,8 @@ def _requires_of(dist_dir):
         except OSError:
             continue
         end = data.find(b"\n\n")  # the headers only: the description after them is most of the file
+        if end == -1 and len(data) >= HEADER_LIMIT:
+            return None  # headers cut at the limit: a partial list, its last line maybe cut, is not the list
         head = (data if end == -1 else data[:end]).decode("utf-8", "replace")
         return [line for line in _parse_metadata(head)["requires_dist"] if "extra" not in line.partition(";")[2]]
     return None

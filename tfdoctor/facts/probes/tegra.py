@@ -49,9 +49,12 @@ def _model(machine: Machine) -> str | Unknown | None:
     return None  # no device tree: an x86 machine or a VM
 
 
-def _listing(machine: Machine, folder: str, prefixes: tuple[str, ...]) -> list[str]:
+def _listing(machine: Machine, folder: str, prefixes: tuple[str, ...]) -> list[str] | Unknown:
     names = machine.listdir(folder)
-    return [f"{folder}/{n}" for n in names if n.startswith(prefixes)] if isinstance(names, list) else []
+    if isinstance(names, Unknown):
+        # Absent: none there. Present but not listable: not known, not "none".
+        return names if machine.exists(folder) else []
+    return [f"{folder}/{n}" for n in names if n.startswith(prefixes)]
 
 
 @probe("tegra", timeout=1.0)
@@ -61,7 +64,7 @@ def probe_tegra(machine: Machine) -> dict[str, object]:
     gpu_nodes = _listing(machine, "/dev", ("nvhost-gpu", "nvhost-ctrl-gpu", "nvgpu"))
     jetson_model = isinstance(model, str) and "jetson" in model.lower()
     return {
-        "detected": isinstance(release, dict) or bool(libcuda) or jetson_model,
+        "detected": isinstance(release, dict) or (isinstance(libcuda, list) and bool(libcuda)) or jetson_model,
         "l4t": release,
         "model": model,
         "libcuda": libcuda,

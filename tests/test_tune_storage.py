@@ -5,6 +5,7 @@ and journal files; the PostgreSQL server's own cases are in tests/test_tune_post
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -425,3 +426,58 @@ def test_the_header_only_file_of_a_worker_killed_at_its_start_does_not_stop_the_
     (tmp_path / "w.jsonl").write_text(json.dumps(other) + "\n")
     os.utime(tmp_path / "w.jsonl", (time.time() - 600, time.time() - 600))
     assert _tune(tmp_path, *command).returncode == 2  # another study's file: never replaced
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (OSError(errno.ESTALE, "Stale file handle"), True),  # NFS after a server failover
+    (OSError(errno.ENOLCK, "No locks available"), True),  # the lock manager away
+    (OSError(errno.EIO, "Input/output error"), True),  # a soft mount's timeout
+    (TimeoutError("timed out"), True),
+    (OSError(errno.ENOSPC, "No space left on device"), False),
+    (PermissionError(errno.EACCES, "Permission denied"), False),
+    (OSError(errno.EROFS, "Read-only file system"), False),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory"), False),
+    (ValueError("invalid journal line"), False),
+])
+def test_a_journal_files_blip_is_transient_an_answer_for_good_is_not(error, expected):
+    assert transient(error) is expected
+
+
+def test_a_journal_whose_file_system_blips_mid_tune_loses_no_call(tmp_path):
+    """optuna's journal file backend on a file system that answers ESTALE to two opens, then recovers: the
+    storage's calls go on through the retry (waits, no sleep here) and the study holds what was written."""
+    from tfdoctor.tune.shared import open_storage
+
+    storage = open_storage(str(tmp_path / "tune.journal"), retry_seconds=60)
+    study = optuna.create_study(storage=storage, study_name="s")
+    backend_ = storage._inner._backend
+    real_append, blips = backend_.append_logs, iter([OSError(errno.ESTALE, "Stale file handle")] * 2)
+
+    def flaky_append(logs):
+        blip = next(blips, None)
+        if blip is not None:
+            raise blip
+        return real_append(logs)
+
+    backend_.append_logs = flaky_append
+    storage._retry.sleep = lambda seconds: None
+    study.enqueue_trial({"x": 1})
+    trials = optuna.load_study(study_name="s", storage=storage).get_trials()
+    assert [t.system_attrs.get("fixed_params") for t in trials] == [{"x": 1}]
+    assert next(blips, None) is None  # both blips were met and ridden out
+
+
+def test_a_journal_on_a_full_file_system_is_not_waited_for(tmp_path):
+    from tfdoctor.tune.shared import open_storage
+
+    storage = open_storage(str(tmp_path / "tune.journal"), retry_seconds=60)
+    waits = []
+    storage._retry.sleep = waits.append
+
+    def full(logs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    storage._inner._backend.append_logs = full
+    with pytest.raises(OSError, match="No space left"):
+        optuna.create_study(storage=storage, study_name="s")
+    assert waits == []

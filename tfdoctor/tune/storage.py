@@ -15,10 +15,15 @@ database (a connection reset, a server restart) for a bounded time (`--storage-r
   failure; then StorageLost, which the command turns into exit 2 with the command that resumes the worker.
   A `tell` whose first attempt reached the database before the connection dropped finds its trial already
   finished on the second: that counts as done.
+- **A journal on a network file system.** optuna's journal file backend opens the file anew for every read
+  and append, so an NFS or Lustre blip (a stale handle after a server failover, the lock daemon away, a
+  soft mount's timeout) is an OSError that the next attempt need not meet: those errnos are tried again the
+  same way. A refusal for good (no space, no permission, a read-only or deleted file) is not.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import random
 import time
@@ -40,6 +45,13 @@ SCHEME_ALIASES = {"postgres": "postgresql"}  # SQLAlchemy reads postgres:// no m
 # Words of a driver's message that say the database refused for good: waiting would not change it.
 _FINAL = ("authentication failed", "password", "does not exist", "permission denied", "no such table",
           "unable to open database", "role ")
+
+
+# OSErrors of a shared file system that a later attempt may not meet: NFS's stale handle after a server
+# failover (ESTALE), the lock manager unreachable (ENOLCK), a soft mount's timeout (EIO, ETIMEDOUT), a busy
+# or interrupted call. ENOSPC, EACCES, EROFS and ENOENT are answers, not blips.
+_TRANSIENT_ERRNOS = frozenset({errno.ESTALE, errno.ENOLCK, errno.EIO, errno.ETIMEDOUT, errno.EAGAIN, errno.EINTR,
+                               errno.EBUSY})
 
 
 class StorageError(ValueError):
@@ -69,16 +81,19 @@ def database_url(url: str, installed: Callable[[str], bool] | None = None) -> st
 def transient(exc: BaseException) -> bool:
     """Whether `exc` (or what caused it) is a lost or busy connection that a later attempt may not meet:
     SQLAlchemy's OperationalError/InterfaceError or a DBAPI error it marked as a dropped connection, and
-    not a refusal for good (a wrong password, a database that does not exist)."""
+    not a refusal for good (a wrong password, a database that does not exist); or, for a journal file, an
+    OSError of a shared file system's blip (_TRANSIENT_ERRNOS)."""
     try:
         from sqlalchemy import exc as sa_exc
     except ImportError:  # pragma: no cover - optuna's RDBStorage needs SQLAlchemy
-        return False
+        sa_exc = None
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, sa_exc.DBAPIError) and (
+        if isinstance(current, OSError):  # TimeoutError and ConnectionError (a reset) whatever their errno
+            return current.errno in _TRANSIENT_ERRNOS or isinstance(current, (TimeoutError, ConnectionError))
+        if sa_exc is not None and isinstance(current, sa_exc.DBAPIError) and (
                 current.connection_invalidated
                 or isinstance(current, (sa_exc.OperationalError, sa_exc.InterfaceError))):
             text = str(current).lower()

@@ -80,7 +80,7 @@ def test_fix_never_writes_through_a_symbolic_link_out_of_the_tree(tmp_path, caps
     tree.mkdir()
     (tree / "train.py").symlink_to(outside)
     monkeypatch.chdir(tmp_path)
-    _, _, err = run(capsys, "lint", "--fix", "tree")
+    _, _, err = run(capsys, "lint", "--select", "SRC102,SRC103", "--fix", "tree")
     assert outside.read_text(encoding="utf-8") == BAD
     assert (tree / "train.py").is_symlink()
     assert "tree/train.py: not fixed: a symbolic link" in err
@@ -92,7 +92,7 @@ def test_fix_never_writes_through_a_hard_link(tmp_path, capsys, monkeypatch):
     tree.mkdir()
     os.link(outside, tree / "train.py")
     monkeypatch.chdir(tmp_path)
-    _, _, err = run(capsys, "lint", "--fix", "tree")
+    _, _, err = run(capsys, "lint", "--select", "SRC102,SRC103", "--fix", "tree")
     assert outside.read_text(encoding="utf-8") == BAD == (tree / "train.py").read_text(encoding="utf-8")
     assert "tree/train.py: not fixed: it has 2 hard links" in err
 
@@ -146,7 +146,7 @@ def test_a_kill_during_the_write_leaves_the_old_file_whole(tmp_path):
         import os, signal
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # killed with the new text half on disk
         from tfdoctor.cli import main
-        main(["lint", "--fix", {str(path)!r}])
+        main(["lint", "--select", "SRC102,SRC103", "--fix", {str(path)!r}])
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert done.returncode == -9

@@ -122,20 +122,23 @@ def test_the_splits_of_a_tfds_builder_unpacked_into_a_tuple_are_followed() -> No
 # --- the default rule set is decided by held-out precision ---------------------------------------------
 
 
-def test_rules_below_the_bar_are_preview_unless_kept_on_with_a_reason() -> None:
+def test_rules_below_the_bar_are_preview_and_none_is_kept_on() -> None:
+    """Issue 39, item 3: SRC102 and SRC103 were kept on by default as recorded exceptions; both are under the
+    bar on the issue's measurement (52 %, 60 %) and on the third held-out set (2 of 3, 77.3 % strict), so
+    they are preview rules now, like every rule under the bar."""
     from tfdoctor.knowledge import table
     from tfdoctor.lint.rule import below_the_bar, load_lint_rules, select_lint_rules
 
-    assert below_the_bar() == {"SRC101": 0.0, "SRC105": 0.0, "SRC106": 0.0, "SRC109": 0.67, "SRC112": 0.0,
-                               "SRC115": 0.0}
+    assert below_the_bar() == {"SRC101": 0.0, "SRC102": 0.52, "SRC103": 0.60, "SRC105": 0.0, "SRC106": 0.0,
+                               "SRC109": 0.67, "SRC112": 0.0, "SRC115": 0.0}
     rules = load_lint_rules().rules
     default = {r.code for r in select_lint_rules(rules)}
     assert default.isdisjoint(below_the_bar())
-    assert {"SRC102", "SRC103", "SRC107"} <= default  # over the bar (SRC107) or kept on with a reason
-    kept = {row["code"]: row["kept_on"] for row in table("lint_rule_precision").rows if row.get("kept_on")}
-    assert sorted(kept) == ["SRC102", "SRC103"] and all(len(reason) > 40 for reason in kept.values())
+    assert "SRC107" in default  # over the bar
+    assert {row["code"] for row in table("lint_rule_precision").rows if row.get("kept_on")} == set()
     # Still there when asked for: by exact code, or all of them with --preview.
     assert {r.code for r in select_lint_rules(rules, select=["SRC101"])} == {"SRC101"}
+    assert {r.code for r in select_lint_rules(rules, select=["SRC102", "SRC103"])} == {"SRC102", "SRC103"}
     assert set(below_the_bar()) <= {r.code for r in select_lint_rules(rules, preview=True)}
 
 

@@ -62,12 +62,17 @@ def test_a_map_on_a_parameter_named_as_a_dataset_is_still_found():
                 "    train_ds = train_ds.map(decode)\n    return train_ds\n").codes() == ["SRC103"]
 
 
+# The input-pipeline rules (preview since issue 39's measurement), the training-step rule and the read errors:
+# what these tests prefilter for.
+PIPELINE_AND_STEP = ["SRC001", "SRC002", "SRC102", "SRC103", "SRC107"]
+
+
 def test_a_walked_file_no_rule_can_fire_on_is_not_parsed_and_a_named_one_is(tmp_path):
     model, plain, pipeline = tmp_path / "model.py", tmp_path / "plain.py", tmp_path / "pipeline.py"
     model.write_text(BROKEN_MODEL, encoding="utf-8")
     plain.write_text("def f(:\n", encoding="utf-8")
     pipeline.write_text(BROKEN_PIPELINE, encoding="utf-8")
-    files, chosen = [model, plain, pipeline], select_lint_rules(load_lint_rules().rules)
+    files, chosen = [model, plain, pipeline], select_lint_rules(load_lint_rules().rules, PIPELINE_AND_STEP)
     walked = lint_paths(files, chosen, walked=files)
     assert [(Path(f.path).name, f.code, f.line) for f in walked.findings] == [("pipeline.py", "SRC001", 3)]
     assert (walked.files, walked.prefiltered) == (3, 2)
@@ -129,7 +134,7 @@ def test_workers_count_what_they_skipped(tmp_path):
         path = tmp_path / f"m{i:02}.py"
         path.write_text(BROKEN_MODEL if i % 2 else BROKEN_PIPELINE, encoding="utf-8")
         files.append(path)
-    report = lint_paths(files, select_lint_rules(load_lint_rules().rules), jobs=2, walked=files)
+    report = lint_paths(files, select_lint_rules(load_lint_rules().rules, PIPELINE_AND_STEP), jobs=2, walked=files)
     assert (report.files, report.prefiltered, report.codes()) == (80, 40, ["SRC001"] * 40)
 
 
@@ -141,7 +146,7 @@ def test_a_notebook_is_searched_as_its_json(tmp_path, capsys, monkeypatch):
     Path("nb").mkdir()
     Path("nb/prep.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
                                                  "nbformat_minor": 5}), encoding="utf-8")
-    code, out = run(capsys, "lint", "nb")
+    code, out = run(capsys, "lint", "--select", "SRC103", "nb")
     assert code == 0 and out.startswith("nb/prep.ipynb:cell 1:6:13: SRC103")
 
 

@@ -21,11 +21,40 @@ from tfdoctor.facts.probes.tegra import parse_tegra_release
     (hosts.L4T_32_7_1, "32.7.1", "t210ref"),
     (hosts.L4T_35_4_1, "35.4.1", "t186ref"),
     (hosts.L4T_36_3_0, "36.3.0", "generic"),
+    (hosts.L4T_35_5_0, "35.5.0", "t186ref"),
 ])
 def test_the_l4t_release_line_gives_release_and_board(line, release, board):
     parsed = parse_tegra_release(line + hosts.KNOWN_FILES)
     assert (parsed["release"], parsed["board"]) == (release, board)
     assert parsed["line"] == line.strip()
+
+
+@pytest.mark.parametrize(("text", "release"), [(hosts.L4T_36_4_3, "36.4.3"), (hosts.L4T_36_4_4, "36.4.4")])
+def test_a_whole_r36_release_file_gives_its_first_line(text, release):
+    # R36 files (JetPack 6.2, 6.2.1) go on with "# KERNEL_VARIANT: oot" and TARGET_USERSPACE_LIB_DIR lines.
+    parsed = parse_tegra_release(text)
+    assert (parsed["release"], parsed["board"]) == (release, "generic")
+    assert parsed["line"] == text.splitlines()[0]
+
+
+def test_a_jetpack_6_2_1_board_is_judged_with_the_6_1_wheels(make_root):
+    # An Orin Nano on JetPack 6.2.1 (the real R36.4.4 file) with PyPI's CPU-only wheel: NVIDIA built no
+    # TensorFlow for 6.2.1; the fix is the JetPack 6.1 wheel (same CUDA 12.6, cuDNN 9.3, TensorRT 10.3).
+    from conftest import check_facts
+
+    root = hosts.jetson(make_root(), "NVIDIA Jetson Orin Nano Developer Kit", hosts.L4T_36_4_4, cores=6,
+                        kernel="5.15.148-tegra", mem_gib=8)
+    env = hosts.PythonEnv("/home/nvidia/venv", version="3.10.12", arch="aarch64")
+    hosts.pypi_aarch64_tensorflow(root, env, "2.16.1")
+    facts = probe_root(root)
+    assert facts.sections["tegra"]["l4t"]["release"] == "36.4.4"
+    facts.sections["python"] = {"version": "3.10.12", "watched": {"tensorflow": {"version": "2.16.1"}},
+                                "tensorflow": {"build_info": {"is_cuda_build": False}}}
+    (finding,) = check_facts(facts, select=["PLAT001"]).findings()
+    assert "NVIDIA published no TensorFlow wheel for JetPack 6.2.1; those of JetPack 6.1" in finding.message
+    assert finding.fixes[0].steps[-1] == ("pip install --extra-index-url "
+                                          "https://developer.download.nvidia.com/compute/redist/jp/v61 "
+                                          "'tensorflow==2.16.1+nv24.08'")
 
 
 @pytest.mark.parametrize("text", ["", "R35.4.1\n", "# R35 (release)\n", "#" + "R" * 10_000])

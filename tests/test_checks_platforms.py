@@ -9,11 +9,11 @@ import pytest
 from conftest import check_facts
 from support.snapshot_facts import edited_facts
 
-from tfdoctor.derive.platforms import jetpack_of, jetpack_with_wheel, jetpacks, metal_for, metal_releases
+from tfdoctor.derive.platforms import jetpack_of, jetpack_with_wheel, jetpacks, metal_for, metal_releases, wheels_for
 from tfdoctor.model import Severity, Status
 
 JETSON = "checks/plat001-pypi-cpu-only-wheel-on-a-jetson.json"
-OTHER_JETPACK = "checks/plat002-jetpack-5-1-wheel-on-jetpack-5-1-2.json"
+OTHER_JETPACK = "checks/plat002-jetpack-6-0-wheel-on-jetpack-6-2.json"
 ROSETTA = "checks/plat010-x86-wheel-under-rosetta.json"
 METAL = "checks/plat011-metal-1-1-with-tensorflow-2-18.json"
 WSL2 = "checks/cupti004-profiler-under-wsl2.json"
@@ -38,7 +38,7 @@ def test_a_pypi_wheel_on_a_jetson_is_cpu_only_and_the_fix_is_nvidias_wheel_for_i
 
 
 def test_a_jetpack_without_a_table_row_gets_the_finding_without_a_guessed_command():
-    facts = edited_facts(JETSON, {"tegra.l4t.release": "35.5.0"})
+    facts = edited_facts(JETSON, {"tegra.l4t.release": "38.2.0"})  # JetPack 7.0 (Thor): not in the table
     finding = only(check_facts(facts, select=["PLAT001"]), "PLAT001")
     assert finding.fixes == ()
     assert "install-tf-jetson-platform" in finding.message
@@ -53,16 +53,61 @@ def test_no_jetson_or_a_cuda_build_is_silent(edits):
     assert report.findings() == [] and report.results[0].status is Status.PASSED
 
 
-def test_nvidias_wheel_of_another_jetpack_is_named_with_both_jetpacks():
-    finding = only(check_facts(edited_facts(OTHER_JETPACK, {}), select=["PLAT"]), "PLAT002")
-    assert finding.message.startswith("TensorFlow 2.11.0+nv23.01 is NVIDIA's build for JetPack 5.1 (L4T 35.2.1); "
-                                      "NVIDIA Jetson AGX Orin Developer Kit (L4T R35.4.1) runs JetPack 5.1.2")
+def test_a_jetpack_without_wheels_of_its_own_gets_those_of_its_stack():
+    facts = edited_facts(JETSON, {"tegra.l4t.release": "35.5.0"})  # JetPack 5.1.3
+    finding = only(check_facts(facts, select=["PLAT001"]), "PLAT001")
+    assert ("NVIDIA published no TensorFlow wheel for JetPack 5.1.3; those of JetPack 5.1.2 "
+            "(https://developer.download.nvidia.com/compute/redist/jp/v512) are built against the same CUDA 11.4, "
+            "cuDNN 8.6, TensorRT 8.5") in finding.message
     assert finding.fixes[0].steps[-1].endswith("/jp/v512 'tensorflow==2.12.0+nv23.06'")
+
+
+def test_nvidias_wheel_of_another_jetpack_is_named_with_both_stacks():
+    finding = only(check_facts(edited_facts(OTHER_JETPACK, {}), select=["PLAT"]), "PLAT002")
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith(
+        "TensorFlow 2.15.0+nv24.05 is NVIDIA's build for JetPack 6.0 (CUDA 12.2, cuDNN 8.9, TensorRT 8.6); "
+        "NVIDIA Jetson Orin NX Engineering Reference Developer Kit Super (L4T R36.4.3) runs JetPack 6.2, which "
+        "installs CUDA 12.6, cuDNN 9.3, TensorRT 10.3")
+    assert finding.fixes[0].title == "Install NVIDIA's TensorFlow for JetPack 6.1"
+    assert finding.fixes[0].steps == (
+        f"{PIP} uninstall -y tensorflow",
+        f"{PIP} install --extra-index-url https://developer.download.nvidia.com/compute/redist/jp/v61 "
+        "'tensorflow==2.16.1+nv24.08'")
+
+
+# NVIDIA's JetPack minor releases share one compute stack and one set of wheels: no alarm for a wheel of the
+# same stack, whichever JetPack of it the wheel was published for.
+@pytest.mark.parametrize(("wheel", "l4t"), [
+    ("2.11.0+nv23.01", "35.5.0"),  # the JetPack 5.1 wheel on 5.1.3
+    ("2.11.0+nv23.03", "35.4.1"),  # on 5.1.2
+    ("2.12.0+nv23.05", "35.6.1"),  # the 5.1.1 wheel on 5.1.5
+    ("2.12.0+nv23.06", "35.6.0"),  # the 5.1.2 wheel on 5.1.4
+    ("2.16.1+nv24.08", "36.4.3"),  # the 6.1 wheel on 6.2
+    ("2.16.1+nv24.08", "36.4.4"),  # and on 6.2.1
+    ("2.14.0+nv24.01", "36.3.0"),  # the 6.0 DP wheel on 6.0
+])
+def test_a_wheel_of_the_same_stack_is_silent(wheel, l4t):
+    facts = edited_facts(OTHER_JETPACK, {"python.watched.tensorflow.version": wheel, "tegra.l4t.release": l4t})
+    result = check_facts(facts, select=["PLAT002"]).results[0]
+    assert result.status is Status.PASSED and result.findings == ()
+
+
+@pytest.mark.parametrize(("wheel", "l4t", "built", "board"), [
+    ("2.15.0+nv24.05", "36.4.4", "6.0", "6.2.1"),  # cuDNN 8 on a board with cuDNN 9
+    ("2.10.0+nv22.11", "35.5.0", "5.0.2", "5.1.3"),  # built with cuDNN 8.4 and TensorRT 8.4
+    ("2.12.0+nv23.06", "36.4.3", "5.1.2", "6.2"),  # CUDA 11.4 on CUDA 12.6
+    ("2.16.1+nv24.08", "36.3.0", "6.1", "6.0"),  # a newer JetPack's wheel on an older one
+])
+def test_a_wheel_of_another_stack_is_reported(wheel, l4t, built, board):
+    facts = edited_facts(OTHER_JETPACK, {"python.watched.tensorflow.version": wheel, "tegra.l4t.release": l4t})
+    finding = only(check_facts(facts, select=["PLAT002"]), "PLAT002")
+    assert f"NVIDIA's build for JetPack {built} (" in finding.message and f"runs JetPack {board}," in finding.message
 
 
 @pytest.mark.parametrize(("edits", "reason"), [
     ({"tegra.l4t": None}, "the L4T release is unknown"),
-    ({"tegra.l4t.release": "35.5.0"}, "L4T R35.5.0 has no row"),
+    ({"tegra.l4t.release": "38.2.0"}, "L4T R38.2.0 has no row"),
     ({"python.watched.tensorflow.version": "2.13.0+nv23.08"}, "not among the wheels"),
 ])
 def test_what_the_table_cannot_tell_is_not_checked_with_the_reason(edits, reason):
@@ -72,14 +117,15 @@ def test_what_the_table_cannot_tell_is_not_checked_with_the_reason(edits, reason
 
 
 def test_the_jetpacks_own_wheel_is_silent():
-    facts = edited_facts(OTHER_JETPACK, {"python.watched.tensorflow.version": "2.12.0+nv23.06"})
+    facts = edited_facts(OTHER_JETPACK, {"python.watched.tensorflow.version": "2.16.1+nv24.08",
+                                         "tegra.l4t.release": "36.4.0"})
     assert check_facts(facts, select=["PLAT002"]).results[0].status is Status.PASSED
 
 
 def test_an_x86_wheel_under_rosetta_says_why_it_dies_and_how_to_run_natively():
     report = check_facts(edited_facts(ROSETTA, {}), select=["PLAT", "CPU001"])
     finding = only(report, "PLAT010")
-    assert "under Rosetta 2 on Apple silicon (the CPU it sees: VirtualApple @ 2.50GHz processor)" in finding.message
+    assert "under Rosetta 2 on Apple silicon (the CPU it sees: Apple M1)" in finding.message
     assert "Rosetta does not translate AVX" in finding.message
     assert finding.fixes[0].steps == ("arch -arm64 /usr/bin/python3 -m venv NEW_ENV",
                                       "NEW_ENV/bin/python -m pip install 'tensorflow==2.16.1'")
@@ -152,6 +198,11 @@ def test_the_jetson_table_maps_each_l4t_release_to_one_jetpack_and_each_wheel_to
     assert all("+nv" in w for w in wheels)
     assert jetpack_of("35.4.1").index == "v512" and jetpack_with_wheel("2.15.0+nv24.05").jetpack == "6.0"
     assert jetpack_of("34.1.0") is None
+    # A JetPack without wheels of its own has a JetPack of the same stack that has some, and no index.
+    for jetpack in jetpacks():
+        assert (jetpack.index == "") is (not jetpack.wheels)
+        assert wheels_for(jetpack) is not None and wheels_for(jetpack).stack == jetpack.stack
+    assert (wheels_for(jetpack_of("36.4.3")).jetpack, wheels_for(jetpack_of("35.6.1")).jetpack) == ("6.1", "5.1.2")
 
 
 def test_the_metal_table_is_in_release_order_with_ranges_that_do_not_overlap():
@@ -165,6 +216,7 @@ def test_the_metal_table_is_in_release_order_with_ranges_that_do_not_overlap():
 @pytest.mark.parametrize(("fixture", "codes"), [
     (ROSETTA, {"CPU001", "PLAT010"}),  # a Mac under Rosetta, recorded from the sysctl answers a real Mac printed
     (JETSON, {"PLAT001"}),  # a Jetson AGX Orin, recorded from its L4T release line and device-tree model
+    (OTHER_JETPACK, {"PLAT002"}),  # an Orin NX on JetPack 6.2 (a real R36.4.3 file) with the JetPack 6.0 wheel
 ])
 def test_tfdoctor_check_on_a_recorded_mac_and_jetson_names_the_cause(fixture, codes):
     import json

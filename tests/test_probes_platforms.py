@@ -21,11 +21,40 @@ from tfdoctor.facts.probes.tegra import parse_tegra_release
     (hosts.L4T_32_7_1, "32.7.1", "t210ref"),
     (hosts.L4T_35_4_1, "35.4.1", "t186ref"),
     (hosts.L4T_36_3_0, "36.3.0", "generic"),
+    (hosts.L4T_35_5_0, "35.5.0", "t186ref"),
 ])
 def test_the_l4t_release_line_gives_release_and_board(line, release, board):
     parsed = parse_tegra_release(line + hosts.KNOWN_FILES)
     assert (parsed["release"], parsed["board"]) == (release, board)
     assert parsed["line"] == line.strip()
+
+
+@pytest.mark.parametrize(("text", "release"), [(hosts.L4T_36_4_3, "36.4.3"), (hosts.L4T_36_4_4, "36.4.4")])
+def test_a_whole_r36_release_file_gives_its_first_line(text, release):
+    # R36 files (JetPack 6.2, 6.2.1) go on with "# KERNEL_VARIANT: oot" and TARGET_USERSPACE_LIB_DIR lines.
+    parsed = parse_tegra_release(text)
+    assert (parsed["release"], parsed["board"]) == (release, "generic")
+    assert parsed["line"] == text.splitlines()[0]
+
+
+def test_a_jetpack_6_2_1_board_is_judged_with_the_6_1_wheels(make_root):
+    # An Orin Nano on JetPack 6.2.1 (the real R36.4.4 file) with PyPI's CPU-only wheel: NVIDIA built no
+    # TensorFlow for 6.2.1; the fix is the JetPack 6.1 wheel (same CUDA 12.6, cuDNN 9.3, TensorRT 10.3).
+    from conftest import check_facts
+
+    root = hosts.jetson(make_root(), "NVIDIA Jetson Orin Nano Developer Kit", hosts.L4T_36_4_4, cores=6,
+                        kernel="5.15.148-tegra", mem_gib=8)
+    env = hosts.PythonEnv("/home/nvidia/venv", version="3.10.12", arch="aarch64")
+    hosts.pypi_aarch64_tensorflow(root, env, "2.16.1")
+    facts = probe_root(root)
+    assert facts.sections["tegra"]["l4t"]["release"] == "36.4.4"
+    facts.sections["python"] = {"version": "3.10.12", "watched": {"tensorflow": {"version": "2.16.1"}},
+                                "tensorflow": {"build_info": {"is_cuda_build": False}}}
+    (finding,) = check_facts(facts, select=["PLAT001"]).findings()
+    assert "NVIDIA published no TensorFlow wheel for JetPack 6.2.1; those of JetPack 6.1" in finding.message
+    assert finding.fixes[0].steps[-1] == ("pip install --extra-index-url "
+                                          "https://developer.download.nvidia.com/compute/redist/jp/v61 "
+                                          "'tensorflow==2.16.1+nv24.08'")
 
 
 @pytest.mark.parametrize("text", ["", "R35.4.1\n", "# R35 (release)\n", "#" + "R" * 10_000])
@@ -66,9 +95,10 @@ def test_an_arm_server_with_a_device_tree_that_is_no_jetson_is_not_detected(make
 
 
 def test_sysctl_output_keeps_the_names_asked_for_with_spaces_in_values():
-    answers = darwin.parse_sysctl(hosts.M1_PRO_ROSETTA + "kern.hostname: ada-mbp\n")
-    assert answers["machdep.cpu.brand_string"] == "VirtualApple @ 2.50GHz processor"
+    answers = darwin.parse_sysctl(hosts.M1_ROSETTA + "kern.hostname: ada-mbp\n")
+    assert answers["machdep.cpu.brand_string"] == "Apple M1"  # Rosetta shows the host's brand string
     assert answers["sysctl.proc_translated"] == "1"
+    assert "machdep.cpu.vendor" not in answers  # an unknown oid under Rosetta (spack/spack#30077)
     assert "kern.hostname" not in answers  # not asked for: not recorded
 
 
@@ -76,9 +106,9 @@ def test_x86_flags_are_spelt_as_proc_cpuinfo_spells_them():
     flags = darwin.x86_flags(darwin.parse_sysctl(hosts.I9_9880H))
     assert {"avx", "avx2", "fma", "sse4_1", "sse4_2", "f16c"} <= set(flags)
     assert "avx1_0" not in flags
-    rosetta = darwin.x86_flags(darwin.parse_sysctl(hosts.M1_PRO_ROSETTA))
+    rosetta = darwin.x86_flags(darwin.parse_sysctl(hosts.M1_ROSETTA))
     assert "sse4_2" in rosetta and not {"avx", "avx2", "fma"} & set(rosetta)
-    assert darwin.x86_flags(darwin.parse_sysctl(hosts.M1_PRO_NATIVE)) is None
+    assert darwin.x86_flags(darwin.parse_sysctl(hosts.M3_MAX_NATIVE)) is None
 
 
 def test_system_version_plist_gives_name_version_and_build():
@@ -89,26 +119,28 @@ def test_system_version_plist_gives_name_version_and_build():
 
 
 def test_a_mac_under_rosetta_is_apple_silicon_and_translated_with_cpu_facts_from_sysctl(make_root):
-    facts = probe_root(hosts.mac(make_root(), hosts.M1_PRO_ROSETTA, hosts.SONOMA))
+    facts = probe_root(hosts.mac(make_root(), hosts.M1_ROSETTA, hosts.MONTEREY))
     mac = facts.sections["darwin"]
     assert (mac["detected"], mac["apple_silicon"], mac["translated"]) == (True, True, True)
-    assert mac["system_version"]["ProductVersion"] == "14.4.1"
+    assert mac["system_version"]["ProductVersion"] == "12.6"
     cpu = facts.sections["cpu"]
-    assert cpu["online"] == list(range(10)) and cpu["allowed_cpus"] == list(range(10))
-    assert cpu["physical_cores"] == 10
-    assert cpu["cpuinfo"]["model_name"] == "VirtualApple @ 2.50GHz processor"
-    assert cpu["cpuinfo"]["processors"] == 10 and "avx" not in cpu["cpuinfo"]["flags"]
-    host = facts.sections["host"]
-    assert (host["system"], host["arch"], host["kernel"]) == ("Darwin", "x86_64", "23.4.0")
+    assert cpu["online"] == list(range(8)) and cpu["allowed_cpus"] == list(range(8))
+    assert cpu["physical_cores"] == 8
+    assert (cpu["cpuinfo"]["vendor"], cpu["cpuinfo"]["model_name"]) == ("Apple", "Apple M1")
+    flags = cpu["cpuinfo"]["flags"]
+    assert cpu["cpuinfo"]["processors"] == 8 and {"sse4_2", "aes", "dtse64"} <= set(flags) and "avx" not in flags
+    host = facts.sections["host"]  # the recording holds neither hw.machine nor kern.osrelease
+    assert (host["system"], host["arch"], host["kernel"]) == ("Darwin", Unknown("sysctl gave no hw.machine"),
+                                                              Unknown("sysctl gave no kern.osrelease"))
 
 
 def test_a_native_process_on_apple_silicon_has_cpu_facts_and_no_x86_flags(make_root):
-    facts = probe_root(hosts.mac(make_root(), hosts.M1_PRO_NATIVE))
+    facts = probe_root(hosts.mac(make_root(), hosts.M3_MAX_NATIVE))
     assert facts.sections["darwin"]["translated"] is False
     cpu = facts.sections["cpu"]["cpuinfo"]
-    assert (cpu["vendor"], cpu["model_name"], cpu["processors"]) == ("Apple", "Apple M1 Pro", 10)
+    assert (cpu["vendor"], cpu["model_name"], cpu["processors"]) == ("Apple", "Apple M3 Max", 14)
     assert cpu["flags"] == Unknown("sysctl lists no x86 instruction-set flags (a native arm64 process)")
-    assert facts.sections["host"]["arch"] == "arm64"
+    assert facts.sections["darwin"]["apple_silicon"] is True
 
 
 def test_an_intel_mac_is_not_apple_silicon_and_not_translated(make_root):
@@ -147,11 +179,11 @@ def test_live_sysctl_runs_only_on_darwin_by_its_absolute_path(monkeypatch):
     calls = _live(monkeypatch, "linux", Bounded(0, b"", b"", False))
     assert darwin.probe_darwin(Machine(root="/", environ={})) == {"detected": False}
     assert calls == []
-    calls = _live(monkeypatch, "darwin", Bounded(1, hosts.M1_PRO_NATIVE.encode(), b"unknown oid", False))
+    calls = _live(monkeypatch, "darwin", Bounded(1, hosts.M3_MAX_NATIVE.encode(), b"unknown oid", False))
     found = darwin.probe_darwin(Machine(root="/", environ={"PATH": "/tmp/evil"}, timeout=2.0))
     assert calls[0][0] == ["/usr/sbin/sysctl", *darwin.NAMES]
     assert calls[0][1] == {"LC_ALL": "C"} and calls[0][2] <= 1.0  # not the user's PATH; bounded
-    assert found["sysctl"]["machdep.cpu.brand_string"] == "Apple M1 Pro"  # exit 1 for one unknown name is fine
+    assert found["sysctl"]["machdep.cpu.brand_string"] == "Apple M3 Max"  # exit 1 for one unknown name is fine
 
 
 @pytest.mark.parametrize(("answer", "reason"), [

@@ -31,9 +31,49 @@ def _jetson_jetpack_6(root: FakeRoot) -> None:
     hosts.nvidia_jetson_tensorflow(root, hosts.JETSON_ENV)
 
 
+# JetPack 6.2 on an Orin NX 16GB (Super), L4T R36.4.3 as a real board's file has it, 8 Cortex-A78AE cores.
+ORIN_NX_PY310 = parts.PythonEnv("/home/nvidia/venv", version="3.10.12", arch="aarch64")
+ORIN_NX_PY38 = parts.PythonEnv("/home/nvidia/venv", version="3.8.10", arch="aarch64")
+
+
+def source_requires(version: str) -> tuple[str, ...]:
+    """The Requires-Dist of a TensorFlow built from its sources, as NVIDIA's Jetson wheels are: the PyPI
+    release's without the platform shims (tensorflow-cpu-aws, tensorflow-intel) and extras."""
+    return tuple(r for r in record_requires(version) if "platform_system" not in r)
+
+
+def jetson_jetpack_6_2(version: str, cuda: str, cudnn: str):
+    """An Orin NX on JetPack 6.2 with NVIDIA's TensorFlow `version` (built against CUDA `cuda`, cuDNN `cudnn`)
+    and what pip resolved beside that release."""
+    release = ".".join(version.split(".")[:2])
+    requires = {"2.15": parts.TF_2_15_REQUIRES, "2.16": source_requires("2.16.1")}[release]
+
+    def build(root: FakeRoot) -> None:
+        hosts.jetson(root, hosts.ORIN_NX_SUPER, hosts.L4T_36_4_3, cores=8, kernel="5.15.148-tegra", mem_gib=16)
+        hosts.nvidia_jetson_tensorflow(
+            root, ORIN_NX_PY310, version, cuda=cuda, cudnn=cudnn,
+            requires=tuple(r for r in requires if "platform_system" not in r and "extra" not in r),
+            dependencies=None if release == "2.15" else hosts.RESOLVED[release])
+    return build
+
+
+def _jetson_jetpack_5_1_3(root: FakeRoot) -> None:
+    # JetPack 5.1.3 (L4T R35.5.0) on an Orin NX: NVIDIA built no TensorFlow for 5.1.3, so the JetPack 5.1.2
+    # wheel (`--extra-index-url .../jp/v512 tensorflow==2.12.0+nv23.06`, same CUDA 11.4 and cuDNN 8.6).
+    hosts.jetson(root, hosts.ORIN_NX, hosts.L4T_35_5_0, cores=8, os_release=hosts.UBUNTU_2004, mem_gib=16)
+    hosts.nvidia_jetson_tensorflow(root, ORIN_NX_PY38, "2.12.0+nv23.06", cuda="11.4", cudnn="8",
+                                   requires_python=">=3.8", requires=source_requires("2.12.1"),
+                                   dependencies=hosts.RESOLVED["2.12"])
+
+
+def _jetson_user(env: parts.PythonEnv) -> dict[str, str]:
+    return {**hosts.JETSON_USER, "VIRTUAL_ENV": env.prefix,
+            "PATH": f"{env.prefix}/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}
+
+
 # Python 3.11 on an Apple silicon Mac, TensorFlow 2.21's macOS arm64 wheel and what pip resolved with it.
 def _mac_native(root: FakeRoot) -> None:
-    hosts.mac(root, hosts.M1_PRO_NATIVE, hosts.SONOMA)
+    hosts.mac(root, hosts.M3_MAX_NATIVE, hosts.SEQUOIA)
     site = FakeSitePackages(root.path / hosts.MAC_ARM_ENV.site.lstrip("/"))
     site.tensorflow(name="tensorflow", tags=(hosts.mac_wheel_tag(hosts.MAC_ARM_ENV),))
     site.healthy_dependencies()
@@ -50,7 +90,7 @@ TF_2_17_DEPENDENCIES = {
 
 
 def _mac_metal(root: FakeRoot) -> None:
-    hosts.mac(root, hosts.M1_PRO_NATIVE, hosts.SONOMA)
+    hosts.mac(root, hosts.M3_MAX_NATIVE, hosts.SEQUOIA)
     site = FakeSitePackages(root.path / hosts.MAC_ARM_ENV.site.lstrip("/"))
     tag = hosts.mac_wheel_tag(hosts.MAC_ARM_ENV)
     site.tensorflow(name="tensorflow", version="2.17.1", requires=record_requires("2.17.1"), requires_python=">=3.9",
@@ -85,11 +125,20 @@ register(
     HealthyMachine("jetson-orin-jetpack-6-nvidia-tensorflow", ("PLAT",),
                    "a Jetson AGX Orin with JetPack 6.0 (L4T R36.3.0) and NVIDIA's tensorflow 2.15.0+nv24.05 "
                    "from the JetPack 6.0 index", _jetson_jetpack_6, env=hosts.JETSON_USER, python=hosts.JETSON_ENV),
+    HealthyMachine("jetson-orin-nx-jetpack-6-2-with-the-6-1-wheel", ("PLAT",),
+                   "a Jetson Orin NX with JetPack 6.2 (L4T R36.4.3), which has no TensorFlow wheel of its own, and "
+                   "NVIDIA's tensorflow 2.16.1+nv24.08 from the JetPack 6.1 index (same CUDA 12.6, cuDNN 9.3)",
+                   jetson_jetpack_6_2("2.16.1+nv24.08", "12.6", "9"), env=_jetson_user(ORIN_NX_PY310),
+                   python=ORIN_NX_PY310),
+    HealthyMachine("jetson-orin-nx-jetpack-5-1-3-with-the-5-1-2-wheel", ("PLAT",),
+                   "a Jetson Orin NX with JetPack 5.1.3 (L4T R35.5.0) and NVIDIA's tensorflow 2.12.0+nv23.06 "
+                   "from the JetPack 5.1.2 index (JetPack 5.1.x share CUDA 11.4, cuDNN 8.6, TensorRT 8.5)",
+                   _jetson_jetpack_5_1_3, env=_jetson_user(ORIN_NX_PY38), python=ORIN_NX_PY38),
     HealthyMachine("mac-apple-silicon-native-python", ("PLAT", "CPU"),
-                   "an M1 Pro Mac (macOS 14.4.1), a native arm64 Python 3.11 with tensorflow 2.21.0 (macosx arm64)",
+                   "an M3 Max Mac (macOS 15.0), a native arm64 Python 3.11 with tensorflow 2.21.0 (macosx arm64)",
                    _mac_native, env=_user(hosts.MAC_ARM_ENV), python=hosts.MAC_ARM_ENV),
     HealthyMachine("mac-apple-silicon-metal-of-its-release", ("PLAT",),
-                   "an M1 Pro Mac, native Python 3.11, tensorflow 2.17.1 with tensorflow-metal 1.1.0",
+                   "an M3 Max Mac, native Python 3.11, tensorflow 2.17.1 with tensorflow-metal 1.1.0",
                    _mac_metal, env=_user(hosts.MAC_ARM_ENV), python=hosts.MAC_ARM_ENV),
     HealthyMachine("mac-intel-x86-wheel", ("PLAT", "CPU"),
                    "a 2019 Intel MacBook Pro (Core i9-9880H, AVX2), macOS 12.6, tensorflow 2.15.0 macosx x86_64",

@@ -24,10 +24,26 @@ L4T_35_4_1 = ("# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, E
               "DATE: Tue Aug  1 19:57:35 UTC 2023\n")
 L4T_36_3_0 = ("# R36 (release), REVISION: 3.0, GCID: 36191598, BOARD: generic, EABI: aarch64, "
               "DATE: Mon May  6 17:34:21 UTC 2024\n")
+# JetPack 5.1.3: the line tier4/ota-client quotes in tests/test_otaclient/test_boot_control/test_jetson_common.py
+# (test_parse_nv_tegra_release), next to the R35.4.1 line above, character for character.
+L4T_35_5_0 = ("# R35 (release), REVISION: 5.0, GCID: 35550185, BOARD: t186ref, EABI: aarch64, "
+              "DATE: Tue Feb 20 04:46:31 UTC 2024\n")
+# JetPack 6.2 on a Jetson Orin NX 16GB (Super), the whole file as `cat /etc/nv_tegra_release` printed it in
+# silenzio777/silenzio_robot_library README.md (jtop there: L4T 36.4.3, JetPack 6.2, CUDA 12.6.68, cuDNN
+# 9.3.0.75, TensorRT 10.3.0.30, kernel 5.15.148-tegra, Python 3.10.12). R36 files end with these lines,
+# not with the checksums of R32/R35.
+L4T_36_4_3 = ("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, "
+              "DATE: Wed Jan  8 01:49:37 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
+              "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
+# JetPack 6.2.1 on a Jetson Orin Nano: viamrobotics/rdk config/platform_test.go ("verbatim from a JetPack 6
+# Jetson Orin Nano").
+L4T_36_4_4 = ("# R36 (release), REVISION: 4.4, GCID: 41062509, BOARD: generic, EABI: aarch64, "
+              "DATE: Mon Jun 16 16:07:13 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n")
 KNOWN_FILES = ("# KNOWN_CONFIGS\n"
                "fef8dbc03c3df8a2a6f3b3e5a1c4ed8f2df0e9a1 */usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1.1\n")
 ORIN_AGX = "NVIDIA Jetson AGX Orin Developer Kit"
 ORIN_NX = "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"
+ORIN_NX_SUPER = "NVIDIA Jetson Orin NX Engineering Reference Developer Kit Super"  # JetPack 6.2's name for it
 NANO = "NVIDIA Jetson Nano Developer Kit"
 # The Cortex-A78AE cores of Orin (CPU part 0xd42) and the Cortex-A57 of the Nano (0xd07), as /proc/cpuinfo lists them.
 A78AE_FEATURES = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop "
@@ -56,7 +72,8 @@ def jetson(root: FakeRoot, model: str = ORIN_AGX, release: str = L4T_36_3_0, cor
     parts.operating_system(root, "jetson", os_release=os_release, mem_gib=mem_gib, nic="eth0", nic_mbps=1000,
                            cmdline="root=/dev/mmcblk0p1 rw rootwait rootfstype=ext4 console=ttyTCU0,115200n8",
                            pci_others=False)
-    root.write("/etc/nv_tegra_release", release + KNOWN_FILES)
+    # One line (R32, R35) is followed by the checksums of the driver files; a quoted R36 file is whole.
+    root.write("/etc/nv_tegra_release", release + KNOWN_FILES if release.count("\n") == 1 else release)
     root.write("/proc/device-tree/model", model + "\0")
     root.write("/sys/firmware/devicetree/base/model", model + "\0")
     tegra = "/usr/lib/aarch64-linux-gnu/tegra"
@@ -90,14 +107,16 @@ def build_info(cuda: str | None, cudnn: str | None = None, caps: tuple[str, ...]
 
 
 def nvidia_jetson_tensorflow(root: FakeRoot, env: PythonEnv, version: str = "2.15.0+nv24.05", cuda: str = "12.2",
-                             cudnn: str = "8") -> FakeSitePackages:
+                             cudnn: str = "8", requires_python: str = ">=3.9",
+                             requires: tuple[str, ...] = TF_2_15_SOURCE_REQUIRES,
+                             dependencies: dict[str, str] | None = None) -> FakeSitePackages:
     """`pip install --extra-index-url https://developer.download.nvidia.com/compute/redist/jp/v60
     tensorflow==2.15.0+nv24.05`: NVIDIA's build for the board's GPU (sm_87), tagged linux_aarch64."""
     cp = "cp" + "".join(env.version.split(".")[:2])
     site = FakeSitePackages(root.path / env.site.lstrip("/"))
     site.tensorflow(name="tensorflow", version=version, build_info=build_info(cuda, cudnn, ("sm_72", "sm_87")),
-                    requires=TF_2_15_SOURCE_REQUIRES, requires_python=">=3.9", tags=(f"{cp}-{cp}-linux_aarch64",))
-    for dist, dist_version in parts.TF_2_15_DEPENDENCIES.items():
+                    requires=requires, requires_python=requires_python, tags=(f"{cp}-{cp}-linux_aarch64",))
+    for dist, dist_version in (parts.TF_2_15_DEPENDENCIES if dependencies is None else dependencies).items():
         site.dist(dist, dist_version, top_level=(dist,))
     return site
 
@@ -132,21 +151,33 @@ def system_version(version: str, build: str) -> str:
 
 SONOMA = system_version("14.4.1", "23E224")
 MONTEREY = system_version("12.6", "21G115")
-# `sysctl hw.machine hw.optional.arm64 ... kern.osproductversion` as a native arm64 process prints it on an
-# M1 Pro (8 performance + 2 efficiency cores): no machdep.cpu.features, no AVX names (sysctl leaves out
-# the names it does not know, saying so on stderr).
-M1_PRO_NATIVE = ("hw.machine: arm64\nhw.optional.arm64: 1\nsysctl.proc_translated: 0\n"
-                 "machdep.cpu.brand_string: Apple M1 Pro\nhw.physicalcpu: 10\nhw.logicalcpu: 10\n"
-                 "hw.memsize: 34359738368\nkern.osrelease: 23.4.0\nkern.osproductversion: 14.4.1\n")
-# The same Mac answering an x86_64 process under Rosetta 2: the CPU Rosetta presents ("VirtualApple"),
-# SSE up to 4.2 and no AVX (machdep.cpu.features has no AVX1.0, hw.optional.avx* are 0).
-M1_PRO_ROSETTA = ("hw.machine: x86_64\nhw.optional.arm64: 1\nsysctl.proc_translated: 1\n"
-                  "machdep.cpu.brand_string: VirtualApple @ 2.50GHz processor\nmachdep.cpu.vendor: GenuineIntel\n"
-                  "machdep.cpu.features: FPU VME DE PSE TSC MSR PAE MCE CX8 APIC SEP MTRR PGE MCA CMOV PAT PSE36 "
-                  "CLFSH DS ACPI MMX FXSR SSE SSE2 SS HTT TM PBE SSE3 PCLMULQDQ DTES64 MON DSCPL VMX EST TM2 SSSE3 "
-                  "CX16 TPR PDCM SSE4.1 SSE4.2 AES SEGLIM64\nmachdep.cpu.leaf7_features: RDWRFSGS BMI1 SMEP BMI2\n"
-                  "hw.optional.avx1_0: 0\nhw.optional.avx2_0: 0\nhw.optional.avx512f: 0\nhw.physicalcpu: 10\n"
-                  "hw.logicalcpu: 10\nhw.memsize: 34359738368\nkern.osrelease: 23.4.0\nkern.osproductversion: 14.4.1\n")
+SEQUOIA = system_version("15.0", "24A335")
+# The answers of real Macs to the names the darwin probe asks for, quoted line by line from public
+# recordings (in the recording's order; sysctl leaves out, with a message on stderr, a name it does not
+# know). A name the recording does not hold is left out, not made up: hw.machine and kern.* are not in
+# these two (`sysctl -a` lists neither), so host.arch and host.kernel are unknown on these fake Macs.
+#
+# A native arm64 process on an M3 Max (10 performance + 4 efficiency cores, 36 GiB), macOS Sequoia:
+# archspec/archspec-json tests/targets/darwin-sequoia-m3 (commit e66bda84155a2ac23672fafceccd752fdb2390a6):
+# no machdep.cpu.features (no x86 flags), no hw.optional.avx*. sysctl.proc_translated of a native process:
+# Homebrew/brew#9252 ("% arch -arm64 sysctl sysctl.proc_translated" / "sysctl.proc_translated: 0").
+M3_MAX_NATIVE = ("hw.memsize: 38654705664\nhw.optional.arm64: 1\nhw.physicalcpu: 14\nhw.logicalcpu: 14\n"
+                 "machdep.cpu.brand_string: Apple M3 Max\nsysctl.proc_translated: 0\n")
+# An x86_64 process under Rosetta 2 on an M1 (Mac mini, hw.targettype J274; 4 + 4 cores, 16 GiB), macOS
+# Monterey: archspec/archspec-json tests/targets/rossetta2-monterey-core2 (commit
+# 4a906a1e056b6101e058efdd78b8c21785cfe294), the recording of archspec/archspec#133. Rosetta presents SSE up
+# to 4.2 and AES, no AVX (hw.optional.avx1_0/avx2_0/avx512f: 0, no AVX1.0 in machdep.cpu.features), and the
+# host's brand string; machdep.cpu.vendor and leaf7_features are unknown oids there (spack/spack#30077
+# shows the same features line and "sysctl: unknown oid 'machdep.cpu.vendor'" on an M1 Pro under Rosetta).
+# sysctl.proc_translated of a translated process: Homebrew/brew#9252 ("% arch -x86_64 sysctl
+# sysctl.proc_translated" / "sysctl.proc_translated: 1").
+M1_ROSETTA = ("hw.memsize: 17179869184\nhw.optional.avx1_0: 0\nhw.optional.avx2_0: 0\n"
+              "hw.optional.avx512f: 0\nhw.optional.arm64: 1\nhw.physicalcpu: 8\nhw.logicalcpu: 8\n"
+              "machdep.cpu.brand_string: Apple M1\n"
+              "machdep.cpu.features: FPU VME DE PSE TSC MSR PAE MCE CX8 APIC SEP MTRR PGE MCA CMOV PAT PSE36 CLFSH "
+              "DS ACPI MMX FXSR SSE SSE2 SS HTT TM PBE SSE3 PCLMULQDQ DTSE64 MON DSCPL VMX EST TM2 SSSE3 CX16 TPR "
+              "PDCM SSE4.1 SSE4.2 AES SEGLIM64\n"
+              "sysctl.proc_translated: 1\n")
 # An Intel Mac (MacBook Pro 2019, Core i9-9880H): sysctl.proc_translated unknown there (no Rosetta).
 I9_9880H = ("hw.machine: x86_64\nmachdep.cpu.brand_string: Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz\n"
             "machdep.cpu.vendor: GenuineIntel\n"
@@ -159,7 +190,7 @@ I9_9880H = ("hw.machine: x86_64\nmachdep.cpu.brand_string: Intel(R) Core(TM) i9-
             "hw.logicalcpu: 16\nhw.memsize: 17179869184\nkern.osrelease: 21.6.0\nkern.osproductversion: 12.6\n")
 
 
-def mac(root: FakeRoot, sysctl: str = M1_PRO_NATIVE, version: str = SONOMA) -> FakeRoot:
+def mac(root: FakeRoot, sysctl: str = M3_MAX_NATIVE, version: str = SEQUOIA) -> FakeRoot:
     """A Mac: SystemVersion.plist and the recorded sysctl answers (docs/adding-a-fact.md); no /proc, no /sys."""
     root.write(SYSTEM_VERSION, version)
     return root.write(RECORDED_SYSCTL, sysctl)
@@ -180,6 +211,14 @@ def mac_wheel_tag(env: PythonEnv, minimum: str = "12_0") -> str:
 # What `pip install tensorflow==<release>` resolved beside each release these machines install (the
 # versions current when the release was), so that the environment is complete as pip leaves it.
 RESOLVED = {
+    # Python 3.8 on aarch64, mid-2023 (TensorFlow 2.12 pins numpy<=1.24.3, typing-extensions<4.6, wrapt<1.15
+    # and requires jax).
+    "2.12": {"absl_py": "1.4.0", "astunparse": "1.6.3", "flatbuffers": "23.5.26", "gast": "0.4.0",
+             "google_pasta": "0.2.0", "grpcio": "1.56.0", "h5py": "3.9.0", "jax": "0.4.13", "keras": "2.12.0",
+             "libclang": "16.0.0", "ml_dtypes": "0.2.0", "numpy": "1.23.5", "opt_einsum": "3.3.0",
+             "packaging": "23.1", "protobuf": "4.23.4", "scipy": "1.10.1", "setuptools": "68.0.0", "six": "1.16.0",
+             "tensorboard": "2.12.3", "tensorflow_estimator": "2.12.0", "termcolor": "2.3.0",
+             "typing_extensions": "4.5.0", "wrapt": "1.14.1", "tensorflow_io_gcs_filesystem": "0.32.0"},
     "2.10": {"absl_py": "1.3.0", "astunparse": "1.6.3", "flatbuffers": "22.11.23", "gast": "0.4.0",
              "google_pasta": "0.2.0", "grpcio": "1.51.1", "h5py": "3.7.0", "keras": "2.10.0",
              "keras_preprocessing": "1.1.2", "libclang": "14.0.6", "numpy": "1.23.5", "opt_einsum": "3.3.0",

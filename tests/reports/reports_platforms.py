@@ -59,7 +59,7 @@ def _kumatea_cpu_wheel(root: FakeRoot) -> None:
 def _rosetta(version: str, name: str, python: str, minimum: str, requires_of: str, system: str):
     """An x86_64 Python under Rosetta 2 on an M1 Mac with the x86_64 wheel of `name`."""
     def build(root: FakeRoot) -> None:
-        hosts.mac(root, hosts.M1_PRO_ROSETTA, system)
+        hosts.mac(root, hosts.M1_ROSETTA, system)
         env = PythonEnv("/Users/ada/venv", version=python, arch="x86_64", system="darwin")
         cp = "cp" + "".join(python.split(".")[:2])
         site = FakeSitePackages(root.path / env.site.lstrip("/"))
@@ -170,14 +170,14 @@ register(
         "dev", "`pip install tensorflow tensorflow-metal` (2.18.0 and 1.1.0, Python 3.9): Symbol not found in "
         "libmetal_plugin.dylib at import",
         expect=("PLAT011",), twin=METAL_TWIN,
-        build=_metal("3.9.20", "2.18.0", "1.1.0", hosts.M1_PRO_NATIVE, hosts.SONOMA),
+        build=_metal("3.9.20", "2.18.0", "1.1.0", hosts.M3_MAX_NATIVE, hosts.SEQUOIA),
         env=MAC_ENV, python=_metal_env("3.9.20")),
     RealReport(
         "mac-metal-1.1-after-upgrade-to-2.18", "https://github.com/tensorflow/tensorflow/issues/84167", "platforms",
         "dev", "tensorflow-metal 1.1.0 worked with TensorFlow 2.17; after upgrading TensorFlow to 2.18 the import "
         "fails (M2 Max, Python 3.11)",
         expect=("PLAT011",), twin=METAL_TWIN,
-        build=_metal("3.11.11", "2.18.0", "1.1.0", hosts.M1_PRO_NATIVE, hosts.SONOMA),
+        build=_metal("3.11.11", "2.18.0", "1.1.0", hosts.M3_MAX_NATIVE, hosts.SEQUOIA),
         env=MAC_ENV, python=_metal_env("3.11.11")),
     RealReport(
         "wsl2-profiler-tf-2.12", "https://github.com/tensorflow/tensorflow/issues/61210", "platforms", "dev",

@@ -20,6 +20,8 @@ from tfdoctor.derive.platforms import (
     metal_release,
     nvidia_jetson_build,
     rosetta_translated,
+    stack_text,
+    wheels_for,
 )
 from tfdoctor.derive.tensorflow_distribution import build_info, installed_tensorflow, installed_version
 from tfdoctor.derive.versions import version_tuple
@@ -96,13 +98,19 @@ def jetson_tensorflow_without_cuda(facts: Facts) -> Iterator[Finding]:
     if info.get("is_cuda_build") is True:
         return  # built from source with CUDA for this board
     jetpack = jetpack_of(l4t_release(facts))
+    source = wheels_for(jetpack) if jetpack else None
     tags = ", ".join(dist.wheel_tags) or "no wheel tag"
     evidence = {"tegra.l4t.release": l4t_release(facts), "tegra.model": facts.peek("tegra.model"),
                 f"python.watched.{dist.name}.version": dist.version, "wheel_tags": list(dist.wheel_tags),
                 "python.tensorflow.build_info.is_cuda_build": info.get("is_cuda_build")}
-    where = (f"NVIDIA builds TensorFlow for JetPack {jetpack.jetpack} on {jetpack.index_url}" if jetpack else
-             f"NVIDIA's wheel for this board's JetPack is listed in {JETSON_GUIDE}")
-    fixes = () if jetpack is None else (_jetson_install(facts, jetpack, dist.name),)
+    if jetpack is None or source is None:
+        where = f"NVIDIA's wheel for this board's JetPack is listed in {JETSON_GUIDE}"
+    elif source == jetpack:
+        where = f"NVIDIA builds TensorFlow for JetPack {jetpack.jetpack} on {jetpack.index_url}"
+    else:
+        where = (f"NVIDIA published no TensorFlow wheel for JetPack {jetpack.jetpack}; those of JetPack "
+                 f"{source.jetpack} ({source.index_url}) are built against the same {stack_text(jetpack)}")
+    fixes = () if jetpack is None or source is None else (_jetson_install(facts, source, dist.name),)
     yield Finding(
         f"TensorFlow {dist.version} ({dist.name}, {tags}) is not built with CUDA: on {_board(facts)} it will "
         f"never use the GPU; {where}", evidence=evidence, fixes=fixes)
@@ -113,19 +121,22 @@ def jetson_tensorflow_for_another_jetpack(facts: Facts) -> Iterator[Finding]:
     """What it does:
     On a Jetson with NVIDIA's TensorFlow wheel (version +nvYY.MM), finds the JetPack that wheel was built
     for in tfdoctor/knowledge/jetson_tensorflow.toml, and the JetPack of the board's L4T release
-    (/etc/nv_tegra_release), and compares them.
+    (/etc/nv_tegra_release), and compares the CUDA, cuDNN and TensorRT releases the two install.
 
     Why is this bad?
-    NVIDIA builds each Jetson wheel against one JetPack's CUDA, cuDNN and TensorRT, and supports it on that
-    JetPack only. On another one TensorFlow fails to load its CUDA libraries (another soname) or runs
-    without the GPU.
+    NVIDIA builds each Jetson wheel against one JetPack's CUDA, cuDNN and TensorRT. On a JetPack that
+    installs other releases of them TensorFlow fails to load its CUDA libraries (another soname, an older
+    cuDNN) or runs without the GPU. JetPack releases that install the same three (5.1 to 5.1.5; 6.1, 6.2
+    and 6.2.1) share their wheels: a 5.1 wheel on 5.1.3 is not reported.
 
     Example:
-    tensorflow 2.11.0+nv23.01 (the JetPack 5.1 wheel) on a board upgraded to JetPack 5.1.2 (L4T R35.4.1).
+    tensorflow 2.15.0+nv24.05 (the JetPack 6.0 wheel, CUDA 12.2 and cuDNN 8.9) on a board flashed with
+    JetPack 6.2 (L4T R36.4.3: CUDA 12.6, cuDNN 9.3).
 
     Fix:
     Install the wheel of the board's JetPack from its index
-    (https://developer.download.nvidia.com/compute/redist/jp/v<JetPack>).
+    (https://developer.download.nvidia.com/compute/redist/jp/v<JetPack>), or, for a JetPack NVIDIA built no
+    wheel for, that of the newest JetPack with the same stack (6.2: the 6.1 wheel).
 
     Fix safety:
     Manual: it replaces the installed TensorFlow.
@@ -144,14 +155,19 @@ def jetson_tensorflow_for_another_jetpack(facts: Facts) -> Iterator[Finding]:
     built = jetpack_with_wheel(dist.version)
     if built is None:
         raise NotChecked(f"TensorFlow {dist.version} is not among the wheels of the jetson_tensorflow table")
-    if built == here or dist.version in here.wheels:
+    # NVIDIA's JetPack minor releases share one compute stack and one set of wheels (a 5.1 wheel on 5.1.3,
+    # a 6.1 wheel on 6.2): only a wheel linked against other CUDA, cuDNN or TensorRT releases is wrong there.
+    if built.stack == here.stack:
         return
+    source = wheels_for(here)
     yield Finding(
-        f"TensorFlow {dist.version} is NVIDIA's build for JetPack {built.jetpack} (L4T {', '.join(built.l4t)}); "
-        f"{_board(facts)} runs JetPack {here.jetpack}, whose CUDA and cuDNN it was not built against",
+        f"TensorFlow {dist.version} is NVIDIA's build for JetPack {built.jetpack} ({stack_text(built)}); "
+        f"{_board(facts)} runs JetPack {here.jetpack}, which installs {stack_text(here)}: TensorFlow fails to "
+        "load the libraries it was linked against or runs without the GPU",
         evidence={"tegra.l4t.release": l4t, f"python.watched.{dist.name}.version": dist.version,
-                  "built_for_jetpack": built.jetpack, "board_jetpack": here.jetpack},
-        fixes=(_jetson_install(facts, here, dist.name),))
+                  "built_for_jetpack": built.jetpack, "board_jetpack": here.jetpack,
+                  "built_stack": list(built.stack), "board_stack": list(here.stack)},
+        fixes=() if source is None else (_jetson_install(facts, source, dist.name),))
 
 
 @check("PLAT010", "python-under-rosetta", Severity.WARNING)

@@ -21,9 +21,10 @@ class JetPack:
 
     jetpack: str  # "5.1.2"
     l4t: tuple[str, ...]  # the L4T releases it ships ("35.4.1")
-    index: str  # "v512"
-    wheels: tuple[str, ...]  # NVIDIA's TensorFlow versions on that index ("2.12.0+nv23.06")
+    index: str  # "v512"; "" when NVIDIA published no wheel for this JetPack
+    wheels: tuple[str, ...]  # NVIDIA's TensorFlow versions on that index ("2.12.0+nv23.06"); may be empty
     python: str  # the CPython its wheels are built for ("3.8")
+    stack: tuple[str, str, str]  # the CUDA, cuDNN and TensorRT major.minor it installs ("11.4", "8.6", "8.5")
 
     @property
     def index_url(self) -> str:
@@ -38,7 +39,8 @@ class JetPack:
 def jetpacks() -> tuple[JetPack, ...]:
     from tfdoctor.knowledge import table_rows
 
-    return tuple(JetPack(str(r["jetpack"]), tuple(r["l4t"]), str(r["index"]), tuple(r["wheels"]), str(r["python"]))
+    return tuple(JetPack(str(r["jetpack"]), tuple(r["l4t"]), str(r.get("index", "")), tuple(r["wheels"]),
+                         str(r["python"]), (str(r["cuda"]), str(r["cudnn"]), str(r["tensorrt"])))
                  for r in table_rows("jetson_tensorflow"))
 
 
@@ -59,6 +61,21 @@ def jetpack_of(l4t: str | None) -> JetPack | None:
 def jetpack_with_wheel(version: str) -> JetPack | None:
     """The JetPack whose index holds this exact NVIDIA wheel version ("2.12.0+nv23.06")."""
     return next((j for j in jetpacks() if version in j.wheels), None)
+
+
+def wheels_for(jetpack: JetPack) -> JetPack | None:
+    """The JetPack whose wheels to install on this one: itself when NVIDIA published wheels for it, else the
+    newest JetPack with wheels and the same CUDA, cuDNN and TensorRT (JetPack 5.1.3 runs the 5.1.2 wheels);
+    None when no JetPack of its stack has any."""
+    if jetpack.wheels:
+        return jetpack
+    same = [j for j in jetpacks() if j.wheels and j.stack == jetpack.stack]
+    return same[-1] if same else None
+
+
+def stack_text(jetpack: JetPack) -> str:
+    cuda, cudnn, tensorrt = jetpack.stack
+    return f"CUDA {cuda}, cuDNN {cudnn}, TensorRT {tensorrt}"
 
 
 def nvidia_jetson_build(version: str) -> bool:

@@ -61,6 +61,11 @@ def function_cost(module: SourceModule, target: ast.AST | None, depth: int = 0) 
     return max((_body_cost(module, stmt, depth) for stmt in definition.body), default=Cost.TRIVIAL)
 
 
+def function_definition(module: SourceModule, target: ast.AST | None) -> ast.FunctionDef | None:
+    """The `def` a name or `self.method` given to map refers to in this module, when there is exactly one."""
+    return _definition(module, target) if target is not None else None
+
+
 def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None:
     """The `def` a name (or `self.method`) refers to in this module, when there is exactly one."""
     if isinstance(target, ast.Name):

@@ -126,7 +126,7 @@ def not_users_code(module: SourceModule, node: ast.AST) -> str | None:
         return "a tutorial's pipeline deoptimized on purpose (marked in the file)"
     for parent in module.ancestors(node):
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.name in _TFDS_BUILDER_METHODS:
-            return f"a TFDS builder's {parent.name}(): TFDS hands the pipeline to its users' code"
+            return f"a data-set library's {parent.name}() hook: its public as_dataset() hands the pipeline on"
     if module.derived(_writes_records_only):
         return "a data-preparation script: it writes TFRecords and trains nothing"
     return None
@@ -158,14 +158,21 @@ _FILE_READERS = ("numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromf
                  "open", "tf.io.gfile", "PIL.Image.open", "cv2.imread", "glob.glob", "os.listdir", "pathlib.Path")
 
 
-def data_grounds(module: SourceModule, value: object) -> tuple[str | None, str | None]:
-    """(what shows the data is read from files or large, why that is not known) for a pipeline."""
+def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[str | None, str | None]:
+    """(what shows the data is read from files or large, why that is not known) for a pipeline; (None, None)
+    when the data is known to be small (the rule stays silent)."""
     from tfdoctor.lint.costs import in_memory, reads_files, source_name, tiny
 
     source = getattr(value, "source", None)
+    made = _made_by_a_function_of_the_file(module, value)
+    if made is not None and depth < 3:
+        return data_grounds(module, made, depth + 1)
+    if _a_few_taken(value):
+        return None, None  # `take(5).repeat(2)`: ten elements (or batches) of a demo, whatever the source
     name = source_name(module, value)  # type: ignore[arg-type]
     if reads_files(module, value):  # type: ignore[arg-type]
-        return f"{(name or 'the source').rsplit('.', 1)[-1]} reads files", None
+        short = (name or "the source").replace("tensorflow_datasets.", "tfds.").replace("tf.data.", "")
+        return f"{short} reads files", None
     if source is None:
         return None, "the pipeline comes from the caller: where its data comes from is not visible here"
     if name == "tf.data.Dataset.from_generator":
@@ -186,6 +193,38 @@ def data_grounds(module: SourceModule, value: object) -> tuple[str | None, str |
     return None, "its source is not known to read files"
 
 
+_FEW = 100  # take(n) of at most this many elements or batches: a demo's data, not a training set
+
+
+def _a_few_taken(value: object) -> bool:
+    few = False
+    for op, call in getattr(value, "ops", ()):
+        if op == "take":
+            count = constant(argument(call, "count", 0))
+            few = few or (isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _FEW)
+        elif op == "repeat" and argument(call, "count", 0) is None:
+            few = False  # repeated without end after the take: a stream, however small its cycle
+    return few
+
+
+def _made_by_a_function_of_the_file(module: SourceModule, value: object) -> object | None:
+    """`train = make_dataset(...)` where `make_dataset` of this file builds it: the pipeline as built there."""
+    from tfdoctor.lint.datasets import dataset_flow
+
+    source = getattr(value, "source", None)
+    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name)):
+        return None
+    shape = dataset_flow(module).returning.get(source.func.id)
+    if shape is None:
+        return None
+    ops = getattr(value, "ops", ())
+    for made, _expr in shape.elements:
+        if made is not None and made.source is not None and made.source is not source and \
+                tuple(ops[: len(made.ops)]) == made.ops:
+            return made
+    return None
+
+
 def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
     """Elements of `range(N)` or of arrays from a Keras bundled data set (`keras.datasets.mnist.load_data()`)."""
     if not isinstance(source, ast.Call) or not source.args:
@@ -196,11 +235,22 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
         return count
     for name in _names(first):
         for bound in _bindings(module, name):
-            call_name = module.call_name(bound) if isinstance(bound, ast.Call) else None
-            if call_name and call_name.startswith("keras.datasets.") and call_name.endswith(".load_data"):
-                rows = KERAS_DATASET_ROWS.get(call_name.split(".")[2])
-                if rows is not None:
-                    return rows
+            rows = _keras_dataset_rows(module, bound)
+            if rows is not None:
+                return rows
+    return None
+
+
+def _keras_dataset_rows(module: SourceModule, bound: ast.AST) -> int | None:
+    """`keras.datasets.mnist.load_data()`, or `mnist = tf.keras.datasets.mnist` then `mnist.load_data()`."""
+    if not (isinstance(bound, ast.Call) and isinstance(bound.func, ast.Attribute) and bound.func.attr == "load_data"):
+        return None
+    owner = module.qualified(bound.func.value)
+    if owner is None and isinstance(bound.func.value, ast.Name):
+        owners = [module.qualified(b) for b in _bindings(module, bound.func.value.id)]
+        owner = owners[0] if len(owners) == 1 else None
+    if owner and owner.startswith("keras.datasets."):
+        return KERAS_DATASET_ROWS.get(owner.split(".")[2])
     return None
 
 

@@ -184,8 +184,8 @@ def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[s
                 op == "repeat" and argument(call, "count", 0) is None for op, call in value.ops):  # type: ignore
             return "one tensor repeated without end", None
         rows = _known_rows(module, source)
-        if rows is not None:
-            return (f"{rows:,} elements", None) if rows >= LARGE else (None, f"{rows:,} elements")
+        if rows is not None:  # known: large enough, or too small to matter (silent)
+            return (f"{rows:,} elements", None) if rows >= LARGE else (None, None)
         read = _read_from_files(module, source) or _maps_read_files(module, value)
         if read:
             return f"data read from files ({read})", None
@@ -229,10 +229,16 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
     """Elements of `range(N)` or of arrays from a Keras bundled data set (`keras.datasets.mnist.load_data()`)."""
     if not isinstance(source, ast.Call) or not source.args:
         return None
+    from tfdoctor.lint.costs import _made_rows
+
     first = source.args[0]
     count = constant(first)
     if isinstance(count, int) and not isinstance(count, bool):
         return count
+    for element in first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]:
+        rows = _made_rows(element)  # np.zeros((50000, 8)): a literal shape
+        if rows is not None:
+            return rows
     for name in _names(first):
         for bound in _bindings(module, name):
             rows = _keras_dataset_rows(module, bound)

@@ -124,7 +124,8 @@ def test_a_loop_that_writes_records_is_not_training() -> None:
 def test_a_loop_with_no_visible_step_is_said_at_info_with_the_reason() -> None:
     text = TF + DECODE + RECORDS + "for x, y in ds:\n    consume(x, y)\n"
     assert found(text) == [("SRC103", 5, "info"), ("SRC102", 6, "info")]
-    assert "(info: the loop over it calls no visible training step)" in lint(text, select=("SRC102",)).findings[0].message
+    [finding] = lint(text, select=("SRC102",)).findings
+    assert "(info: the loop over it calls no visible training step)" in finding.message
 
 
 def test_a_tf1_iterator_counts_only_in_a_file_that_trains() -> None:
@@ -167,7 +168,8 @@ def test_data_known_small_is_silent(data: str) -> None:
 
 
 def test_data_of_a_size_not_visible_is_info() -> None:
-    text = TF + AUG + "x, y = load_features()\nds = tf.data.Dataset.from_tensor_slices((x, y)).map(aug)\nmodel.fit(ds)\n"
+    text = TF + AUG + ("x, y = load_features()\nds = tf.data.Dataset.from_tensor_slices((x, y)).map(aug)\n"
+                       "model.fit(ds)\n")
     [finding] = lint(text, select=("SRC103",)).findings
     assert finding.severity is Severity.INFO
     assert finding.grounds["data-from-files-or-large"] == "not shown: arrays in memory of a size not visible here"

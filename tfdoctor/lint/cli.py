@@ -41,9 +41,8 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 
     registry = load_lint_rules()
     if list_rules:
-        from tfdoctor.terminal import listing, wrap_width
-
         from tfdoctor.lint.evidence import describe
+        from tfdoctor.terminal import listing, wrap_width
 
         # Each rule's evidence, as declared in its registration (issue 39, item 1); the runner's own codes
         # (syntax, reading errors) need none.

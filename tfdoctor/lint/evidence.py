@@ -110,7 +110,9 @@ def _called(call: ast.Call) -> str:
 
 # --- whose code, and on purpose? -----------------------------------------------------------------------
 
-_DEOPTIMIZED = re.compile(r"BEGIN_DEOPTIMIZE|DEOPTIMI[SZ]E|\bde-?optimi[sz]ed?\b|\bineff?[ie]cient\b", re.IGNORECASE)
+# A marker a tutorial puts around code written slow on purpose (in a comment), and file names that say it.
+_DEOPTIMIZE_MARKER = re.compile(r"\b(?:BEGIN|END)_DEOPTIMI[SZ]E\b")
+_DEOPTIMIZED_NAME = re.compile(r"de-?optimi[sz]ed|ineff?[ie]cient", re.IGNORECASE)
 _TFDS_BUILDER_METHODS = frozenset({"_as_dataset", "_generate_examples", "_split_generators", "_build_pcollection"})
 
 
@@ -136,8 +138,8 @@ def _deoptimized(module: SourceModule) -> bool:
     """The file says it is slow on purpose (a profiler tutorial's `BEGIN_DEOPTIMIZE` block, a file named
     `..._inefficient_input_pipeline.py`)."""
     name = module.path.replace("\\", "/").rsplit("/", 1)[-1]
-    return bool(_DEOPTIMIZED.search(name)) or any(
-        "#" in line and _DEOPTIMIZED.search(line, line.index("#")) for line in module.lines)
+    return bool(_DEOPTIMIZED_NAME.search(name)) or any(
+        "#" in line and _DEOPTIMIZE_MARKER.search(line, line.index("#")) for line in module.lines)
 
 
 def _writes_records_only(module: SourceModule) -> bool:

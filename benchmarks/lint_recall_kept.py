@@ -168,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
             continue  # unparseable files: not performance findings, not labelled
         label = labels.label(*finding[:4]) or "unlabelled"
         severity = kept(finding, now, labels)
-        counts[(label, "before")] += 1
-        counts[(label, "kept")] += severity is not None
+        group = "fixtures" if finding[0] == "fixtures" else "repositories"
+        counts[(group, label, "before")] += 1
+        counts[(group, label, "kept")] += severity is not None
+        counts[(group, label, "info")] += severity is not None and severity != finding[4]
         if severity is None:
             (lost if label == "true" else dropped).append((label, finding))
         elif severity != finding[4]:
@@ -179,11 +181,14 @@ def main(argv: list[str] | None = None) -> int:
                    and not any(labels.same_as.get(k) == f[2] and k[:2] == f[:2] and k[3] == f[3] for k in before_keys))
     print(f"baseline {args.baseline} and this tree on {len(roots)} repositories and {len(list(FIXTURES.glob('*.py')))} "
           "fixtures, default settings")
-    for label in ("true", "debatable", "false", "unlabelled"):
-        total, still = counts[(label, "before")], counts[(label, "kept")]
-        verb = "still found" if label == "true" else "dropped"
-        figure = still if label == "true" else total - still
-        print(f"  {label:10} findings of the baseline: {total:4}; {verb}: {figure} of {total}")
+    for group in ("repositories", "fixtures"):
+        print(f" {group}:")
+        for label in ("true", "debatable", "false", "unlabelled"):
+            total, still = counts[(group, label, "before")], counts[(group, label, "kept")]
+            verb = "still found" if label == "true" else "dropped"
+            figure = still if label == "true" else total - still
+            print(f"  {label:10} findings of the baseline: {total:4}; {verb}: {figure} of {total}"
+                  f" (kept at another severity: {counts[(group, label, 'info')]})")
     print(f"  findings this tree adds (not in the baseline): {len(added)}")
     print(f"  findings kept at another severity: {len(changed)}")
     for label, finding, severity in changed:

@@ -31,6 +31,10 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         `image_dataset_from_directory`, a function of the same script that returns one…) to where it is
         consumed (`model.fit`, a `for` loop, `iter()`, `experimental_distribute_dataset`) or returned from
         a function the script never calls, and flags it when no `.prefetch()` was applied on the way.
+        It needs evidence (`tfdoctor lint --list-rules`): training reads the pipeline, and its data is
+        read from files or known to hold 10,000 elements or more. Where that is not visible (returned to
+        callers in other files, arrays of a size the file does not show) it says so at info severity,
+        with the reason; where the data is known to be small, or nothing trains on it, it is silent.
 
     Why is this bad?
         Without prefetching, the input pipeline and the training step take turns: while the model
@@ -195,7 +199,10 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
         literal 1 — when the function does real work per element and the pipeline, or one built on
         it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
-        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted.
+        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted. Where training, the
+        data's size or the function's work is not visible in the file (returned to callers in other
+        files, arrays of unknown size, a function of another module) it says so at info severity, with
+        the reason; an identity or a cast, or data known to be small, gives no finding.
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many

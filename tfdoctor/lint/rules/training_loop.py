@@ -251,7 +251,7 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         while tracing, and a step called with new shapes or Python values retraces. Not offered at
         all (advice instead) where it cannot be right: a function that runs the whole training loop,
         calls eager-only or TF1 set-up (`enable_eager_execution`, a `Session`, `hvd.init()`), reads
-        tensors with `.numpy()`, or writes files and checkpoints.
+        tensors with `.numpy()`, calls `model.predict` or NumPy, or writes files and checkpoints.
     """
     steps = _gradient_steps(module)
     if not steps:

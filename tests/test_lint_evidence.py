@@ -197,7 +197,7 @@ def test_a_map_without_per_element_work_is_silent(function: str) -> None:
 def test_a_map_of_a_function_from_another_module_is_info() -> None:
     text = TF + "from records import parse\nds = tf.data.TFRecordDataset(files).map(parse).batch(32)\nmodel.fit(ds)\n"
     [finding] = lint(text, select=("SRC103",)).findings
-    assert finding.severity is Severity.INFO and "its cost is not visible" in finding.message
+    assert finding.severity is Severity.INFO and "work is not visible here" in finding.message
 
 
 def test_a_keras_model_bound_to_a_name_is_per_element_work() -> None:

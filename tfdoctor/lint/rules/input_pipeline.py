@@ -251,7 +251,8 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         if cost is Cost.EXPENSIVE:
             grounds["per-element-work"] = "the mapped function reads, decodes, augments or runs Python"
         else:
-            unproven["per-element-work"] = "the mapped function is not in this file: its cost is not visible"
+            unproven["per-element-work"] = "the mapped function's work is not visible here (it is, or calls into, " \
+                                           "code of another module)"
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:

@@ -165,11 +165,13 @@ def test_toy_data_written_in_the_script_is_silent(data: str) -> None:
     assert codes(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n") == []
 
 
-@pytest.mark.parametrize("data", [
-    # a synthetic stream without end, and a name bound twice (which one reaches the call is unknown)
-    "ds = tf.data.Dataset.from_tensors(tf.random.normal([8, 32, 32, 3])).repeat().map(aug)\n",
-    "x = np.random.rand(300, 8)\nx = load_features()\nds = tf.data.Dataset.from_tensor_slices(x).map(aug)\n",
+@pytest.mark.parametrize("data, severity", [
+    # a synthetic stream without end: large; a name bound twice (which one reaches the call is unknown): the
+    # size is not visible, said at info with the reason (issue 39, item 1: evidence, tests/test_lint_evidence.py)
+    ("ds = tf.data.Dataset.from_tensors(tf.random.normal([8, 32, 32, 3])).repeat().map(aug)\n", "warning"),
+    ("x = np.random.rand(300, 8)\nx = load_features()\nds = tf.data.Dataset.from_tensor_slices(x).map(aug)\n",
+     "info"),
 ])
-def test_without_evidence_of_a_small_source_the_rules_still_speak(data: str) -> None:
-    found = codes(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n")
-    assert [c.split(":")[0] for c in found] == ["SRC103", "SRC102"]
+def test_without_evidence_of_a_small_source_the_rules_still_speak(data: str, severity: str) -> None:
+    report = lint(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n", select=("SRC102", "SRC103"))
+    assert [(f.code, f.severity.label) for f in report.findings] == [("SRC103", severity), ("SRC102", severity)]

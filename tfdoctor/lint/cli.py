@@ -35,16 +35,19 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     from pathlib import Path
 
     from tfdoctor.lint.files import MissingPath, python_files
-    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.rule import RUNNER_CODES, load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths
     from tfdoctor.lint.settings import load_lint_settings
 
     registry = load_lint_rules()
     if list_rules:
+        from tfdoctor.lint.evidence import describe
         from tfdoctor.terminal import listing, wrap_width
 
-        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}", f"{'(preview) ' if r.preview else ''}{r.summary}")
-                for r in registry.rules]
+        # Each rule's evidence, as declared in its registration (issue 39, item 1); the runner's own codes
+        # (syntax, reading errors) need none.
+        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}", f"{'(preview) ' if r.preview else ''}{r.summary}"
+                 + ("" if r.code in RUNNER_CODES else f" {describe(r.evidence)}")) for r in registry.rules]
         _emit("".join(line + "\n" for line in listing(rows, wrap_width())), wrap=True)
         return
     if fix and diff:

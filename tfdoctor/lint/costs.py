@@ -27,7 +27,7 @@ _EXPENSIVE_PREFIXES = (
     "tf.py_func", "tf.read_file", "tf.decode_", "tf.parse_", "tf.string_split", "tf.random.",
     "tf.data.TFRecordDataset", "tf.data.TextLineDataset", "tf.data.FixedLengthRecordDataset",
     "tf.map_fn", "tf.contrib.image.", "tf.sparse.", "keras.layers.", "keras.preprocessing.", "tensorflow_text.",
-    "tf.image", "tf.numpy_function",
+    "tf.image", "tf.numpy_function", "keras_hub.", "keras_nlp.", "tensorflow_hub.",
 )
 # Plain Python that costs nothing worth a thread.
 _CHEAP_BUILTINS = frozenset({"len", "tuple", "list", "dict", "int", "float", "str", "bool", "range", "zip",
@@ -61,6 +61,11 @@ def function_cost(module: SourceModule, target: ast.AST | None, depth: int = 0) 
     return max((_body_cost(module, stmt, depth) for stmt in definition.body), default=Cost.TRIVIAL)
 
 
+def function_definition(module: SourceModule, target: ast.AST | None) -> ast.FunctionDef | None:
+    """The `def` a name or `self.method` given to map refers to in this module, when there is exactly one."""
+    return _definition(module, target) if target is not None else None
+
+
 def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None:
     """The `def` a name (or `self.method`) refers to in this module, when there is exactly one."""
     if isinstance(target, ast.Name):
@@ -70,7 +75,13 @@ def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None
     else:
         return None
     found = [f for f in module.nodes(ast.FunctionDef) if f.name == wanted]
-    return found[0] if len(found) == 1 else None
+    if len(found) > 1:
+        # Defined again and again (notebook cells): the last definition above the use is the one in force.
+        line = getattr(target, "lineno", 0)
+        above = [f for f in found if f.lineno < line]
+        return max(above, key=lambda f: f.lineno) if above and all(
+            isinstance(module.parents.get(f), ast.Module) for f in found) else None
+    return found[0] if found else None
 
 
 def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
@@ -90,6 +101,8 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
         elif (isinstance(func, ast.Name) and func.id in _CHEAP_BUILTINS) or (
                 isinstance(func, ast.Attribute) and func.attr in _CHEAP_METHODS):
             continue
+        elif _bound_to_a_model(module, func):
+            return Cost.EXPENSIVE  # `preprocess = keras.Sequential([Resizing(...), ...])` run per element
         elif (definition := _definition(module, func)) is not None and depth < 3:
             cost = max((_body_cost(module, s, depth + 1) for s in definition.body), default=Cost.TRIVIAL)
             if cost is Cost.EXPENSIVE:
@@ -98,6 +111,19 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
         else:
             worst = max(worst, Cost.UNKNOWN)
     return worst
+
+
+def _bound_to_a_model(module: SourceModule, func: ast.AST) -> bool:
+    """A name the file binds only to Keras layers or models, TF Hub or tokenizer objects."""
+    if not isinstance(func, ast.Name):
+        return False
+    bound = [a.value for a in module.nodes(ast.Assign) if any(isinstance(t, ast.Name) and t.id == func.id
+                                                               for t in a.targets)]
+    return bool(bound) and all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
+                               for b in bound)
+
+
+_MODEL_MAKERS = ("keras.", "tensorflow_hub.", "keras_hub.", "keras_nlp.", "tensorflow_text.")
 
 
 def source_name(module: SourceModule, value: Pipeline) -> str | None:

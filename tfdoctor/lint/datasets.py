@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
@@ -641,6 +641,21 @@ class DatasetFlow:
         (fit, a training loop, iter, a distribute strategy, an Estimator input_fn), returned, stored in an
         attribute or given to a function lint cannot see is.
         """
+        return next(self.uses(flow, value, depth), None) is not None
+
+    def uses(self, flow: ScopeFlow, value: Pipeline, depth: int = 0) -> Iterator[tuple[str, ast.AST | None]]:
+        """How the pipeline, or one built on it, is used (see trained_on): ("consumed", the consuming node),
+        ("used", None) for handed to code lint cannot follow, ("returned", None) for returned to callers
+        in other files. Consumptions first, so a rule can take the strongest evidence."""
+        later: list[tuple[str, ast.AST | None]] = []
+        for kind, node in self._uses(flow, value, depth):
+            if kind == "consumed":
+                yield kind, node
+            else:
+                later.append((kind, node))
+        yield from later
+
+    def _uses(self, flow: ScopeFlow, value: Pipeline, depth: int) -> Iterator[tuple[str, ast.AST | None]]:
         ops = value.ops
         # The same ops, by call: pipelines built on this one here, and in the callers of this function
         # (a function of the file that returns it carries its ops into the caller's flow). Only values that
@@ -655,20 +670,24 @@ class DatasetFlow:
             candidates = [(flow, value)]
         for owner, other in candidates:
             merged = owner.merged_into.get(id(other))
-            counted = id(other) in owner.consumed or id(other) in owner.used or bool(
-                owner.returned and other in owner.returned and not self._called_here(owner.scope))
+            returned = bool(owner.returned and other in owner.returned and not self._called_here(owner.scope))
+            counted = id(other) in owner.consumed or id(other) in owner.used or returned
             if merged is None and not counted:
                 continue  # cheap tests first: a chain of 4,000 `ds = ds.map(f)` compares no prefixes
             if other.ops[: len(ops)] != ops:
                 continue
-            if merged is not None and depth < 5 and self.trained_on(owner, merged, depth + 1):
-                return True
+            if merged is not None and depth < 5:
+                yield from self._uses(owner, merged, depth + 1)
             if not counted:
                 continue
             if any(op == "take" and _few(call) for op, call in other.ops[len(ops):]):
                 continue  # a peek at a few elements
-            return True
-        return False
+            if id(other) in owner.consumed:
+                yield "consumed", owner.consumed[id(other)]
+            elif id(other) in owner.used:
+                yield "used", None
+            else:
+                yield "returned", None
 
     @cached_property
     def _flow_ids(self) -> set[int]:

@@ -61,6 +61,10 @@ class Hit:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     fix: SourceFix | None = None
     severity: Severity | None = None
+    # Per kind of evidence the rule declares (tfdoctor/lint/evidence.py), what the rule saw of it...
+    grounds: Mapping[str, str] = field(default_factory=dict)
+    # ... and, for a kind it could not see, why: such a hit is kept only at info severity.
+    unproven: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class LintFinding:
     # Notebooks: line/end_line count within cell `cell` (1-based); raw_line is the .ipynb file's line.
     cell: int | None = None
     raw_line: int = 0
+    grounds: Mapping[str, str] = field(default_factory=dict)  # kind of evidence -> what was seen, or why not
 
     @property
     def location(self) -> str:
@@ -96,6 +101,8 @@ class LintFinding:
             "message": self.message, "evidence": dict(self.evidence),
             "fix": self.fix.to_json() if self.fix else None,
         }
+        if self.grounds:
+            found["grounds"] = dict(self.grounds)
         if self.cell is not None:
             found["cell"] = self.cell
         return found
@@ -136,6 +143,7 @@ class LintRuleSpec:
     origin: str = ""
     preview: bool = False  # opt-in (`--preview`): not yet precise enough on real code to be on by default
     triggers: Triggers | None = None  # None: the rule may fire on any file (no prefilter while it is selected)
+    evidence: tuple[str, ...] = ()  # kinds of evidence (tfdoctor/lint/evidence.py) every finding must show
 
     @property
     def doc(self) -> str:
@@ -148,6 +156,7 @@ class LintRuleSpec:
 
 def lint_rule(code: str, name: str, severity: Severity, preview: bool = False,
               triggers: Sequence[bytes | re.Pattern[bytes] | Sequence[bytes | re.Pattern[bytes]]] | None = None,
+              evidence: Sequence[str] = (),
               ) -> Callable[[RuleFunc], RuleFunc]:
     """Mark `f(module) -> Iterable[Hit]` as a lint rule. Its docstring is its documentation.
 
@@ -160,12 +169,23 @@ def lint_rule(code: str, name: str, severity: Severity, preview: bool = False,
     from what the rule matches: a name the rule resolves (`tf.GradientTape`) is written in the file under
     any import style, so its last part is a trigger; a missing trigger loses true findings. A rule that
     gives none (plugins, by default) turns the prefilter off while it is selected.
+
+    `evidence`: the kinds of evidence (keys of `tfdoctor.lint.evidence.KINDS`) the rule needs to fire. Each
+    hit names what it saw of each in `Hit.grounds`; the runner drops a hit that lacks one, unless it is at
+    info severity and says why in `Hit.unproven` (issue 39, item 1).
     """
+    from tfdoctor.lint.evidence import KINDS
+
     validate_identity("lint rule", code, name)
     clauses = _clauses(triggers)
+    needed = tuple(evidence)
+    unknown = [kind for kind in needed if kind not in KINDS]
+    if unknown:
+        raise ValueError(f"lint rule {code}: unknown kinds of evidence {unknown} (known: {sorted(KINDS)})")
 
     def mark(func: RuleFunc) -> RuleFunc:
-        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func, preview=preview, triggers=clauses))
+        setattr(func, _RULE_ATTR, LintRuleSpec(code, name, severity, func, preview=preview, triggers=clauses,
+                                               evidence=needed))
         return func
 
     return mark
@@ -208,7 +228,7 @@ def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
                 continue
             preview = spec.preview or spec.code in below_the_bar()
             by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, preview,
-                                              spec.triggers)
+                                              spec.triggers, spec.evidence)
     return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfdoctor.lint.evidence import missing
 from tfdoctor.lint.prefilter import Prefilter, prefilter_for
 from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
 from tfdoctor.lint.source import SourceError, SourceModule, read_source
@@ -29,6 +30,7 @@ class LintReport:
     files: int = 0
     suppressed: int = 0
     prefiltered: int = 0  # files read but not parsed: no selected rule's triggers in them (lint/prefilter.py)
+    unproven: int = 0  # hits dropped because they lacked the evidence their rule declares (lint/evidence.py)
     plugin_errors: list[str] = field(default_factory=list)
 
     def codes(self) -> list[str]:
@@ -68,6 +70,10 @@ def _run_rules(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lint
                                   f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
             continue
         for hit in hits:
+            grounds = _grounds(spec, hit)
+            if grounds is None:
+                report.unproven += 1
+                continue
             line, column, end_line, end_column = _locate(module, hit.node)
             key = (spec.code, line, column)
             if key in seen:
@@ -88,7 +94,19 @@ def _run_rules(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lint
                     fix = SourceFix(fix.title)
             report.findings.append(LintFinding(
                 module.path, line, column, end_line, end_column, spec.code, spec.name,
-                hit.severity or spec.severity, hit.message, dict(hit.evidence), fix, cell, raw_line))
+                hit.severity or spec.severity, hit.message, dict(hit.evidence), fix, cell, raw_line, grounds))
+
+
+def _grounds(spec: LintRuleSpec, hit: Hit) -> dict[str, str] | None:
+    """The evidence the hit shows for each kind its rule declares; None when it must be dropped: a kind is
+    missing, and the hit is not an info that says why (issue 39, item 1: no evidence, no finding)."""
+    if not spec.evidence:
+        return dict(hit.grounds)
+    lacking = missing(spec.evidence, hit.grounds)
+    if lacking and ((hit.severity or spec.severity) is not Severity.INFO
+                    or not all(hit.unproven.get(kind) for kind in lacking)):
+        return None
+    return {kind: hit.grounds.get(kind) or f"not shown: {hit.unproven[kind]}" for kind in spec.evidence}
 
 
 def _report_source_error(error: SourceError, path: str, rules: list[LintRuleSpec], report: LintReport) -> None:
@@ -212,6 +230,7 @@ def _lint_in_processes(files: Plan, rules: list[LintRuleSpec], report: LintRepor
                 report.files += part.files
                 report.suppressed += part.suppressed
                 report.prefiltered += part.prefiltered
+                report.unproven += part.unproven
     finally:
         gc.unfreeze()
     report.crashes.sort()

@@ -6,8 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
-from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, Pipeline, ScopeFlow, dataset_flow
+from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
+from tfdoctor.lint.evidence import data_grounds, not_users_code, training_grounds
 from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
@@ -20,7 +21,8 @@ _PY_FUNCTIONS = frozenset({"tf.py_function", "tf.numpy_function", "tf.py_func", 
 _PIPELINE_FUNCTION_ARGS = {"map": 0, "filter": 0, "flat_map": 0, "interleave": 0}
 
 
-@lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING, triggers=[SOURCE_TRIGGERS])
+@lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING, triggers=[SOURCE_TRIGGERS],
+           evidence=("consumed-by-training", "data-from-files-or-large", "users-training-code"))
 def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
     """A tf.data pipeline is consumed without `.prefetch()`.
 
@@ -29,6 +31,10 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         `image_dataset_from_directory`, a function of the same script that returns one…) to where it is
         consumed (`model.fit`, a `for` loop, `iter()`, `experimental_distribute_dataset`) or returned from
         a function the script never calls, and flags it when no `.prefetch()` was applied on the way.
+        It needs evidence (`tfdoctor lint --list-rules`): training reads the pipeline, and its data is
+        read from files or known to hold 10,000 elements or more. Where that is not visible (returned to
+        callers in other files, arrays of a size the file does not show) it says so at info severity,
+        with the reason; where the data is known to be small, or nothing trains on it, it is silent.
 
     Why is this bad?
         Without prefetching, the input pipeline and the training step take turns: while the model
@@ -78,6 +84,13 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 continue  # arrays already in memory (a CSV read with pandas), cheap maps: nothing worth overlapping
             if slow_on_purpose(module, value.node or consumer):
                 continue  # a demonstration of the slow way
+            handed_back = severity is not None  # returned to callers in other files
+            if handed_back:
+                trained, untrained = None, "returned to callers in other files, which may prefetch it"
+            else:
+                trained, untrained = training_grounds(module, consumer)
+            data, unknown = data_grounds(module, value)
+            grounds, unproven = _evidence(module, value.node or consumer, trained, untrained, data, unknown)
             expr = scope_flow.consumed_expr.get(id(value), value.node)
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
@@ -86,15 +99,39 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 edit = append_call(module, expr, f".prefetch({tune})")
                 fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
             ops = [op for op, _ in value.ops]
-            if severity is not None:
+            severity = Severity.INFO if unproven else None
+            if handed_back:
                 where = value.node.func if isinstance(value.node, ast.Call) else value.node
                 yield Hit(where, "tf.data pipeline that reads and decodes data is returned without .prefetch() "
                           "(its callers are in other files: prefetch there or here)",
-                          evidence={"ops": ops, "consumer": None}, fix=fix, severity=severity)
+                          evidence={"ops": ops, "consumer": None}, fix=fix, severity=severity, grounds=grounds,
+                          unproven=unproven)
                 continue
             yield Hit(expr, f"tf.data pipeline is consumed by {_consumer_name(consumer)} without .prefetch(): "
-                      "input preparation and training steps take turns instead of overlapping",
-                      evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix)
+                      "input preparation and training steps take turns instead of overlapping"
+                      + _not_shown(unproven), evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix,
+                      severity=severity, grounds=grounds, unproven=unproven)
+
+
+def _evidence(module: SourceModule, node: ast.AST, trained: str | None, untrained: str | None, data: str | None,
+              unknown: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The grounds of an input-pipeline finding, and what is not shown (tfdoctor/lint/evidence.py)."""
+    grounds: dict[str, str] = {}
+    unproven: dict[str, str] = {}
+    for kind, seen, why in (("consumed-by-training", trained, untrained), ("data-from-files-or-large", data, unknown)):
+        if seen:
+            grounds[kind] = seen
+        elif why:
+            unproven[kind] = why
+    reason = not_users_code(module, node)
+    if reason is None:
+        grounds["users-training-code"] = "the file's own training or input code"
+    return grounds, unproven
+
+
+def _not_shown(unproven: dict[str, str]) -> str:
+    """The reason an info finding gives for the evidence it could not see."""
+    return f" (info: {'; '.join(unproven.values())})" if unproven else ""
 
 
 # Ops that prepare elements; any other op (shuffle, repeat, take, ...) only passes prepared ones on.
@@ -152,7 +189,8 @@ def _consumer_name(node: ast.AST) -> str:
     return "training"
 
 
-@lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING, triggers=[b"map", PIPELINE_TRIGGERS])
+@lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING, triggers=[b"map", PIPELINE_TRIGGERS],
+           evidence=("consumed-by-training", "data-from-files-or-large", "per-element-work", "users-training-code"))
 def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     """`Dataset.map()` runs its function on one element at a time.
 
@@ -161,7 +199,10 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
         literal 1 — when the function does real work per element and the pipeline, or one built on
         it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
-        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted.
+        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted. Where training, the
+        data's size or the function's work is not visible in the file (returned to callers in other
+        files, arrays of unknown size, a function of another module) it says so at info severity, with
+        the reason; an identity or a cast, or data known to be small, gives no finding.
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many
@@ -186,7 +227,8 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     for _flow, value in flows.values():
         if not value.ops or value.ops[-1][0] != "map":
             continue
-        if not flows.trained_on(_flow, value):
+        trained, untrained = _training_use(module, flows, _flow, value)
+        if trained is None and untrained is None:
             continue  # built, peeked at or plotted, never trained on: its speed does not matter (issue 25)
         call = value.ops[-1][1]
         if id(call) in seen:
@@ -204,6 +246,13 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             continue  # a demonstration of the slow way
         if _per_file_in_parallel_interleave(module, call):
             continue  # one file's pipeline inside interleave(..., num_parallel_calls=N): files run in parallel
+        data, unknown = data_grounds(module, value)
+        grounds, unproven = _evidence(module, call, trained, untrained, data, unknown)
+        if cost is Cost.EXPENSIVE:
+            grounds["per-element-work"] = "the mapped function reads, decodes, augments or runs Python"
+        else:
+            unproven["per-element-work"] = "the mapped function's work is not visible here (it is, or calls into, " \
+                                           "code of another module)"
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
         if alias and parallel is None:
@@ -212,8 +261,27 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             if edit is not None:
                 fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
         state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
-        yield Hit(call.func, f"Dataset.map() {state} processes one element at a time",
-                  evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix)
+        yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + _not_shown(unproven),
+                  evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
+                  severity=Severity.INFO if unproven else None, grounds=grounds, unproven=unproven)
+
+
+def _training_use(module: SourceModule, flows: DatasetFlow, flow: ScopeFlow, value: Pipeline
+                  ) -> tuple[str | None, str | None]:
+    """(what shows training reads this pipeline or one built on it, why that is not shown); (None, None)
+    when nothing does (built, peeked at, printed)."""
+    why = None
+    for kind, node in flows.uses(flow, value):
+        if kind == "consumed":
+            seen, unseen = training_grounds(module, node)
+            if seen:
+                return seen, None
+            why = why or unseen
+        elif kind == "returned":
+            why = why or "returned to callers in other files"
+        else:
+            why = why or "handed to code lint cannot follow"
+    return None, why
 
 
 def _per_file_in_parallel_interleave(module: SourceModule, call: ast.Call) -> bool:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
+from tfdoctor.lint.evidence import not_users_code
 from tfdoctor.lint.intent import not_users_training_code
 from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
@@ -214,7 +215,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
 
 
 @lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING,
-           triggers=[b"GradientTape", (b"apply_gradients", b"assign_sub")])
+           triggers=[b"GradientTape", (b"apply_gradients", b"assign_sub")],
+           evidence=("step-called-in-loop", "users-training-code"))
 def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     """A custom training step records a GradientTape and applies gradients eagerly.
 
@@ -249,7 +251,7 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         while tracing, and a step called with new shapes or Python values retraces. Not offered at
         all (advice instead) where it cannot be right: a function that runs the whole training loop,
         calls eager-only or TF1 set-up (`enable_eager_execution`, a `Session`, `hvd.init()`), reads
-        tensors with `.numpy()`, or writes files and checkpoints.
+        tensors with `.numpy()`, calls `model.predict` or NumPy, or writes files and checkpoints.
     """
     steps = _gradient_steps(module)
     if not steps:
@@ -257,10 +259,11 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     compiled = module.derived(_compiled_functions)
     alias = module.imports.alias_for("tf")
     for func, apply in steps:
+        grounds = _step_grounds(module, func, apply)
         if func is None:  # the loop itself is at module level: no function to decorate
             yield Hit(apply, "training loop at module level records a GradientTape and applies gradients eagerly "
                       "(not a tf.function)", evidence={"function": None},
-                      fix=SourceFix("Move the step into a function decorated with @tf.function"))
+                      fix=SourceFix("Move the step into a function decorated with @tf.function"), grounds=grounds)
             continue
         if func.name in compiled:
             continue
@@ -283,7 +286,21 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
             fix = SourceFix(fix.title, (Edit(pos.line, at, pos.line, at, f"@{alias}.function\n{indent}"),),
                             Applicability.UNSAFE)
         yield Hit(_def_name(module, func), f"training step {func.name}() records a GradientTape and applies "
-                  "gradients eagerly (not a tf.function)", evidence=evidence, fix=fix)
+                  "gradients eagerly (not a tf.function)", evidence=evidence, fix=fix, grounds=grounds)
+
+
+def _step_grounds(module: SourceModule, func: Function | None, apply: ast.AST) -> dict[str, str]:
+    """What shows the step runs in a loop of the file, and that the code is the user's (lint/evidence.py)."""
+    grounds: dict[str, str] = {}
+    if _in_loop(module, apply, func):
+        grounds["step-called-in-loop"] = "the tape and apply_gradients sit in a loop"
+    elif func is not None:
+        loops = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
+        if loops:
+            grounds["step-called-in-loop"] = f"{func.name}() is called in a loop (line {loops[0].lineno})"
+    if not_users_code(module, apply) is None:
+        grounds["users-training-code"] = "the file's own training code"
+    return grounds
 
 
 # What a function must not do to be wrapped in @tf.function as a whole: run only eagerly or in TF1, read
@@ -309,6 +326,10 @@ def _cannot_wrap(module: SourceModule, func: Function, apply: ast.AST) -> str | 
             return f"calls {name}(), which runs only eagerly or in TF1"
         if last == "numpy" and isinstance(node.func, ast.Attribute) and not node.args:
             return "reads tensors to Python with .numpy()"
+        if last in ("predict", "predict_on_batch") and isinstance(node.func, ast.Attribute):
+            return f"calls {_called_name(node)}(), which returns NumPy arrays and cannot run in a graph"
+        if name.startswith("numpy."):
+            return f"computes with NumPy ({name}()), which runs once while tracing"
         if last in _WRITES and not name.startswith(_GRAPH_WRITERS) and (
                 name in ("open", "") or isinstance(node.func, ast.Attribute)):
             return f"writes files or saves checkpoints ({last}())"

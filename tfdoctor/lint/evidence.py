@@ -1,0 +1,364 @@
+"""What a lint rule must have seen before it speaks (issue 39, item 1: precision by design).
+
+Each rule names, in its registration, the kinds of evidence it needs (`@lint_rule(..., evidence=(...))`);
+each of its hits says, per kind, what it saw (`Hit(..., grounds={"consumed-by-training": "fit()"})`). The
+runner keeps a hit only when every kind the rule needs is there; a hit that lacks one is kept only at info
+severity and only when it names why the evidence is missing (`Hit(..., unproven={kind: reason})`), so the
+user reads a lead for what it is. Everything else is dropped: no evidence, no finding.
+
+The functions below are how the built-in rules gather that evidence; a plugin may use them too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+from tfdoctor.lint.source import SourceModule, argument, constant
+
+# The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
+KINDS: dict[str, str] = {
+    "consumed-by-training": "the pipeline is read by training: fit/evaluate, an Estimator input_fn, a distribute "
+                            "strategy, or a loop that steps an optimizer (not only built, peeked at or printed)",
+    "data-from-files-or-large": "the data is read from files (size unknown), or its size is known and at least "
+                                "10,000 elements",
+    "per-element-work": "the mapped function does work per element: reads, decodes, augments or runs Python "
+                        "(not an identity or a cast)",
+    "step-called-in-loop": "the training step (GradientTape and apply_gradients) runs in a loop of the file, "
+                           "beyond a short literal demo loop",
+    "users-training-code": "the code is the user's training code: not a framework's or a TFDS builder's "
+                           "internals, not slow on purpose, not a data-preparation script",
+}
+LARGE = 10_000  # elements per epoch from which an input pipeline's cost shows (the rubric in docs/lint.md)
+
+
+def missing(needed: tuple[str, ...], grounds: Mapping[str, str]) -> list[str]:
+    """The kinds of evidence a hit lacks."""
+    return [kind for kind in needed if not grounds.get(kind)]
+
+
+def describe(needed: tuple[str, ...]) -> str:
+    """`Fires with: ...` for --list-rules and the docs."""
+    if not needed:
+        return "Fires with: the pattern itself (no further evidence needed)."
+    return "Fires with: " + "; ".join(needed) + "."
+
+
+# --- does this file train? ------------------------------------------------------------------------------
+
+# Calls that step an optimizer or run Keras' training/evaluation: the file trains.
+_TRAINING_CALLS = frozenset({"apply_gradients", "minimize", "train_on_batch", "test_on_batch", "fit", "fit_generator",
+                             "evaluate", "train_and_evaluate", "compute_gradients"})
+_STEP_WORDS = ("train", "step", "update", "optimi", "learn", "fit", "evaluat", "valid", "test")
+
+
+def module_trains(module: SourceModule) -> str | None:
+    """What in the file steps an optimizer or runs Keras' training loop (first such call), or None."""
+    return module.derived(_module_trains)
+
+
+def _module_trains(module: SourceModule) -> str | None:
+    for call in module.calls:
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in _TRAINING_CALLS:
+            return f"{name}()"
+        if name == "train" and isinstance(func, ast.Attribute) and (
+                argument(call, "input_fn") is not None or argument(call, "max_steps") is not None):
+            return "an Estimator's train()"  # estimator.train(input_fn=..., max_steps=...)
+    return None
+
+
+def loop_steps(module: SourceModule, loop: ast.AST) -> str | None:
+    """What in a loop's body trains: a call that steps an optimizer, or a call named for a step (`train_step`,
+    `update`, `strategy.run(step_fn)` is followed by its argument's name), or a function of this file that
+    trains. None when the loop only looks at the elements (prints, plots, writes records)."""
+    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
+    for stmt in getattr(loop, "body", []):
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            names = [_called(node)] + [a.id if isinstance(a, ast.Name) else a.attr for a in node.args
+                                       if isinstance(a, (ast.Name, ast.Attribute))]
+            for name in names:
+                if not name:
+                    continue
+                if name in _TRAINING_CALLS or any(word in name.lower() for word in _STEP_WORDS):
+                    return f"{name}()"
+                if name in functions and _body_trains(module, functions[name], functions, 0):
+                    return f"{name}()"
+    return None
+
+
+def _body_trains(module: SourceModule, function: ast.AST, functions: dict[str, ast.FunctionDef], depth: int) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            name = _called(node)
+            if name in _TRAINING_CALLS or module.call_name(node) == "tf.GradientTape":
+                return True
+            if depth < 2 and name in functions and functions[name] is not function and \
+                    _body_trains(module, functions[name], functions, depth + 1):
+                return True
+    return False
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+# --- whose code, and on purpose? -----------------------------------------------------------------------
+
+# A marker a tutorial puts around code written slow on purpose (in a comment), and file names that say it.
+_DEOPTIMIZE_MARKER = re.compile(r"\b(?:BEGIN|END)_DEOPTIMI[SZ]E\b")
+_DEOPTIMIZED_NAME = re.compile(r"de-?optimi[sz]ed|ineff?[ie]cient", re.IGNORECASE)
+_TFDS_BUILDER_METHODS = frozenset({"_as_dataset", "_generate_examples", "_split_generators", "_build_pcollection"})
+
+
+def not_users_code(module: SourceModule, node: ast.AST) -> str | None:
+    """Why `node` is not the user's training code, or None when it is (see KINDS["users-training-code"])."""
+    from tfdoctor.lint.intent import framework_internal, slow_on_purpose
+
+    if framework_internal(module):
+        return "a framework's internals"
+    if slow_on_purpose(module, node):
+        return "written slow on purpose"
+    if module.derived(_deoptimized):
+        return "a tutorial's pipeline deoptimized on purpose (marked in the file)"
+    for parent in module.ancestors(node):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.name in _TFDS_BUILDER_METHODS:
+            return f"a data-set library's {parent.name}() hook: its public as_dataset() hands the pipeline on"
+    if module.derived(_writes_records_only):
+        return "a data-preparation script: it writes TFRecords and trains nothing"
+    return None
+
+
+def _deoptimized(module: SourceModule) -> bool:
+    """The file says it is slow on purpose (a profiler tutorial's `BEGIN_DEOPTIMIZE` block, a file named
+    `..._inefficient_input_pipeline.py`)."""
+    name = module.path.replace("\\", "/").rsplit("/", 1)[-1]
+    return bool(_DEOPTIMIZED_NAME.search(name)) or any(
+        "#" in line and _DEOPTIMIZE_MARKER.search(line, line.index("#")) for line in module.lines)
+
+
+def _writes_records_only(module: SourceModule) -> bool:
+    """The file writes TFRecords, and neither trains nor feeds an Estimator (an `input_fn`)."""
+    from tfdoctor.lint.datasets import dataset_flow
+
+    writes = any((module.call_name(c) or "").endswith(("TFRecordWriter", "io.write_file")) for c in module.calls)
+    return writes and module_trains(module) is None and not dataset_flow(module).input_fns
+
+
+# --- is the data large enough for the cost to show? ------------------------------------------------------
+
+# Keras' bundled data sets: training rows of `load_data()` (keras.io/api/datasets; test_split defaults).
+KERAS_DATASET_ROWS = {"mnist": 60_000, "fashion_mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000,
+                      "imdb": 25_000, "reuters": 8_982, "boston_housing": 404, "california_housing": 16_512}
+# Readers whose data comes from files (NumPy, pandas, h5py, PIL, OpenCV, Python's own open).
+_FILE_READERS = ("numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "pandas.read_", "h5py.File",
+                 "open", "tf.io.gfile", "PIL.Image.open", "cv2.imread", "glob.glob", "os.listdir", "pathlib.Path")
+
+
+def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[str | None, str | None]:
+    """(what shows the data is read from files or large, why that is not known) for a pipeline; (None, None)
+    when the data is known to be small (the rule stays silent)."""
+    from tfdoctor.lint.costs import in_memory, reads_files, source_name, tiny
+
+    source = getattr(value, "source", None)
+    made = _made_by_a_function_of_the_file(module, value)
+    if made is not None and depth < 3:
+        return data_grounds(module, made, depth + 1)
+    if _a_few_taken(value):
+        return None, None  # `take(5).repeat(2)`: ten elements (or batches) of a demo, whatever the source
+    name = source_name(module, value)  # type: ignore[arg-type]
+    if reads_files(module, value):  # type: ignore[arg-type]
+        short = (name or "the source").replace("tensorflow_datasets.", "tfds.").replace("tf.data.", "")
+        return f"{short} reads files", None
+    if source is None:
+        return None, "the pipeline comes from the caller: where its data comes from is not visible here"
+    if name == "tf.data.Dataset.from_generator":
+        return None, "a Python generator feeds it: how much data it yields is not visible here"
+    if tiny(module, value):  # type: ignore[arg-type]
+        return None, "a few elements written in the script"
+    if in_memory(module, value):  # type: ignore[arg-type]
+        if name == "tf.data.Dataset.from_tensors" and any(
+                op == "repeat" and argument(call, "count", 0) is None for op, call in value.ops):  # type: ignore
+            return "one tensor repeated without end", None
+        rows = _known_rows(module, source)
+        if rows is not None:  # known: large enough, or too small to matter (silent)
+            return (f"{rows:,} elements", None) if rows >= LARGE else (None, None)
+        read = _read_from_files(module, source) or _maps_read_files(module, value)
+        if read:
+            return f"data read from files ({read})", None
+        return None, "arrays in memory of a size not visible here"
+    return None, "its source is not known to read files"
+
+
+_FEW = 100  # take(n) of at most this many elements or batches: a demo's data, not a training set
+
+
+def _a_few_taken(value: object) -> bool:
+    few = False
+    for op, call in getattr(value, "ops", ()):
+        if op == "take":
+            count = constant(argument(call, "count", 0))
+            few = few or (isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _FEW)
+        elif op == "repeat" and argument(call, "count", 0) is None:
+            few = False  # repeated without end after the take: a stream, however small its cycle
+    return few
+
+
+def _made_by_a_function_of_the_file(module: SourceModule, value: object) -> object | None:
+    """`train = make_dataset(...)` where `make_dataset` of this file builds it: the pipeline as built there."""
+    from tfdoctor.lint.datasets import dataset_flow
+
+    source = getattr(value, "source", None)
+    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name)):
+        return None
+    shape = dataset_flow(module).returning.get(source.func.id)
+    if shape is None:
+        return None
+    ops = getattr(value, "ops", ())
+    for made, _expr in shape.elements:
+        if made is not None and made.source is not None and made.source is not source and \
+                tuple(ops[: len(made.ops)]) == made.ops:
+            return made
+    return None
+
+
+def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
+    """Elements of `range(N)` or of arrays from a Keras bundled data set (`keras.datasets.mnist.load_data()`)."""
+    if not isinstance(source, ast.Call) or not source.args:
+        return None
+    from tfdoctor.lint.costs import _made_rows
+
+    first = source.args[0]
+    count = constant(first)
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    for element in first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]:
+        rows = _made_rows(element)  # np.zeros((50000, 8)): a literal shape
+        if rows is not None:
+            return rows
+    for name in _names(first):
+        for bound in _bindings(module, name):
+            rows = _keras_dataset_rows(module, bound)
+            if rows is not None:
+                return rows
+    return None
+
+
+def _keras_dataset_rows(module: SourceModule, bound: ast.AST) -> int | None:
+    """`keras.datasets.mnist.load_data()`, or `mnist = tf.keras.datasets.mnist` then `mnist.load_data()`."""
+    if not (isinstance(bound, ast.Call) and isinstance(bound.func, ast.Attribute) and bound.func.attr == "load_data"):
+        return None
+    owner = module.qualified(bound.func.value)
+    if owner is None and isinstance(bound.func.value, ast.Name):
+        owners = [module.qualified(b) for b in _bindings(module, bound.func.value.id)]
+        owner = owners[0] if len(owners) == 1 else None
+    if owner and owner.startswith("keras.datasets."):
+        return KERAS_DATASET_ROWS.get(owner.split(".")[2])
+    return None
+
+
+def _read_from_files(module: SourceModule, source: ast.AST) -> str | None:
+    """The arrays (or file names) sliced come from a reader of files, two assignments deep at most."""
+    if not isinstance(source, ast.Call) or not source.args:
+        return None
+    names, seen = _names(source.args[0]), set()
+    for _ in range(3):
+        following = []
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            for bound in _bindings(module, name):
+                for node in ast.walk(bound):
+                    called = module.call_name(node) if isinstance(node, ast.Call) else None
+                    if called and called.startswith(_FILE_READERS):
+                        return f"{called}()"
+                following += _names(bound)
+        names = following
+    return None
+
+
+# Ops that read a file's bytes inside a mapped function: the elements are file names, the data is on disk.
+_READS_IN_MAP = ("tf.io.read_file", "tf.read_file", "tf.data.TFRecordDataset", "tf.data.TextLineDataset",
+                 "keras.utils.load_img", "keras.preprocessing.image.load_img", "tf.io.gfile", "numpy.load",
+                 "PIL.Image.open", "cv2.imread", "tfio.")
+
+
+def _maps_read_files(module: SourceModule, value: object) -> str | None:
+    from tfdoctor.lint.costs import function_definition
+
+    for op, call in getattr(value, "ops", ()):
+        if op not in ("map", "interleave", "flat_map"):
+            continue
+        target = argument(call, "map_func", 0)
+        bodies = [target.body] if isinstance(target, ast.Lambda) else [function_definition(module, target)]
+        for body in bodies:
+            for node in ast.walk(body) if body is not None else ():
+                called = module.call_name(node) if isinstance(node, ast.Call) else \
+                    module.qualified(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+                if called and called.startswith(_READS_IN_MAP):
+                    return f"{op} reads files with {called}"
+    return None
+
+
+def _names(node: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+
+def _bindings(module: SourceModule, name: str) -> list[ast.AST]:
+    """The values a name is assigned in the file (`x = ...`, `(x, y), _ = ...`)."""
+    found = []
+    for assign in module.nodes(ast.Assign):
+        if any(isinstance(n, ast.Name) and n.id == name for t in assign.targets for n in ast.walk(t)):
+            found.append(assign.value)
+    return found
+
+
+# --- is the pipeline read by training? ------------------------------------------------------------------
+
+_KERAS_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator"})
+_DISTRIBUTE = frozenset({"experimental_distribute_dataset", "distribute_datasets_from_function"})
+_TF1_ITERATORS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
+
+
+def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[str | None, str | None]:
+    """(what shows training reads the pipeline there, why it is not shown) for a consuming node of the
+    dataset flow. (None, None): the node is not training (a TF1 iterator in a file that trains nothing, a
+    peek through `iter()`), and the rule stays silent."""
+    if consumer is None:
+        return None, None
+    loop = module.parents.get(consumer)
+    if isinstance(consumer, ast.Call) and _called(consumer) in ("iter", "enumerate", "zip") and \
+            isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is consumer:
+        consumer = loop  # `for i, batch in enumerate(ds)`: the loop is what reads it
+    if isinstance(consumer, ast.Return):
+        return "an Estimator input_fn returns it", None
+    if isinstance(consumer, (ast.For, ast.AsyncFor)):
+        step = loop_steps(module, consumer)
+        if step:
+            return f"a loop over it calls {step}", None
+        return None, "the loop over it calls no visible training step"
+    if not isinstance(consumer, ast.Call):
+        return None, None
+    name = _called(consumer)
+    if name in _KERAS_CONSUMERS:
+        return f"{name}()", None
+    if name in _DISTRIBUTE:
+        return f"a distribute strategy's {name}()", None
+    trains = module_trains(module)
+    if name in _TF1_ITERATORS or (module.call_name(consumer) or "").endswith(tuple(_TF1_ITERATORS)):
+        # TF1: the iterator's batches go wherever sess.run takes them; only a file that trains shows it
+        return (f"a TF1 iterator in a file that trains ({trains})", None) if trains else (None, None)
+    if isinstance(consumer.func, ast.Name) and name in ("iter", "enumerate", "zip"):
+        return (f"{name}() in a file that trains ({trains})", None) if trains else (None, None)
+    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
+    if name in functions:  # a function of this file that loops over it (datasets.DatasetFlow.consuming)
+        if _body_trains(module, functions[name], functions, 0) or any(word in name.lower() for word in _STEP_WORDS):
+            return f"{name}() trains on it", None
+        return None, f"{name}() loops over it without a visible training step"
+    return None, f"{name}() reads it"

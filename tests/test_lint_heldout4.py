@@ -116,20 +116,27 @@ def test_held_out_repositories_are_in_no_other_corpus():
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")  # their code's escapes
-def test_labels_cover_exactly_the_findings_of_the_pinned_snapshots(tmp_path):
+def test_every_finding_of_the_judged_rules_on_the_pinned_snapshots_has_a_label(tmp_path):
+    """The labels were written for the default rule set of commit 85cf8b0 (SRC102, SRC103, SRC107, since made
+    partly preview). Those rules, selected, give no finding without a label: a rule change that adds one
+    must have it judged before any figure is quoted. Labels whose finding is gone are rules tightened since
+    (benchmarks/lint_heldout4.py counts them)."""
     repos = manifest()
     if h4.missing_snapshots(h4.MIRROR, repos):
         pytest.skip("the fourth held-out snapshots are not here (fetch github:<repo> for each of heldout4.toml)")
     from lint_corpus import _line, materialise
 
-    from tfdoctor.lint.api import lint_directory
+    from tfdoctor.lint.files import python_files
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.runner import lint_paths
 
+    rules = select_lint_rules(load_lint_rules().rules, ["SRC001", "SRC002", "SRC102", "SRC103", "SRC107"])
     roots, _ = materialise(h4.MIRROR, tmp_path, repos)
     found = {}
     for repo, root in roots.items():
-        report = lint_directory(root)
+        files = list(python_files([str(root)], include_tests=False))
+        report = lint_paths(files, rules, walked=files)
         assert report.crashes == []
         found[repo] = [(Path(f.path).relative_to(root).as_posix(), _line(f), f.code) for f in report.findings]
-    unjudged, gone = h4.coverage(h4.judged_findings(found), h4.read_labels())
+    unjudged, _gone = h4.coverage(h4.judged_findings(found), h4.read_labels())
     assert unjudged == [], "findings without a label: judge them by the rubric in docs/lint.md"
-    assert gone == [], "labels without a finding: the linter changed since the labels were written"

@@ -593,6 +593,7 @@ def _conda_with_activate_d(root: FakeRoot) -> None:
 
 
 CONDA_ENVIRONMENT = {"CONDA_PREFIX": CONDA_ENV, "CONDA_DEFAULT_ENV": "tf", "VIRTUAL_ENV": "",
+                     "CONDA_EXE": f"{HOME}/miniconda3/bin/conda", "CONDA_PYTHON_EXE": f"{HOME}/miniconda3/bin/python",
                      "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin",
                      "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA_ENV}/lib/"}
 CONDA_PYTHON = {"tf_version": "2.12.1", "cuda": "11.8", "caps": SYSTEM_118["caps"]}

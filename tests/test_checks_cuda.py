@@ -152,10 +152,35 @@ def test_jit_cache_fix_sets_four_gib():
 def test_cupti_fixes():
     off_path = report("cupti001-cupti-not-on-loader-path").findings()[0]
     assert [c.value for c in off_path.fixes[0].changes] == ["/usr/local/cuda/extras/CUPTI/lib64"]
-    assert off_path.severity is Severity.WARNING
     dated = report("cupti001-cupti-dated-name-only").findings()[0]
     assert dated.fixes[0].steps[0] == ("ln -s libcupti.so.2022.3.0 "
                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.11.8")
+
+
+def _with(facts: Facts, env: dict[str, str] | None = None, watched: dict[str, object] | None = None,
+          intent: str | None = None) -> Facts:
+    data = json.loads(json.dumps(facts.to_json()))
+    data["sections"]["env"]["variables"].update(env or {})
+    data["sections"]["python"]["watched"].update(watched or {})
+    if intent:
+        data["meta"]["intent"] = intent
+    return Facts.from_json(data)
+
+
+@pytest.mark.parametrize("scenario", ["cupti001-cupti-not-on-loader-path", "cupti001-cupti-dated-name-only"])
+def test_missing_cupti_is_an_info_when_nothing_profiles_and_a_warning_when_the_job_is_set_up_to(scenario):
+    """TensorFlow loads CUPTI only when a profiler starts: a training job without one is not warned."""
+    facts = load(scenario)
+    (quiet,) = check_facts(facts, select=["CUPTI001"]).findings()
+    assert quiet.severity is Severity.INFO and quiet.evidence["profiler_installed"] is False
+    assert "nothing here is set up to profile: training is unaffected" in quiet.message
+    plugin = {"tensorboard-plugin-profile": {"version": "2.15.1", "location": g.SITE}}
+    for profiling in (_with(facts, watched=plugin), _with(facts, env={"TF_GPU_CUPTI_USE_ACTIVITY_API": "1"}),
+                      _with(facts, intent="profile")):
+        (loud,) = check_facts(profiling, select=["CUPTI001"]).findings()
+        assert loud.severity is Severity.WARNING and loud.evidence["profiler_installed"] is True
+        assert loud.message.endswith("the TensorFlow Profiler will record no GPU activity")
+        assert loud.fixes == quiet.fixes
 
 
 def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_info_without():

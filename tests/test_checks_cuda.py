@@ -152,14 +152,19 @@ def test_jit_cache_fix_sets_four_gib():
 def test_cupti_fixes():
     off_path = report("cupti001-cupti-not-on-loader-path").findings()[0]
     assert [c.value for c in off_path.fixes[0].changes] == ["/usr/local/cuda/extras/CUPTI/lib64"]
+    assert off_path.severity is Severity.WARNING  # tensorboard-plugin-profile is installed
     dated = report("cupti001-cupti-dated-name-only").findings()[0]
+    assert dated.severity is Severity.INFO  # nothing there profiles
     assert dated.fixes[0].steps[0] == ("ln -s libcupti.so.2022.3.0 "
                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.11.8")
 
 
 def _with(facts: Facts, env: dict[str, str] | None = None, watched: dict[str, object] | None = None,
           intent: str | None = None) -> Facts:
+    """The facts with nothing set up to profile, then with what is given."""
     data = json.loads(json.dumps(facts.to_json()))
+    data["sections"]["python"]["watched"].pop("tensorboard-plugin-profile", None)
+    data["sections"]["python"]["distributions"].pop("tensorboard-plugin-profile", None)
     data["sections"]["env"]["variables"].update(env or {})
     data["sections"]["python"]["watched"].update(watched or {})
     if intent:
@@ -171,7 +176,7 @@ def _with(facts: Facts, env: dict[str, str] | None = None, watched: dict[str, ob
 def test_missing_cupti_is_an_info_when_nothing_profiles_and_a_warning_when_the_job_is_set_up_to(scenario):
     """TensorFlow loads CUPTI only when a profiler starts: a training job without one is not warned."""
     facts = load(scenario)
-    (quiet,) = check_facts(facts, select=["CUPTI001"]).findings()
+    (quiet,) = check_facts(_with(facts), select=["CUPTI001"]).findings()
     assert quiet.severity is Severity.INFO and quiet.evidence["profiler_installed"] is False
     assert "nothing here is set up to profile: training is unaffected" in quiet.message
     plugin = {"tensorboard-plugin-profile": {"version": "2.15.1", "location": g.SITE}}

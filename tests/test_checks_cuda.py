@@ -13,7 +13,7 @@ from conftest import check_facts, env_fixes
 from support import gpu_scenarios as g
 
 from tfdoctor.facts import Facts, Unknown
-from tfdoctor.model import AdminFix, Severity
+from tfdoctor.model import AdminFix, Severity, Status
 
 FAMILIES = g.GPU_FAMILIES
 
@@ -245,6 +245,40 @@ def test_driver_findings():
     assert k80.severity is Severity.ERROR
     h100 = next(f for f in report("cuda007-jit-cache-default").findings() if f.code == "DRV003")
     assert h100.severity is Severity.WARNING and "JIT-compiles" in h100.message
+
+
+DRV003_FIXTURE = "gpu/drv003-gpu-older-than-build.json"
+CAPS = "python.tensorflow.build_info.cuda_compute_capabilities"
+
+
+def _drv003(capabilities: object, cc: str, name: str = "NVIDIA H100 80GB HBM3"):
+    from support.snapshot_facts import edited_facts
+
+    facts = edited_facts(DRV003_FIXTURE, {CAPS: capabilities, "nvml.devices.0.compute_capability": cc,
+                                          "nvml.devices.0.name": name})
+    return check_facts(facts, select=["DRV003"]).results[0]
+
+
+def test_architecture_specific_entries_serve_their_own_gpu_only():
+    """A source build for Hopper with sm_90a (and its PTX compute_90a): binaries on the H100; nothing a B200
+    can run, neither binary nor PTX (PTX ISA: "a" targets "cannot be run on later generation devices")."""
+    hopper = ["sm_80", "sm_90a", "compute_90a"]
+    assert _drv003(hopper, "9.0").status is Status.PASSED
+    (b200,) = _drv003(hopper, "10.0", "NVIDIA B200").findings
+    assert b200.severity is Severity.ERROR
+    assert b200.message.startswith("GPU 0 (NVIDIA B200, compute capability 10.0) has neither binary kernels in "
+                                   "this TensorFlow build (sm_80, sm_90a, compute_90a) nor PTX")
+    (jit,) = _drv003(["sm_80", "compute_90a"], "9.0").findings  # its own PTX: JIT-compiled for the H100
+    assert jit.severity is Severity.WARNING and "JIT-compiles" in jit.message
+    (k80,) = _drv003(["sm_80", "sm_90a", "compute_90a"], "3.7", "Tesla K80").findings
+    assert "is older than every architecture" in k80.message
+
+
+@pytest.mark.parametrize("capabilities", [[], None, "", ["sm_x"]])
+def test_a_cuda_build_naming_no_architectures_is_not_checked_rather_than_passed(capabilities):
+    result = _drv003(capabilities, "3.7", "Tesla K80")
+    assert result.status is Status.NOT_CHECKED
+    assert result.reason.endswith("names no cuda_compute_capabilities")
 
 
 def test_driver_of_same_major_is_only_a_warning():

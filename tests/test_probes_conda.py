@@ -239,3 +239,10 @@ def test_an_unknown_priority_is_said_so_in_the_finding_not_called_the_default():
     facts = edited_facts(FIXTURE, {"conda.channel_priority.value": {"$unknown": "/etc/conda/.condarc is a FIFO"}})
     (finding,) = check_facts(facts, select=["PKG030"]).findings()
     assert "channel_priority is not known (/etc/conda/.condarc is a FIFO)" in finding.message
+
+
+def test_a_relative_condarc_is_unknown_since_it_depends_on_the_folder_conda_runs_in(make_root):
+    root = _conda_env(make_root).write("/home/ada/.condarc", "channel_priority: strict\n")
+    assert _priority(root, {**ENV, "CONDARC": "conda.yml"}) == {
+        "value": Unknown("CONDARC=conda.yml is relative: which file conda reads depends on the folder it runs in"),
+        "source": None, "files": ["/home/ada/.condarc"]}

@@ -13,7 +13,7 @@ from conftest import check_facts, env_fixes
 from support import gpu_scenarios as g
 
 from tfdoctor.facts import Facts, Unknown
-from tfdoctor.model import AdminFix, Severity
+from tfdoctor.model import AdminFix, Severity, Status
 
 FAMILIES = g.GPU_FAMILIES
 
@@ -152,10 +152,40 @@ def test_jit_cache_fix_sets_four_gib():
 def test_cupti_fixes():
     off_path = report("cupti001-cupti-not-on-loader-path").findings()[0]
     assert [c.value for c in off_path.fixes[0].changes] == ["/usr/local/cuda/extras/CUPTI/lib64"]
-    assert off_path.severity is Severity.WARNING
+    assert off_path.severity is Severity.WARNING  # tensorboard-plugin-profile is installed
     dated = report("cupti001-cupti-dated-name-only").findings()[0]
+    assert dated.severity is Severity.INFO  # nothing there profiles
     assert dated.fixes[0].steps[0] == ("ln -s libcupti.so.2022.3.0 "
                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.11.8")
+
+
+def _with(facts: Facts, env: dict[str, str] | None = None, watched: dict[str, object] | None = None,
+          intent: str | None = None) -> Facts:
+    """The facts with nothing set up to profile, then with what is given."""
+    data = json.loads(json.dumps(facts.to_json()))
+    data["sections"]["python"]["watched"].pop("tensorboard-plugin-profile", None)
+    data["sections"]["python"]["distributions"].pop("tensorboard-plugin-profile", None)
+    data["sections"]["env"]["variables"].update(env or {})
+    data["sections"]["python"]["watched"].update(watched or {})
+    if intent:
+        data["meta"]["intent"] = intent
+    return Facts.from_json(data)
+
+
+@pytest.mark.parametrize("scenario", ["cupti001-cupti-not-on-loader-path", "cupti001-cupti-dated-name-only"])
+def test_missing_cupti_is_an_info_when_nothing_profiles_and_a_warning_when_the_job_is_set_up_to(scenario):
+    """TensorFlow loads CUPTI only when a profiler starts: a training job without one is not warned."""
+    facts = load(scenario)
+    (quiet,) = check_facts(_with(facts), select=["CUPTI001"]).findings()
+    assert quiet.severity is Severity.INFO and quiet.evidence["profiler_installed"] is False
+    assert "nothing here is set up to profile: training is unaffected" in quiet.message
+    plugin = {"tensorboard-plugin-profile": {"version": "2.15.1", "location": g.SITE}}
+    for profiling in (_with(facts, watched=plugin), _with(facts, env={"TF_GPU_CUPTI_USE_ACTIVITY_API": "1"}),
+                      _with(facts, intent="profile")):
+        (loud,) = check_facts(profiling, select=["CUPTI001"]).findings()
+        assert loud.severity is Severity.WARNING and loud.evidence["profiler_installed"] is True
+        assert loud.message.endswith("the TensorFlow Profiler will record no GPU activity")
+        assert loud.fixes == quiet.fixes
 
 
 def test_profiling_restriction_is_an_error_with_the_profiler_installed_and_info_without():
@@ -215,6 +245,40 @@ def test_driver_findings():
     assert k80.severity is Severity.ERROR
     h100 = next(f for f in report("cuda007-jit-cache-default").findings() if f.code == "DRV003")
     assert h100.severity is Severity.WARNING and "JIT-compiles" in h100.message
+
+
+DRV003_FIXTURE = "gpu/drv003-gpu-older-than-build.json"
+CAPS = "python.tensorflow.build_info.cuda_compute_capabilities"
+
+
+def _drv003(capabilities: object, cc: str, name: str = "NVIDIA H100 80GB HBM3"):
+    from support.snapshot_facts import edited_facts
+
+    facts = edited_facts(DRV003_FIXTURE, {CAPS: capabilities, "nvml.devices.0.compute_capability": cc,
+                                          "nvml.devices.0.name": name})
+    return check_facts(facts, select=["DRV003"]).results[0]
+
+
+def test_architecture_specific_entries_serve_their_own_gpu_only():
+    """A source build for Hopper with sm_90a (and its PTX compute_90a): binaries on the H100; nothing a B200
+    can run, neither binary nor PTX (PTX ISA: "a" targets "cannot be run on later generation devices")."""
+    hopper = ["sm_80", "sm_90a", "compute_90a"]
+    assert _drv003(hopper, "9.0").status is Status.PASSED
+    (b200,) = _drv003(hopper, "10.0", "NVIDIA B200").findings
+    assert b200.severity is Severity.ERROR
+    assert b200.message.startswith("GPU 0 (NVIDIA B200, compute capability 10.0) has neither binary kernels in "
+                                   "this TensorFlow build (sm_80, sm_90a, compute_90a) nor PTX")
+    (jit,) = _drv003(["sm_80", "compute_90a"], "9.0").findings  # its own PTX: JIT-compiled for the H100
+    assert jit.severity is Severity.WARNING and "JIT-compiles" in jit.message
+    (k80,) = _drv003(["sm_80", "sm_90a", "compute_90a"], "3.7", "Tesla K80").findings
+    assert "is older than every architecture" in k80.message
+
+
+@pytest.mark.parametrize("capabilities", [[], None, "", ["sm_x"]])
+def test_a_cuda_build_naming_no_architectures_is_not_checked_rather_than_passed(capabilities):
+    result = _drv003(capabilities, "3.7", "Tesla K80")
+    assert result.status is Status.NOT_CHECKED
+    assert result.reason.endswith("names no cuda_compute_capabilities")
 
 
 def test_driver_of_same_major_is_only_a_warning():

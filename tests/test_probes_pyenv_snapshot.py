@@ -549,3 +549,88 @@ def test_headers_within_the_limit_give_the_requirements_without_extras(tmp_path)
     (tmp_path / "METADATA").write_bytes(b"Name: small\nRequires-Dist: numpy>=1.26.4\n"
                                         b"Requires-Dist: pytest; extra == \"test\"\n\nRequires-Dist: no\n")
     assert pyenv_snapshot._requires_of(str(tmp_path)) == ["numpy>=1.26.4"]
+
+
+# -- every file read under site-packages is bounded: a FIFO is refused, a gigabyte costs its limit -------------
+
+_PROBE = """
+import json, resource, sys
+from tfdoctor.facts.probes.pyenv_snapshot import snapshot
+site = sys.argv[1]
+snap = snapshot(paths=[site], environ={}, prefix=sys.argv[2], site_dirs=[site], user_site=None, cache="")
+print(json.dumps({"snapshot": snap, "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _hostile_site(folder: Path, damage: str | None) -> FakeSitePackages:
+    """A TensorFlow wheel beside a dependency and a .pth file, each file the snapshot reads replaced by a FIFO
+    or by a (sparse) gigabyte; None: the healthy twin."""
+    site = FakeSitePackages(folder).tensorflow(gencode="5.28.3").healthy_dependencies()
+    site.file("extra.pth", "../extra\n")
+    info = site.path / "tensorflow_cpu-2.21.0.dist-info"
+    targets = [info / n for n in ("METADATA", "WHEEL", "top_level.txt", "INSTALLER", "RECORD")] + [
+        site.path / "absl_py-2.5.1.dist-info/METADATA", site.path / "extra.pth",
+        site.path / "tensorflow/python/platform/build_info.py",
+        site.path / "tensorflow/core/framework/attr_value_pb2.py"]
+    for target in targets if damage else ():
+        assert target.exists(), target
+        target.unlink()
+        if damage == "fifo":
+            os.mkfifo(target)
+        else:
+            with open(target, "wb") as handle:
+                handle.truncate(1 << 30)
+    return site
+
+
+def _snapshot_in_a_child(site: FakeSitePackages, prefix: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(site.path), str(prefix)], capture_output=True,
+                          text=True, timeout=60)  # a read that waits on a FIFO fails here, not the suite
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("damage", ["fifo", "gigabyte"])
+def test_fifos_and_gigabyte_files_in_site_packages_cost_neither_a_wait_nor_their_size(tmp_path, damage):
+    healthy = _snapshot_in_a_child(_hostile_site(tmp_path / "healthy", None), tmp_path)
+    hostile = _snapshot_in_a_child(_hostile_site(tmp_path / damage, damage), tmp_path)
+    tf = hostile["snapshot"]["watched"]["tensorflow-cpu"]
+    assert "requires_dist" not in tf and tf["version"] == "2.21.0"  # the folder's name still says the version
+    assert (tf["wheel_tags"], tf["installer"], tf["top_level"]) == ([], None, None)
+    assert "record" not in tf  # no top-level names: nothing to verify
+    assert hostile["snapshot"]["distributions"]["absl-py"] == {"version": "2.5.1",
+                                                               "location": str(tmp_path / damage)}
+    assert hostile["snapshot"]["tensorflow"]["build_info"]["$unknown"].startswith("build_info.py unreadable: ")
+    assert "path_origins" in hostile["snapshot"]
+    gencode = hostile["snapshot"]["tensorflow"]["protobuf_gencode"]
+    assert gencode is None if damage == "gigabyte" else gencode["$unknown"].endswith("is not a regular file")
+    # The healthy twin read every one of them; the gigabytes cost at most a few of their limits (8 MB each).
+    assert healthy["snapshot"]["watched"]["tensorflow-cpu"]["installer"] == "pip"
+    assert healthy["snapshot"]["tensorflow"]["protobuf_gencode"]["version"] == "5.28.3"
+    assert hostile["max_rss_kb"] < healthy["max_rss_kb"] + 64 * 1024, (hostile["max_rss_kb"], healthy["max_rss_kb"])
+
+
+def test_tfdoctors_own_direct_url_json_is_read_bounded(tmp_path, monkeypatch):
+    """tfdoctor.installed reads its own install record (PEP 610) through the bounded reader: a FIFO there is
+    refused at once, a gigabyte is not loaded, and a real one names the folder."""
+    import threading
+    from importlib import metadata
+
+    from tfdoctor import installed
+
+    info = tmp_path / "tfdoctor-0.1.0.dist-info"
+    info.mkdir()
+    monkeypatch.setattr(metadata, "distributions", lambda name: [metadata.PathDistribution(info)])
+    found: list[object] = []
+    os.mkfifo(info / "direct_url.json")
+    reader = threading.Thread(target=lambda: found.append(installed._direct_url()), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert found == [None]
+    (info / "direct_url.json").unlink()
+    with open(info / "direct_url.json", "wb") as handle:
+        handle.write(b'{"url": "file:///src/tfdoctor", "dir_info": {}}')
+        handle.truncate(1 << 30)
+    assert installed._direct_url() is None
+    (info / "direct_url.json").write_text('{"url": "file:///src/tfdoctor", "dir_info": {"editable": true}}')
+    assert installed._direct_url() == {"url": "file:///src/tfdoctor", "dir_info": {"editable": True}}

@@ -54,6 +54,15 @@ def test_cpython_of_a_tag():
     ((9, 0), ("sm_80", "compute_80"), "ptx"),  # the driver JIT-compiles compute_80 for a 9.0 GPU
     ((7, 0), ("sm_80", "compute_80"), "none"),
     ((9, 0), ("sm_90a", "compute_90a"), "sass"),
+    # "a" targets run on their architecture only: neither binary nor PTX on a later GPU (PTX ISA)
+    ((10, 0), ("sm_90a", "compute_90a"), "none"),
+    ((9, 0), ("sm_80", "compute_90a"), "ptx"),
+    ((10, 3), ("sm_100a",), "none"),
+    # "f" targets (CUDA 12.9) run on their family: the same major from their minor on
+    ((10, 3), ("sm_100f",), "sass"),
+    ((10, 3), ("sm_80", "compute_100f"), "ptx"),
+    ((12, 0), ("sm_100f", "compute_100f"), "none"),
+    ((12, 0), ("sm_80", "compute_90"), "ptx"),  # plain PTX: every later GPU
     ((8, 0), ("sm_x", "compute_8"), "none"),  # malformed entries are skipped
 ])
 def test_arch_support(cc, capabilities, expected):

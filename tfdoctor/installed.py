@@ -18,12 +18,32 @@ from urllib.parse import unquote, urlparse
 DISTRIBUTION = "tfdoctor"
 
 
+DIRECT_URL_LIMIT = 64 * 1024  # pip writes a URL and a commit or two flags: a few hundred bytes
+
+
+def _read_direct_url(dist: object) -> bytes | None:
+    """The distribution's direct_url.json, at most DIRECT_URL_LIMIT bytes, read as every file tfdoctor reads
+    (tfdoctor.facts.bounded: a FIFO or device in its place is refused, not waited on); None without one."""
+    import os
+
+    from tfdoctor.facts.bounded import read_probe_file
+
+    folder = getattr(dist, "_path", None)  # a PathDistribution's metadata folder; others have no such file
+    if folder is None:
+        return None
+    try:
+        read = read_probe_file(os.path.join(os.fspath(folder), "direct_url.json"), DIRECT_URL_LIMIT)
+    except OSError:
+        return None
+    return None if read.truncated else read.data
+
+
 def _direct_url() -> dict[str, object] | None:
     from importlib import metadata
 
     # Every record of the name, not the first: run from inside a clone, the build's tfdoctor.egg-info in the
     # current folder comes before the installed dist-info on sys.path, and it has no direct_url.json.
-    texts = (dist.read_text("direct_url.json") for dist in metadata.distributions(name=DISTRIBUTION))
+    texts = (_read_direct_url(dist) for dist in metadata.distributions(name=DISTRIBUTION))
     text = next((t for t in texts if t), None)
     try:
         data = json.loads(text) if text else None

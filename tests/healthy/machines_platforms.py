@@ -180,6 +180,7 @@ def _conda_forge_only(root: FakeRoot) -> None:
 
 
 CONDA_USER = {"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": CONDA_FORGE_ENV.prefix, "CONDA_DEFAULT_ENV": "tf",
+              "CONDA_EXE": "/home/ada/miniforge3/bin/conda", "CONDA_PYTHON_EXE": "/home/ada/miniforge3/bin/python",
               "PATH": f"{CONDA_FORGE_ENV.prefix}/bin:/home/ada/miniforge3/condabin:/usr/bin:/bin"}
 
 register(HealthyMachine(

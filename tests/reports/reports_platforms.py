@@ -232,4 +232,5 @@ register(RealReport(
     "pkgs/main and the environment's protobuf does not fit TensorFlow",
     expect=("PKG030",), twin="conda-forge-only-strict-priority", build=_feedstock_flexible,
     env={"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": FEEDSTOCK_ENV.prefix, "CONDA_DEFAULT_ENV": "cftf",
+         "CONDA_EXE": "/home/ada/miniconda3/bin/conda", "CONDA_PYTHON_EXE": "/home/ada/miniconda3/bin/python",
          "PATH": f"{FEEDSTOCK_ENV.prefix}/bin:/usr/bin:/bin"}, python=FEEDSTOCK_ENV))

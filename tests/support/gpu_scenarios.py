@@ -593,6 +593,7 @@ def _conda_with_activate_d(root: FakeRoot) -> None:
 
 
 CONDA_ENVIRONMENT = {"CONDA_PREFIX": CONDA_ENV, "CONDA_DEFAULT_ENV": "tf", "VIRTUAL_ENV": "",
+                     "CONDA_EXE": f"{HOME}/miniconda3/bin/conda", "CONDA_PYTHON_EXE": f"{HOME}/miniconda3/bin/python",
                      "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin",
                      "XLA_FLAGS": f"--xla_gpu_cuda_data_dir={CONDA_ENV}/lib/"}
 CONDA_PYTHON = {"tf_version": "2.12.1", "cuda": "11.8", "caps": SYSTEM_118["caps"]}
@@ -645,7 +646,8 @@ SCENARIOS: list[Scenario] = [
         env={"CUDA_VISIBLE_DEVICES": "0,GPU-1b2c3d4e"}, expect=("CUDA006",)),
     Scenario("cuda007-jit-cache-default", _pip_machine, python=PIP,
              gpus=H100, expect=("CUDA007", "DRV003")),
-    Scenario("cupti001-cupti-not-on-loader-path", _cupti_off_path, python=SYSTEM_118,
+    # Set up to profile (tensorboard-plugin-profile): a warning. The dated-name one profiles nothing: an info.
+    Scenario("cupti001-cupti-not-on-loader-path", _cupti_off_path, python={**SYSTEM_118, "profiler": True},
              env={"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, nvml={"cuda": 12020}, gpus=V100, expect=("CUPTI001",)),
     Scenario("cupti001-cupti-dated-name-only", _cupti_dated_only, python=SYSTEM_118,
              env={"LD_LIBRARY_PATH": "/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64"},

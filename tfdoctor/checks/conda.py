@@ -39,8 +39,10 @@ def tensorflow_stack_from_mixed_conda_channels(facts: Facts) -> Iterator[Finding
     """What it does:
     In a conda environment with TensorFlow installed by conda, reads the channel of each package of the
     TensorFlow stack from `<prefix>/conda-meta` (TensorFlow, Keras, TensorBoard, NumPy, protobuf and
-    libprotobuf, abseil, gRPC, HDF5 and h5py, Python, the C++ runtime) and the channel_priority of the
-    .condarc files, and finds builds from both conda-forge and Anaconda's defaults (pkgs/main).
+    libprotobuf, abseil, gRPC, HDF5 and h5py, Python, the C++ runtime) and the channel_priority conda merges
+    from its configuration files (/etc/conda, its own root, ~/.condarc and the others of its search path,
+    the environment's, CONDARC) and CONDA_CHANNEL_PRIORITY, and finds builds from both conda-forge and
+    Anaconda's defaults (pkgs/main).
 
     Why is this bad?
     conda-forge and defaults build the same libraries with other compilers, pins and ABIs; conda-forge does
@@ -80,8 +82,12 @@ def tensorflow_stack_from_mixed_conda_channels(facts: Facts) -> Iterator[Finding
             raise NotChecked(f"the channel of a package of the TensorFlow stack: {unread.reason}")
         return
     priority = facts.peek("conda.channel_priority.value")
-    said = f"channel_priority is {priority}" if isinstance(priority, str) else \
-        "channel_priority is not set (conda's default, flexible)"
+    if isinstance(priority, str):
+        said = f"channel_priority is {priority}"
+    elif isinstance(priority, Unknown):
+        said = f"channel_priority is not known ({priority.reason})"
+    else:
+        said = "channel_priority is not set (conda's default, flexible)"
     tensorflow = next(p for p in stack if p.get("name") in TENSORFLOW_PACKAGES)
     main = family(tensorflow.get("channel")) or CONDA_FORGE
     other = "defaults" if main == CONDA_FORGE else CONDA_FORGE

@@ -1,5 +1,6 @@
 """CUPTI — the profiling library and the privileges it needs: the first two steps of TensorFlow's
-Profiler guide. Neither stops training, so both are warnings unless a profiler plugin is installed."""
+Profiler guide. Neither stops training: each is an info unless the job is set up to profile
+(tfdoctor.derive.profiling_intent)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
     extras/CUPTI/lib64, off every default path, and some ship it only under a date-versioned name
     (libcupti.so.2022.4.0) that no link with the CUDA-versioned name points to.
 
+    TensorFlow loads CUPTI only when a profiler starts: training never needs it. So this is a warning
+    when the job is set up to profile (a profiler plugin installed: tensorboard-plugin-profile, xprof or
+    a TensorBoard before 2.2; TF_GPU_CUPTI_FORCE_CONCURRENT_KERNEL or TF_GPU_CUPTI_USE_ACTIVITY_API set;
+    `tfdoctor profile`), and an info otherwise. An info rather than nothing: a profiler started from
+    code (tf.profiler.experimental.start, the Keras TensorBoard callback's profile_batch) is invisible
+    here, and whoever starts one later finds why its trace lacks the GPU; but a warning on every
+    training job that never profiles would be a false alarm in each batch log.
+
     Example:
     CUDA 11.8 with CUPTI in /usr/local/cuda-11.8/extras/CUPTI/lib64 and LD_LIBRARY_PATH without it.
 
@@ -60,10 +69,12 @@ def cupti_not_resolvable(facts: Facts) -> Iterator[Finding]:
     view = LibraryView(facts, "cupti")
     if view.resolved(name) or view.resolved(CUPTI_STEM):
         return
-    severity = Severity.WARNING
+    profiling = intends_to_profile(facts)
+    severity = Severity.WARNING if profiling else Severity.INFO
     evidence: dict[str, Any] = {"library": name, "cuda_libs.ld_library_path": view.ld_library_path,
-                                "profiler_installed": intends_to_profile(facts)}
-    purpose = "the TensorFlow Profiler will record no GPU activity"
+                                "profiler_installed": profiling}
+    purpose = "the TensorFlow Profiler will record no GPU activity" if profiling else \
+        "a TensorFlow Profiler would record no GPU activity (nothing here is set up to profile: training is unaffected)"
     copies = view.unresolvable(name) + view.unresolvable(CUPTI_STEM)
     if copies:
         best = prefer_copy(copies)

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 from tfdoctor.derive.container import driver_library_fix, runtime
 from tfdoctor.derive.gpu_inventory import all_gpus, driver_version, wsl2
-from tfdoctor.derive.tf_build import TfBuild, arch_support, cuda_gpu_setup, tensorflow_build, version_tuple
+from tfdoctor.derive.tf_build import (
+    TfBuild,
+    arch_support,
+    architecture_targets,
+    cuda_gpu_setup,
+    tensorflow_build,
+    version_tuple,
+)
 from tfdoctor.facts import Facts, NotChecked
 from tfdoctor.model import AdminFix, EnvFix, Finding, Severity, set_env
 from tfdoctor.registry import check
@@ -185,7 +192,11 @@ def _known_gpus(facts: Facts) -> list:
 def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Compares each GPU's compute capability with the architectures TensorFlow was compiled for
-    (build_info's cuda_compute_capabilities: sm_XY binaries, compute_XY PTX).
+    (build_info's cuda_compute_capabilities: sm_XY binaries, compute_XY PTX). The list is the installed
+    build's own: each distribution writes its own (the pip wheels of 2.17 on: sm_60, sm_70, sm_80,
+    sm_89, compute_90; conda-forge's CUDA 12 builds: sm_60 … sm_90, compute_90, set in
+    conda-forge/tensorflow-feedstock's recipe/build.sh; NVIDIA's containers: theirs), so none stands in
+    for another; a CUDA build whose build_info.py names none is not checked.
 
     Why is this bad?
     A binary for sm_XY runs on X.Y and later minors of the same major. A GPU newer than every binary
@@ -193,7 +204,9 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
     (minutes) — and cannot at all when the driver is older than the CUDA that produced the PTX
     (CUDA_ERROR_UNSUPPORTED_PTX_VERSION; the driver is judged as in DRV002, with
     tfdoctor/knowledge/cuda_drivers.toml when NVML does not say). A GPU older than every entry has
-    no kernels at all ("no kernel image is available for execution").
+    no kernels at all ("no kernel image is available for execution"), as does a GPU whose only
+    entries are architecture-specific ones of another GPU (sm_90a, compute_90a: Hopper only) or
+    family-specific ones of another family (sm_100f: 10.x only).
 
     Example:
     A compute capability 12.0 GPU with a wheel built for sm_60 … sm_80 and compute_90 (JIT), or a
@@ -208,8 +221,13 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
     Manual: changes the installed TensorFlow.
     """
     build = cuda_gpu_setup(facts)
-    if build is None or not build.compute_capabilities:
+    if build is None:
         return
+    if not architecture_targets(build.compute_capabilities):
+        # Each distribution writes its own list (pip wheels, conda-forge's recipe, NGC's source builds):
+        # without it no list stands in, since theirs differ.
+        raise NotChecked(f"the build_info.py of {build.dist or 'the installed TensorFlow'} {build.version or ''} "
+                         "names no cuda_compute_capabilities".replace("  ", " "))
     gpus = all_gpus(facts)
     if any(not g.compute_capability for g in gpus):
         raise NotChecked(f"compute capability unknown ({facts.peek('nvml.nvml_error') or 'NVML was not queried'})")
@@ -250,10 +268,16 @@ def gpu_architecture_not_in_build(facts: Facts) -> Iterator[Finding]:
                 evidence=evidence, fixes=(fix, EnvFix(
                     "Meanwhile keep the JIT-compiled kernels: CUDA_CACHE_MAXSIZE=4 GiB",
                     (set_env("CUDA_CACHE_MAXSIZE", str(4 * (1 << 30))),))))
-        else:
+        elif all(target > gpu.compute_capability for _, target, _ in architecture_targets(build.compute_capabilities)):
             yield Finding(
                 f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) is older than every architecture "
                 f"this TensorFlow build has kernels for: it cannot run on this GPU",
+                evidence=evidence, fixes=(fix,), severity=Severity.ERROR)
+        else:  # newer, or between: binaries of other majors and no PTX its driver may compile for it
+            yield Finding(
+                f"GPU {gpu.index} ({gpu.name}, compute capability {gpu.cc_text}) has neither binary kernels in this "
+                f"TensorFlow build ({architectures}) nor PTX that can be compiled for it (an \"a\" target runs on its "
+                "own architecture only, an \"f\" target on its own family): it cannot run on this GPU",
                 evidence=evidence, fixes=(fix,), severity=Severity.ERROR)
 
 

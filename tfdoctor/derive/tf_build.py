@@ -199,18 +199,33 @@ def cuda_gpu_setup(facts: Facts) -> TfBuild | None:
     return build
 
 
-def arch_support(cc: tuple[int, int], capabilities: tuple[str, ...]) -> str:
-    """"sass" (a binary for this GPU), "ptx" (only PTX it must JIT), or "none"."""
-    sass, ptx = [], []
+def architecture_targets(capabilities: tuple[str, ...]) -> list[tuple[str, tuple[int, int], str]]:
+    """(kind "sm" or "compute", (major, minor), suffix "", "a" or "f") of each well-formed entry of a build's
+    cuda_compute_capabilities, as nvcc names them ("sm_80", "compute_90", "sm_90a", "sm_100f")."""
+    found = []
     for entry in capabilities:
-        kind, _, digits = entry.partition("_")
-        digits = digits.rstrip("af")
-        if not digits.isdigit() or len(digits) < 2:
-            continue
-        major, minor = int(digits[:-1]), int(digits[-1])
-        (sass if kind == "sm" else ptx if kind == "compute" else []).append((major, minor))
-    if any(m == cc[0] and n <= cc[1] for m, n in sass):
-        return "sass"
-    if any((m, n) <= cc for m, n in ptx):
-        return "ptx"
-    return "none"
+        kind, _, rest = entry.partition("_")
+        suffix = rest[-1:] if rest[-1:] in ("a", "f") else ""
+        digits = rest[:-1] if suffix else rest
+        if kind in ("sm", "compute") and digits.isdigit() and len(digits) >= 2:
+            found.append((kind, (int(digits[:-1]), int(digits[-1])), suffix))
+    return found
+
+
+def arch_support(cc: tuple[int, int], capabilities: tuple[str, ...]) -> str:
+    """"sass" (a binary for this GPU), "ptx" (only PTX it must JIT), or "none". A binary sm_XY runs on X.Y
+    and the later minors of major X; PTX compute_XY is JIT-compiled for X.Y and every later GPU. The "a"
+    targets (architecture-specific, sm_90a) run on X.Y only, binary and PTX alike ("cannot be run on later
+    generation devices", PTX ISA); the "f" targets (family-specific, CUDA 12.9: sm_100f) on major X from
+    minor Y on (NVIDIA, "Family-Specific Architecture Features", 2025)."""
+    sass = ptx = False
+    for kind, target, suffix in architecture_targets(capabilities):
+        if suffix == "a":
+            runs = cc == target
+        elif suffix == "f" or kind == "sm":
+            runs = cc[0] == target[0] and cc[1] >= target[1]
+        else:
+            runs = cc >= target
+        sass = sass or (runs and kind == "sm")
+        ptx = ptx or (runs and kind == "compute")
+    return "sass" if sass else "ptx" if ptx else "none"

@@ -66,31 +66,47 @@ def _parse_metadata(text):
     return {"name": name, "version": version, "requires_dist": requires, "requires_python": requires_python}
 
 
-READ_LIMIT = 8 * 1024 * 1024  # a RECORD of the largest wheels is ~1 MB
+# What each file of site-packages may cost (the snapshot reads no file whole without a limit: a gigabyte
+# planted under one of these names costs at most its limit of memory, a FIFO nothing).
+READ_LIMIT = 8 * 1024 * 1024  # a RECORD read for its top-level names: the largest wheels' are ~2 MB
+SMALL_LIMIT = 64 * 1024  # WHEEL, INSTALLER, top_level.txt: a few lines each
+PTH_LIMIT = 1024 * 1024  # a .pth file: a few paths or one import line
+BUILD_INFO_LIMIT = 1024 * 1024  # tensorflow/python/platform/build_info.py: a few KB as generated
+READ_SECONDS = 5.0  # one file; checked between chunks (a read the kernel holds cannot be cut short here)
+_CHUNK = 1024 * 1024
 
 
 def _read_bytes(path, limit):
-    """At most `limit` bytes of a regular file (OSError otherwise): opened non-blocking so a FIFO planted in
-    site-packages cannot hold the snapshot, and a device is never read. This file runs alone under other
-    interpreters (--python), so it cannot use tfdoctor.facts.bounded."""
-    import stat
+    """At most `limit` bytes of a regular file (OSError otherwise), in chunks, no longer than READ_SECONDS:
+    opened non-blocking so a FIFO planted in site-packages cannot hold the snapshot, and a device is never
+    read. This file runs alone under other interpreters (--python), so it cannot use tfdoctor.facts.bounded."""
+    import time
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
         os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read(limit)
+        deadline = time.monotonic() + READ_SECONDS
+        chunks, size = [], 0
+        while size < limit:
+            if time.monotonic() > deadline:
+                raise OSError(f"{path} took longer than {READ_SECONDS:g} s to read")
+            chunk = os.read(fd, min(_CHUNK, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _read(path):
-    """A regular file's text, at most READ_LIMIT bytes (OSError otherwise), read by _read_bytes."""
-    data = _read_bytes(path, READ_LIMIT + 1)
-    if len(data) > READ_LIMIT:
-        raise OSError(f"{path} is larger than {READ_LIMIT} bytes")
+def _read(path, limit=READ_LIMIT):
+    """A regular file's text, at most `limit` bytes (OSError otherwise), read by _read_bytes."""
+    data = _read_bytes(path, limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path} is larger than {limit} bytes")
     return data.decode("utf-8", errors="replace")
 
 
@@ -340,7 +356,7 @@ def _generated_assignments(text):
 def read_build_info(path):
     """tensorflow/python/platform/build_info.py -> the build_info dict (cuda_version, cudnn_version…)."""
     try:
-        text = _read(path)
+        text = _read(path, BUILD_INFO_LIMIT)
         values = _generated_assignments(text)
         if values is None:  # not as the generator writes it: Python's own parser decides
             import ast
@@ -356,7 +372,7 @@ def read_build_info(path):
 
 def _wheel_tags(dist_dir):
     try:
-        text = _read(os.path.join(dist_dir, "WHEEL"))
+        text = _read(os.path.join(dist_dir, "WHEEL"), SMALL_LIMIT)
     except OSError:
         return []
     return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
@@ -764,8 +780,8 @@ def verify_record(dist_dir, location, hash_budget=HASH_BUDGET, hash_cache=None, 
 def _top_level(dist_dir):
     """The import packages a distribution provides: top_level.txt, else the first parts of RECORD."""
     try:
-        return sorted({line.strip() for line in _read(os.path.join(dist_dir, "top_level.txt")).splitlines()
-                       if line.strip()})
+        return sorted({line.strip() for line in _read(os.path.join(dist_dir, "top_level.txt"), SMALL_LIMIT)
+                       .splitlines() if line.strip()})
     except OSError:
         pass
     try:
@@ -787,24 +803,34 @@ def _top_level(dist_dir):
 
 
 HEADER_LIMIT = 64 * 1024  # METADATA's headers come first; the long description after them is not needed
+# The watched distributions' headers may be longer: metadata written before wheel 0.31 (2018) keeps the long
+# description in a Description header, ahead of Requires-Dist.
+WATCHED_HEADER_LIMIT = 1024 * 1024
+
+
+def _metadata_headers(dist_dir, limit=HEADER_LIMIT):
+    """The headers of a distribution's METADATA (PKG-INFO for an egg) parsed by _parse_metadata, reading no
+    further than the blank line that ends them within `limit` bytes; None when unreadable, or when the
+    headers run past `limit` (a partial list, its last line maybe cut, is not the list)."""
+    for meta_name in ("METADATA", "PKG-INFO"):
+        try:
+            data = _read_bytes(os.path.join(dist_dir, meta_name), limit)
+        except OSError:
+            continue
+        ends = [at for at in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if at != -1]
+        if not ends and len(data) >= limit:
+            return None
+        return _parse_metadata((data[:min(ends)] if ends else data).decode("utf-8", "replace"))
+    return None
 
 
 def _requires_of(dist_dir):
     """The Requires-Dist lines of a distribution that are not behind an extra (the requirement graph that
     pip's resolver keeps: a fix moving one package must not break another's), None when unreadable."""
-    if not dist_dir:
+    meta = _metadata_headers(dist_dir) if dist_dir else None
+    if meta is None:
         return None
-    for meta_name in ("METADATA", "PKG-INFO"):
-        try:
-            data = _read_bytes(os.path.join(dist_dir, meta_name), HEADER_LIMIT)
-        except OSError:
-            continue
-        end = data.find(b"\n\n")  # the headers only: the description after them is most of the file
-        if end == -1 and len(data) >= HEADER_LIMIT:
-            return None  # headers cut at the limit: a partial list, its last line maybe cut, is not the list
-        head = (data if end == -1 else data[:end]).decode("utf-8", "replace")
-        return [line for line in _parse_metadata(head)["requires_dist"] if "extra" not in line.partition(";")[2]]
-    return None
+    return [line for line in meta["requires_dist"] if "extra" not in line.partition(";")[2]]
 
 
 def _listed(info):
@@ -816,16 +842,12 @@ def _listed(info):
 
 def _detail(info, paths, tensorflow=False, key="", cache=None):
     dist_dir = info.pop("dist_dir")
-    for meta_name in ("METADATA", "PKG-INFO"):
-        try:
-            meta = _parse_metadata(_read(os.path.join(dist_dir, meta_name)))
-        except OSError:
-            continue
+    meta = _metadata_headers(dist_dir, WATCHED_HEADER_LIMIT)
+    if meta is not None:
         info["requires_dist"] = meta["requires_dist"]
         info["requires_python"] = meta["requires_python"]
         if meta["version"]:
             info["version"] = meta["version"]
-        break
     info["wheel_tags"] = _wheel_tags(dist_dir)
     if tensorflow:
         # Several TensorFlow distributions may write into the same package: which one wrote last
@@ -836,7 +858,7 @@ def _detail(info, paths, tensorflow=False, key="", cache=None):
         except OSError:
             info["installed_at"] = None
         try:
-            info["installer"] = _read(os.path.join(dist_dir, "INSTALLER")).strip() or None
+            info["installer"] = _read(os.path.join(dist_dir, "INSTALLER"), SMALL_LIMIT).strip() or None
         except OSError:
             info["installer"] = None
         if info["top_level"]:
@@ -934,7 +956,7 @@ def _pth_entries(site_dirs):
         for name in names:
             pth = os.path.join(site_dir, name)
             try:
-                lines = _read(pth).splitlines()[:1000]
+                lines = _read(pth, PTH_LIMIT).splitlines()[:1000]
             except OSError:
                 continue
             for line in lines:
@@ -995,15 +1017,9 @@ def read_gencode(path):
     line protoc writes at the top of every _pb2 module from protobuf 5.26 on (those modules then check the
     runtime through google.protobuf.runtime_version). None when the line is absent (older generated code)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        head = _read_bytes(path, 1024).decode("utf-8", "replace")  # a FIFO or a device: refused, not read
     except OSError as exc:
         return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
-    try:
-        head = os.read(fd, 1024).decode("utf-8", "replace")
-    except OSError as exc:
-        return {"$unknown": "unreadable: " + (exc.strerror or str(exc))}
-    finally:
-        os.close(fd)
     match = _GENCODE.search(head)
     if match is None:
         return None

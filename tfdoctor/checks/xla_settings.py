@@ -34,10 +34,6 @@ from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, un
 from tfdoctor.registry import check
 
 
-def _corrected_fix(facts: Facts, title: str) -> EnvFix:
-    return corrected_fix(facts, title)
-
-
 def _without_xla_devices(facts: Facts) -> EnvFix:
     kept = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_enable_xla_devices"]
     change = set_env("TF_XLA_FLAGS", " ".join(kept)) if kept else unset_env("TF_XLA_FLAGS")
@@ -86,11 +82,11 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
             evidence["flag"] = shown
             yield Finding(f"TF_XLA_FLAGS token {shown!r} is not a --flag; TensorFlow aborts on it",
-                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {shown} from TF_XLA_FLAGS"),))
+                          evidence=evidence, fixes=(corrected_fix(facts, f"Remove {shown} from TF_XLA_FLAGS"),))
         elif flag.name.startswith("xla_"):
             yield Finding(f"{flag.token} is an XLA compiler flag: it belongs in XLA_FLAGS, and TensorFlow aborts "
                           "on it in TF_XLA_FLAGS", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
         elif registered is not None:
             yield from _not_registered(facts, flag, registered, evidence)
         elif flag.name not in TF_XLA_KNOWN:
@@ -98,7 +94,7 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             if suggestion:
                 yield Finding(f"TF_XLA_FLAGS has unknown flag --{flag.name} (did you mean --{suggestion}?); "
                               "TensorFlow aborts on it", evidence={**evidence, "suggestion": suggestion},
-                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
             else:
                 yield Finding(f"TF_XLA_FLAGS has --{flag.name}, a flag tfdoctor does not know; if this TensorFlow "
                               "does not know it either, it aborts at the first XLA use",
@@ -118,16 +114,16 @@ def _not_registered(facts: Facts, flag: Flag, registered: RegisteredFlags,
                 if known_in else "a flag of releases tfdoctor has no list for")
         yield Finding(f"{prefix} ({when}): TensorFlow aborts at its first XLA use",
                       evidence={**evidence, "registered_in": list(known_in)},
-                      fixes=(_corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
+                      fixes=(corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
         return
     suggestion = closest(flag.name, TF_XLA_KNOWN & registered.names) or closest(flag.name, registered.names)
     if suggestion:
         yield Finding(f"{prefix} (did you mean --{suggestion}?): TensorFlow aborts at its first XLA use",
                       evidence={**evidence, "suggestion": suggestion},
-                      fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                      fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
     else:
         yield Finding(f"{prefix}: TensorFlow aborts at its first XLA use", evidence=evidence,
-                      fixes=(_corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
+                      fixes=(corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
 
 
 @check("XLA102", "tf-xla-flag-invalid-value", Severity.ERROR)
@@ -157,13 +153,13 @@ def tf_xla_flag_invalid_value(facts: Facts) -> Iterator[Finding]:
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
         if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
             yield Finding(f"{flag.token}: --tf_xla_auto_jit takes {', '.join(AUTO_JIT_LEVELS)} or single-gpu(N)",
-                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+                          evidence=evidence, fixes=(corrected_fix(facts, f"Remove {flag.token}"),))
         elif flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
             yield Finding(f"{flag.token}: --{flag.name} takes true or false", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Correct {flag.token}"),))
+                          fixes=(corrected_fix(facts, f"Correct {flag.token}"),))
         elif flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
             yield Finding(f"{flag.token}: --{flag.name} takes a whole number", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+                          fixes=(corrected_fix(facts, f"Remove {flag.token}"),))
 
 
 @check("XLA103", "xla-flags-unknown-flag", Severity.ERROR)
@@ -204,14 +200,14 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
             evidence["flag"] = shown
             yield Finding(f"XLA_FLAGS token {shown!r} is not a --flag; XLA aborts on it", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {shown} from XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Remove {shown} from XLA_FLAGS"),))
         elif flag.name.startswith("tf_"):
             yield Finding(f"{flag.token} is a TensorFlow flag: it belongs in TF_XLA_FLAGS, and XLA aborts on it "
                           "in XLA_FLAGS", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
         elif not flag.name.startswith("xla_"):
             yield Finding(f"XLA_FLAGS has --{flag.name}: XLA's flags all start with --xla_", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
         elif registered is not None:
             if flag.name in registered.names or flag.name in registered.elsewhere:
                 continue  # registered here, or another release's flag: XLA108's
@@ -222,16 +218,16 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             if suggestion:
                 yield Finding(f"{prefix} (did you mean --{suggestion}?): XLA aborts at its first compilation",
                               evidence={**evidence, "suggestion": suggestion},
-                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
             else:
                 yield Finding(f"{prefix}: XLA aborts at its first compilation", evidence=evidence,
-                              fixes=(_corrected_fix(facts, f"Remove --{flag.name} from XLA_FLAGS"),))
+                              fixes=(corrected_fix(facts, f"Remove --{flag.name} from XLA_FLAGS"),))
         elif flag.name not in XLA_COMMON:
             suggestion = closest(flag.name, XLA_COMMON)
             if suggestion:
                 yield Finding(f"XLA_FLAGS has --{flag.name}; did you mean --{suggestion}? XLA aborts on unknown flags",
                               evidence={**evidence, "suggestion": suggestion}, severity=Severity.WARNING,
-                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
 
 
 @check("XLA104", "auto-jit-with-dynamic-shapes", Severity.INFO)

@@ -40,8 +40,10 @@ def xla_names(raw: str) -> list[str]:
     return list(dict.fromkeys(name for name in names if name.startswith("xla_")))
 
 
-def read_library_names(host_path: str, cache: str | None) -> dict[str, Any] | Unknown:
-    """The "xla_…" strings of a library's .rodata, from the cache when the file is unchanged."""
+def read_library_names(host_path: str, cache: str | None, shown: str | None = None) -> dict[str, Any] | Unknown:
+    """The "xla_…" strings of a library's .rodata, from the cache when the file is unchanged. `shown`: the
+    library's path on the machine probed, for the reasons (the host's path under --root)."""
+    shown = shown or host_path
     import os
     import time
 
@@ -61,19 +63,19 @@ def read_library_names(host_path: str, cache: str | None) -> dict[str, Any] | Un
                 return {"flags": kept, "cached": True, "read_bytes": 0}
             found = find_section(read_at, SECTION)
             if found is None:
-                return Unknown(f"{host_path} has no {SECTION} section")
+                return Unknown(f"{shown} has no {SECTION} section")
             offset, size = found
             if size > MAX_SECTION:
-                return Unknown(f"{host_path}: {SECTION} is {size} bytes, more than {MAX_SECTION}: not read")
+                return Unknown(f"{shown}: {SECTION} is {size} bytes, more than {MAX_SECTION}: not read")
             names = names_in_range(read_at, offset, size, XLA_NAME, CHUNK)
     except ElfError as exc:
-        return Unknown(f"{host_path}: {exc}")
+        return Unknown(f"{shown}: {exc}")
     except (BudgetExceeded, TimeoutError) as exc:
-        return Unknown(f"{host_path}: not read ({exc})")
+        return Unknown(f"{shown}: not read ({exc})")
     except OSError as exc:
-        return Unknown(f"{host_path} not readable: {exc.strerror or exc}")
+        return Unknown(f"{shown} not readable: {exc.strerror or exc}")
     if not names:
-        return Unknown(f"{host_path}: no XLA flag name in its {SECTION}: not XLA's library")
+        return Unknown(f"{shown}: no XLA flag name in its {SECTION}: not XLA's library")
     if memo is not None:
         memo.put(host_path, key, names)
         memo.save()
@@ -125,7 +127,7 @@ def probe_xla_flag_names(machine: Machine) -> dict[str, Any] | Unknown:
     from tfdoctor.facts.rooted_fs import RootedFs
 
     # Keyed by the host's path: a --root tree's library is another file than the live one.
-    read = read_library_names(RootedFs(machine).host_path(path), cache_folder())
+    read = read_library_names(RootedFs(machine).host_path(path), cache_folder(), shown=path)
     if isinstance(read, Unknown):
         return read
     return {"library": path, "tensorflow": version, **read}

@@ -173,6 +173,14 @@ def test_a_section_past_the_size_bound_is_not_read(make_root, cache, monkeypatch
                            f"{len(RODATA) - 1}: not read")
 
 
+def test_a_read_past_its_time_is_unknown(make_root, cache, monkeypatch):
+    monkeypatch.setattr(xla_flag_names, "READ_SECONDS", -1.0)  # a disk slower than the time allowed
+    root, _ = _installed(make_root, "2.14.1")
+    assert _probe(root, "--xla_dump_to=/tmp/x") == Unknown(
+        f"{SITE}/tensorflow/libtensorflow_cc.so.2: not read (reading took longer than the time allowed)")
+    assert not (cache / "xla-flag-names.json").exists()
+
+
 def test_no_tensorflow_is_unknown(make_root, cache):
     assert _probe(make_root(), "--xla_dump_to=/tmp/x") == Unknown(
         "no TensorFlow installed in the site-packages folders looked at")

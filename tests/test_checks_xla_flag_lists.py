@@ -96,7 +96,8 @@ def test_a_misspelling_is_corrected_from_the_releases_list():
     (finding,) = _tf("2.20.0", "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jitt")
     assert finding.severity is Severity.ERROR
     assert finding.message == ("TF_XLA_FLAGS has --tf_xla_cpu_global_jitt, which TensorFlow 2.20.0 does not "
-                               "register (did you mean --tf_xla_cpu_global_jit?): TensorFlow aborts at its first XLA use")
+                               "register (did you mean --tf_xla_cpu_global_jit?): TensorFlow aborts at its first "
+                               "XLA use")
     assert finding.fixes[0].changes == (set_env("TF_XLA_FLAGS", "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"),)
 
 

@@ -224,3 +224,19 @@ def test_findings_of_both_checks_propose_one_value():
     report = check_facts(facts, select=["XLA103", "XLA108"])
     assert report.codes() == ["XLA103", "XLA108"]
     assert env_fixes(report) == {"XLA_FLAGS": "--xla_dump_to=/tmp/xla --xla_cpu_enable_fast_math=false"}
+
+
+def test_the_healthy_twin_on_2_14_is_judged_by_its_own_library(examined):
+    # tests/healthy/machines_release.py: the probe read the fake library (the real 2.14.1 names) through
+    # --root, and XLA103 and XLA108 ran on its list and found nothing.
+    from healthy import MACHINES
+
+    from tfdoctor.model import Status
+
+    (machine,) = [m for m in MACHINES if m.name == "release-cpu-214-xla-flags-from-its-library"]
+    done = examined(machine)
+    read = Facts.load(done.recorded).get("xla_flag_names")
+    assert read["library"] == "/home/ada/venv/lib/python3.11/site-packages/tensorflow/libtensorflow_cc.so.2"
+    assert read["tensorflow"] == "2.14.1" and read["flags"] == flags_2_14()
+    assert {c: done.report.result(c).status for c in ("XLA103", "XLA108")} == {"XLA103": Status.PASSED,
+                                                                              "XLA108": Status.PASSED}

@@ -192,8 +192,10 @@ def corrected_values(facts: Facts) -> tuple[str, str]:
     from tfdoctor.derive.release_knowledge import registered_tf_xla_flags, registered_xla_flags
 
     tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
-    return corrected_flag_variables(tf_raw, xla_raw, registered_tf_xla_flags(facts) if tf_raw else None,
-                                    registered_xla_flags(facts) if xla_raw else None)
+    if not tf_raw and not xla_raw:
+        return "", ""
+    # Either variable may hold the other's flags (they are moved): both lists are wanted.
+    return corrected_flag_variables(tf_raw, xla_raw, registered_tf_xla_flags(facts), registered_xla_flags(facts))
 
 
 def corrected_fix(facts: Facts, title: str) -> EnvFix:

@@ -279,6 +279,7 @@ _BUILTIN_FALLBACK: dict[str, list[tuple[str, str]]] = {
         ("cuda_libs", "tfdoctor.facts.probes.cuda_libs"),
         ("privileges", "tfdoctor.facts.probes.privileges"),
         ("xla_toolchain", "tfdoctor.facts.probes.xla_toolchain"),
+        ("xla_flag_names", "tfdoctor.facts.probes.xla_flag_names"),
         ("network", "tfdoctor.facts.probes.network"),
         ("platform_io", "tfdoctor.facts.probes.platform_io"),
         ("numa", "tfdoctor.facts.probes.numa"),

@@ -1,13 +1,18 @@
 """Healthy twins of the release-aware checks (issue 36 items 1 and 2): the ptxas XLA really runs is new
 enough although an older toolkit is /usr/local/cuda (XLA002), cuda_malloc_async in a release that fixed it
 (GPU107), CPU auto-clustering flags on a host whose TensorFlow clusters for the GPU (XLA107), and
-TF_ENABLE_AUTO_MIXED_PRECISION set off beside a Keras mixed policy (MP107)."""
+TF_ENABLE_AUTO_MIXED_PRECISION set off beside a Keras mixed policy (MP107), and XLA_FLAGS on a release before the
+flag tables, judged by its own library (XLA103, XLA108)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from support import gpu_scenarios as gpu
+from support.fake_site_packages import FakeSitePackages, record_line
 
 from tfdoctor.testing import FakeRoot
+from tfdoctor.testing.elf import shared_object
 from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
@@ -109,3 +114,43 @@ register(HealthyMachine(
     env={"HOME": "/home/ada", "USER": "ada", "CONDA_PREFIX": CONDA_ENV,
          "PATH": f"{CONDA_ENV}/bin:/usr/local/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": wheel_library_path(CONDA_PY.site)},
     python=CONDA_PY))
+
+
+# -- tensorflow-cpu 2.14.1 (before xla_flags.toml's rows) with XLA_FLAGS: judged by its own library ---------------
+# The xla_flag_names probe reads the installed libtensorflow_cc.so.2's .rodata (the names written here are those
+# of the real 2.14.1 wheel, tests/data/release/xla-flags-tensorflow-cpu-2.14.1.txt): --xla_dump_hlo_as_dot, a
+# real flag within a typo of --xla_dump_hlo_as_proto, is registered there (XLA103's and XLA108's twin).
+
+LIST_2_14 = Path(__file__).parent.parent / "data" / "release" / "xla-flags-tensorflow-cpu-2.14.1.txt"
+TF_2_14_REQUIRES = tuple(
+    r.replace("ml-dtypes~=0.2.0", "ml-dtypes==0.2.0").replace("<2.16,>=2.15", "<2.15,>=2.14")
+    .replace("<2.16,>=2.15.0", "<2.15,>=2.14.0") for r in parts.TF_2_15_REQUIRES if "extra ==" not in r)
+
+
+def _cpu_node_214(root: FakeRoot) -> None:
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=4, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "build14", mem_gib=32)
+    site = FakeSitePackages(root.path / VENV.site.lstrip("/"))
+    site.tensorflow(name="tensorflow-cpu", version="2.14.1", requires=TF_2_14_REQUIRES, requires_python=">=3.9",
+                    tags=("cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-manylinux2014_x86_64"))
+    for dist, version in {**parts.TF_2_15_DEPENDENCIES, "keras": "2.14.0", "tensorboard": "2.14.1",
+                          "tensorflow_estimator": "2.14.0"}.items():
+        site.dist(dist, version, top_level=(dist,))
+    names = [n for n in LIST_2_14.read_text(encoding="utf-8").splitlines() if not n.startswith("#")]
+    rodata = b"\x00" + b"".join(n.encode() + b"\x00" for n in names)
+    library = "tensorflow/libtensorflow_cc.so.2"
+    root.write(f"{VENV.site}/{library}", shared_object("libtensorflow_cc.so.2", rodata=rodata))
+    # pip's RECORD names the file installed: this library, not the stand-in tensorflow() wrote.
+    record = site.path / "tensorflow_cpu-2.14.1.dist-info" / "RECORD"
+    lines = record.read_text().splitlines(keepends=True)
+    record.write_text("".join(record_line(site.path, library) if line.startswith(f"{library},") else line
+                              for line in lines))
+
+
+register(HealthyMachine(
+    "release-cpu-214-xla-flags-from-its-library", ("XLA",),
+    "tensorflow-cpu 2.14.1 on an 8-thread CPU node with XLA_FLAGS=--xla_dump_to=… --xla_dump_hlo_as_dot "
+    "--xla_cpu_enable_fast_math=false: no table row for 2.14, the flags its own library registers", _cpu_node_214,
+    env={**USER_ENV, "XLA_FLAGS": "--xla_dump_to=/tmp/xla-dump --xla_dump_hlo_as_dot --xla_cpu_enable_fast_math=false"},
+    python=VENV))

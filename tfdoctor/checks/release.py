@@ -9,7 +9,13 @@ from collections.abc import Iterator
 
 from tfdoctor.derive.release_knowledge import variable_rule, xla_flag_verdicts
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
-from tfdoctor.derive.xla_flags import auto_jit_globally_on, effective_tf_xla_flags, parse_bool, split_flags
+from tfdoctor.derive.xla_flags import (
+    auto_jit_globally_on,
+    corrected_fix,
+    effective_tf_xla_flags,
+    parse_bool,
+    split_flags,
+)
 from tfdoctor.facts import Facts
 from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, unset_env
 from tfdoctor.registry import check
@@ -66,10 +72,10 @@ def auto_jit_clusters_cpu_only_job(facts: Facts) -> Iterator[Finding]:
 @check("XLA108", "xla-flag-not-in-installed-release", Severity.ERROR)
 def xla_flag_not_in_installed_release(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Compares every --xla_* name in XLA_FLAGS with the flags the installed TensorFlow's XLA registers, read
-    from that release's own wheel (tfdoctor/knowledge/xla_flags.toml), and reports a name that another
-    release's XLA has and this one does not: a flag from a newer XLA (documentation, a JAX recipe) or one
-    this XLA has removed.
+    Compares every --xla_* name in XLA_FLAGS with the flags the installed TensorFlow's XLA registers — the
+    installed libtensorflow_cc.so.2's own list when the probe read it, else the list read from that
+    release's wheel (tfdoctor/knowledge/xla_flags.toml) — and reports a name that another release's XLA has
+    and this one does not: a flag from a newer XLA (documentation, a JAX recipe) or one this XLA has removed.
 
     Why is this bad?
     XLA parses XLA_FLAGS with ParseFlagsFromEnvAndDieIfUnknown: a flag this XLA does not know aborts the
@@ -92,8 +98,6 @@ def xla_flag_not_in_installed_release(facts: Facts) -> Iterator[Finding]:
     flags = split_flags(raw)
     verdicts = xla_flag_verdicts(facts, [f.name for f in flags if f.name.startswith("xla_")])
     for verdict in verdicts:
-        kept = [f.token for f in flags if f.name != verdict.name]
-        change = set_env("XLA_FLAGS", " ".join(kept)) if kept else unset_env("XLA_FLAGS")
         if verdict.newer:
             when = f"a flag of newer XLA: the first release read that registers it is {verdict.known_in[0]}"
         elif verdict.older:
@@ -104,9 +108,9 @@ def xla_flag_not_in_installed_release(facts: Facts) -> Iterator[Finding]:
             f"XLA_FLAGS sets --{verdict.name}, which the XLA of TensorFlow {verdict.release} does not register "
             f"({when}): XLA aborts at its first compilation",
             evidence={"env.XLA_FLAGS": raw, "flag": verdict.name, "tensorflow.version": verdict.release,
-                      "flags_read_from": f"TensorFlow {verdict.listed} wheel",
-                      "registered_in": list(verdict.known_in)},
-            fixes=(EnvFix(f"Remove --{verdict.name} from XLA_FLAGS", (change,)),),
+                      "flags_read_from": verdict.read_from, "registered_in": list(verdict.known_in)},
+            # The fix XLA101-103 share: one value of XLA_FLAGS for every finding, which the fix plan merges.
+            fixes=(corrected_fix(facts, f"Remove --{verdict.name} from XLA_FLAGS"),),
         )
 
 

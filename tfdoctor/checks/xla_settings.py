@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tfdoctor.derive.release_knowledge import (
+    RegisteredFlags,
+    registered_tf_xla_flags,
+    registered_xla_flags,
+    releases_registering,
+)
 from tfdoctor.derive.tensorflow_gpus import tensorflow_gpus
 from tfdoctor.derive.xla_flags import (
     AUTO_JIT_LEVELS,
@@ -12,10 +18,12 @@ from tfdoctor.derive.xla_flags import (
     TF_XLA_BOOLEAN,
     TF_XLA_KNOWN,
     XLA_COMMON,
+    Flag,
     auto_jit_globally_on,
     auto_jit_valid,
     closest,
-    corrected_flag_variables,
+    corrected_fix,
+    corrected_values,
     effective_tf_xla_flags,
     parse_bool,
     split_flags,
@@ -26,19 +34,6 @@ from tfdoctor.model import Applicability, EnvFix, Finding, Severity, set_env, un
 from tfdoctor.registry import check
 
 
-def _corrected_fix(facts: Facts, title: str) -> EnvFix:
-    """One fix shared by XLA101-103: both variables as they should read. Every finding proposes the same
-    values, so the fix plan merges them instead of letting one finding's edit undo another's."""
-    tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
-    tf_value, xla_value = corrected_flag_variables(tf_raw, xla_raw)
-    changes = []
-    for name, raw, value in (("TF_XLA_FLAGS", tf_raw, tf_value), ("XLA_FLAGS", xla_raw, xla_value)):
-        if (raw or "") == value:
-            continue
-        changes.append(set_env(name, value) if value else unset_env(name))
-    return EnvFix(title, tuple(changes))
-
-
 def _without_xla_devices(facts: Facts) -> EnvFix:
     kept = [f.token for f in split_flags(_tf_flags_base(facts)) if f.name != "tf_xla_enable_xla_devices"]
     change = set_env("TF_XLA_FLAGS", " ".join(kept)) if kept else unset_env("TF_XLA_FLAGS")
@@ -47,7 +42,7 @@ def _without_xla_devices(facts: Facts) -> EnvFix:
 
 def _tf_flags_base(facts: Facts) -> str:
     """TF_XLA_FLAGS after XLA101/XLA102's corrections: what the other fixes build on."""
-    return corrected_flag_variables(facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS"))[0]
+    return corrected_values(facts)[0]
 
 
 @check("XLA101", "tf-xla-flags-unknown-flag", Severity.ERROR)
@@ -63,16 +58,22 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
     Example:
     TF_XLA_FLAGS="--tf_xla_auto_jti=2" or TF_XLA_FLAGS="--xla_gpu_autotune_level=0".
 
+    For the releases tfdoctor/knowledge/tf_xla_flags.toml lists (read from each release's wheel), every
+    flag is judged against the installed release's own list: a flag it does not register (a misspelling, a
+    flag of a newer release, or one it removed) is an error, a flag it registers is silent.
+
     Fix:
-    Correct the spelling; move --xla_* flags to XLA_FLAGS. A --tf_ flag tfdoctor does not know is a
-    warning only: newer TensorFlow versions add flags.
+    Correct the spelling; move --xla_* flags to XLA_FLAGS; remove a flag the installed release does not
+    register. For a release the table does not list, a --tf_ flag tfdoctor does not know is a warning
+    only: newer TensorFlow versions add flags.
 
     Fix safety:
-    Safe: the corrected variable sets what the user meant.
+    Safe: the corrected variable sets what the user meant; a removed flag would have aborted the process.
     """
     raw = facts.env("TF_XLA_FLAGS")
     if not raw:
         return
+    registered = registered_tf_xla_flags(facts)
     flags = split_flags(raw)
     for index, flag in enumerate(flags):
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
@@ -81,21 +82,48 @@ def tf_xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
             evidence["flag"] = shown
             yield Finding(f"TF_XLA_FLAGS token {shown!r} is not a --flag; TensorFlow aborts on it",
-                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {shown} from TF_XLA_FLAGS"),))
+                          evidence=evidence, fixes=(corrected_fix(facts, f"Remove {shown} from TF_XLA_FLAGS"),))
         elif flag.name.startswith("xla_"):
             yield Finding(f"{flag.token} is an XLA compiler flag: it belongs in XLA_FLAGS, and TensorFlow aborts "
                           "on it in TF_XLA_FLAGS", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Move {flag.token} to XLA_FLAGS"),))
+        elif registered is not None:
+            yield from _not_registered(facts, flag, registered, evidence)
         elif flag.name not in TF_XLA_KNOWN:
             suggestion = closest(flag.name, TF_XLA_KNOWN)
             if suggestion:
                 yield Finding(f"TF_XLA_FLAGS has unknown flag --{flag.name} (did you mean --{suggestion}?); "
                               "TensorFlow aborts on it", evidence={**evidence, "suggestion": suggestion},
-                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
             else:
                 yield Finding(f"TF_XLA_FLAGS has --{flag.name}, a flag tfdoctor does not know; if this TensorFlow "
                               "does not know it either, it aborts at the first XLA use",
                               evidence=evidence, severity=Severity.WARNING)
+
+
+def _not_registered(facts: Facts, flag: Flag, registered: RegisteredFlags,
+                    evidence: dict[str, object]) -> Iterator[Finding]:
+    """XLA101 where the installed release's TF_XLA_FLAGS list is known: a flag it does not register."""
+    if flag.name in registered.names:
+        return
+    evidence = {**evidence, "tensorflow.version": registered.release, "flags_read_from": registered.read_from}
+    prefix = f"TF_XLA_FLAGS has --{flag.name}, which TensorFlow {registered.release} does not register"
+    if flag.name in registered.elsewhere:
+        known_in = releases_registering("tf_xla_flags", flag.name)
+        when = (f"registered by TensorFlow {known_in[0]}" + (f" to {known_in[-1]}" if len(known_in) > 1 else "")
+                if known_in else "a flag of releases tfdoctor has no list for")
+        yield Finding(f"{prefix} ({when}): TensorFlow aborts at its first XLA use",
+                      evidence={**evidence, "registered_in": list(known_in)},
+                      fixes=(corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
+        return
+    suggestion = closest(flag.name, TF_XLA_KNOWN & registered.names) or closest(flag.name, registered.names)
+    if suggestion:
+        yield Finding(f"{prefix} (did you mean --{suggestion}?): TensorFlow aborts at its first XLA use",
+                      evidence={**evidence, "suggestion": suggestion},
+                      fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+    else:
+        yield Finding(f"{prefix}: TensorFlow aborts at its first XLA use", evidence=evidence,
+                      fixes=(corrected_fix(facts, f"Remove --{flag.name} from TF_XLA_FLAGS"),))
 
 
 @check("XLA102", "tf-xla-flag-invalid-value", Severity.ERROR)
@@ -125,13 +153,13 @@ def tf_xla_flag_invalid_value(facts: Facts) -> Iterator[Finding]:
         evidence = {"env.TF_XLA_FLAGS": raw, "flag": flag.token}
         if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
             yield Finding(f"{flag.token}: --tf_xla_auto_jit takes {', '.join(AUTO_JIT_LEVELS)} or single-gpu(N)",
-                          evidence=evidence, fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+                          evidence=evidence, fixes=(corrected_fix(facts, f"Remove {flag.token}"),))
         elif flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
             yield Finding(f"{flag.token}: --{flag.name} takes true or false", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Correct {flag.token}"),))
+                          fixes=(corrected_fix(facts, f"Correct {flag.token}"),))
         elif flag.name in INTEGER_FLAGS and not (flag.value or "").lstrip("-").isdigit():
             yield Finding(f"{flag.token}: --{flag.name} takes a whole number", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {flag.token}"),))
+                          fixes=(corrected_fix(facts, f"Remove {flag.token}"),))
 
 
 @check("XLA103", "xla-flags-unknown-flag", Severity.ERROR)
@@ -147,16 +175,23 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
     Example:
     XLA_FLAGS="--tf_xla_auto_jit=2" or XLA_FLAGS="--xla_dump_too=/tmp/xla".
 
+    A --xla_ name is judged by the flags the installed XLA registers: the installed libtensorflow_cc.so.2's
+    own list, read (and kept in the cache folder) only when tfdoctor/knowledge/xla_flags.toml cannot settle
+    the names, else the list read from the release's wheel. A name neither registers is an error; one that
+    another release registers is XLA108's. With neither list, a typo-close --xla_ name is a warning (XLA
+    has hundreds of flags and tfdoctor lists the common ones).
+
     Fix:
-    Move --tf_* flags to TF_XLA_FLAGS; correct misspelt names. A typo-close --xla_ name is a warning
-    (XLA has hundreds of flags and tfdoctor lists the common ones).
+    Move --tf_* flags to TF_XLA_FLAGS; correct misspelt names; remove names the installed XLA does not
+    register.
 
     Fix safety:
-    Safe: the corrected variable sets what the user meant.
+    Safe: the corrected variable sets what the user meant; a removed flag would have aborted the process.
     """
     raw = facts.env("XLA_FLAGS")
     if not raw:
         return
+    registered = registered_xla_flags(facts) if any(f.name.startswith("xla_") for f in split_flags(raw)) else None
     flags = split_flags(raw)
     for index, flag in enumerate(flags):
         evidence = {"env.XLA_FLAGS": raw, "flag": flag.token}
@@ -165,20 +200,34 @@ def xla_flags_unknown_flag(facts: Facts) -> Iterator[Finding]:
             shown = redact_in_context(flags[index - 1].token if index else "", flag.token)
             evidence["flag"] = shown
             yield Finding(f"XLA_FLAGS token {shown!r} is not a --flag; XLA aborts on it", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {shown} from XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Remove {shown} from XLA_FLAGS"),))
         elif flag.name.startswith("tf_"):
             yield Finding(f"{flag.token} is a TensorFlow flag: it belongs in TF_XLA_FLAGS, and XLA aborts on it "
                           "in XLA_FLAGS", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Move {flag.token} to TF_XLA_FLAGS"),))
         elif not flag.name.startswith("xla_"):
             yield Finding(f"XLA_FLAGS has --{flag.name}: XLA's flags all start with --xla_", evidence=evidence,
-                          fixes=(_corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+                          fixes=(corrected_fix(facts, f"Remove {flag.token} from XLA_FLAGS"),))
+        elif registered is not None:
+            if flag.name in registered.names or flag.name in registered.elsewhere:
+                continue  # registered here, or another release's flag: XLA108's
+            suggestion = closest(flag.name, XLA_COMMON & registered.names) or closest(flag.name, registered.names)
+            release = registered.release or "(release unread)"
+            prefix = f"XLA_FLAGS has --{flag.name}, which the XLA of TensorFlow {release} does not register"
+            evidence = {**evidence, "tensorflow.version": registered.release, "flags_read_from": registered.read_from}
+            if suggestion:
+                yield Finding(f"{prefix} (did you mean --{suggestion}?): XLA aborts at its first compilation",
+                              evidence={**evidence, "suggestion": suggestion},
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+            else:
+                yield Finding(f"{prefix}: XLA aborts at its first compilation", evidence=evidence,
+                              fixes=(corrected_fix(facts, f"Remove --{flag.name} from XLA_FLAGS"),))
         elif flag.name not in XLA_COMMON:
             suggestion = closest(flag.name, XLA_COMMON)
             if suggestion:
                 yield Finding(f"XLA_FLAGS has --{flag.name}; did you mean --{suggestion}? XLA aborts on unknown flags",
                               evidence={**evidence, "suggestion": suggestion}, severity=Severity.WARNING,
-                              fixes=(_corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
+                              fixes=(corrected_fix(facts, f"Spell --{flag.name} as --{suggestion}"),))
 
 
 @check("XLA104", "auto-jit-with-dynamic-shapes", Severity.INFO)

@@ -10,6 +10,12 @@ from __future__ import annotations
 from tfdoctor.facts.parse import flag_tokens
 from tfdoctor.records import value_tuple
 
+TYPE_CHECKING = False  # as typing's, which the pre-job hook does not import (docs/writing-a-check.md)
+if TYPE_CHECKING:
+    from tfdoctor.derive.release_knowledge import RegisteredFlags
+    from tfdoctor.facts import Facts
+    from tfdoctor.model import EnvFix
+
 # Flags of tensorflow/compiler/jit/flags.cc across TF 2.x (auto-jit, clustering, XLA devices, MLIR
 # bridge). Unknown tf_ flags that are close to one of these are reported as misspelt.
 TF_XLA_KNOWN = frozenset({
@@ -121,13 +127,33 @@ def auto_jit_globally_on(flags: dict[str, str | None]) -> bool:
 TRUTHY = ("true", "1", "yes", "y", "on")
 
 
-def _correct_tf_flag(flag: Flag) -> str | None:
-    """The token TensorFlow will accept for what the user meant; None to drop it."""
-    if flag.name not in TF_XLA_KNOWN:
-        suggestion = closest(flag.name, TF_XLA_KNOWN)
+def _respelt(flag: Flag, known: frozenset[str], registered: RegisteredFlags | None) -> Flag | None:
+    """The flag as the user meant it: itself when it is registered (or, with no list for the release, when
+    tfdoctor knows it or knows nothing close), its close spelling, or None to drop it (a flag of another
+    release, or nothing close: the variable aborts on it as written)."""
+    if registered is not None:
+        if flag.name in registered.names:
+            return flag
+        if flag.name in registered.elsewhere:
+            return None  # a removed or newer flag: another flag's spelling is not what was meant
+        suggestion = closest(flag.name, known & registered.names) or closest(flag.name, registered.names)
         if suggestion is None:
-            return flag.token  # unknown to tfdoctor, perhaps not to this TensorFlow: left alone
-        flag = Flag(f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else ""), suggestion, flag.value)
+            return None
+    elif flag.name in known:
+        return flag
+    else:
+        suggestion = closest(flag.name, known)
+        if suggestion is None:
+            return flag  # unknown to tfdoctor, perhaps not to this TensorFlow: left alone
+    return Flag(f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else ""), suggestion, flag.value)
+
+
+def _correct_tf_flag(flag: Flag, registered: RegisteredFlags | None = None) -> str | None:
+    """The token TensorFlow will accept for what the user meant; None to drop it."""
+    respelt = _respelt(flag, TF_XLA_KNOWN, registered)
+    if respelt is None:
+        return None
+    flag = respelt
     if flag.name == "tf_xla_auto_jit" and not auto_jit_valid(flag.value):
         return None  # TensorFlow's default (off) rather than a guess at the level meant
     if flag.name in TF_XLA_BOOLEAN and parse_bool(flag.value) is None:
@@ -137,22 +163,52 @@ def _correct_tf_flag(flag: Flag) -> str | None:
     return flag.token
 
 
-def _correct_xla_flag(flag: Flag) -> str | None:
+def _correct_xla_flag(flag: Flag, registered: RegisteredFlags | None = None) -> str | None:
     if not flag.name.startswith("xla_"):
         return None
-    if flag.name not in XLA_COMMON and (suggestion := closest(flag.name, XLA_COMMON)):
-        return f"--{suggestion}" + (f"={flag.value}" if flag.value is not None else "")
-    return flag.token
+    if registered is None and flag.name not in XLA_COMMON and not closest(flag.name, XLA_COMMON):
+        return flag.token  # one of XLA's hundreds of flags tfdoctor does not list
+    respelt = _respelt(flag, XLA_COMMON, registered)
+    return respelt.token if respelt is not None else None
 
 
-
-def corrected_flag_variables(tf_raw: str | None, xla_raw: str | None) -> tuple[str, str]:
+def corrected_flag_variables(tf_raw: str | None, xla_raw: str | None, tf_registered: RegisteredFlags | None = None,
+                             xla_registered: RegisteredFlags | None = None) -> tuple[str, str]:
     """TF_XLA_FLAGS and XLA_FLAGS as they should read: bare words dropped, each flag moved to the variable
-    that parses it, misspellings corrected, invalid values dropped. "" means "unset it"."""
+    that parses it, misspellings corrected, invalid values dropped, and, where the installed release's
+    flag list is known (`tf_registered`, `xla_registered`), flags it does not register dropped. "" means
+    "unset it"."""
     tf_flags = [f for f in split_flags(tf_raw or "") if f.name and not f.name.startswith("xla_")]
     tf_flags += [f for f in split_flags(xla_raw or "") if f.name.startswith("tf_")]
     xla_flags = [f for f in split_flags(xla_raw or "") if f.name and not f.name.startswith("tf_")]
     xla_flags += [f for f in split_flags(tf_raw or "") if f.name.startswith("xla_")]
-    tf_tokens = [t for f in tf_flags if (t := _correct_tf_flag(f))]
-    xla_tokens = [t for f in xla_flags if (t := _correct_xla_flag(f))]
+    tf_tokens = [t for f in tf_flags if (t := _correct_tf_flag(f, tf_registered))]
+    xla_tokens = [t for f in xla_flags if (t := _correct_xla_flag(f, xla_registered))]
     return " ".join(tf_tokens), " ".join(xla_tokens)
+
+
+def corrected_values(facts: Facts) -> tuple[str, str]:
+    """corrected_flag_variables of the facts' two variables, judged against the installed release's lists."""
+    from tfdoctor.derive.release_knowledge import registered_tf_xla_flags, registered_xla_flags
+
+    tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
+    if not tf_raw and not xla_raw:
+        return "", ""
+    # Either variable may hold the other's flags (they are moved): both lists are wanted.
+    return corrected_flag_variables(tf_raw, xla_raw, registered_tf_xla_flags(facts), registered_xla_flags(facts))
+
+
+def corrected_fix(facts: Facts, title: str) -> EnvFix:
+    """One fix shared by XLA101-103 and XLA108: both variables as they should read (corrected_values).
+    Every finding proposes the same values, so the fix plan merges them instead of letting one finding's
+    edit undo another's."""
+    from tfdoctor.model import EnvFix, set_env, unset_env
+
+    tf_raw, xla_raw = facts.env("TF_XLA_FLAGS"), facts.env("XLA_FLAGS")
+    tf_value, xla_value = corrected_values(facts)
+    changes = []
+    for name, raw, value in (("TF_XLA_FLAGS", tf_raw, tf_value), ("XLA_FLAGS", xla_raw, xla_value)):
+        if (raw or "") == value:
+            continue
+        changes.append(set_env(name, value) if value else unset_env(name))
+    return EnvFix(title, tuple(changes))

@@ -424,6 +424,7 @@ class RangeReader:
         except BaseException:
             os.close(self._fd)
             raise
+        self.status = status  # the open file's own stat: what a cache keys on
         self.size = status.st_size
         self.left = budget
         self.limit = limit

@@ -1,6 +1,7 @@
 """The dynamic section of an ELF shared object (DT_NEEDED, DT_RUNPATH, DT_RPATH, DT_SONAME), read from a
 few byte ranges: the ELF header, the program headers, the PT_DYNAMIC segment and the strings it names.
-libtensorflow_cc.so.2 is ~1 GB; this reads a few kilobytes of it.
+libtensorflow_cc.so.2 is ~1 GB; this reads a few kilobytes of it. `find_section` locates one section by
+name (.rodata, where the compiler puts string literals) from the section headers, a few more kilobytes.
 
 Pure: the bytes come from a `read_at(offset, size)` callable — a bounded.RangeReader on an installed
 file, a forward-streaming reader on a wheel's zip member (tfdoctor.knowledge.extract), a bytes object in
@@ -23,6 +24,9 @@ MAX_PROGRAM_HEADERS = 512  # real shared objects have ~10
 MAX_DYNAMIC_BYTES = 64 * 1024  # ~4000 entries; real ones have ~40
 MAX_STRING = 256 * 1024  # one NEEDED or RUNPATH string: TensorFlow 2.21's framework RUNPATH is ~24 KB
 STRING_STEP = 4096
+MAX_SECTIONS = 4096  # real shared objects have ~40
+MAX_SECTION_NAMES = 64 * 1024  # the section-name table; real ones have ~400 bytes
+SHN_XINDEX = 0xFFFF
 
 
 class ElfError(ValueError):
@@ -116,6 +120,45 @@ def read_dynamic(read_at: ReadAt) -> DynamicSection:
     rpath = tuple(dict.fromkeys(p for t, v in entries if t == DT_RPATH for p in text[v].split(":") if p))
     soname = next((text[v] for t, v in entries if t == DT_SONAME), None)
     return DynamicSection(needed, runpath, rpath, soname)
+
+
+def find_section(read_at: ReadAt, name: str) -> tuple[int, int] | None:
+    """(file offset, size) of the section called `name`, None when there is none; ElfError when the section
+    headers are malformed. Only the ELF header, the section header table and its name table are read."""
+    ident = _exact(read_at, 0, 16, "ELF identification")
+    if ident[:4] != b"\x7fELF":
+        raise ElfError("not an ELF file")
+    wide = {1: False, 2: True}.get(ident[4])
+    order = {1: "<", 2: ">"}.get(ident[5])
+    if wide is None or order is None:
+        raise ElfError(f"unknown ELF class {ident[4]} or byte order {ident[5]}")
+    if wide:
+        header = _exact(read_at, 0, 64, "ELF header")
+        shoff, = struct.unpack_from(order + "Q", header, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", header, 58)
+        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size
+        shdr, shdr_size = order + "IIQQQQ", 64
+    else:
+        header = _exact(read_at, 0, 52, "ELF header")
+        shoff, = struct.unpack_from(order + "I", header, 32)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", header, 46)
+        shdr, shdr_size = order + "IIIIII", 40
+    if shoff == 0 or shnum == 0:
+        return None  # stripped of its section headers (or past 65280 sections, which no library has)
+    if shnum > MAX_SECTIONS or shentsize < shdr_size or shstrndx >= shnum or shstrndx == SHN_XINDEX:
+        raise ElfError(f"{shnum} section headers of {shentsize} bytes, names in section {shstrndx}")
+    table = _exact(read_at, shoff, shnum * shentsize, "section headers")
+    sections = [struct.unpack_from(shdr, table, index * shentsize) for index in range(shnum)]
+    _, _, _, _, names_offset, names_size = sections[shstrndx]
+    if names_size > MAX_SECTION_NAMES:
+        raise ElfError(f"section-name table of {names_size} bytes, more than {MAX_SECTION_NAMES}")
+    names = _exact(read_at, names_offset, names_size, "section-name table")
+    wanted = name.encode()
+    for sh_name, _type, _flags, _addr, offset, size in sections:
+        end = names.find(b"\0", sh_name)
+        if sh_name < len(names) and names[sh_name:end if end >= 0 else len(names)] == wanted:
+            return offset, size
+    return None
 
 
 def _file_offset(vaddr: int, loads: list[tuple[int, int, int]]) -> int:

@@ -531,13 +531,13 @@ def _release_pip(version: str, gpus: int = 1, leave_out: tuple[str, ...] = (),
 
 
 def pip_release(root: FakeRoot, version: str, leave_out: tuple[str, ...] = (),
-                wheel_versions: dict[str, str] | None = None) -> None:
+                wheel_versions: dict[str, str] | None = None, site: str = SITE) -> None:
     """The venv of `pip install 'tensorflow[and-cuda]==<version>'`: the release and its nvidia-* wheels."""
-    wheel = release(root, version)
+    wheel = release(root, version, site=site)
     floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
     wheels(root, {**PINS_216, **floors, **(wheel_versions or {})},
            only=tuple(f for f in WHEEL_FILES if f not in leave_out),
-           cudnn_major=wheel["build_info"]["cudnn_version"])
+           cudnn_major=wheel["build_info"]["cudnn_version"], site=site)
 
 
 # The nvidia-* wheels of CUDA 12.8 (a source build of TensorFlow for Blackwell would pin these).

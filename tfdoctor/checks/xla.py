@@ -109,7 +109,9 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     if found.root is not None:  # an nvvm/libdevice folder without the file: XLA stops there
         folder = f"{found.root.dir}/nvvm/libdevice"
         evidence["libdevice_dir"] = folder
-        good = [r for r in elsewhere if r["dir"] != found.root.dir]
+        later = [r.record for r in xla_libdevice.searched(facts, build.version)
+                 if r.record and r.record.get("libdevice") and r.dir != found.root.dir]
+        good = [*later, *elsewhere]  # the flag puts any of them before the empty folder
         fixes: tuple[EnvFix | AdminFix, ...] = (
             (data_dir_fix(facts, good[0]["dir"], "it holds nvvm/libdevice"),) if good else (_nvcc_install(build),))
         yield Finding(

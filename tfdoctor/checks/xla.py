@@ -138,8 +138,9 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds the ptxas XLA will run, in the search order of the installed TensorFlow's XLA
     (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, then PATH, then
-    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel, skipping the versions XLA refuses; 2.12–2.16 PATH
-    first, then the CUDA roots), and compares its version with the CUDA version TensorFlow was built with.
+    the release's CUDA roots (the toolkit it was built against, /usr/local/cuda, the pip nvidia-cuda-nvcc
+    wheel, ...), skipping the versions XLA refuses; 2.12–2.16 PATH first, then the CUDA roots), and compares
+    its version with the CUDA version TensorFlow was built with.
 
     Why is this bad?
     XLA compiles its PTX with ptxas; an older ptxas may not know the PTX version XLA emits (compile
@@ -298,9 +299,9 @@ def _abort(version: Any, release: str | None) -> str | None:
 def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Reads the version of every ptxas XLA would try, in the order of the installed release's XLA
-    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, PATH, then
-    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's version.json
-    "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
+    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, PATH, then the
+    release's CUDA roots, such as /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's
+    version.json "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
     12.3.1 for CUDA 12.3 Update 1, whose ptxas is 12.3.103) — and compares the first with the versions
     XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0, from 2.17).
     Releases before 2.17 refuse nothing in the search: 2.15 and 2.16 run ptxas 12.3.103 and then abort

@@ -206,3 +206,32 @@ def test_a_root_the_facts_do_not_cover_is_not_checked(tmp_path):
     assert isinstance(found, Unknown) and "/opt/cuda" in found.reason
     result = check_facts(facts, select=["XLA001"]).result("XLA001")
     assert result.status.value == "not-checked" and "/opt/cuda" in result.reason
+
+
+def test_conda_forges_targets_folder_is_offered_as_the_data_dir(tmp_path):
+    # conda-forge's cuda-nvcc keeps the toolkit under $CONDA_PREFIX/targets/x86_64-linux; no release searches it.
+    target = f"{layouts.CONDA_ENV}/targets/x86_64-linux"
+
+    def build(root):
+        layouts.pip_tensorflow(root, "2.18.0", nvcc=False, site=layouts.CONDA_SITE)
+        root.write(f"{target}/nvvm/libdevice/libdevice.10.bc", layouts.BC)
+    facts = _collect(tmp_path, build, CONDA_ENV, "2.18.0")
+    (finding,) = check_facts(facts, select=LIBDEVICE_CODES).findings()
+    assert finding.code == "XLA001" and finding.evidence["found_at"] == [target]
+    assert finding.fixes == (_data_dir_fix(target),)
+
+
+def test_every_root_row_names_its_releases_and_source():
+    from tfdoctor import knowledge
+    from tfdoctor.derive.requirement_ranges import version_satisfies
+
+    rows = knowledge.table("xla_ptxas").data["roots"]
+    assert [r["root"] for r in rows][:1] == ["data_dir"]  # the flag's folder comes first in every release
+    for row in rows:
+        assert row["source"] and version_satisfies("2.15.0", row["tensorflow"]) is not None
+        assert row["root"].startswith("/") or row["root"] in xla_libdevice.ORIGINS
+    # The build toolkit paths do not overlap: one TF_CUDA_TOOLKIT_PATH per wheel.
+    builds = [r for r in rows if r["root"].startswith("/usr/local/cuda-")]
+    for release in ("2.4.0", "2.10.1", "2.14.1", "2.15.1", "2.16.2", "2.17.1", "2.18.0"):
+        held = [r["root"] for r in builds if version_satisfies(release, r["tensorflow"])]
+        assert len(held) == (0 if release == "2.18.0" else 1), (release, held)

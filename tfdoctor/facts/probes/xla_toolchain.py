@@ -195,6 +195,8 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any] | Unknown:
     conda = machine.environ.get("CONDA_PREFIX")
     if conda:
         roots.append((conda, "CONDA_PREFIX"))
+        # conda-forge's CUDA packages keep the toolkit tree under targets/<platform> (its fix names that folder).
+        roots += [(posixpath.join(conda, "targets", t), "CONDA_PREFIX") for t in ("x86_64-linux", "sbsa-linux")]
     searched = {c["dir"] for c in candidates}
     for root, origin in roots:
         if root in searched or any(e["dir"] == root for e in elsewhere):

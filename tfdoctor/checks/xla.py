@@ -80,7 +80,8 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     Linux's /opt/cuda before 2.19, Debian's /usr/lib/cuda in any release) is not found.
 
     Example:
-    TensorFlow from pip with system CUDA in /usr/local/cuda-12.2 but no /usr/local/cuda link.
+    TensorFlow 2.15 from pip without the nvcc wheel, a system CUDA 12.4 in /usr/local/cuda-12.4 and no
+    /usr/local/cuda link (its XLA searches /usr/local/cuda-12.2, the toolkit it was built against, not 12.4).
 
     Fix:
     Set XLA_FLAGS=--xla_gpu_cuda_data_dir=<a folder holding nvvm/libdevice> (the user's other XLA

@@ -208,8 +208,10 @@ def _gpu_jupyter_conda_nvcc(root: FakeRoot) -> tuple[FakeGpu, ...]:
     # The loader finds them (TensorFlow saw the GPU in the thread): the toolkit packages' ld.so.conf.d entry.
     gpu.ld_cache(root, ["/usr/local/cuda-12.0/targets/x86_64-linux/lib"])
     gpu.release(root, "2.15.0", site=JUPYTER_CONDA.site)
-    # What pip resolved with tensorflow==2.15.0 keras==2.15.0 (TF_2_15_DEPENDENCIES: Keras 2.15, numpy 1).
-    FakeSitePackages(root.path / JUPYTER_CONDA.site.lstrip("/")).healthy_dependencies(**{**TF_2_15_DEPENDENCIES, "ml_dtypes": "0.2.0"})
+    # What pip resolved with tensorflow==2.15.0 keras==2.15.0 (TF_2_15_DEPENDENCIES, 2.15.1's: Keras 2.15, numpy
+    # 1), with the ml-dtypes 2.15.0 pins (~=0.2.0).
+    site = FakeSitePackages(root.path / JUPYTER_CONDA.site.lstrip("/"))
+    site.healthy_dependencies(**{**TF_2_15_DEPENDENCIES, "ml_dtypes": "0.2.0"})
     layouts.conda_cuda_nvcc(root, JUPYTER_CONDA.prefix, version="12.3.107")
     gpu.link(root, "/usr/bin/ptxas", "/opt/conda/bin/ptxas")  # the Dockerfile's `ln -s $CONDA_DIR/bin/ptxas`
     return gpus

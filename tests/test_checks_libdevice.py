@@ -235,3 +235,20 @@ def test_every_root_row_names_its_releases_and_source():
     for release in ("2.4.0", "2.10.1", "2.14.1", "2.15.1", "2.16.2", "2.17.1", "2.18.0"):
         held = [r["root"] for r in builds if version_satisfies(release, r["tensorflow"])]
         assert len(held) == (0 if release == "2.18.0" else 1), (release, held)
+
+
+def test_a_data_dir_with_an_empty_nvvm_libdevice_folder_stops_xla(tmp_path):
+    # The flag's folder comes first in every release: its empty nvvm/libdevice is where XLA fails, though the
+    # nvcc wheel next to TensorFlow has libdevice.
+    def build(root):
+        layouts.pip_tensorflow(root, "2.15.0")
+        (root.path / "opt/partial-cuda/nvvm/libdevice").mkdir(parents=True)
+    facts = _collect(tmp_path, build, {**XLA_ON, "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/opt/partial-cuda"}, "2.15.0")
+    report = check_facts(facts, select=LIBDEVICE_CODES)
+    assert report.codes() == ["XLA001", "XLA003"]
+    (xla003,) = report.result("XLA003").findings
+    assert xla003.message.endswith("; its empty nvvm/libdevice folder stops XLA's search there (XLA001)")
+    assert xla003.fixes == (_data_dir_fix(f"{g.SITE}/nvidia/cuda_nvcc"),)
+    (xla001,) = report.result("XLA001").findings
+    assert xla001.evidence["libdevice_dir"] == "/opt/partial-cuda/nvvm/libdevice"
+    assert xla001.fixes == (_data_dir_fix(f"{g.SITE}/nvidia/cuda_nvcc"),)

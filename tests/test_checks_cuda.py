@@ -289,7 +289,7 @@ def test_driver_of_same_major_is_only_a_warning():
 
 def test_xla_fixes_keep_the_users_other_flags():
     assert env_fixes(report("xla001-libdevice-not-found")) == {
-        "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.2"}
+        "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda-12.4"}
     assert env_fixes(report("xla003-data-dir-without-libdevice")) == {
         "XLA_FLAGS": f"--xla_gpu_autotune_level=2 --xla_gpu_cuda_data_dir={g.SITE}/nvidia/cuda_nvcc"}
     assert env_fixes(report("xla002-ptxas-older-than-build")) == {

@@ -172,12 +172,24 @@ def test_xla_toolchain_finds_libdevice_and_ptxas_in_order(make_root):
     g.wheels(root, only=("cuda_nvcc",))
     base = g.toolkit(root, "12.2")
     facts = probe_xla_toolchain(root.machine({**ENV, "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/nowhere"}))
-    assert [c["dir"] for c in facts["candidates"]] == ["/nowhere", "/usr/local/cuda",
-                                                        f"{g.SITE}/nvidia/cuda_nvcc"]
-    assert facts["libdevice"] == f"{g.SITE}/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"
-    assert facts["ptxas"] == {"path": f"{g.SITE}/nvidia/cuda_nvcc/bin/ptxas", "version": "12.2.140",
-                              "via": "pip nvidia-cuda-nvcc"}
-    assert [e["dir"] for e in facts["libdevice_elsewhere"]] == [base]
+    # Every root some release searches (xla_ptxas.toml [[roots]]): the data dir, /usr/local/cuda, the build
+    # toolkits' folders, /opt/cuda, then next to TensorFlow the nvcc wheel, tensorflow/cuda and the prefix.
+    assert [c["dir"] for c in facts["candidates"]] == [
+        "/nowhere", "/usr/local/cuda", "/usr/local/cuda-11.0", "/usr/local/cuda-11.2", "/usr/local/cuda-11.8",
+        base, "/usr/local/cuda-12.3", "/opt/cuda", f"{g.SITE}/nvidia/cuda_nvcc", f"{g.SITE}/tensorflow/cuda",
+        g.VENV]
+    assert [c["origin"] for c in facts["candidates"]][-3:] == ["pip nvidia-cuda-nvcc", "tensorflow/cuda",
+                                                               "environment prefix"]
+    assert [c["dir"] for c in facts["candidates"] if c["libdevice_dir"]] == [base, f"{g.SITE}/nvidia/cuda_nvcc"]
+    assert facts["libdevice"] == f"{base}/nvvm/libdevice/libdevice.10.bc"  # the release-blind hint
+    assert facts["ptxas"] == {"path": f"{base}/bin/ptxas", "version": "12.2.140", "via": base}
+    assert facts["libdevice_elsewhere"] == []  # the 12.2 toolkit is a root of 2.15, not an elsewhere
+    # TensorFlow 2.15's XLA takes the toolkit it was built against, before the wheel.
+    from tfdoctor.derive import xla_libdevice
+    from tfdoctor.facts import Facts
+
+    found = xla_libdevice.resolve(Facts({"xla_toolchain": facts}, {}), "2.15.0")
+    assert found.path == f"{base}/nvvm/libdevice/libdevice.10.bc"
 
 
 @pytest.mark.parametrize("flags, expected", [

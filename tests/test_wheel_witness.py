@@ -109,17 +109,20 @@ def test_a_release_newer_than_the_tables_is_judged_from_its_own_files(tmp_path):
 
 def test_xla_refuses_the_ptxas_of_cuda_12_3_update_1():
     facts = load("xla004-ptxas-version-refused")
-    (candidate,) = [c for c in facts.sections["xla_toolchain"]["candidates"] if c["ptxas"]]
-    assert candidate["ptxas_version"] == "12.3.103"  # version.json "cuda_nvcc", not "cuda" 12.3.1
+    # The toolkit as /usr/local/cuda and as /usr/local/cuda-12.3, the folder 2.16 and 2.17 were built against
+    # (TF_CUDA_TOOLKIT_PATH), which their XLA tries first (xla_ptxas.toml [[roots]]).
+    candidates = [c for c in facts.sections["xla_toolchain"]["candidates"] if c["ptxas"]]
+    assert [c["dir"] for c in candidates] == ["/usr/local/cuda", "/usr/local/cuda-12.3"]
+    assert {c["ptxas_version"] for c in candidates} == {"12.3.103"}  # version.json "cuda_nvcc", not "cuda" 12.3.1
     (finding,) = findings("xla004-ptxas-version-refused", "XLA004")
     assert finding.message == (
-        "XLA will not run ptxas 12.3.103 (/usr/local/cuda/bin/ptxas): XLA refuses ptxas 12.3.103 (CUDA 12.3 "
+        "XLA will not run ptxas 12.3.103 (/usr/local/cuda-12.3/bin/ptxas): XLA refuses ptxas 12.3.103 (CUDA 12.3 "
         "Update 1): XLA lists it in kBuggyPtxAsVersions: this ptxas miscompiles XLA's kernels; no other ptxas "
         "qualifies: XLA falls back to the driver's slower PTX compiler")
     assert finding.fixes[0].steps[0] == "pip install 'nvidia-cuda-nvcc-cu12==12.3.107'"
     assert findings("healthy-cuda-123-update-2-ptxas", "XLA004") == []
     twin = load("healthy-cuda-123-update-2-ptxas")
-    assert [c["ptxas_version"] for c in twin.sections["xla_toolchain"]["candidates"] if c["ptxas"]] == ["12.3.107"]
+    assert {c["ptxas_version"] for c in twin.sections["xla_toolchain"]["candidates"] if c["ptxas"]} == {"12.3.107"}
 
 
 def test_xla_before_2_17_does_not_refuse_it_but_2_15_and_2_16_abort_on_it():

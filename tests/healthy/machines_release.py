@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support import gpu_scenarios as gpu
+from support import libdevice_layouts as layouts
 from support.fake_site_packages import FakeSitePackages, record_line
 
 from tfdoctor.testing import FakeRoot
@@ -17,7 +18,7 @@ from tfdoctor.testing.fake_nvml import FakeGpu
 
 from . import parts
 from .corpus import HealthyMachine, register
-from .machines import USER_ENV, VENV
+from .machines import HOME, USER_ENV, VENV
 
 
 def _workstation(root: FakeRoot) -> tuple[FakeGpu, ...]:
@@ -154,3 +155,57 @@ register(HealthyMachine(
     "--xla_cpu_enable_fast_math=false: no table row for 2.14, the flags its own library registers", _cpu_node_214,
     env={**USER_ENV, "XLA_FLAGS": "--xla_dump_to=/tmp/xla-dump --xla_dump_hlo_as_dot --xla_cpu_enable_fast_math=false"},
     python=VENV))
+
+
+# -- libdevice in a root only newer releases search (issue 36 item 2: XLA001's twins) -------------------------
+# TensorFlow 2.19 on also looks in /opt/cuda and in the environment TensorFlow is installed in
+# (tfdoctor/knowledge/xla_ptxas.toml [[roots]]): Arch's CUDA and a conda environment's cuda-nvcc need no flag.
+
+ARCH_LINUX = 'NAME="Arch Linux"\nPRETTY_NAME="Arch Linux"\nID=arch\nBUILD_ID=rolling\n'
+DRIVER_575 = {"driver": "575.57.08", "cuda": 12090}  # new enough for 2.21's CUDA 12.5 build
+
+
+def _pip_221_without_nvcc(root: FakeRoot, hostname: str, os_release: str, env: parts.PythonEnv
+                          ) -> tuple[FakeGpu, ...]:
+    """`pip install tensorflow[and-cuda]==2.21.0` and what pip resolved with it, less the nvcc wheel (2.21's
+    framework does not reach nvidia/cusolver/lib: the machines put it on LD_LIBRARY_PATH, as its users do)."""
+    parts.cpus(root, parts.CASCADE_LAKE, cores_per_socket=24, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, hostname, os_release=os_release, mem_gib=192)
+    gpus = parts.nvidia_driver(root, parts.RTX_4090, [("0000:65:00.0", 0)], version=DRIVER_575["driver"])
+    gpu.pip_release(root, "2.21.0", leave_out=("cuda_nvcc",), site=env.site)
+    FakeSitePackages(root.path / env.site.lstrip("/")).healthy_dependencies()
+    return gpus
+
+
+def _arch_opt_cuda(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    gpus = _pip_221_without_nvcc(root, "ws-arch", ARCH_LINUX, VENV)
+    layouts.arch_opt_cuda(root)
+    return gpus
+
+
+register(HealthyMachine(
+    "release-pip-221-arch-opt-cuda", ("XLA",),
+    "pip tensorflow 2.21 without the nvcc wheel on Arch Linux, CUDA 12.6 from pacman in /opt/cuda (its bin/ on "
+    "PATH): XLA 2.21 finds libdevice there", _arch_opt_cuda,
+    env={**USER_ENV, "PATH": f"{VENV.prefix}/bin:/usr/local/bin:/usr/bin:/bin:/opt/cuda/bin",
+         "CUDA_PATH": "/opt/cuda", "LD_LIBRARY_PATH": f"{VENV.site}/nvidia/cusolver/lib"},
+    python=VENV, nvml=DRIVER_575))
+
+CONDA_221 = parts.PythonEnv(layouts.CONDA_ENV, version="3.11.9", base_prefix=f"{HOME}/miniconda3")
+
+
+def _conda_cuda_nvcc(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    gpus = _pip_221_without_nvcc(root, "ws-ada", parts.UBUNTU_2204, CONDA_221)
+    layouts.conda_cuda_nvcc(root, CONDA_221.prefix)
+    return gpus
+
+
+register(HealthyMachine(
+    "release-conda-221-cuda-nvcc-in-prefix", ("XLA",),
+    "pip tensorflow 2.21 in a conda environment with NVIDIA's cuda-nvcc (libdevice in $CONDA_PREFIX/nvvm/libdevice, "
+    "no XLA_FLAGS): XLA 2.21 searches the environment's prefix", _conda_cuda_nvcc,
+    env={"HOME": HOME, "USER": "ada", "CONDA_PREFIX": CONDA_221.prefix, "CONDA_DEFAULT_ENV": "tf",
+         "PATH": f"{CONDA_221.prefix}/bin:{HOME}/miniconda3/condabin:/usr/local/bin:/usr/bin:/bin",
+         "LD_LIBRARY_PATH": f"{CONDA_221.site}/nvidia/cusolver/lib"},
+    python=CONDA_221, nvml=DRIVER_575))

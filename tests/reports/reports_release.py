@@ -9,8 +9,10 @@ from healthy.machines import HOME, USER_ENV, VENV
 from healthy.machines_release import wheel_library_path
 from healthy.parts import PythonEnv
 from support import gpu_scenarios as gpu
-from support.fake_site_packages import FakeSitePackages
+from support import libdevice_layouts as layouts
+from support.fake_site_packages import TF_2_15_DEPENDENCIES, FakeSitePackages
 
+from tfdoctor.model import Severity
 from tfdoctor.testing import FakeRoot
 from tfdoctor.testing.fake_nvml import FakeGpu
 
@@ -175,3 +177,57 @@ register(RealReport(
     expect=("XLA004",), twin="release-pip-216-wheel-ptxas",
     build=_tf216_and_cuda_with_system_cuda,
     env=TF216_ENV, python=CONDA_PY))
+
+
+# -- conda's cuda-nvcc in the environment's prefix, TensorFlow 2.15 from pip (XLA001) ----------------------------
+# gpu-jupyter's image before its PR #130 (custom/gpulibs.Dockerfile at aae5d43^): nvidia/cuda:12.0.1-cudnn8-runtime
+# (no nvvm), docker-stacks' conda in /opt/conda, `pip install tensorflow==2.15.0 keras==2.15.0`, then `mamba install
+# -c nvidia cuda-nvcc` (12.3 in January 2024: libdevice in /opt/conda/nvvm/libdevice) and ENV CUDA_PATH=/opt/conda/.
+# TensorFlow 2.15's XLA searches /usr/local/cuda-12.2, /usr/local/cuda and the pip nvcc wheel only; the thread's
+# fix installed the nvidia-cuda-nvcc wheel next to TensorFlow.
+
+JUPYTER_CONDA = PythonEnv("/opt/conda", version="3.11.7", base_prefix="/opt/conda")
+CUDA_120_RUNTIME = {"libcudart.so.12": "libcudart.so.12.0.146", "libcublas.so.12": "libcublas.so.12.0.2.224",
+                    "libcublasLt.so.12": "libcublasLt.so.12.0.2.224", "libcufft.so.11": "libcufft.so.11.0.1.95",
+                    "libcusolver.so.11": "libcusolver.so.11.4.3.1", "libcusparse.so.12": "libcusparse.so.12.0.1.140"}
+
+
+def _gpu_jupyter_conda_nvcc(root: FakeRoot) -> tuple[FakeGpu, ...]:
+    parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=8, threads_per_core=2)
+    parts.process(root)
+    parts.operating_system(root, "8c1f3e2a9b7d", mem_gib=64, address="172.17.0.2", nic="eth0")
+    root.write("/.dockerenv", "").write("/proc/1/cgroup", "0::/\n")
+    gpus = parts.nvidia_driver(root, parts.RTX_4090, [("0000:01:00.0", 0)], version="545.29.06")
+    for soname, real in CUDA_120_RUNTIME.items():  # the runtime image's toolkit: libraries, no nvvm
+        gpu.lib(root, f"/usr/local/cuda-12.0/targets/x86_64-linux/lib/{real}", soname)
+        gpu.link(root, f"/usr/local/cuda-12.0/targets/x86_64-linux/lib/{soname}", real)
+    gpu.link(root, "/usr/local/cuda-12.0/lib64", "targets/x86_64-linux/lib")
+    gpu.link(root, "/usr/local/cuda", "/usr/local/cuda-12.0")
+    gpu.lib(root, "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.0", "libcudnn.so.8")
+    gpu.link(root, "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "libcudnn.so.8.9.0")
+    # The loader finds them (TensorFlow saw the GPU in the thread): the toolkit packages' ld.so.conf.d entry.
+    gpu.ld_cache(root, ["/usr/local/cuda-12.0/targets/x86_64-linux/lib"])
+    gpu.release(root, "2.15.0", site=JUPYTER_CONDA.site)
+    # What pip resolved with tensorflow==2.15.0 keras==2.15.0 (TF_2_15_DEPENDENCIES, 2.15.1's: Keras 2.15, numpy
+    # 1), with the ml-dtypes 2.15.0 pins (~=0.2.0).
+    site = FakeSitePackages(root.path / JUPYTER_CONDA.site.lstrip("/"))
+    site.healthy_dependencies(**{**TF_2_15_DEPENDENCIES, "ml_dtypes": "0.2.0"})
+    layouts.conda_cuda_nvcc(root, JUPYTER_CONDA.prefix, version="12.3.107")
+    gpu.link(root, "/usr/bin/ptxas", "/opt/conda/bin/ptxas")  # the Dockerfile's `ln -s $CONDA_DIR/bin/ptxas`
+    return gpus
+
+
+register(RealReport(
+    "gpu-jupyter-129-conda-nvcc-unsearched-by-tf215", "https://github.com/iot-salzburg/gpu-jupyter/issues/129",
+    "release", "dev",
+    "gpu-jupyter image: TensorBoard's getting-started model fails with \"Can't find libdevice directory\" (searched "
+    "/usr/local/cuda-12.2, /usr/local/cuda, the nvcc wheel); conda's cuda-nvcc put libdevice in /opt/conda, where "
+    "TensorFlow 2.15 does not look; the fix installed the nvidia-cuda-nvcc wheel",
+    expect=("XLA001",), least=Severity.ERROR, twin="release-conda-221-cuda-nvcc-in-prefix",
+    build=_gpu_jupyter_conda_nvcc,
+    env={"HOME": "/home/jovyan", "USER": "jovyan", "CONDA_DIR": "/opt/conda", "CUDA_PATH": "/opt/conda/",
+         "PATH": "/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                 "/usr/bin:/sbin:/bin",
+         "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64", "NVIDIA_VISIBLE_DEVICES": "all",
+         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+    python=JUPYTER_CONDA, nvml={"driver": "545.29.06", "cuda": 12030}))

@@ -412,10 +412,17 @@ def _no_driver(root: FakeRoot) -> None:
 
 
 def _toolkit_without_cuda_link(root: FakeRoot) -> None:
+    # CUDA 12.4, not the 12.2 the wheel was built with: TensorFlow 2.15's XLA also searches
+    # /usr/local/cuda-12.2 (its build's toolkit path), and would find a 12.2 toolkit there.
     driver(root)
     process(root)
     tensorflow(root, pins={})
-    toolkit(root, "12.2", cudnn="8.9.7")
+    base = toolkit(root, "12.4", cudnn="8.9.7")
+    # The rest of a CUDA 12.4 toolkit's libraries TensorFlow loads (TOOLKIT_LIBS["12.4"] has the cuBLAS ones).
+    for soname, real in {"libcufft.so.11": "libcufft.so.11.2.1.3", "libcusolver.so.11": "libcusolver.so.11.6.1.9",
+                         "libcusparse.so.12": "libcusparse.so.12.3.1.170"}.items():
+        lib(root, f"{base}/lib64/{real}", soname)
+        link(root, f"{base}/lib64/{soname}", real)
 
 
 def _old_toolkit_as_cuda(root: FakeRoot) -> None:
@@ -524,13 +531,13 @@ def _release_pip(version: str, gpus: int = 1, leave_out: tuple[str, ...] = (),
 
 
 def pip_release(root: FakeRoot, version: str, leave_out: tuple[str, ...] = (),
-                wheel_versions: dict[str, str] | None = None) -> None:
+                wheel_versions: dict[str, str] | None = None, site: str = SITE) -> None:
     """The venv of `pip install 'tensorflow[and-cuda]==<version>'`: the release and its nvidia-* wheels."""
-    wheel = release(root, version)
+    wheel = release(root, version, site=site)
     floors = {name: spec.lstrip("=>").split(",")[0] for name, spec in wheel["and_cuda"].items()}
     wheels(root, {**PINS_216, **floors, **(wheel_versions or {})},
            only=tuple(f for f in WHEEL_FILES if f not in leave_out),
-           cudnn_major=wheel["build_info"]["cudnn_version"])
+           cudnn_major=wheel["build_info"]["cudnn_version"], site=site)
 
 
 # The nvidia-* wheels of CUDA 12.8 (a source build of TensorFlow for Blackwell would pin these).
@@ -623,7 +630,7 @@ TWO_A100 = [FakeGpu(), FakeGpu(uuid="GPU-1b2c3d4e-0000-4b2e-9f3a-0d6c7b8e9f11", 
 RTX_4090_WSL = [FakeGpu(name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), memory_total_mib=24564, ecc=None,
                         remapped=None, mig=None, persistence=None, pci_bus_id="00000000:01:00.0")]
 LIB_PATH_122 = "/usr/local/cuda-12.2/lib64"
-TOOLKIT_122_ENV = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/lib64:/usr/local/cuda-12.2/extras/CUPTI/lib64"}
+TOOLKIT_124_ENV = {"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64:/usr/local/cuda-12.4/extras/CUPTI/lib64"}
 
 SCENARIOS: list[Scenario] = [
     HEALTHY_PIP,
@@ -733,7 +740,7 @@ SCENARIOS: list[Scenario] = [
              env=CUPTI_ENV_RIGHT),
     # Auto-clustering on (TF_XLA_FLAGS): XLA compiles, so the missing libdevice is an error (issue 35).
     Scenario("xla001-libdevice-not-found", _toolkit_without_cuda_link, python={"pins": {}},
-             env=TOOLKIT_122_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.2/bin:/usr/bin:/bin",
+             env=TOOLKIT_124_ENV | {"PATH": f"{VENV}/bin:/usr/local/cuda-12.4/bin:/usr/bin:/bin",
                                     "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"},
              expect=("XLA001",)),
     # CUDA 12.3 Update 1: version.json says 12.3.1, its ptxas is 12.3.103, which XLA (2.17 on) refuses.

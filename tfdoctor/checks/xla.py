@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from tfdoctor.derive import xla_ptxas
+from tfdoctor.derive import xla_libdevice, xla_ptxas
 from tfdoctor.derive.tf_build import TfBuild, cuda_gpu_setup, version_tuple
 from tfdoctor.facts import Facts, NotChecked, Unknown
 from tfdoctor.facts.parse import DATA_DIR_FLAG
@@ -60,9 +60,13 @@ def _nvcc_install(build: TfBuild) -> AdminFix:
 @check("XLA001", "xla-libdevice-not-found", Severity.ERROR)
 def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Looks for nvvm/libdevice/libdevice.10.bc where XLA does: the folder named by
-    --xla_gpu_cuda_data_dir in XLA_FLAGS, /usr/local/cuda, the pip nvidia-cuda-nvcc wheel next to
-    TensorFlow; and elsewhere on disk (other toolkits, CONDA_PREFIX) for the fix.
+    Looks for nvvm/libdevice/libdevice.10.bc where the XLA of the installed TensorFlow does, in its
+    order (tfdoctor/knowledge/xla_ptxas.toml [[roots]]): the folder named by --xla_gpu_cuda_data_dir in
+    XLA_FLAGS, the toolkit the wheel was built against (/usr/local/cuda-X.Y, up to 2.17), /usr/local/cuda,
+    /opt/cuda (2.19 on), the pip nvidia-cuda-nvcc wheel next to TensorFlow (2.14 on), tensorflow/cuda
+    (2.18 on) and the environment TensorFlow is installed in, such as a conda environment's prefix (2.19
+    on). XLA takes the first root with an nvvm/libdevice folder. Elsewhere on disk (other toolkits,
+    /usr/lib/cuda, CONDA_PREFIX, a root only newer releases search) it looks for the fix.
 
     Why is this bad?
     Every XLA-compiled GPU computation (jit_compile=True, Keras 3's default jit_compile="auto" on
@@ -71,10 +75,13 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     seen turns XLA on — TF_XLA_FLAGS auto-jit, XLA_FLAGS, or a Keras from 2.11 on, whose optimizers
     default to jit_compile=True on a GPU (Keras 3 also compiles the train step) — and an info otherwise
     (TensorFlow 2.10 and older with nothing set): a job that never compiles with XLA does not need
-    libdevice (jit_compile=True in the code is `tfdoctor lint`'s to see).
+    libdevice (jit_compile=True in the code is `tfdoctor lint`'s to see). A libdevice only in a root the
+    installed release does not search (a conda environment's nvvm/libdevice under TensorFlow 2.15, Arch
+    Linux's /opt/cuda before 2.19, Debian's /usr/lib/cuda in any release) is not found.
 
     Example:
-    TensorFlow from pip with system CUDA in /usr/local/cuda-12.2 but no /usr/local/cuda link.
+    TensorFlow 2.15 from pip without the nvcc wheel, a system CUDA 12.4 in /usr/local/cuda-12.4 and no
+    /usr/local/cuda link (its XLA searches /usr/local/cuda-12.2, the toolkit it was built against, not 12.4).
 
     Fix:
     Set XLA_FLAGS=--xla_gpu_cuda_data_dir=<a folder holding nvvm/libdevice> (the user's other XLA
@@ -86,27 +93,43 @@ def xla_libdevice_not_found(facts: Facts) -> Iterator[Finding]:
     build = cuda_gpu_setup(facts)
     if build is None:
         return
-    if facts.get("xla_toolchain.libdevice"):
+    found = xla_libdevice.resolve(facts, build.version)
+    if isinstance(found, Unknown):
+        raise NotChecked(found.reason)
+    if found.path:
         return
-    candidates = _roots(facts, "xla_toolchain.candidates")
-    elsewhere = _roots(facts, "xla_toolchain.libdevice_elsewhere")
+    elsewhere = xla_libdevice.unsearched_with_libdevice(facts, build.version)
     from tfdoctor.derive.feature_use import xla_in_use
 
     in_use = xla_in_use(facts)
     severity = Severity.ERROR if in_use else Severity.INFO
     unused = "" if in_use else "; nothing seen turns XLA on (this matters once jit_compile or auto-jit is used)"
-    evidence: dict[str, Any] = {"searched": [c["dir"] for c in candidates],
+    searched = [r.dir for r in found.searched]
+    evidence: dict[str, Any] = {"searched": searched, "tensorflow.version": build.version,
                                 "env.XLA_FLAGS": facts.env("XLA_FLAGS"), "xla_in_use": in_use or False}
+    if found.root is not None:  # an nvvm/libdevice folder without the file: XLA stops there
+        folder = f"{found.root.dir}/nvvm/libdevice"
+        evidence["libdevice_dir"] = folder
+        later = [r.record for r in xla_libdevice.searched(facts, build.version)
+                 if r.record and r.record.get("libdevice") and r.dir != found.root.dir]
+        good = [*later, *elsewhere]  # the flag puts any of them before the empty folder
+        fixes: tuple[EnvFix | AdminFix, ...] = (
+            (data_dir_fix(facts, good[0]["dir"], "it holds nvvm/libdevice"),) if good else (_nvcc_install(build),))
+        yield Finding(
+            f"XLA will take {folder} (the first nvvm/libdevice folder TensorFlow {build.version}'s XLA finds), "
+            f"which has no libdevice.10.bc: XLA GPU compilation fails with \"libdevice not found at "
+            f"{folder}/libdevice.10.bc\"" + unused, evidence=evidence, fixes=fixes, severity=severity)
+        return
     if elsewhere:
         best = max(elsewhere, key=lambda e: version_tuple(e.get("ptxas_version")))
         evidence["found_at"] = [e["dir"] for e in elsewhere]
         yield Finding(
-            f"XLA will not find libdevice (searched {', '.join(evidence['searched'])}); {best['dir']} has it"
-            + unused, evidence=evidence, fixes=(data_dir_fix(facts, best["dir"], "it holds nvvm/libdevice"),),
-            severity=severity)
+            f"XLA will not find libdevice (TensorFlow {build.version}'s XLA searches {', '.join(searched)}); "
+            f"{best['dir']} has it" + unused, evidence=evidence,
+            fixes=(data_dir_fix(facts, best["dir"], "it holds nvvm/libdevice"),), severity=severity)
         return
     yield Finding(
-        f"no libdevice.10.bc anywhere XLA looks ({', '.join(evidence['searched'])}) or elsewhere: XLA GPU "
+        f"no libdevice.10.bc anywhere XLA looks ({', '.join(searched)}) or elsewhere: XLA GPU "
         "compilation fails with \"libdevice not found at ./libdevice.10.bc\"" + unused,
         evidence=evidence, fixes=(_nvcc_install(build),), severity=severity)
 
@@ -116,8 +139,9 @@ def xla_ptxas_older_than_build(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Finds the ptxas XLA will run, in the search order of the installed TensorFlow's XLA
     (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, then PATH, then
-    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel, skipping the versions XLA refuses; 2.12–2.16 PATH
-    first, then the CUDA roots), and compares its version with the CUDA version TensorFlow was built with.
+    the release's CUDA roots (the toolkit it was built against, /usr/local/cuda, the pip nvidia-cuda-nvcc
+    wheel, ...), skipping the versions XLA refuses; 2.12–2.16 PATH first, then the CUDA roots), and compares
+    its version with the CUDA version TensorFlow was built with.
 
     Why is this bad?
     XLA compiles its PTX with ptxas; an older ptxas may not know the PTX version XLA emits (compile
@@ -181,11 +205,14 @@ def _searched_before(search: xla_ptxas.Search, ordered: list[xla_ptxas.Ptxas], s
 @check("XLA003", "xla-data-dir-without-libdevice", Severity.WARNING)
 def xla_data_dir_without_libdevice(facts: Facts) -> Iterator[Finding]:
     """What it does:
-    Finds --xla_gpu_cuda_data_dir in XLA_FLAGS naming a folder without nvvm/libdevice.
+    Finds --xla_gpu_cuda_data_dir in XLA_FLAGS naming a folder without nvvm/libdevice/libdevice.10.bc,
+    and says which libdevice the installed release's XLA takes instead (its other roots, in its order:
+    tfdoctor/knowledge/xla_ptxas.toml [[roots]]).
 
     Why is this bad?
     The flag is meant to fix XLA's search; pointing at the wrong level (…/nvvm, …/lib64) or a
-    missing folder means XLA silently uses another CUDA, or none (see XLA001).
+    missing folder means XLA silently uses another CUDA, or none (see XLA001). A folder with an
+    nvvm/libdevice folder but no libdevice.10.bc in it stops the search there: XLA fails.
 
     Example:
     XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda/nvvm/libdevice (it wants /usr/local/cuda).
@@ -196,7 +223,8 @@ def xla_data_dir_without_libdevice(facts: Facts) -> Iterator[Finding]:
     Fix safety:
     Safe: the flag only tells XLA where its CUDA files are.
     """
-    if cuda_gpu_setup(facts) is None:
+    build = cuda_gpu_setup(facts)
+    if build is None:
         return
     data_dir = facts.get("xla_toolchain.cuda_data_dir")
     if not data_dir:
@@ -211,10 +239,20 @@ def xla_data_dir_without_libdevice(facts: Facts) -> Iterator[Finding]:
     good = next((r for r in roots if r.get("libdevice") and r["dir"] == guess), None) or next(
         (r for r in roots if r.get("libdevice")), None)
     fixes = (data_dir_fix(facts, good["dir"], "it holds nvvm/libdevice"),) if good else ()
+    found = xla_libdevice.resolve(facts, build.version)
+    if isinstance(found, Unknown):
+        instead = ""  # which one XLA takes instead is not known; the flag is wrong all the same
+    elif found.root is not None and found.root.dir == data_dir:
+        instead = "; its empty nvvm/libdevice folder stops XLA's search there (XLA001)"
+    elif found.path:
+        instead = f"; XLA takes {found.path} instead"
+    else:
+        instead = "; XLA finds no libdevice anywhere else either (XLA001)"
     yield Finding(
-        f"XLA_FLAGS sets {DATA_DIR_FLAG}={data_dir}, which has no nvvm/libdevice"
-        + ("" if record.get("exists") else " (the folder does not exist)"),
-        evidence={"env.XLA_FLAGS": facts.env("XLA_FLAGS"), "xla_toolchain.cuda_data_dir": data_dir},
+        f"XLA_FLAGS sets {DATA_DIR_FLAG}={data_dir}, which has no nvvm/libdevice/libdevice.10.bc"
+        + ("" if record.get("exists") else " (the folder does not exist)") + instead,
+        evidence={"env.XLA_FLAGS": facts.env("XLA_FLAGS"), "xla_toolchain.cuda_data_dir": data_dir,
+                  "tensorflow.version": build.version},
         fixes=fixes)
 
 
@@ -262,9 +300,9 @@ def _abort(version: Any, release: str | None) -> str | None:
 def xla_ptxas_version_refused(facts: Facts) -> Iterator[Finding]:
     """What it does:
     Reads the version of every ptxas XLA would try, in the order of the installed release's XLA
-    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, PATH, then
-    /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's version.json
-    "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
+    (tfdoctor/knowledge/xla_ptxas.toml: from 2.17 the --xla_gpu_cuda_data_dir folder, PATH, then the
+    release's CUDA roots, such as /usr/local/cuda and the pip nvidia-cuda-nvcc wheel) — from the toolkit's
+    version.json "cuda_nvcc" component, which is what `ptxas --version` prints, not the toolkit release ("cuda"
     12.3.1 for CUDA 12.3 Update 1, whose ptxas is 12.3.103) — and compares the first with the versions
     XLA refuses (tfdoctor/knowledge/xla_ptxas.toml: 12.3.103, and anything older than 11.8.0, from 2.17).
     Releases before 2.17 refuse nothing in the search: 2.15 and 2.16 run ptxas 12.3.103 and then abort

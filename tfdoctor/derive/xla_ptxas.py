@@ -62,8 +62,12 @@ def _records(facts: Facts, path: str) -> list[dict[str, Any]]:
 
 def candidates(facts: Facts, release: str | None) -> tuple[Search, list[Ptxas]]:
     """Every ptxas XLA of `release` would try, in its order (refusals not applied)."""
+    from tfdoctor.derive.xla_libdevice import searched
+
     search = search_for(release)
-    roots = [r for r in _records(facts, "xla_toolchain.candidates") if isinstance(r.get("dir"), str)]
+    # The candidate roots this release searches, in its order (xla_ptxas.toml [[roots]]); one the facts do
+    # not record (an older tfdoctor's) has no ptxas to offer.
+    roots = [r.record for r in searched(facts, release) if r.record is not None]
     on_path = _records(facts, "xla_toolchain.path_ptxas")
     steps: dict[str, list[Ptxas]] = {
         "data_dir": [Ptxas(r["ptxas"], r.get("ptxas_version"), r.get("origin") or DATA_DIR_FLAG, r)

@@ -1,12 +1,12 @@
 """What XLA's GPU compiler will find: libdevice (nvvm/libdevice/libdevice.10.bc) and ptxas.
 
-XLA tries, in order, the folder of --xla_gpu_cuda_data_dir (in XLA_FLAGS), /usr/local/cuda, the pip
-nvidia-cuda-nvcc wheel (site-packages/nvidia/cuda_nvcc, TensorFlow ≥ 2.15) and the working folder;
-the first with nvvm/libdevice wins. Finding none it looks for "./libdevice.10.bc" and fails with
-"libdevice not found at ./libdevice.10.bc". ptxas is searched in another order, which depends on the
-release (PATH before the CUDA roots from 2.12): this probe records every candidate and `ptxas` (the
-first root's, else PATH's first) only as a hint; tfdoctor/derive/xla_ptxas.py puts them in the
-installed release's order.
+XLA looks for both in a list of CUDA roots that depends on the TensorFlow release: the folder of
+--xla_gpu_cuda_data_dir (in XLA_FLAGS), the toolkit the wheel was built against, /usr/local/cuda, /opt/cuda,
+the pip nvidia-cuda-nvcc wheel next to TensorFlow, tensorflow/cuda and the environment TensorFlow is
+installed in (tfdoctor/knowledge/xla_ptxas.toml [[roots]]). This probe records every root any release
+searches, whether it has an nvvm/libdevice folder (what XLA tests) and libdevice.10.bc, and its ptxas;
+tfdoctor/derive/xla_libdevice.py and xla_ptxas.py keep the installed release's roots, in its order.
+`libdevice` and `ptxas` are hints only (the first root's, release-blind). ptxas is also looked for on PATH.
 Facts section "xla_toolchain" (docs/facts-gpu.md).
 """
 
@@ -18,14 +18,7 @@ import re
 from tfdoctor.facts import Unknown
 from tfdoctor.facts.machine import Machine
 from tfdoctor.facts.parse import DATA_DIR_FLAG, parse_data_dir
-from tfdoctor.facts.probes.cuda_libs import (
-    TENSORFLOW_DISTS,
-    dist_versions,
-    site_packages,
-    toolkit_version,
-    toolkits,
-    version_tuple,
-)
+from tfdoctor.facts.probes.cuda_libs import site_packages, toolkit_version, toolkits
 from tfdoctor.facts.rooted_fs import RootedFs
 from tfdoctor.registry import probe
 
@@ -34,7 +27,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
-NVCC_WHEEL_SINCE = (2, 15)
 VERSION_JSON_LIMIT = 1024 * 1024  # a toolkit's is ~3 KB
 
 
@@ -69,6 +61,14 @@ def nvcc_version(fs: RootedFs, root: str) -> str | Unknown | None:
     component = data.get("cuda_nvcc")
     version = component.get("version") if isinstance(component, dict) else None
     return str(version) if isinstance(version, str) and version[:1].isdigit() else None
+
+
+def fixed_roots() -> list[str]:
+    """The fixed folders any release's XLA searches (xla_ptxas.toml [[roots]]), in the table's order."""
+    from tfdoctor import knowledge
+
+    rows = knowledge.table("xla_ptxas").data.get("roots", [])
+    return list(dict.fromkeys(str(r["root"]) for r in rows if str(r["root"]).startswith("/")))
 
 
 def _nvcc_wheel_version(fs: RootedFs, packages_dir: str) -> str | None:
@@ -134,6 +134,8 @@ def _root_record(machine: Machine, fs: RootedFs, root: str, origin: str, wheel: 
         "dir": root, "origin": origin,
         "target": target if target != root else None,
         "exists": fs.is_dir(root),
+        # XLA takes the first root with this folder, then reads libdevice.10.bc from it (GetLibdeviceDir).
+        "libdevice_dir": fs.is_dir(posixpath.dirname(libdevice)),
         "libdevice": libdevice if fs.is_file(libdevice) else None,
         "ptxas": ptxas if has_ptxas else None,
         "ptxas_version": _ptxas_version(machine, fs, ptxas, root, wheel, run=run) if has_ptxas else None,
@@ -153,15 +155,22 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any] | Unknown:
     candidates: list[dict[str, Any]] = []
     if data_dir:
         candidates.append(_root_record(machine, fs, data_dir, DATA_DIR_FLAG, None))
-    candidates.append(_root_record(machine, fs, "/usr/local/cuda", "/usr/local/cuda", None))
+    # /usr/local/cuda first, as every release searches it: the `libdevice` and `ptxas` hints below are its.
+    for root in sorted(fixed_roots(), key=lambda r: r != "/usr/local/cuda"):
+        candidates.append(_root_record(machine, fs, root, root, None))
     for folder in packages:
         if fs.is_dir(posixpath.join(folder, "tensorflow")):
-            tf_version = next((v for d, v in dist_versions(fs, folder).items() if d in TENSORFLOW_DISTS), None)
-            if tf_version and version_tuple(tf_version) < NVCC_WHEEL_SINCE:
-                break  # older XLA does not look next to TensorFlow
+            # Every release's roots next to TensorFlow: which of them this release searches is the derivation's.
             nvcc = posixpath.join(folder, "nvidia", "cuda_nvcc")
             candidates.append(_root_record(machine, fs, nvcc, "pip nvidia-cuda-nvcc",
                                            _nvcc_wheel_version(fs, folder)))
+            # Neither of these two is run for its ptxas version (a conda prefix's comes from conda-meta; a
+            # system prefix's bin/ptxas is PATH's, run below).
+            candidates.append(_root_record(machine, fs, posixpath.join(folder, "tensorflow", "cuda"),
+                                           "tensorflow/cuda", None, run=False))
+            # <prefix>/lib/pythonX.Y/site-packages/tensorflow/../../../..: the environment TensorFlow is in.
+            prefix = posixpath.normpath(posixpath.join(folder, "..", "..", ".."))
+            candidates.append(_root_record(machine, fs, prefix, "environment prefix", None, run=False))
             break
     libdevice = next((c["libdevice"] for c in candidates if c["libdevice"]), None)
 
@@ -186,6 +195,8 @@ def probe_xla_toolchain(machine: Machine) -> dict[str, Any] | Unknown:
     conda = machine.environ.get("CONDA_PREFIX")
     if conda:
         roots.append((conda, "CONDA_PREFIX"))
+        # conda-forge's CUDA packages keep the toolkit tree under targets/<platform> (its fix names that folder).
+        roots += [(posixpath.join(conda, "targets", t), "CONDA_PREFIX") for t in ("x86_64-linux", "sbsa-linux")]
     searched = {c["dir"] for c in candidates}
     for root, origin in roots:
         if root in searched or any(e["dir"] == root for e in elsewhere):

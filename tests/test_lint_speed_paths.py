@@ -254,7 +254,7 @@ def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):
     pools: list[int] = []
     in_processes = runner._lint_in_processes
     monkeypatch.setattr(runner, "_lint_in_processes",
-                        lambda *args: (pools.append(args[-1]), in_processes(*args))[1])
+                        lambda *args, **kwargs: (pools.append(args[3]), in_processes(*args, **kwargs))[1])
     report = lint_paths(files, rules(), jobs=2)
     assert pools == [2]  # the worker processes ran: not a silent fall-back to one process
     assert [f.to_json() for f in report.findings] == [f.to_json() for f in one.findings]

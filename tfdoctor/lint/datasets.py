@@ -580,6 +580,8 @@ class DatasetFlow:
     @cached_property
     def input_fns(self) -> frozenset[str]:
         """Functions that feed an Estimator (TF1/TF2): named `input_fn`/`*_input_fn` or passed as `input_fn=`."""
+        if "input_fn" not in self.module.text:  # both ways write it: no call of the file need be asked
+            return frozenset()
         names = {f.name for f in self.scopes[1:] if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and (f.name == "input_fn" or f.name.endswith("_input_fn"))}
         for call in self.module.calls:

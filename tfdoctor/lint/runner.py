@@ -121,15 +121,16 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
               prefilter: Prefilter | None = None) -> None:
-    """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed."""
+    """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed.
+    `display`: how findings name the file; None: `display_path(path)`, worked out only for a file parsed."""
     report.files += 1
     with _collector_paused():
         _lint_file(path, display, rules, report, prefilter)  # its tree is freed on return, before the collector resumes
 
 
-def _lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
                prefilter: Prefilter | None) -> None:
     try:
         data = read_source(path)
@@ -142,9 +143,10 @@ def _lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: Lint
             if not fires:
                 report.prefiltered += 1
                 return
+        display = display or display_path(path)
         module = SourceModule.from_bytes(data, path, display, notebook)
     except SourceError as error:
-        _report_source_error(error, display, rules, report)
+        _report_source_error(error, display or display_path(path), rules, report)
         return
     lint_module(module, rules, report)
 
@@ -178,7 +180,7 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
         _lint_in_processes(plan, rules, report, workers, spill_after=None if jobs else SPILL_AFTER)
     else:
         for path, skip in plan:
-            lint_file(path, display_path(path), rules, report, skip)
+            lint_file(path, None, rules, report, skip)
     report.findings.sort(key=_order)
     return report
 
@@ -223,7 +225,7 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
         while (token := os.read(tokens, 1)):
             taken.add(token[0])
             for path, prefilter in chunks[token[0]]:
-                lint_file(path, display_path(path), rules, report, prefilter)
+                lint_file(path, None, rules, report, prefilter)
             if not children and spill_after is not None and len(taken) < count and \
                     time.process_time() - start > spill_after:
                 children = _fork(workers - 1, tokens, chunks, rules)
@@ -247,7 +249,7 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
         os.close(tokens)
     for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it
         for path, prefilter in chunks[index]:
-            lint_file(path, display_path(path), rules, report, prefilter)
+            lint_file(path, None, rules, report, prefilter)
     report.crashes.sort()
 
 
@@ -274,7 +276,7 @@ def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]
                     while (token := os.read(tokens, 1)):
                         done.append(token[0])
                         for path, prefilter in chunks[token[0]]:
-                            lint_file(path, display_path(path), rules, part, prefilter)
+                            lint_file(path, None, rules, part, prefilter)
                     with os.fdopen(writer, "wb") as stream:
                         stream.write(pickle.dumps((part, done), protocol=pickle.HIGHEST_PROTOCOL))
                     status = 0

@@ -159,20 +159,29 @@ def _raw_lines(data: str, cells: list[list[str]]) -> list[int]:
     return found_at
 
 
+def _openings(text: str) -> set[str]:
+    """`text` as a JSON string (json.dumps either way) without its closing quote: a line's ending comes next."""
+    return {encode_basestring(text)[:-1], encode_basestring_ascii(text)[:-1]}
+
+
+def _forms(openings: set[str], last: bool) -> set[str]:
+    """The stripped lines of the file that store a source line: its opening, its ending, maybe a comma."""
+    return {opened + ending + comma for opened in openings for comma in ("", ",")
+            for ending in (('\\n"', '\\r\\n"', '"') if last else ('\\n"', '\\r\\n"'))}
+
+
 _GIVE_UP = 8
 
 
 def _find(raw: list[str], at: int, text: str, last: bool) -> int:
     """The first line from `at` on that is, stripped, `text` as the JSON string of a source line, or -1."""
-    forms = []
-    for encoded in {encode_basestring(text), encode_basestring_ascii(text)}:  # json.dumps, either ensure_ascii
-        opened = encoded[:-1]  # without its closing quote: the line's ending comes first
-        for ending in ('\\n"', '\\r\\n"', '"') if last else ('\\n"', '\\r\\n"'):
-            forms += (opened + ending, opened + ending + ",")
-    if at < len(raw) and raw[at].strip() in forms:  # the line after the previous source line: the usual case
-        return at
-    wanted = set(forms)
-    for probe in range(at + 1, len(raw)):
+    if at < len(raw):  # the usual case first: the next line, as Jupyter writes it (UTF-8, \n, a comma)
+        here = raw[at].strip()
+        likely = encode_basestring(text if last else text + "\n")
+        if here == likely or here == likely + ",":
+            return at
+    wanted = _forms(_openings(text), last)
+    for probe in range(at, len(raw)):
         if raw[probe].strip() in wanted:
             return probe
     return -1

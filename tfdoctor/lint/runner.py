@@ -163,9 +163,9 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
                jobs: int | None = None, walked: Iterable[Path] = ()) -> LintReport:
     """Lint files; many files are shared out between this process and one more process per usable CPU.
 
-    `jobs`: how many processes lint (1: this one alone). None: this process starts alone and forks the
-    others only once it has linted for SPILL_AFTER seconds of CPU with files left (a small tree is linted
-    without any other process).
+    `jobs`: how many processes lint (1: this one alone). None: this process lints alone and forks the others
+    only once it has linted for SPILL_AFTER seconds of CPU with files left (a small tree is linted without
+    any other process).
 
     `walked`: those of `files` found by walking a directory rather than named by the user: they are parsed
     only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py)."""
@@ -177,12 +177,28 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     _display_dir.cache_clear()  # links may have changed since the last run of this process
     workers = min(jobs or usable_cpus(), max(1, len(files) // 16))
     if workers > 1 and len(files) >= _PARALLEL_FROM and hasattr(os, "fork"):
-        _lint_in_processes(plan, rules, report, workers, spill_after=None if jobs else SPILL_AFTER)
+        rest = plan if jobs else _lint_for(SPILL_AFTER, plan, rules, report)
+        if len(rest) >= _SPILL_FROM:
+            _lint_in_processes(rest, rules, report, workers)
+        else:
+            _lint_for(None, rest, rules, report)
     else:
-        for path, skip in plan:
-            lint_file(path, None, rules, report, skip)
+        _lint_for(None, plan, rules, report)
     report.findings.sort(key=_order)
     return report
+
+
+_SPILL_FROM = 16  # files left after SPILL_AFTER: fewer are linted here, without forking for them
+
+
+def _lint_for(seconds: float | None, plan: Plan, rules: list[LintRuleSpec], report: LintReport) -> Plan:
+    """Lint `plan` in order in this process until it has used `seconds` of CPU (None: all of it); the rest."""
+    start = time.process_time()
+    for index, (path, prefilter) in enumerate(plan):
+        lint_file(path, None, rules, report, prefilter)
+        if seconds is not None and time.process_time() - start > seconds:
+            return plan[index + 1:]
+    return []
 
 
 def _order(f: LintFinding) -> tuple:
@@ -199,15 +215,13 @@ def usable_cpus() -> int:
 Plan = list[tuple[Path, Prefilter | None]]  # each file, and the prefilter that applies to it (None: parse it)
 
 
-def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int,
-                       spill_after: float | None = None) -> None:
+def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
     """Lint `plan` in this process and `workers - 1` forked ones, sharing chunks of it as they go.
 
     The chunks are numbered bytes in a pipe that every process reads one at a time (a read of one byte takes
     one chunk, whoever reads it), so a process that drew large files takes fewer chunks. A forked process
     has the plan and the rules already (fork copies them): it only sends its report back, pickled, through a
-    pipe of its own. `spill_after`: fork only once this process has used that much CPU with chunks left.
-    A process that fails to send its report back costs nothing: its chunks are linted here again.
+    pipe of its own. A process that fails to send its report back costs nothing: its chunks are linted here again.
     """
     import pickle
 
@@ -218,17 +232,12 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
     os.close(feed)  # drained, the pipe reads as empty for every process
     children: list[tuple[int, int]] = []
     taken: set[int] = set()
-    start = time.process_time()
     try:
-        if spill_after is None:
-            children = _fork(workers - 1, tokens, chunks, rules)
+        children = _fork(workers - 1, tokens, chunks, rules)
         while (token := os.read(tokens, 1)):
             taken.add(token[0])
             for path, prefilter in chunks[token[0]]:
                 lint_file(path, None, rules, report, prefilter)
-            if not children and spill_after is not None and len(taken) < count and \
-                    time.process_time() - start > spill_after:
-                children = _fork(workers - 1, tokens, chunks, rules)
         for pid, pipe in children:
             with os.fdopen(pipe, "rb") as stream:
                 data = stream.read()

@@ -16,9 +16,9 @@ lint pauses the collector while it parses and lints one file (tfdoctor/lint/runn
 second reference, the same floor with the collector paused per file as lint pauses it, is printed too:
 lint's ratio to that one is what the index and the rules cost, parsing made equal.
 
-What the workers add is measured too: starting lint's worker pool, giving each worker one empty task and
-closing it (`start_pool`, as tfdoctor/lint/runner.py's `_lint_in_processes` does it: fork after the
-imports, the parent's heap frozen for the collector), in elapsed and CPU seconds.
+What the workers add is measured too: starting lint's worker processes with nothing to lint and waiting for
+their (empty) reports (`start_pool`, which calls tfdoctor/lint/runner.py's `_lint_in_processes`: fork after
+the imports, the parent's heap frozen for the collector), in elapsed and CPU seconds.
 """
 
 from __future__ import annotations
@@ -68,25 +68,13 @@ def _parse_one(path: Path) -> None:
         pass
 
 
-def _nothing(_: int) -> tuple[int, int]:
-    """An empty task; what it says of where it ran: the worker's pid and its frozen objects."""
-    import gc
+def start_pool(workers: int) -> None:
+    """Lint's worker processes with no files to lint: forked, drawing from an empty pipe, sending their empty
+    reports back and waited for, by tfdoctor/lint/runner.py's own `_lint_in_processes` (`workers - 1`
+    processes: this one is the other)."""
+    from tfdoctor.lint.runner import LintReport, _lint_in_processes
 
-    return os.getpid(), gc.get_freeze_count()
-
-
-def start_pool(workers: int) -> list[tuple[int, int]]:
-    """Lint's worker pool with no files: created as `_lint_in_processes` creates it (every worker forked
-    when the pool is made), one empty task per worker, then closed. What each task said (_nothing)."""
-    import gc
-    import multiprocessing
-
-    gc.freeze()
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_nothing, range(workers), chunksize=1)
-    finally:
-        gc.unfreeze()
+    _lint_in_processes([], [], LintReport([]), workers)
 
 
 def timed_once(func) -> tuple[float, float]:
@@ -151,7 +139,7 @@ def main() -> None:
     print(f"reference: parse with the collector paused per file as lint pauses it "
           f"{statistics.median(r[3] for r in cpu):.2f} s CPU = {ratio(3)} of parse; lint one process = "
           f"{ratio(2, 3)} of it, with workers {ratio(1, 3)}")
-    print(f"the worker pool alone ({usable_cpus()} workers, no files: fork, one empty task each, close): median "
+    print(f"the worker processes alone ({usable_cpus()} in all, no files: fork, empty reports back): median "
           f"{statistics.median(r[4] for r in wall):.3f} s elapsed, {statistics.median(r[4] for r in cpu):.3f} s CPU "
           f"= {ratio(4)} of parse's CPU")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -1,39 +1,41 @@
 """Lint's CPU time against a plain `ast.parse` of the same files, on large repositories of others (issue 39,
-item 7: lint's CPU at most that of the parse, by not parsing what cannot hold TensorFlow input or training
-code).
+item 7: lint's CPU at most that of the parse), this tree and a baseline linter in the same run.
 
-    python benchmarks/lint_speed_others.py [--runs 5] [--mirror /work/.mirror] [--tfdoctor DIR]
-
-`--tfdoctor DIR`: lint with the tfdoctor package found in DIR (e.g. `git archive a98a383 tfdoctor | tar -x
--C DIR`) instead of this checkout's; a linter without the prefilter is measured "before" only. Each run's
-ratios are to its own parse baseline, so runs of two linters compare.
+    python benchmarks/lint_speed_others.py [--runs 5] [--baseline REF] [--mirror /work/.mirror]
 
 The repositories are benchmarks/lint_corpus/speed_others.toml, read from `fetch` snapshots as
-benchmarks/lint_corpus.py reads them (it names the fetch to run when one is missing). On the files
-`tfdoctor lint DIR` reads by default (test files skipped, notebooks included), each round measures, in
-this order, in this process and on one core (CPU seconds by getrusage, as benchmarks/lint_speed.py):
+benchmarks/lint_corpus.py reads them (it names the fetch to run when one is missing). Each linter — this
+checkout's and `--baseline REF`'s (a `git archive` of that commit's tfdoctor/) — runs in a process of its
+own that this script drives (`--serve`), warmed once per repository (imports, page cache). In each round,
+for each repository, both linters measure in turn, each in its own process (CPU seconds by getrusage: the
+process and the worker processes it waited for):
 
-- parse: read each file, decode it, `ast.parse` it (a notebook: its JSON, its code cells joined, no
-  IPython transforms — the cheapest honest floor; a cell that does not parse is skipped);
-- lint before: `lint_paths` with every file parsed, as before the prefilter (what a named file gets);
-- lint after: `lint_paths` as `tfdoctor lint DIR` runs it, the walked files through the prefilter;
-- lint after with the worker processes `tfdoctor lint DIR` starts (their CPU counted).
+- parse: what a plain script that parses the same sources costs — read each file, decode it, `ast.parse`
+  it; for a notebook: read it, decode its JSON, and `ast.parse` the very Python lint parses from it (its
+  code cells joined, as IPython reads them; that text is prepared before timing, so the baseline pays for
+  no IPython transform and no cell joining);
+- one process: `lint_paths(..., jobs=1)` as `tfdoctor lint DIR` reads the files (walked: the prefilter);
+- default: `lint_paths(...)` with the number of worker processes `tfdoctor lint DIR` chooses;
+- two workers: `lint_paths(..., jobs=2)`.
 
-Figures are medians of the rounds' ratios to the parse of the same round (interleaved: a burst of someone
-else's load hits all alike). The findings of "before" and "after" are compared: the prefilter may only
-drop SRC001/SRC002 of files it did not parse; any other difference is printed and fails the run.
+Figures are medians of the rounds' ratios, each linter's CPU to the parse its own process measured in the
+same round (interleaved: a burst of someone else's load hits all alike). The parse runs with the cyclic
+garbage collector on, as a script runs it; lint pauses it per file (docs/lint.md, Speed).
+
+Findings: every configuration of this tree must give exactly the findings of the baseline in one process
+— path, cell, line, column, end, code, message, evidence, fix and its edits, the .ipynb line — plus the
+same crashes and the same number of suppressed findings; any difference is printed and fails the run, but
+one: a syntax error (SRC001) or unreadable file (SRC002) the baseline reports in a file this tree's
+prefilter does not parse (docs/lint.md: such a file's SRC001/SRC002 is not reported), which is listed.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
-import inspect
 import json
 import os
-import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,119 +44,286 @@ from pathlib import Path
 import tomllib
 
 HERE = Path(__file__).resolve().parent
-_OTHER = sys.argv[sys.argv.index("--tfdoctor") + 1] if "--tfdoctor" in sys.argv[:-1] else None
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-if _OTHER:  # before anything imports tfdoctor
-    sys.path.insert(0, str(Path(_OTHER).resolve()))
-
-from lint_corpus import materialise  # noqa: E402
-
-from tfdoctor.lint.files import python_files  # noqa: E402
-from tfdoctor.lint.rule import load_lint_rules, select_lint_rules  # noqa: E402
-from tfdoctor.lint.runner import lint_paths, usable_cpus  # noqa: E402
-from tfdoctor.lint.source import SourceError, decode_source  # noqa: E402
-
+ROOT = HERE.parent
 MANIFEST = HERE / "lint_corpus" / "speed_others.toml"
-RUNNER_CODES = frozenset({"SRC001", "SRC002"})  # syntax and read errors: the only findings a skipped file loses
+CONFIGS = ("parse", "one", "default", "two")
+NOTEBOOK_REPOS = frozenset({"tensorflow/examples", "ageron/handson-ml3", "aymericdamien/TensorFlow-Examples"})
 
 
-def timed_once(func) -> tuple[float, float]:
-    """(elapsed, CPU seconds of this process and of the worker processes it waited for), as lint_speed.py
-    measures (not imported from it: it puts this checkout's tfdoctor first on sys.path)."""
+# --- the measuring process (--serve): imports the tfdoctor it is given, answers one JSON line per request
+
+def _serve(package_dir: Path, roots: dict[str, str]) -> None:
+    sys.path.insert(0, str(package_dir))
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers on the pipe
+    import ast
+    import resource
+
+    import tfdoctor
+    from tfdoctor.lint.files import python_files
+    from tfdoctor.lint.notebook import NotebookError, notebook_source
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.runner import lint_paths, usable_cpus
+    from tfdoctor.lint.source import SourceError, decode_source
+
+    assert Path(tfdoctor.__file__).resolve().is_relative_to(package_dir.resolve()), tfdoctor.__file__
+    rules = select_lint_rules(load_lint_rules().rules)
+    files = {repo: list(python_files([root])) for repo, root in roots.items()}
+    prepared: dict[str, list[tuple[Path, str | None]]] = {}
+
     def cpu() -> float:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-    start, start_cpu = time.perf_counter(), cpu()
-    func()
-    return time.perf_counter() - start, cpu() - start_cpu
-
-
-def parse_only(files: list[Path]) -> None:
-    for path in files:
-        data = path.read_bytes()
-        try:
+    def prepare(repo: str) -> list[tuple[Path, str | None]]:
+        """Each file, and for a notebook the Python lint parses from it (None: not a notebook, or none)."""
+        found = []
+        for path in files[repo]:
+            code = None
             if path.suffix == ".ipynb":
-                cells = json.loads(data.decode("utf-8-sig")).get("cells", [])
-                for cell in cells:
-                    if cell.get("cell_type") == "code":
-                        source = cell.get("source", "")
-                        text = "".join(source) if isinstance(source, list) else source
-                        with contextlib.suppress(SyntaxError):  # IPython syntax (%magic, !shell): skipped here
-                            ast.parse(text)
-                continue
-            ast.parse(decode_source(data))
-        except (SourceError, SyntaxError, ValueError, AttributeError):
-            pass
+                try:
+                    code = notebook_source(path.read_bytes().decode("utf-8-sig"))[0]
+                except (NotebookError, UnicodeDecodeError, ValueError):
+                    code = ""
+            found.append((path, code))
+        return found
+
+    def parse(plan: list[tuple[Path, str | None]]) -> None:
+        for path, code in plan:
+            data = path.read_bytes()
+            try:
+                if code is not None:
+                    json.loads(data.decode("utf-8-sig"))
+                    ast.parse(code)
+                else:
+                    ast.parse(decode_source(data))
+            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+                pass
+
+    def lint(repo: str, jobs: int | None):
+        return lint_paths(files[repo], rules, jobs=jobs, walked=files[repo])
+
+    def findings(report) -> dict:
+        return {"findings": [dict(f.to_json(), cell=f.cell, raw_line=f.raw_line) for f in report.findings],
+                "crashes": report.crashes, "suppressed": report.suppressed, "files": report.files,
+                "prefiltered": getattr(report, "prefiltered", 0)}
+
+    def unparsed(repo: str) -> list[str]:
+        """The files (as findings name them) this linter's prefilter does not parse."""
+        from tfdoctor.lint.prefilter import prefilter_for
+        from tfdoctor.lint.runner import display_path
+
+        prefilter = prefilter_for(rules)
+        found = []
+        for path in files[repo]:
+            data = path.read_bytes()
+            if path.suffix == ".ipynb" and hasattr(prefilter, "may_fire_notebook"):
+                fires = prefilter.may_fire_notebook(data)[0]
+            else:
+                fires = prefilter.may_fire(data)
+            if not fires:
+                found.append(display_path(path))
+        return found
+
+    def answer(value: object) -> None:
+        out.write(json.dumps(value) + "\n")
+        out.flush()
+
+    answer({"package": str(Path(tfdoctor.__file__).parent), "cpus": usable_cpus(),
+            "files": {repo: len(found) for repo, found in files.items()}})
+    for line in sys.stdin:
+        request = json.loads(line)
+        repo, what = request["repo"], request["what"]
+        if what == "warm":
+            prepared[repo] = prepare(repo)
+            parse(prepared[repo])
+            answer({"one": findings(lint(repo, 1)), "default": findings(lint(repo, None)),
+                    "two": findings(lint(repo, 2)), "unparsed": unparsed(repo)})
+            continue
+        start, start_cpu = time.perf_counter(), cpu()
+        if what == "parse":
+            parse(prepared[repo])
+        else:
+            lint(repo, {"one": 1, "default": None, "two": 2}[what])
+        answer({"cpu": cpu() - start_cpu, "wall": time.perf_counter() - start})
 
 
-PREFILTER = "walked" in inspect.signature(lint_paths).parameters  # False: a linter from before issue 39, item 7
+# --- the driver
+
+class Linter:
+    """A serving process for one tfdoctor package."""
+
+    def __init__(self, label: str, package_dir: Path, roots: dict[str, Path]) -> None:
+        self.label = label
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(package_dir), json.dumps({r: str(p) for r, p in roots.items()})],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+        self.hello = self._read()
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise SystemExit(f"{self.label}: the measuring process ended")
+        return json.loads(line)
+
+    def ask(self, repo: str, what: str) -> dict:
+        self.process.stdin.write(json.dumps({"repo": repo, "what": what}) + "\n")  # type: ignore[union-attr]
+        self.process.stdin.flush()  # type: ignore[union-attr]
+        return self._read()
+
+    def close(self) -> None:
+        self.process.stdin.close()  # type: ignore[union-attr]
+        self.process.wait()
 
 
-def lint_walked(files: list[Path], rules: list, jobs: int | None = None):
-    return lint_paths(files, rules, jobs=jobs, walked=files) if PREFILTER else lint_paths(files, rules, jobs=jobs)
+def archive(ref: str, into: Path) -> str:
+    """Extract REF's tfdoctor/ into `into`; return the commit's short hash."""
+    commit = subprocess.run(["git", "rev-parse", "--short", f"{ref}^{{commit}}"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    tar = subprocess.run(["git", "archive", commit, "tfdoctor"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    return commit
 
 
-def one_round(files: list[Path], rules: list) -> list[float]:
-    """CPU seconds of: the parse, lint before, lint after, lint after with workers (module docstring)."""
-    return [timed_once(lambda: parse_only(files))[1],
-            timed_once(lambda: lint_paths(files, rules, jobs=1))[1],
-            timed_once(lambda: lint_walked(files, rules, jobs=1))[1],
-            timed_once(lambda: lint_walked(files, rules))[1]]
+def _same(ours: dict, theirs: dict, unparsed: frozenset[str] = frozenset()) -> tuple[list[str], list[dict]]:
+    """What differs between two answers (findings, crashes, suppressed), as lines to print; and the findings
+    of the baseline that differ only as the prefilter allows: SRC001/SRC002 of a file this tree does not
+    parse (`unparsed`: no selected rule's triggers in it, for a notebook in its code cells)."""
+    differences = []
+    key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731
+    mine, base = {key(f) for f in ours["findings"]}, {key(f) for f in theirs["findings"]}
+    allowed = [f for f in (json.loads(k) for k in sorted(base - mine))
+               if f["code"] in ("SRC001", "SRC002") and f["path"] in unparsed]
+    lost = base - mine - {key(f) for f in allowed}
+    differences += [f"  only here: {f}" for f in sorted(mine - base)]
+    differences += [f"  only in the baseline: {f}" for f in sorted(lost)]
+    if len(ours["findings"]) + len(allowed) != len(theirs["findings"]):
+        differences.append(f"  {len(ours['findings'])} findings here, {len(theirs['findings'])} in the baseline")
+    if sorted(ours["crashes"]) != sorted(theirs["crashes"]):
+        differences.append(f"  crashes: {ours['crashes']} here, {theirs['crashes']} in the baseline")
+    if ours["suppressed"] != theirs["suppressed"]:
+        differences.append(f"  suppressed: {ours['suppressed']} here, {theirs['suppressed']} in the baseline")
+    return differences, allowed
 
 
-def _key(finding) -> tuple:
-    return (finding.path, finding.cell, finding.line, finding.column, finding.code, finding.message)
+def _ratio(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        _serve(Path(argv[1]), json.loads(argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--tfdoctor", type=Path, help="a directory holding the tfdoctor package to measure")
+    parser.add_argument("--baseline", default="6d9b27f", help="the commit whose linter is measured alongside")
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from lint_corpus import materialise
+
     roots, _ = materialise(args.mirror, args.cache, tomllib.loads(MANIFEST.read_text())["repos"])
-    rules = select_lint_rules(load_lint_rules().rules)
-    import tfdoctor
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "tfdoctor", "benchmarks"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as scratch:
+        commit = archive(args.baseline, Path(scratch))
+        tree = Linter("tree", ROOT, roots)
+        base = Linter(commit, Path(scratch), roots)
+        try:
+            return _run(args, roots, tree, base, f"{head.strip()}{' (uncommitted changes)' if dirty else ''}", commit)
+        finally:
+            tree.close()
+            base.close()
 
-    print(f"tfdoctor from {Path(tfdoctor.__file__).parent}; prefilter: {'yes' if PREFILTER else 'no (after = before)'}")
-    print(f"machine: {os.cpu_count()} CPUs, {usable_cpus()} usable; load average before: "
+
+def _run(args, roots: dict[str, Path], tree: Linter, base: Linter, head: str, commit: str) -> int:
+    print(f"this tree: {head}, tfdoctor from {tree.hello['package']}")
+    print(f"baseline: {commit}, tfdoctor from <git archive {commit} tfdoctor>")
+    print(f"machine: {os.cpu_count()} CPUs, {tree.hello['cpus']} usable; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'repository':<36}{'files':>6}{'parsed':>8}  {'parse s':>8}  {'before':>15}  {'after':>15}  "
-          f"{'after, workers':>15}")
-    totals = [[] for _ in range(4)]
     failed = False
-    for repo, root in roots.items():
-        files = list(python_files([str(root)]))
-        before = lint_paths(files, rules, jobs=1)
-        after = lint_walked(files, rules, jobs=1)  # warm: imports, page cache
-        lost = {_key(f) for f in before.findings if f.code not in RUNNER_CODES} - {_key(f) for f in after.findings}
-        added = {_key(f) for f in after.findings} - {_key(f) for f in before.findings}
-        if lost or added:
+    for repo in roots:
+        if tree.hello["files"][repo] != base.hello["files"][repo]:
+            print(f"{repo}: {tree.hello['files'][repo]} files here, {base.hello['files'][repo]} for the baseline")
             failed = True
-            print(f"{repo}: the prefilter changed the findings: lost {sorted(lost)}, added {sorted(added)}")
-        rounds = [one_round(files, rules) for _ in range(args.runs)]
-        for i in range(4):
-            totals[i].append([r[i] for r in rounds])
+    checked: dict[str, str] = {}
+    notes: dict[str, int] = {}
+    parsed: dict[str, int] = {}
+    for repo in roots:
+        ours, theirs = tree.ask(repo, "warm"), base.ask(repo, "warm")
+        parsed[repo] = ours["one"]["files"] - ours["one"]["prefiltered"]
+        problems = []
+        unparsed = frozenset(ours["unparsed"])
+        for config in ("one", "default", "two"):
+            differences, allowed = _same(ours[config], theirs["one"], unparsed)
+            if differences:
+                problems.append(f"{repo}, {config}: findings differ from {commit}'s:")
+                problems += differences
+        problems += [f"{repo}, {commit} {c}: differs from its one process" for c in ("default", "two")
+                     if _same(theirs[c], theirs["one"])[0]]
+        _, allowed = _same(ours["one"], theirs["one"], unparsed)
+        for finding in allowed:
+            where = f"{finding['path']}:cell {finding['cell']}:{finding['line']}"
+            print(f"{repo}: not parsed here, so not reported (its code cells hold no rule's triggers): {commit}'s "
+                  f"{finding['code']} at {where}: {finding['message']}")
+        notes[repo] = len(allowed)
+        if problems:
+            failed = True
+            print("\n".join(problems))
+        checked[repo] = f"{len(ours['one']['findings'])} findings, " + \
+            ("differ" if problems else f"identical but {len(allowed)} SRC001/SRC002 of unparsed files" if allowed
+             else "identical")
+    # seconds[linter][repo][config] = [CPU seconds per round]; walls likewise
+    seconds = {who.label: {repo: {c: [] for c in CONFIGS} for repo in roots} for who in (tree, base)}
+    walls = {who.label: {repo: {c: [] for c in CONFIGS} for repo in roots} for who in (tree, base)}
+    for round_number in range(args.runs):
+        for repo in roots:
+            for who in (tree, base) if round_number % 2 == 0 else (base, tree):
+                for config in CONFIGS:
+                    measured = who.ask(repo, config)
+                    seconds[who.label][repo][config].append(measured["cpu"])
+                    walls[who.label][repo][config].append(measured["wall"])
 
-        def ratio(i: int, rounds: list = rounds) -> str:
-            values = [r[i] / r[0] for r in rounds]
-            return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+    def ratios(label: str, repos, config: str) -> list[float]:
+        return [sum(seconds[label][r][config][k] for r in repos) / sum(seconds[label][r]["parse"][k] for r in repos)
+                for k in range(args.runs)]
 
-        dropped = sum(1 for f in before.findings if f.code in RUNNER_CODES) - \
-            sum(1 for f in after.findings if f.code in RUNNER_CODES)
-        print(f"{repo:<36}{len(files):>6}{len(files) - getattr(after, 'prefiltered', 0):>8}  "
-              f"{statistics.median(r[0] for r in rounds):>8.2f}  {ratio(1):>15}  {ratio(2):>15}  {ratio(3):>15}"
-              f"   findings {len(after.findings)} (SRC001/SRC002 of unparsed files: {dropped})")
-    # All repositories together: per round, the sums over repositories.
-    summed = [[sum(repo_rounds[k] for repo_rounds in totals[i]) for k in range(args.runs)] for i in range(4)]
-    values = {i: [summed[i][k] / summed[0][k] for k in range(args.runs)] for i in (1, 2, 3)}
-    shown = [f"{statistics.median(values[i]):.2f}x ({min(values[i]):.2f}-{max(values[i]):.2f})" for i in (1, 2, 3)]
-    print(f"{'all':<36}{'':>6}{'':>8}  {statistics.median(summed[0]):>8.2f}  " + "  ".join(s.rjust(15) for s in shown))
-    print("ratios: CPU seconds of lint / CPU seconds of the parse in the same round; median (lowest-highest) of "
-          f"{args.runs} rounds; before = every file parsed, after = the prefilter (tfdoctor lint DIR)")
+    columns = [(commit, "one", f"{commit}, one"), (commit, "two", f"{commit}, 2 workers"),
+               ("tree", "one", "tree, one"), ("tree", "default", "tree, default"), ("tree", "two", "tree, 2 workers")]
+    print(f"\n{'repository':<34}{'files':>6}{'parsed':>7}{'parse s':>8}  " +
+          "  ".join(f"{title:>19}" for _, _, title in columns) + "  findings (tree vs baseline)")
+    groups = [([r], r) for r in roots]
+    groups += [(sorted(NOTEBOOK_REPOS & set(roots)), "notebook repositories"),
+               (sorted(set(roots) - NOTEBOOK_REPOS), "code repositories"), (list(roots), "all")]
+    worst = {}
+    for repos, title in groups:
+        files = sum(tree.hello["files"][r] for r in repos)
+        parse_s = statistics.median(sum(seconds["tree"][r]["parse"][k] for r in repos) for k in range(args.runs))
+        shown = []
+        for label, config, _ in columns:
+            values = ratios(label, repos, config)
+            shown.append(_ratio(values))
+            if label == "tree":
+                worst[(title, config)] = statistics.median(values)
+        print(f"{title:<34}{files:>6}{sum(parsed[r] for r in repos):>7}{parse_s:>8.2f}  " +
+              "  ".join(f"{s:>19}" for s in shown) + (f"  {checked[repos[0]]}" if len(repos) == 1 else ""))
+    wall = {label: {c: statistics.median(sum(walls[label][r][c][k] for r in roots) for k in range(args.runs))
+                    for c in CONFIGS} for label in ("tree", commit)}
+    print(f"\nelapsed seconds, all repositories (median round): parse {wall['tree']['parse']:.2f}; {commit}: one "
+          f"{wall[commit]['one']:.2f}, 2 workers {wall[commit]['two']:.2f}; tree: one {wall['tree']['one']:.2f}, "
+          f"default {wall['tree']['default']:.2f}, 2 workers {wall['tree']['two']:.2f}")
+    print(f"ratios: CPU seconds of lint / CPU seconds of the parse measured by the same process in the same round; "
+          f"median (lowest-highest) of {args.runs} rounds. parse = read, decode, ast.parse of every file (a notebook: "
+          "its JSON decoded, and the Python lint reads from its code cells parsed)")
+    over = sorted(f"{title} {config} {value:.2f}x" for (title, config), value in worst.items() if value > 1.0)
+    print("tree at most 1.0x of the parse in every configuration: " + ("yes" if not over else "no: " + ", ".join(over)))
+    print(f"findings of the tree (one process, default, 2 workers) identical to {commit}'s (one process) on every "
+          f"repository: {'no' if failed else 'yes'}" + (f", but for {sum(notes.values())} SRC001/SRC002 of files "
+                                                         "the tree does not parse (listed above)"
+                                                         if sum(notes.values()) and not failed else ""))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 1 if failed else 0
 

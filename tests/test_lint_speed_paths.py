@@ -211,18 +211,22 @@ def test_the_results_file_replaces_a_link_and_never_writes_through_it(tmp_path):
     assert not out.is_symlink() and out.read_text() == "# header\nidentical\n"
 
 
-def test_the_pool_benchmark_forks_workers_from_a_frozen_heap_and_unfreezes_it():
-    """As lint's pool: the tasks run in forked workers that see the parent's heap frozen (so they do not copy
-    it as the collector walks it); afterwards the parent's heap is as it was."""
+def test_the_pool_benchmark_forks_lints_processes_from_a_frozen_heap_and_unfreezes_it(monkeypatch):
+    """As lint does it (it is lint's own `_lint_in_processes`): one process forked besides this one for two
+    workers, while the heap is frozen (so they do not copy it as the collector walks it); afterwards the
+    parent's heap is as it was."""
     import os
 
     from lint_speed import start_pool, timed_once
 
     before = gc.get_freeze_count()
-    told = start_pool(2)
-    assert len(told) == 2 and all(pid != os.getpid() for pid, _ in told)
-    assert all(frozen > before for _, frozen in told)  # the heap was frozen when the workers forked
-    assert gc.get_freeze_count() == before  # and only while the pool lived
+    frozen: list[int] = []
+    fork, parent = os.fork, os.getpid()
+    monkeypatch.setattr(os, "fork", lambda: (frozen.append(gc.get_freeze_count()) if os.getpid() == parent else None,
+                                             fork())[1])
+    start_pool(2)
+    assert len(frozen) == 1 and frozen[0] > before  # forked once, the heap frozen when it forked
+    assert gc.get_freeze_count() == before  # and only while the processes started
     elapsed, cpu = timed_once(lambda: start_pool(2))
     assert elapsed > 0 and cpu > 0
 
@@ -254,7 +258,7 @@ def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):
     pools: list[int] = []
     in_processes = runner._lint_in_processes
     monkeypatch.setattr(runner, "_lint_in_processes",
-                        lambda *args: (pools.append(args[-1]), in_processes(*args))[1])
+                        lambda *args, **kwargs: (pools.append(args[3]), in_processes(*args, **kwargs))[1])
     report = lint_paths(files, rules(), jobs=2)
     assert pools == [2]  # the worker processes ran: not a silent fall-back to one process
     assert [f.to_json() for f in report.findings] == [f.to_json() for f in one.findings]

@@ -30,19 +30,22 @@ def lint_fixture(name: str) -> LintReport:
     """A fixture linted as if found by walking a directory: through the prefilter (issue 39, item 7)."""
     path = FIXTURES / name
     report = lint_paths([path], rules(), walked=[path])
-    assert_prefilter_keeps(path.read_bytes(), report)
+    assert_prefilter_keeps(path.read_bytes(), report, notebook=path.suffix == ".ipynb")
     return report
 
 
-def assert_prefilter_keeps(data: bytes, report: LintReport) -> None:
+def assert_prefilter_keeps(data: bytes, report: LintReport, notebook: bool = False) -> None:
     """Every snippet a lint test writes holds each rule to its triggers: a rule that fires on a file must
-    have its triggers in the file's bytes, or the prefilter would skip that file when walked."""
+    have its triggers in the file's bytes (a notebook: in its code cells), or the prefilter would skip that
+    file when walked."""
     for finding in report.findings:
         if finding.code in RUNNER_CODES:
             continue
         spec = next(r for r in report.rules if r.code == finding.code)
         prefilter = prefilter_for([spec])
-        assert prefilter is not None and prefilter.may_fire(data), (
+        assert prefilter is not None, spec.code
+        fires = prefilter.may_fire_notebook(data)[0] if notebook else prefilter.may_fire(data)
+        assert fires, (
             f"{finding.code} fired at line {finding.line} on a file the prefilter skips: its triggers "
             f"{spec.triggers} miss what it matched (tfdoctor/lint/rules/)")
 

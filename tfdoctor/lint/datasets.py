@@ -580,6 +580,8 @@ class DatasetFlow:
     @cached_property
     def input_fns(self) -> frozenset[str]:
         """Functions that feed an Estimator (TF1/TF2): named `input_fn`/`*_input_fn` or passed as `input_fn=`."""
+        if "input_fn" not in self.module.text:  # both ways write it: no call of the file need be asked
+            return frozenset()
         names = {f.name for f in self.scopes[1:] if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and (f.name == "input_fn" or f.name.endswith("_input_fn"))}
         for call in self.module.calls:
@@ -603,16 +605,33 @@ class DatasetFlow:
         counts: dict[str, int] = {}
         for function in defined:
             counts[function.name] = counts.get(function.name, 0) + 1
-        found: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        params_of: dict[int, tuple[tuple[str, ...], set[str]]] = {}
         for function in defined:
-            if counts[function.name] > 1:
-                continue
-            args = function.args
-            params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
-            consumed = _consumed_parameters(self.module, function, frozenset(params))
-            if consumed:
-                found[function.name] = (params, consumed)
-        return found
+            if counts[function.name] == 1:
+                args = function.args
+                params_of[id(function)] = (tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)),
+                                           set())
+        if not params_of:
+            return {}
+        # Each consuming node once, its name given to every function around it that has such a parameter
+        # (the functions' subtrees nest: one walk per function was a third of lint's CPU past the parse).
+        module, parents = self.module, self.module.parents
+        for node, name in _consumptions(module):
+            inspects: bool | None = None
+            current = node
+            while current in parents:
+                current = parents[current]
+                entry = params_of.get(id(current))
+                if entry is None or name not in entry[0] or name in entry[1]:
+                    continue
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    if inspects is None:
+                        inspects = _inspects_only(module, node)
+                    if inspects:
+                        continue
+                entry[1].add(name)
+        return {f.name: (params_of[id(f)][0], frozenset(params_of[id(f)][1])) for f in defined
+                if id(f) in params_of and params_of[id(f)][1]}
 
     def _walk(self, scope: ast.AST, returning: dict[str, ReturnShape]) -> ScopeFlow:
         flow = ScopeFlow(scope)
@@ -709,27 +728,28 @@ class DatasetFlow:
                 yield flow, value
 
 
-def _consumed_parameters(module: SourceModule, function: ast.AST, params: frozenset[str]) -> frozenset[str]:
-    def param(node: ast.AST | None) -> str | None:
+def _consumptions(module: SourceModule) -> Iterator[tuple[ast.AST, str]]:
+    """(node, name) for each plain name a function may consume there: looped over (`for x in data`,
+    `enumerate(data)`, `iter(data)`) or given to fit/evaluate/predict or a distribute strategy as its data
+    or `validation_data=`; `consuming` keeps the names that are parameters of a function around the node."""
+    def name_of(node: ast.AST | None) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("enumerate", "iter") \
                 and node.args:
             node = node.args[0]
-        return node.id if isinstance(node, ast.Name) and node.id in params else None
+        return node.id if isinstance(node, ast.Name) else None
 
-    consumed: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            name = param(node.iter)
-            if name is not None and not _inspects_only(module, node):
-                consumed.add(name)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in CONSUMER_METHODS:
-            first = node.args[0] if node.args else keyword_value(node, "x")
-            for arg in (first, keyword_value(node, "validation_data")):
-                name = param(arg)
+    for loop in (*module.nodes(ast.For), *module.nodes(ast.AsyncFor)):
+        name = name_of(loop.iter)
+        if name is not None:
+            yield loop, name
+    for call in module.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in CONSUMER_METHODS:
+            first = call.args[0] if call.args else keyword_value(call, "x")
+            for arg in (first, keyword_value(call, "validation_data")):
+                name = name_of(arg)
                 if name is not None:
-                    consumed.add(name)
-    return frozenset(consumed)
+                    yield call, name
 
 
 def dataset_flow(module: SourceModule) -> DatasetFlow:

@@ -83,7 +83,9 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     is; a file of the TensorFlow 1 era (sessions, placeholders, tf.compat.v1, contrib, its own hasattr
     guard) gets tf.data.experimental.AUTOTUNE, which every release since 1.13 has; a file that reads its
     pipelines through tf.contrib.data (1.12 and older) gets no safe edit."""
-    for statement in _module_level(module.tree.body):
+    # A name bound to AUTOTUNE is written in the text: a file without it has nothing to walk (a notebook
+    # is all module level, and each finding asked again).
+    for statement in _module_level(module.tree.body) if "AUTOTUNE" in module.text else ():
         targets = statement.targets if isinstance(statement, ast.Assign) else []
         if (statement.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name)
                 and any(isinstance(n, ast.Attribute) and n.attr == "AUTOTUNE" for n in ast.walk(statement.value))):

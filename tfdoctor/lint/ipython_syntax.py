@@ -35,13 +35,17 @@ IPYTHON_MAX_LINE = 2_000
 _NAME = re.compile(r"[A-Za-z_]")
 _HELP_TARGET = re.compile(r"(%{0,2}(?!\d)[\w*]+(\.(?!\d)[\w*]+|\[-?[0-9]+\])*)(\?\??)$")
 _HELP_WINDOW = 256  # characters before the `?` that the help pattern may see: keeps its search linear
-# Every special form holds one of these: `%` (magics, `x = %m`), `!` (shell, `x = !c`), `?` (help), or an
-# autocall escape `,` `;` `/` first on a line. A cell with none is Python as it is (issue 39, item 7: IPython
-# re-tokenising every cell was a third of lint's CPU on notebook repositories).
-_MAYBE_SPECIAL = re.compile(r"[%!?]|^[ \t\f]*[,;/]", re.MULTILINE)
+# Where IPython's four token transforms can find something, in the text: an escape (`%` `!` `?` `,` `;` `/`)
+# as the first token of a line, `%` or `!` as the token right after an `=` (`x = %who`, `x = !ls`), or `?`
+# as the last token of a line (`obj?`); tokens are separated by white space and backslash continuations
+# only. A cell where none of them occurs is Python as it is and is not re-tokenised (issue 39, item 7: that
+# was a third of lint's CPU on notebook repositories; a `%` formatting a string or a `!=` no longer counts).
+# The scanner (`_scan`) finds nothing where this finds nothing, either.
+_MAYBE_SPECIAL = re.compile(r"^[ \t\f]*[%!?,;/]|=[^\S\n]*(?:\\\n[^\S\n]*)*[%!]|\?[^\S\n]*(?:\\\n[^\S\n]*)*$",
+                            re.MULTILINE)
 _CLASSIC_PS1 = re.compile(r"^[ \t]*>>>[ \t]?")
 _CLASSIC_PS2 = re.compile(r"^[ \t]*\.\.\.[ \t]?")
-_CLASSIC_ANY = re.compile(r"^[ \t]*>>>")
+_CLASSIC_ANY_LINE = re.compile(r"^[ \t]*>>>", re.MULTILINE)
 _IPYTHON_PROMPT = re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |[ \t]*\.{3,}: ?)")
 
 
@@ -63,7 +67,7 @@ def transform_cell(source: list[str], ipython: _IPythonCell | None = None) -> li
             start += 1  # IPython drops leading empty lines; they stay empty here
         if start >= len(source):
             return out
-        lines, shifts = _cleanup(source[start:])
+        lines, shifts, joined = _cleanup(source[start:])
         first = lines[0]
         if first.startswith("%%") and not re.match(r"%%\w+\?", first):
             if first[2:].rstrip().partition(" ")[0] in PYTHON_BODY_MAGICS:
@@ -72,12 +76,11 @@ def transform_cell(source: list[str], ipython: _IPythonCell | None = None) -> li
             return out  # `%%bash`, `%%writefile`: not Python
         fits = ipython is not None and len(lines) <= IPYTHON_MAX_LINES and \
             max(map(len, lines)) <= IPYTHON_MAX_LINE
-        if not _MAYBE_SPECIAL.search("\n".join(lines)):
-            specials: list[Special] = []  # no escape character anywhere: nothing for IPython to transform
+        if not _MAYBE_SPECIAL.search(joined):
+            specials: list[Special] = []  # nothing for IPython to transform
         else:
             specials = ipython.specials(lines) if fits else _scan(lines)  # type: ignore[union-attr]
-        for index, (text, shift) in enumerate(zip(lines, shifts, strict=True)):
-            out[start + index] = (text, shift)
+        out[start:] = zip(lines, shifts, strict=True)
         for special in specials:
             replacement = lines[special.line][: special.column] + ("None" if special.assigns else "pass")
             out[start + special.line] = (replacement, shifts[special.line])
@@ -87,24 +90,41 @@ def transform_cell(source: list[str], ipython: _IPythonCell | None = None) -> li
     return out
 
 
-def _cleanup(lines: list[str]) -> tuple[list[str], list[int]]:
-    """IPython's cleanup transforms, line for line: the pasted indentation, then prompts."""
-    cleaned = textwrap.dedent("\n".join(lines)).split("\n")
+def _cleanup(lines: list[str]) -> tuple[list[str], list[int], str]:
+    """IPython's cleanup transforms, line for line: the pasted indentation, then prompts. Also the cleaned
+    lines joined by newlines (`lines` come from `str.splitlines`, so they hold no line break)."""
+    joined = "\n".join(lines)
+    if _NO_MARGIN.search(joined):  # a line starts with neither space nor tab: dedent only empties blank lines
+        cleaned = _BLANK.sub("", joined).split("\n") if _BLANK.search(joined) else list(lines)
+    else:
+        cleaned = textwrap.dedent(joined).split("\n")
     if len(cleaned) != len(lines):  # a line break dedent saw differently (\r, \x0c): leave the cell as is
         cleaned = list(lines)
-    cleaned = _strip_prompts(cleaned)
+    cleaned = _strip_prompts(cleaned, "\n".join(cleaned))
+    if cleaned == lines:
+        return cleaned, [0] * len(lines), joined
     shifts = [len(old) - len(new) if new and old.endswith(new) else 0 for old, new in zip(lines, cleaned, strict=True)]
-    return cleaned, shifts
+    return cleaned, shifts, "\n".join(cleaned)
 
 
-def _strip_prompts(lines: list[str]) -> list[str]:
-    if any(_CLASSIC_ANY.match(line) for line in lines):  # doctest-style paste
+# textwrap.dedent's own patterns: a line of spaces and tabs only (emptied), and a line whose first character
+# is neither (then no margin is common to all lines, and dedent changes nothing else).
+_BLANK = re.compile(r"^[ \t]+$", re.MULTILINE)
+_NO_MARGIN = re.compile(r"^[^ \t\n]", re.MULTILINE)
+
+
+def _strip_prompts(lines: list[str], joined: str) -> list[str]:
+    if _CLASSIC_ANY_LINE.search(joined):  # doctest-style paste
         stripped = [_CLASSIC_PS2.sub("", _CLASSIC_PS1.sub("", line, count=1), count=1) for line in lines]
         if stripped != lines:
             lines = textwrap.dedent("\n".join(stripped)).split("\n")
     if _IPYTHON_PROMPT.match(lines[0]) or (len(lines) > 1 and _IPYTHON_PROMPT.match(lines[1])):
         lines = [_IPYTHON_PROMPT.sub("", line, count=1) for line in lines]
     return lines
+
+
+class CellError(ValueError):
+    """IPython's transformers fail on the cell (its tokenizer raises): the notebook is SRC002, not a crash."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +148,11 @@ class _IPythonCell:
         work = [line + "\n" for line in lines]
         found: list[Special] = []
         for _ in range(_LOOP_LIMIT):
-            tokens = self.module.make_tokens_by_line(work)
-            candidates = [c for c in (kind.find(tokens) for kind in self.kinds) if c is not None]
+            try:
+                tokens = self.module.make_tokens_by_line(work)
+                candidates = [c for c in (kind.find(tokens) for kind in self.kinds) if c is not None]
+            except Exception as exc:  # IndentationError from the tokenizer: IPython cannot run the cell either
+                raise CellError(f"IPython cannot read this cell: {type(exc).__name__}: {str(exc)[:200]}") from None
             for candidate in sorted(candidates, key=self.module.TokenTransformBase.sortby):
                 try:
                     changed = candidate.transform(work)

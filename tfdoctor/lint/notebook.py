@@ -18,7 +18,10 @@ line in the cell, the column shift a stripped indentation or prompt introduced, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import overload
 
 from tfdoctor.lint import ipython_syntax
 
@@ -35,11 +38,58 @@ class CellLine:
 
 
 class NotebookError(ValueError):
-    pass
+    def __init__(self, message: str, cell: int | None = None) -> None:
+        super().__init__(message)
+        self.cell = cell  # the cell it is about, when it is about one
 
 
-def notebook_source(data: str) -> tuple[str, list[CellLine]]:
-    """(Python text of the code cells, where each of its lines comes from). NotebookError if not a notebook."""
+class CellLines(Sequence[CellLine]):
+    """Where each line of the joined text comes from, one `CellLine` per line.
+
+    The .ipynb line of each source line is searched for on first use, for the whole notebook at once: only
+    SARIF regions need it, so only a notebook with a finding pays for the search (issue 39, item 7: it was
+    a sixth of lint's CPU on notebook repositories, every notebook paying it)."""
+
+    def __init__(self, data: str, sources: list[list[str]], lines: list[tuple[int, int, int]]) -> None:
+        self._data: str | None = data
+        self._sources = sources
+        self._lines = lines  # (cell, line in the cell, shift) per line of the joined text
+        self._raw: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, index: int) -> CellLine: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CellLine]: ...
+
+    def __getitem__(self, index: int | slice) -> CellLine | list[CellLine]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        cell, line, shift = self._lines[index]
+        if self._raw is None:
+            self._raw = _raw_lines(self._data or "", self._sources)
+            self._data, self._sources = None, []
+        return CellLine(cell, line, self._raw[index], shift)
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A notebook's JSON as text, and its code cells: (number among all cells, 1-based; source)."""
+
+    text: str
+    cells: list[tuple[int, str]]
+
+    @property
+    def code(self) -> str:
+        """The code cells' sources as written, one after the other (what lint can find anything in)."""
+        return "\n".join(source for _, source in self.cells)
+
+
+def read_notebook(data: str) -> Notebook:
+    """The code cells of a notebook; NotebookError if it is not one."""
     try:
         document = json.loads(data)
     except json.JSONDecodeError as exc:
@@ -49,10 +99,7 @@ def notebook_source(data: str) -> tuple[str, list[CellLine]]:
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list):
         raise NotebookError("not a valid notebook: no 'cells' list (nbformat 4)")
-    transform = ipython_syntax.cell_transformer()
-    lines: list[str] = []
-    where: list[CellLine] = []
-    sources: list[list[str]] = []
+    code = []
     for number, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -61,17 +108,33 @@ def notebook_source(data: str) -> tuple[str, list[CellLine]]:
             source = "".join(s for s in source if isinstance(s, str))
         if not isinstance(source, str):
             raise NotebookError(f"not a valid notebook: cell {number} has a source that is not text")
+        code.append((number, source))
+    return Notebook(data, code)
+
+
+def notebook_source(data: str | Notebook) -> tuple[str, CellLines]:
+    """(Python text of the code cells, where each of its lines comes from). NotebookError if not a notebook."""
+    notebook = read_notebook(data) if isinstance(data, str) else data
+    transform = ipython_syntax.cell_transformer()
+    lines: list[str] = []
+    where: list[tuple[int, int, int]] = []
+    sources: list[list[str]] = []
+    for number, source in notebook.cells:
         cell_lines = source.splitlines()
         sources.append(cell_lines)
-        for index, (text, shift) in enumerate(transform(cell_lines), 1):
+        try:
+            transformed = transform(cell_lines)
+        except ipython_syntax.CellError as exc:
+            raise NotebookError(str(exc), number) from None
+        for index, (text, shift) in enumerate(transformed, 1):
             lines.append(text)
-            where.append(CellLine(number, index, 0, shift))
-    _raw_lines(data, sources, where)
-    return "\n".join(lines) + ("\n" if lines else ""), where
+            where.append((number, index, shift))
+    return "\n".join(lines) + ("\n" if lines else ""), CellLines(notebook.text, sources, where)
 
 
-def _raw_lines(data: str, cells: list[list[str]], where: list[CellLine]) -> None:
-    """Find, in order, the .ipynb line that stores each source line (nbformat writes one per line).
+def _raw_lines(data: str, cells: list[list[str]]) -> list[int]:
+    """The .ipynb line (1-based; 0: not found) that stores each source line, found in order (nbformat
+    writes one per line).
 
     Jupyter writes a cell's keys sorted, so its `outputs` (any length) come before its `source`: the
     search goes forward without a window. A line matches only when it is exactly the JSON string of
@@ -80,30 +143,45 @@ def _raw_lines(data: str, cells: list[list[str]], where: list[CellLine]) -> None
     cell keeps 0 and the search does not move; after a few such cells it stops (a notebook written
     with one string per cell), so the search reads the file a bounded number of times.
     """
-    raw = [line.strip() for line in data.splitlines()]
+    found_at: list[int] = [0] * sum(map(len, cells))
+    raw = data.splitlines()
     at, index, misses = 0, 0, 0
     for cell_lines in cells:
+        last = len(cell_lines) - 1
         for number, text in enumerate(cell_lines):
-            found = -1 if misses >= _GIVE_UP else _find(raw, at, text, number == len(cell_lines) - 1)
+            found = -1 if misses >= _GIVE_UP else _find(raw, at, text, number == last)
             if found < 0:  # the rest of this cell keeps 0 (SARIF then points at the file's first line)
                 misses += 1
                 break
-            where[index + number] = CellLine(where[index + number].cell, where[index + number].line, found + 1,
-                                             where[index + number].shift)
+            found_at[index + number] = found + 1
             at = found + 1
         index += len(cell_lines)
+    return found_at
+
+
+def _openings(text: str) -> set[str]:
+    """`text` as a JSON string (json.dumps either way) without its closing quote: a line's ending comes next."""
+    return {encode_basestring(text)[:-1], encode_basestring_ascii(text)[:-1]}
+
+
+def _forms(openings: set[str], last: bool) -> set[str]:
+    """The stripped lines of the file that store a source line: its opening, its ending, maybe a comma."""
+    return {opened + ending + comma for opened in openings for comma in ("", ",")
+            for ending in (('\\n"', '\\r\\n"', '"') if last else ('\\n"', '\\r\\n"'))}
 
 
 _GIVE_UP = 8
 
 
 def _find(raw: list[str], at: int, text: str, last: bool) -> int:
-    forms = set()
-    for ascii_only in (False, True):
-        for ending in ("\n", "\r\n", "") if last else ("\n", "\r\n"):
-            encoded = json.dumps(text + ending, ensure_ascii=ascii_only)
-            forms |= {encoded, encoded + ","}
+    """The first line from `at` on that is, stripped, `text` as the JSON string of a source line, or -1."""
+    if at < len(raw):  # the usual case first: the next line, as Jupyter writes it (UTF-8, \n, a comma)
+        here = raw[at].strip()
+        likely = encode_basestring(text if last else text + "\n")
+        if here == likely or here == likely + ",":
+            return at
+    wanted = _forms(_openings(text), last)
     for probe in range(at, len(raw)):
-        if raw[probe] in forms:
+        if raw[probe].strip() in wanted:
             return probe
     return -1

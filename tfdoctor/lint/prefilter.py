@@ -11,7 +11,10 @@ reports them; a file that cannot be read at all is still SRC002. A selected rule
 plugin's, unless it declares them) turns the prefilter off, as does a selection of only SRC001/SRC002.
 
 The search is over the raw bytes, so it holds for UTF-8 and for the ASCII-compatible encodings a PEP 263
-cookie can declare; a notebook is searched as its JSON (outputs included), which only keeps more files.
+cookie can declare. A notebook is searched as its code cells, as written (IPython's transforms only blank
+lines out): its JSON is decoded once, and the cells are handed on to the parse. Its outputs (images in
+base64, megabytes) and Markdown are not searched, which a dozen searches of the whole file cost more than
+decoding it (issue 39, item 7). A notebook that does not decode as one is searched as bytes, as any file.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tfdoctor.lint.notebook import Notebook, NotebookError, read_notebook
 from tfdoctor.lint.rule import RUNNER_CODES, LintRuleSpec, Triggers
 from tfdoctor.lint.source import FRAMEWORK_MARKERS
 
@@ -38,6 +42,17 @@ class Prefilter:
             return False
         return any(all(any(_occurs(text, data) for text in clause) for clause in triggers)
                    for triggers in self.rules)
+
+    def may_fire_notebook(self, data: bytes) -> tuple[bool, Notebook | None]:
+        """For a notebook's bytes: False when no selected rule can fire on its code cells; and the cells, read
+        once here for the parse that follows (None: not a notebook lint can read, its bytes decided)."""
+        if not any(marker in data for marker in _MARKERS):
+            return False, None  # nowhere in the file, so not in its code either
+        try:
+            notebook = read_notebook(data.decode("utf-8-sig"))
+        except (UnicodeDecodeError, NotebookError):
+            return self.may_fire(data), None  # parsed, it is SRC002: decided as any file, by its bytes
+        return self.may_fire(notebook.code.encode("utf-8", "surrogatepass")), notebook
 
 
 def _occurs(text: bytes | re.Pattern[bytes], data: bytes) -> bool:

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import gc
 import os
+import time
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -138,34 +139,51 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
               prefilter: Prefilter | None = None) -> None:
-    """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed."""
+    """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed.
+    `display`: how findings name the file; None: `display_path(path)`, worked out only for a file parsed."""
     report.files += 1
     with _collector_paused():
         _lint_file(path, display, rules, report, prefilter)  # its tree is freed on return, before the collector resumes
 
 
-def _lint_file(path: Path, display: str, rules: list[LintRuleSpec], report: LintReport,
+def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
                prefilter: Prefilter | None) -> None:
     try:
         data = read_source(path)
-        if prefilter is not None and not prefilter.may_fire(data):
-            report.prefiltered += 1
-            return
-        module = SourceModule.from_bytes(data, path, display)
+        notebook = None
+        if prefilter is not None:
+            if path.suffix == ".ipynb":
+                fires, notebook = prefilter.may_fire_notebook(data)
+            else:
+                fires = prefilter.may_fire(data)
+            if not fires:
+                report.prefiltered += 1
+                return
+        display = display or display_path(path)
+        module = SourceModule.from_bytes(data, path, display, notebook)
     except SourceError as error:
-        _report_source_error(error, display, rules, report)
+        _report_source_error(error, display or display_path(path), rules, report)
         return
     lint_module(module, rules, report)
 
 
 _PARALLEL_FROM = 64  # files: below this, starting worker processes costs more than it saves
+# CPU seconds this process lints on its own, when the caller did not ask for a number of processes, before it
+# forks the others for the rest (issue 39, item 7). A fork and what a worker copies of this process' memory
+# cost about 0.02 s of CPU each (0.06 s when many pages are touched: benchmarks/lint_speed_others.py), so a
+# tree linted in under this never pays for one, and a larger one pays a few percent to halve its wait.
+SPILL_AFTER = 0.5
 
 
 def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: Iterable[str] = (),
                jobs: int | None = None, walked: Iterable[Path] = ()) -> LintReport:
-    """Lint files; many files are shared out to one worker process per usable CPU.
+    """Lint files; many files are shared out between this process and one more process per usable CPU.
+
+    `jobs`: how many processes lint (1: this one alone). None: this process lints alone and forks the others
+    only once it has linted for SPILL_AFTER seconds of CPU with files left (a small tree is linted without
+    any other process).
 
     `walked`: those of `files` found by walking a directory rather than named by the user: they are parsed
     only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py)."""
@@ -176,13 +194,29 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     plan = [(path, prefilter if path in found else None) for path in files]
     _display_dir.cache_clear()  # links may have changed since the last run of this process
     workers = min(jobs or usable_cpus(), max(1, len(files) // 16))
-    if workers > 1 and len(files) >= _PARALLEL_FROM:
-        _lint_in_processes(plan, rules, report, workers)
+    if workers > 1 and len(files) >= _PARALLEL_FROM and hasattr(os, "fork"):
+        rest = plan if jobs else _lint_for(SPILL_AFTER, plan, rules, report)
+        if len(rest) >= _SPILL_FROM:
+            _lint_in_processes(rest, rules, report, workers)
+        else:
+            _lint_for(None, rest, rules, report)
     else:
-        for path, skip in plan:
-            lint_file(path, display_path(path), rules, report, skip)
+        _lint_for(None, plan, rules, report)
     report.findings.sort(key=_order)
     return report
+
+
+_SPILL_FROM = 16  # files left after SPILL_AFTER: fewer are linted here, without forking for them
+
+
+def _lint_for(seconds: float | None, plan: Plan, rules: list[LintRuleSpec], report: LintReport) -> Plan:
+    """Lint `plan` in order in this process until it has used `seconds` of CPU (None: all of it); the rest."""
+    start = time.process_time()
+    for index, (path, prefilter) in enumerate(plan):
+        lint_file(path, None, rules, report, prefilter)
+        if seconds is not None and time.process_time() - start > seconds:
+            return plan[index + 1:]
+    return []
 
 
 def _order(f: LintFinding) -> tuple:
@@ -199,41 +233,88 @@ def usable_cpus() -> int:
 Plan = list[tuple[Path, Prefilter | None]]  # each file, and the prefilter that applies to it (None: parse it)
 
 
-def _lint_chunk(args: tuple[Plan, list[LintRuleSpec]]) -> LintReport:
-    files, rules = args
-    report = LintReport([])
-    for path, prefilter in files:
-        lint_file(path, display_path(path), rules, report, prefilter)
-    return report
+def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
+    """Lint `plan` in this process and `workers - 1` forked ones, sharing chunks of it as they go.
 
+    The chunks are numbered bytes in a pipe that every process reads one at a time (a read of one byte takes
+    one chunk, whoever reads it), so a process that drew large files takes fewer chunks. A forked process
+    has the plan and the rules already (fork copies them): it only sends its report back, pickled, through a
+    pipe of its own. A process that fails to send its report back costs nothing: its chunks are linted here again.
+    """
+    import pickle
 
-def _lint_in_processes(files: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
-    import multiprocessing
-
-    # Chunks interleaved by size order would be better balanced; round-robin is close enough and stable.
-    chunks = [files[i::workers * 4] for i in range(workers * 4)]
+    count = min(len(plan), 8 * workers, 255)
+    chunks = [plan[i::count] for i in range(count)]  # interleaved: each chunk a sample of the whole tree
+    tokens, feed = os.pipe()
+    os.write(feed, bytes(range(count)))  # at most 255 bytes: a pipe holds them without a reader
+    os.close(feed)  # drained, the pipe reads as empty for every process
+    children: list[tuple[int, int]] = []
+    taken: set[int] = set()
     try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # no fork (Windows, some macOS setups): one process
-        for path, prefilter in files:
-            lint_file(path, display_path(path), rules, report, prefilter)
-        return
-    # The forked workers share the parent's heap copy-on-write; a collection in a worker would touch (and
-    # so copy) every tracked object it inherited. Frozen objects are left out of collections (the gc
-    # module's advice for forking servers).
+        children = _fork(workers - 1, tokens, chunks, rules)
+        while (token := os.read(tokens, 1)):
+            taken.add(token[0])
+            for path, prefilter in chunks[token[0]]:
+                lint_file(path, None, rules, report, prefilter)
+        for pid, pipe in children:
+            with os.fdopen(pipe, "rb") as stream:
+                data = stream.read()
+            _, status = os.waitpid(pid, 0)
+            try:
+                part, done = pickle.loads(data) if status == 0 else (None, ())
+            except Exception:  # cut short: the process died while sending
+                part, done = None, ()
+            if part is None:
+                continue
+            taken.update(done)
+            report.findings += part.findings
+            report.crashes += part.crashes
+            report.files += part.files
+            report.suppressed += part.suppressed
+            report.prefiltered += part.prefiltered
+            report.unproven += part.unproven
+    finally:
+        os.close(tokens)
+    for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it
+        for path, prefilter in chunks[index]:
+            lint_file(path, None, rules, report, prefilter)
+    report.crashes.sort()
+
+
+def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]) -> list[tuple[int, int]]:
+    """Fork `count` processes that lint the chunks they draw from `tokens`; (pid, read end of its report)."""
+    import pickle
+
+    children = []
+    # A forked process shares this one's heap copy-on-write; a collection there would touch (and so copy)
+    # every tracked object it inherited. Frozen objects are left out of collections (the gc module's advice
+    # for forking servers); they are unfrozen here once the processes are started.
     gc.freeze()
     try:
-        with context.Pool(workers) as pool:
-            for part in pool.imap_unordered(_lint_chunk, [(c, rules) for c in chunks if c]):
-                report.findings += part.findings
-                report.crashes += part.crashes
-                report.files += part.files
-                report.suppressed += part.suppressed
-                report.prefiltered += part.prefiltered
-                report.unproven += part.unproven
+        for _ in range(count):
+            reader, writer = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the forked process: lint, send the report, leave without running anything else
+                status = 1
+                try:
+                    os.close(reader)
+                    for _, other in children:
+                        os.close(other)
+                    part, done = LintReport([]), []
+                    while (token := os.read(tokens, 1)):
+                        done.append(token[0])
+                        for path, prefilter in chunks[token[0]]:
+                            lint_file(path, None, rules, part, prefilter)
+                    with os.fdopen(writer, "wb") as stream:
+                        stream.write(pickle.dumps((part, done), protocol=pickle.HIGHEST_PROTOCOL))
+                    status = 0
+                finally:
+                    os._exit(status)  # no atexit handlers, no flushing of buffers this process inherited
+            os.close(writer)
+            children.append((pid, reader))
     finally:
         gc.unfreeze()
-    report.crashes.sort()
+    return children
 
 
 def lint_text(text: str, rules: list[LintRuleSpec], path: str = "<string>") -> LintReport:

@@ -16,9 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tfdoctor.lint.names import ImportMap
+
+if TYPE_CHECKING:
+    from tfdoctor.lint.notebook import Notebook
 
 T = TypeVar("T")
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
@@ -94,8 +97,9 @@ def parse_source(text: str, filename: str) -> ast.Module:
     if len(text) > CODE_LIMIT:  # issue 24, item 5: bounded work per file
         raise SourceError("SRC002", f"not linted: {len(text):,} characters of Python, over the {CODE_LIMIT:,} "
                                     "lint parses from one file (generated code? exclude it or split it)")
-    tokens = count_tokens(text)
-    if tokens > TOKEN_LIMIT:  # bounded memory: the tree, not the text, is what costs it
+    # Bounded memory: the tree, not the text, is what costs it. Each token counted is at least one ASCII
+    # character of the text, so a text of at most TOKEN_LIMIT characters need not be counted.
+    if len(text) > TOKEN_LIMIT and (tokens := count_tokens(text)) > TOKEN_LIMIT:
         raise SourceError("SRC002", f"not linted: about {tokens:,} tokens of Python, over the {TOKEN_LIMIT:,} "
                                     "lint parses from one file (generated code or data? exclude it or split it)")
     try:
@@ -194,23 +198,27 @@ class SourceModule:
         return cls.from_bytes(read_source(path), path, display)
 
     @classmethod
-    def from_bytes(cls, data: bytes, path: Path, display: str | None = None) -> SourceModule:
-        """A file's bytes as read by `read_source` (the runner looks at them before deciding to parse)."""
+    def from_bytes(cls, data: bytes, path: Path, display: str | None = None,
+                   notebook: Notebook | None = None) -> SourceModule:
+        """A file's bytes as read by `read_source` (the runner looks at them before deciding to parse); for a
+        notebook, its cells when the runner has read them already."""
         if path.suffix == ".ipynb":
-            return cls.from_notebook(data, display or str(path))
+            return cls.from_notebook(data, display or str(path), notebook)
         return cls.from_text(decode_source(data), display or str(path))
 
     @classmethod
-    def from_notebook(cls, data: bytes, path: str) -> SourceModule:
+    def from_notebook(cls, data: bytes, path: str, notebook: Notebook | None = None) -> SourceModule:
         """A notebook's code cells as one module; `cells[i]` says where line i+1 comes from."""
         from tfdoctor.lint.notebook import NotebookError, notebook_source
 
         try:
-            text, cells = notebook_source(data.decode("utf-8-sig"))
+            text, cells = notebook_source(notebook if notebook is not None else data.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             raise _undecodable(data, exc) from None
         except NotebookError as exc:
-            raise SourceError("SRC002", str(exc)) from None
+            error = SourceError("SRC002", str(exc))
+            error.cell = exc.cell
+            raise error from None
         try:
             module = cls(path, text, parse_source(text, path))
         except SourceError as error:  # report the syntax error at its cell and line

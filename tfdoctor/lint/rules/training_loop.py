@@ -118,12 +118,35 @@ def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
 
 
 def _innermost_loop(module: SourceModule, node: ast.AST) -> ast.AST | None:
-    for parent in module.ancestors(node):
-        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return None
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
-            return parent
-    return None
+    """The loop around `node` in its own function, class or module body, if any. Asked for every call of a
+    file: the answer is kept for each ancestor passed (theirs is the same), so each chain is walked once."""
+    known = module.derived(_loop_cache)
+    parents = module.parents
+    passed = []
+    found: ast.AST | None = None
+    current = node
+    while current in parents:
+        current = parents[current]
+        if isinstance(current, _LOOP_STOPS):
+            break
+        if isinstance(current, _LOOPS):
+            found = current
+            break
+        if id(current) in known:
+            found = known[id(current)]
+            break
+        passed.append(id(current))
+    for key in passed:
+        known[key] = found
+    return found
+
+
+_LOOP_STOPS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _loop_cache(module: SourceModule) -> dict[int, ast.AST | None]:
+    return {}
 
 
 def _short_literal_loop(module: SourceModule, loop: ast.AST | None) -> bool:

@@ -104,7 +104,7 @@ def registered_tf_xla_flags(facts: Facts) -> RegisteredFlags | None:
     """TF_XLA_FLAGS names the installed TensorFlow registers (tfdoctor/knowledge/tf_xla_flags.toml's row for
     its release); None when the release is unknown or outside the table (no verdict)."""
     from tfdoctor import knowledge
-    from tfdoctor.derive.xla_flags import TF_XLA_KNOWN
+    from tfdoctor.derive.tf_xla_known import TF_XLA_KNOWN
 
     version = _installed_version(facts)
     rows = knowledge.table_rows("tf_xla_flags")

@@ -117,9 +117,13 @@ def probe_xla_flag_names(machine: Machine) -> dict[str, Any] | Unknown:
     _folder, version, path = installed
     if version:
         from tfdoctor import knowledge
-        from tfdoctor.derive.release_knowledge import release_row
 
-        row = release_row(knowledge.table_rows("xla_flags"), version)
+        # The table's rows are one release series each (">=2.20.0,<2.21.0rc0"): the series of the installed
+        # version finds its row without derive's range parser, which a probe does not import. A miss here
+        # costs only a read of the library; the checks judge by the rows' own ranges.
+        series = version.split(".")[:2]
+        row = next((r for r in knowledge.table_rows("xla_flags") if str(r["release"]).split(".")[:2] == series),
+                   None)
         if row is not None and all(name in row["flags"] for name in names):
             return Unknown(f"every --xla_ name of XLA_FLAGS is in the TensorFlow {row['release']} list "
                            "(xla_flags.toml): the installed library is not read")

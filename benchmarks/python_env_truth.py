@@ -206,6 +206,9 @@ def delete_library(venv: Venv, scratch: Path) -> dict[str, str]:
 
 
 def restore_library(venv: Venv, scratch: Path) -> None:
+    if (venv.site / "tensorflow" / "libtensorflow_framework.so.2").exists():  # --apply-fixes reinstalled it
+        (scratch / "libtensorflow_framework.so.2").unlink()
+        return
     shutil.move(str(scratch / "libtensorflow_framework.so.2"), str(venv.site / "tensorflow"))
 
 
@@ -539,8 +542,11 @@ def truth(venv: Venv, env: dict[str, str], extra: str) -> tuple[bool, str]:
 
 
 def check_report(venv: Venv, env: dict[str, str], tfdoctor: list[str] = TFDOCTOR) -> dict:
+    # cwd elsewhere: `python -m` puts the working directory first on sys.path, which would make a --baseline
+    # interpreter import the tfdoctor of the checkout the benchmark runs from
     done = subprocess.run([*tfdoctor, "check", "--python", str(venv.python), "--select", "PKG,CPU",
-                           "--format", "json"], capture_output=True, text=True, env=env, timeout=300, check=False)
+                           "--format", "json"], capture_output=True, text=True, env=env, timeout=300, check=False,
+                          cwd="/")
     return json.loads(done.stdout)
 
 

@@ -1,6 +1,7 @@
 """Does `tfdoctor check --python` agree with reality? Real virtual environments, real TensorFlow wheels.
 
     python benchmarks/python_env_truth.py [--cache /tmp/tfdoctor-pyenv-bench] [--only NAME ...] [--out FILE]
+        [--baseline PYTHON] [--truth-cache FILE]
 
 Builds (once, cached under --cache) three virtual environments of this interpreter: tensorflow-cpu 2.21.0
 (the newest, built for numpy 2, Keras 3 as tf.keras), tensorflow-cpu 2.15.1 (the last built for
@@ -11,6 +12,14 @@ situation concerns, runs `tfdoctor check --python` on it, and prints per situati
 agreed: it predicts "broken" when it reports an error-level finding, and for a broken situation it must
 name the expected code. Wheels come from pip's index once (`pip download`), then from --cache/wheels
 with --no-index. Heavy: ~1.5 GB of disk, about 20 s of TensorFlow import per situation.
+
+--baseline PYTHON runs a second tfdoctor (another checkout's interpreter, `PYTHON -m tfdoctor`) on the same
+state of each situation, so two versions of the checks are compared on the same environments in one run.
+--truth-cache FILE keeps each situation's truth (it does not depend on tfdoctor): a later run with the same
+file sets the state up and runs only the diagnoses.
+--apply-fixes applies, in each situation the truth found broken, the fixes tfdoctor prints for its errors (its
+variable changes, then each command, pip reading the wheel folder), and runs the truth and tfdoctor again: the
+fix repairs the environment when both then say it works.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ PYTHON = sys.executable
 TFDOCTOR = [sys.executable, "-m", "tfdoctor"]
 NEW, OLD = "2.21.0", "2.15.1"
 PREVIOUS = "2.20.0"  # protobuf>=5.28.0 without a cap, generated code of protobuf 5.28.3
+# The releases between (issue 36 item 5): 2.17 built for numpy 1 (numpy<2.0.0, ml-dtypes<0.5.0, protobuf<5),
+# 2.18 and 2.19 for numpy 2 with numpy and protobuf capped (numpy<2.1.0 / <2.2.0, protobuf<6).
+R17, R18, R19 = "2.17.1", "2.18.1", "2.19.1"
 
 
 def _has_avx512() -> bool:
@@ -53,6 +65,11 @@ DOWNLOADS = [
     ("tf-keras==2.18.0", True), ("tf-keras==2.17.0", True), ("protobuf==4.25.8", True), ("protobuf==6.33.6", True),
     ("protobuf==7.34.0", True), ("ml-dtypes==0.3.2", True), ("protobuf==5.28.0", True),
     ("ml-dtypes==0.5.4", True), ("ml-dtypes==0.6.0", True), ("ml-dtypes==0.7.0", True),
+    ("tensorflow-cpu==2.17.1", False), ("tensorflow-cpu==2.18.1", False), ("tensorflow-cpu==2.19.1", False),
+    ("numpy==2.0.2", True), ("numpy==2.2.6", True), ("tensorflow-text==2.20.0", True),
+    ("tensorflow-text==2.21.0", True), ("tensorflow-addons==0.23.0", True), ("typeguard<3", True),
+    ("tensorflow-io==0.37.1", True), ("jax==0.4.38", True), ("jaxlib==0.4.38", True), ("ml-dtypes==0.2.0", True),
+    ("tensorflow-text==2.21.1", True),
 ]
 # What "tf-keras works" means (issue 27 item 2): with TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras; it trains
 # (above), trains again with the callbacks that track a best value (tf-keras 2.17 initialises them with np.Inf,
@@ -122,11 +139,24 @@ class Venv:
         (self.root / "base.txt").write_text(frozen)
         (self.root / "tf-ready").write_text(self.tensorflow)
 
+    def frozen(self, text: str | None = None) -> dict[str, str]:
+        """name -> `name==version` of what is installed (or of a saved `pip freeze`)."""
+        if text is None:
+            text = subprocess.run([str(self.python), "-m", "pip", "freeze"], capture_output=True, text=True,
+                                  check=True, timeout=300).stdout
+        return {line.split("==")[0].lower().replace("_", "-"): line.strip() for line in text.splitlines()
+                if "==" in line}
+
     def reset(self) -> None:
-        """Back to what `pip install tensorflow-cpu==X` resolved, for the packages situations change."""
-        pins = [line.strip() for line in (self.root / "base.txt").read_text().splitlines()
-                if line.split("==")[0].lower().replace("_", "-") in TOUCHED]
-        self.pip("install", "--no-deps", *pins)
+        """Back to what `pip install tensorflow-cpu==X` resolved: every package, TensorFlow included (a fix applied
+        by --apply-fixes may have replaced it), installed again at its base version, and what was added removed."""
+        base, now = self.frozen((self.root / "base.txt").read_text()), self.frozen()
+        added = [name for name in now if name not in base]
+        if added:
+            self.pip("uninstall", "-y", *added)
+        changed = [line for name, line in base.items() if now.get(name) != line or name in TOUCHED]
+        if changed:
+            self.pip("install", "--no-deps", *changed)
 
     def reinstall_tensorflow(self) -> None:
         self.pip("install", "--force-reinstall", "--no-deps", self.requirements[0])
@@ -176,6 +206,9 @@ def delete_library(venv: Venv, scratch: Path) -> dict[str, str]:
 
 
 def restore_library(venv: Venv, scratch: Path) -> None:
+    if (venv.site / "tensorflow" / "libtensorflow_framework.so.2").exists():  # --apply-fixes reinstalled it
+        (scratch / "libtensorflow_framework.so.2").unlink()
+        return
     shutil.move(str(scratch / "libtensorflow_framework.so.2"), str(venv.site / "tensorflow"))
 
 
@@ -377,6 +410,81 @@ SITUATIONS = [
               setup=pip_state("install", "--no-deps", "protobuf==7.34.0")),
     Situation("2.20 + protobuf 5.28.0 (in its range, older than its generated code 5.28.3)", PREVIOUS, False,
               ("PKG016",), setup=pip_state("install", "--no-deps", "protobuf==5.28.0")),
+    # Below the floor, ml-dtypes breaks only the releases whose Python code names a type it lacks (2.20: int2)
+    Situation("2.20 + ml-dtypes 0.4.1 (below the floor)", PREVIOUS, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
+    Situation("2.15 + ml-dtypes 0.2.0 (below ~=0.3.1)", OLD, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.2.0")),
+    # -- issue 36 item 5: the releases between, each as pip resolves it and moved one package at a time
+    Situation("2.17 as installed", R17, True),
+    Situation("2.17 + numpy 2.0.2 (a build for numpy 1)", R17, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "numpy==2.0.2")),
+    Situation("2.17 + protobuf 5.29.5 (a major above the cap)", R17, True,
+              setup=pip_state("install", "--no-deps", "protobuf==5.29.5")),
+    Situation("2.17 + ml-dtypes 0.5.4 (above <0.5.0)", R17, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.5.4")),
+    Situation("2.17 + ml-dtypes 0.2.0 (below the floor)", R17, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.2.0")),
+    Situation("2.18 as installed", R18, True),
+    # pip resolves ml-dtypes 0.7.0 (numpy>=2.0.0) for 2.18 and 2.19: numpy 1.26.4 afterwards, in TensorFlow's range
+    Situation("2.18 + numpy 1.26.4 --no-deps (ml-dtypes 0.7.0 as pip resolved it)", R18, False, ("PKG021",),
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4")),
+    Situation("2.18 + numpy 2.2.6 (above <2.1.0)", R18, True,
+              setup=pip_state("install", "--no-deps", "numpy==2.2.6")),
+    Situation("2.18 + protobuf 6.33.6 (a major above the cap)", R18, True,
+              setup=pip_state("install", "--no-deps", "protobuf==6.33.6")),
+    Situation("2.18 + protobuf 4.25.8 (in its range)", R18, True,
+              setup=pip_state("install", "--no-deps", "protobuf==4.25.8")),
+    Situation("2.19 as installed", R19, True),
+    Situation("2.19 + numpy 1.26.4, ml-dtypes 0.7.0 (in TensorFlow's ranges)", R19, False, ("PKG021",),
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.7.0")),
+    Situation("2.19 + numpy 1.26.4, ml-dtypes 0.5.4 (in every range)", R19, True,
+              setup=pip_state("install", "--no-deps", "numpy==1.26.4", "ml-dtypes==0.5.4")),
+    Situation("2.19 + ml-dtypes 0.4.1 (below the floor)", R19, True,
+              setup=pip_state("install", "--no-deps", "ml-dtypes==0.4.1")),
+    Situation("2.19 + protobuf 6.33.6 (a major above the cap)", R19, True,
+              setup=pip_state("install", "--no-deps", "protobuf==6.33.6")),
+    Situation("2.19 + protobuf 4.25.8 (in its range)", R19, True,
+              setup=pip_state("install", "--no-deps", "protobuf==4.25.8")),
+    Situation("2.19 + PYTHONPATH holding numpy 2.2.6 (above the cap)", R19, True,
+              setup=lambda venv, scratch: {"PYTHONPATH": str(target_folder("numpy==2.2.6")(venv, scratch))}),
+    # add-ons: built for the installed release, for the one before, and ended (no release for 2.21)
+    # Expected healthy at first (2026-12-05): 2.21.0 is broken as published (tensorflow/text#1541), 2.21.1 fixed it
+    Situation("2.21 + tensorflow-text 2.21.0 --no-deps (broken as published)", NEW, False, ("PKG010",),
+              setup=pip_state("install", "--no-deps", "tensorflow-text==2.21.0"),
+              teardown=uninstall_after("tensorflow-text"),
+              extra="import tensorflow_text as text; text.WhitespaceTokenizer().tokenize(['a b'])"),
+    Situation("2.21 + tensorflow-text 2.21.1 --no-deps", NEW, True,
+              setup=pip_state("install", "--no-deps", "tensorflow-text==2.21.1"),
+              teardown=uninstall_after("tensorflow-text"),
+              extra="import tensorflow_text as text; text.WhitespaceTokenizer().tokenize(['a b'])"),
+    Situation("2.21 + tensorflow-text 2.20.0 --no-deps (built for 2.20)", NEW, False, ("PKG017",),
+              setup=pip_state("install", "--no-deps", "tensorflow-text==2.20.0"),
+              teardown=uninstall_after("tensorflow-text"),
+              extra="import tensorflow_text as text; text.WhitespaceTokenizer().tokenize(['a b'])"),
+    Situation("2.21 + tensorflow-addons 0.23.0 (ended; built for 2.13-2.15)", NEW, False, ("PKG017",),
+              setup=pip_state("install", "--no-deps", "tensorflow-addons==0.23.0", "typeguard<3"),
+              teardown=lambda venv, scratch: venv.pip("uninstall", "-y", "tensorflow-addons", "typeguard"),
+              extra="import tensorflow_addons as tfa; tfa.image.connected_components(tf.zeros((4, 4), tf.bool))"),
+    Situation("2.21 + tensorflow-io 0.37.1 (ended; built for 2.16)", NEW, False, ("PKG017",),
+              setup=pip_state("install", "--no-deps", "tensorflow-io==0.37.1"),
+              teardown=uninstall_after("tensorflow-io"),
+              extra="import tensorflow_io as tfio; tfio.experimental.text.re2_full_match(tf.constant(['abc']), 'a.c')"),
+    # PYTHONPATH shadowing TensorFlow itself: another environment's whole site-packages (consistent: works), or
+    # that TensorFlow alone (it then runs with this environment's numpy 2.4)
+    Situation("2.21 + PYTHONPATH holding the 2.15 environment's site-packages", NEW, True,
+              setup=lambda venv, scratch: {"PYTHONPATH": str(next(
+                  (venv.root.parent / f"venv-{OLD}").glob("lib/python3*/site-packages")))}),
+    Situation("2.21 + PYTHONPATH holding tensorflow-cpu 2.15.1 alone", NEW, False, ("PKG005",),
+              setup=lambda venv, scratch: {"PYTHONPATH": str(target_folder(f"tensorflow-cpu=={OLD}")(venv, scratch))}),
+    # the fix that pins numpy for TensorFlow 2.15 next to jax would pull ml-dtypes below jax's floor (issue 36)
+    Situation("2.15 + jax 0.4.38, ml-dtypes 0.4.1, numpy 2.1.3", OLD, False, ("PKG005",),
+              setup=pip_state("install", "--no-deps", "jax==0.4.38", "jaxlib==0.4.38", "ml-dtypes==0.4.1",
+                              "numpy==2.1.3"),
+              teardown=lambda venv, scratch: venv.pip("uninstall", "-y", "jax", "jaxlib")),
+    # `tensorflow` next to `tensorflow-cpu` of another release: the later install's files win
+    Situation("2.20 + tensorflow 2.21.0 --no-deps on top", PREVIOUS, False, ("PKG002",),
+              setup=pip_state("install", "--no-deps", "tensorflow==2.21.0"), teardown=drop_second_tensorflow),
 ]
 
 
@@ -388,14 +496,23 @@ class Outcome:
     errors: list[str]
     others: list[str]
     seconds: float
+    baseline: tuple[list[str], list[str]] | None = None  # (errors, others) of the --baseline tfdoctor
+    repaired: str = ""  # --apply-fixes: what applying tfdoctor's fixes did
 
     @property
     def agrees(self) -> bool:
+        return self._agrees(self.errors)
+
+    @property
+    def baseline_agrees(self) -> bool | None:
+        return None if self.baseline is None else self._agrees(self.baseline[0])
+
+    def _agrees(self, errors: list[str]) -> bool:
         if self.situation.healthy != self.works:
             return False  # the situation did not behave as designed: counted as disagreement, shown
         if self.works:
-            return not self.errors
-        return bool(self.errors) and all(code in self.errors for code in self.situation.expect)
+            return not errors
+        return bool(errors) and all(code in errors for code in self.situation.expect)
 
 
 def clean_environment(extra: dict[str, str]) -> dict[str, str]:
@@ -424,10 +541,22 @@ def truth(venv: Venv, env: dict[str, str], extra: str) -> tuple[bool, str]:
     return False, f"exit {done.returncode}: {last.strip()[:160]}"
 
 
-def diagnose(venv: Venv, env: dict[str, str]) -> tuple[list[str], list[str]]:
-    done = subprocess.run([*TFDOCTOR, "check", "--python", str(venv.python), "--select", "PKG,CPU",
-                           "--format", "json"], capture_output=True, text=True, env=env, timeout=300, check=False)
-    report = json.loads(done.stdout)
+def check_report(venv: Venv, env: dict[str, str], tfdoctor: list[str] = TFDOCTOR) -> dict:
+    # cwd elsewhere: `python -m` puts the working directory first on sys.path, which would make a --baseline
+    # interpreter import the tfdoctor of the checkout the benchmark runs from
+    done = subprocess.run([*tfdoctor, "check", "--python", str(venv.python), "--select", "PKG,CPU",
+                           "--format", "json"], capture_output=True, text=True, env=env, timeout=300, check=False,
+                          cwd="/")
+    return json.loads(done.stdout)
+
+
+def error_findings(report: dict) -> list[dict]:
+    return [finding for result in report["results"] for finding in result.get("findings", [])
+            if (finding.get("severity") or result.get("severity")) == "error"]
+
+
+def diagnose(venv: Venv, env: dict[str, str], tfdoctor: list[str] = TFDOCTOR) -> tuple[list[str], list[str]]:
+    report = check_report(venv, env, tfdoctor)
     errors, others = [], []
     for result in report["results"]:
         for finding in result.get("findings", []):
@@ -437,19 +566,56 @@ def diagnose(venv: Venv, env: dict[str, str]) -> tuple[list[str], list[str]]:
     return sorted(set(errors)), sorted(set(others))
 
 
-def run(situation: Situation, venvs: dict[str, Venv], scratch: Path) -> Outcome:
+def apply_fixes(venv: Venv, env: dict[str, str], extra: str) -> str:
+    """Apply the fixes of tfdoctor's errors as a user would (variables, then commands; pip reads the wheel
+    folder), then run the truth and tfdoctor again: "repaired", or what is left."""
+    findings = error_findings(check_report(venv, env))
+    fixes = [fix for finding in findings for fix in finding.get("fixes", [])]
+    fixed_env = dict(env, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(venv.wheels), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    commands = []
+    for fix in fixes:
+        for change in fix.get("changes", []):
+            if change["op"] == "unset":
+                fixed_env.pop(change["name"], None)
+            elif change["op"] == "set":
+                fixed_env[change["name"]] = change["value"]
+        commands += fix.get("steps", [])
+    if not commands and not any(fix.get("changes") for fix in fixes):
+        return "no command offered: " + "; ".join(fix["title"] for fix in fixes)[:200]
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=fixed_env, timeout=900,
+                              check=False)
+        if done.returncode != 0:
+            return f"`{command}` failed: {done.stderr.strip()[-200:]}"
+    after = {k: v for k, v in fixed_env.items() if not k.startswith("PIP_")}
+    if any(" uninstall " in command for command in commands):
+        extra = ""  # the fix removed the add-on the situation imported: what is left must work without it
+    works, detail = truth(venv, after, extra)
+    errors, _others = diagnose(venv, after)
+    if works and not errors:
+        return "repaired: " + " && ".join(commands or [f["title"] for f in fixes])[:300]
+    return f"not repaired ({'works' if works else detail}; tfdoctor errors {errors}): " + " && ".join(commands)[:300]
+
+
+def run(situation: Situation, venvs: dict[str, Venv], scratch: Path, baseline: list[str] | None = None,
+        truths: dict[str, list] | None = None, fix: bool = False) -> Outcome:
     venv = venvs[situation.tensorflow]
     start = time.perf_counter()
     variables = situation.setup(venv, scratch)
     env = clean_environment(variables)
     try:
-        works, detail = truth(venv, env, situation.extra)
+        known = (truths or {}).get(situation.name)
+        works, detail = (bool(known[0]), f"{known[1]}; cached") if known else truth(venv, env, situation.extra)
+        if truths is not None and not known:
+            truths[situation.name] = [works, detail]
         errors, others = diagnose(venv, env)
+        before = diagnose(venv, env, baseline) if baseline else None
+        repaired = apply_fixes(venv, env, situation.extra) if fix and not works and errors else ""
     finally:
         if situation.teardown is not None:
             situation.teardown(venv, scratch)
         venv.reset()
-    return Outcome(situation, works, detail, errors, others, time.perf_counter() - start)
+    return Outcome(situation, works, detail, errors, others, time.perf_counter() - start, before, repaired)
 
 
 def download(cache: Path) -> Path:
@@ -467,17 +633,33 @@ def download(cache: Path) -> Path:
 
 
 def table(outcomes: list[Outcome]) -> str:
+    with_baseline = any(o.baseline is not None for o in outcomes)
+    extra_head = " baseline errors | baseline agrees |" if with_baseline else ""
     lines = ["| situation | expected | truth (import + 1-step fit + its import) | tfdoctor errors | "
-             "other findings | agrees |", "|---|---|---|---|---|---|"]
+             "other findings | agrees |" + extra_head,
+             "|---|---|---|---|---|---|" + ("---|---|" if with_baseline else "")]
     for o in outcomes:
         expected = "healthy" if o.situation.healthy else "broken: " + ", ".join(o.situation.expect)
-        lines.append(f"| {o.situation.name} | {expected} | {'works' if o.works else 'broken'} ({o.truth_detail}) | "
-                     f"{', '.join(o.errors) or '-'} | {', '.join(o.others) or '-'} | {'yes' if o.agrees else 'NO'} |")
+        row = (f"| {o.situation.name} | {expected} | {'works' if o.works else 'broken'} ({o.truth_detail}) | "
+               f"{', '.join(o.errors) or '-'} | {', '.join(o.others) or '-'} | {'yes' if o.agrees else 'NO'} |")
+        if with_baseline:
+            row += (f" {', '.join(o.baseline[0]) or '-'} | {'yes' if o.baseline_agrees else 'NO'} |"
+                    if o.baseline is not None else " | |")
+        lines.append(row)
     agreed = sum(o.agrees for o in outcomes)
     healthy = sum(o.works for o in outcomes)
     lines.append("")
     lines.append(f"Agreement: {agreed}/{len(outcomes)} = {100 * agreed / len(outcomes):.0f} % "
                  f"({healthy} healthy, {len(outcomes) - healthy} broken by the truth run)")
+    fixed = [o for o in outcomes if o.repaired]
+    if fixed:
+        lines.append(f"Fixes applied where broken: {sum(o.repaired.startswith('repaired') for o in fixed)} of "
+                     f"{len(fixed)} repaired the environment")
+        lines += [f"    {o.situation.name}: {o.repaired}" for o in fixed]
+    if with_baseline:
+        before = sum(bool(o.baseline_agrees) for o in outcomes)
+        lines.append(f"Baseline agreement (same environments, same run): {before}/{len(outcomes)} = "
+                     f"{100 * before / len(outcomes):.0f} %")
     return "\n".join(lines)
 
 
@@ -486,10 +668,19 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/tfdoctor-pyenv-bench"))
     parser.add_argument("--only", nargs="*", help="run the situations whose name contains one of these")
     parser.add_argument("--out", type=Path, help="also write the table here")
+    parser.add_argument("--baseline", help="the interpreter of another tfdoctor checkout, run on the same states")
+    parser.add_argument("--truth-cache", type=Path, help="JSON of each situation's truth, reused and extended")
+    parser.add_argument("--tensorflow", nargs="*", help="run the situations of these environments (2.21.0, …)")
+    parser.add_argument("--apply-fixes", action="store_true", help="apply tfdoctor's fixes where broken, check again")
     args = parser.parse_args()
+    baseline = [args.baseline, "-m", "tfdoctor"] if args.baseline else None
+    truths = json.loads(args.truth_cache.read_text()) if args.truth_cache and args.truth_cache.exists() else None
+    if args.truth_cache and truths is None:
+        truths = {}
     wheels = download(args.cache)
-    chosen = [s for s in SITUATIONS if not args.only or any(part in s.name for part in args.only)]
-    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL, PREVIOUS)}
+    chosen = [s for s in SITUATIONS if (not args.only or any(part in s.name for part in args.only))
+              and (not args.tensorflow or s.tensorflow in args.tensorflow)]
+    venvs = {v: Venv(args.cache / f"venv-{v}", wheels, v) for v in (NEW, OLD, INTEL, PREVIOUS, R17, R18, R19)}
     for key in {s.tensorflow for s in chosen}:
         venvs[key].ensure()
     scratch = args.cache / "scratch"
@@ -497,11 +688,15 @@ def main() -> int:
     outcomes = []
     started = time.perf_counter()
     for situation in chosen:
-        outcome = run(situation, venvs, scratch)
+        outcome = run(situation, venvs, scratch, baseline, truths, args.apply_fixes)
         outcomes.append(outcome)
+        if args.truth_cache and truths is not None:
+            args.truth_cache.write_text(json.dumps(truths, indent=1) + "\n")
+        then = "" if outcome.baseline is None else (
+            f" baseline={'ok' if outcome.baseline_agrees else 'NO'} {outcome.baseline[0]} {outcome.baseline[1]}")
         print(f"{'ok ' if outcome.agrees else 'NO '} {situation.name}: truth={'works' if outcome.works else 'broken'} "
-              f"({outcome.truth_detail}); errors={outcome.errors} others={outcome.others} [{outcome.seconds:.0f} s]",
-              flush=True)
+              f"({outcome.truth_detail}); errors={outcome.errors} others={outcome.others}{then} "
+              f"[{outcome.seconds:.0f} s]" + (f"\n    fix: {outcome.repaired}" if outcome.repaired else ""), flush=True)
     text = table(outcomes)
     load = os.getloadavg()
     now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.fake_site_packages import ML_DTYPES_0_7_REQUIRES, FakeSitePackages
+from support.fake_pip import FakePip
+from support.fake_site_packages import (
+    ML_DTYPES_0_7_REQUIRES,
+    TF_2_15_REQUIRES,
+    TF_2_20_REQUIRES,
+    TF_2_21_REQUIRES,
+    FakeSitePackages,
+)
 from test_checks_packages_coupling import PIP, SITUATIONS, Environment, apply_fix, make, new, old
 
 from tfdoctor.derive.requirement_graph import (
@@ -306,7 +313,7 @@ def test_the_addon_fix_keeps_tensorflow_cpu_alone(tmp_path):
     apply_fix(environment, finding.fixes[0])
     assert environment.check().codes() == []
     assert FakePip(environment.site).installed("tensorflow") is None
-    assert FakePip(environment.site).installed("tensorflow-text") == "2.21.0"
+    assert FakePip(environment.site).installed("tensorflow-text") == "2.21.1"  # pip's newest 2.21.*: not 2.21.0
     FakePip(environment.site).run(f"{PIP} install 'tensorflow-text' 'tensorflow-cpu==2.21.0'")  # the old fix
     assert FakePip(environment.site).installed("tensorflow") == "2.21.0"
     assert ("PKG002", "warning") in found(environment.check())
@@ -316,3 +323,106 @@ def test_the_addon_fix_keeps_tensorflow_cpu_alone(tmp_path):
 def test_a_bound_int_cannot_read_is_not_plain_bounds_rather_than_a_crash(hostile):
     # a METADATA line is read whole: a superscript digit passes str.isdigit, 5000 digits exceed int()'s limit
     assert disjoint(hostile, "<2") is None
+
+
+# -- measured on real environments (benchmarks/python_env_truth.py, 2026-12-05) ----------------------------------
+
+TF_2_19_REQUIRES = tuple({"protobuf<8.0.0,>=6.31.1": "protobuf!=4.21.0,!=4.21.1,!=4.21.2,!=4.21.3,!=4.21.4,"
+                                                    "!=4.21.5,<6.0.0dev,>=3.20.3",
+                          "keras>=3.12.0": "keras>=3.5.0", "numpy>=1.26.0": "numpy<2.2.0,>=1.26.0",
+                          "h5py<3.15.0,>=3.11.0": "h5py>=3.11.0"}.get(r, r)
+                         for r in TF_2_21_REQUIRES)
+
+
+def tensorflow_2_19(environment: Environment, **versions: str) -> None:
+    """tensorflow-cpu 2.19.1 as pip resolves it (numpy 2.1.3, protobuf 5.29.6, ml-dtypes 0.7.0)."""
+    environment.site.tensorflow(version="2.19.1", requires=TF_2_19_REQUIRES)
+    environment.site.healthy_dependencies(**{"numpy": "2.1.3", "protobuf": "5.29.6", "ml_dtypes": "0.7.0",
+                                             "h5py": "3.16.0", **versions})
+
+
+def pkg005(environment: Environment) -> list[tuple[str, Severity]]:
+    return [(f.message.split(":")[0], f.severity) for f in environment.check().findings() if f.code == "PKG005"]
+
+
+@pytest.mark.parametrize(("installed", "tensorflow", "severity", "symptom"), [
+    ("0.4.1", "2.19.1", "warning", ""),  # measured: imports and trains
+    ("0.2.0", "2.17.1", "warning", ""),  # measured
+    ("0.2.0", "2.15.1", "warning", ""),  # measured
+    ("0.4.1", "2.20.0", "error", "has no attribute 'int2'"),  # measured
+    ("0.4.1", "2.21.0", "error", "has no attribute 'float4_e2m1fn'"),  # measured
+    ("0.3.2", "2.19.1", "error", "numpy.core.umath failed to import"),  # built for numpy 1, under numpy 2
+])
+def test_ml_dtypes_below_the_floor_breaks_only_where_tensorflow_names_a_newer_type(installed, tensorflow, severity,
+                                                                                      symptom):
+    from tfdoctor.derive import python_compatibility as compat
+
+    coupling = compat.bound_coupling("ml-dtypes", installed, tensorflow, compat.BELOW_FLOOR)
+    assert coupling.severity == severity
+    assert symptom in coupling.symptom
+
+
+def test_tensorflow_2_19_with_ml_dtypes_0_4_is_a_warning_and_its_twin_silent(tmp_path):
+    """Was an error (a false alarm): 2.19.1 with ml-dtypes 0.4.1 imports and trains in a real environment."""
+    environment = Environment(tmp_path / "below")
+    tensorflow_2_19(environment, ml_dtypes="0.4.1")
+    assert pkg005(environment) == [
+        ("ml-dtypes 0.4.1 is outside TensorFlow 2.19.1's range ml-dtypes<1.0.0,>=0.5.1", Severity.WARNING)]
+    twin = Environment(tmp_path / "twin")
+    tensorflow_2_19(twin)
+    assert twin.check().codes() == []
+
+
+def test_tensorflow_2_20_with_ml_dtypes_0_4_stays_an_error(tmp_path):
+    environment = Environment(tmp_path)
+    environment.site.tensorflow(version="2.20.0", requires=TF_2_20_REQUIRES)
+    environment.site.healthy_dependencies(ml_dtypes="0.4.1")
+    ((message, severity),) = pkg005(environment)
+    assert severity is Severity.ERROR and message.startswith("ml-dtypes 0.4.1 is outside TensorFlow 2.20.0's range")
+
+
+def test_tensorflow_text_2_21_0_is_known_broken_and_its_fix_keeps_tensorflow_cpu_alone(tmp_path):
+    """tensorflow-text 2.21.0 fails to import next to TensorFlow 2.21 (undefined symbol icudt77_dat, measured; fixed
+    in 2.21.1): its METADATA matches, so only the known-break row says it. The fix takes 2.21.1 with --no-deps (a
+    plain install would put the `tensorflow` distribution on top of tensorflow-cpu)."""
+    environment = Environment(tmp_path)
+    new(environment)
+    environment.site.dist("tensorflow_text", "2.21.0", requires=("tensorflow<2.22,>=2.21.0",),
+                          top_level=("tensorflow_text",))
+    (finding,) = environment.check().findings()
+    assert (finding.code, finding.severity) == ("PKG010", Severity.ERROR)
+    assert "undefined symbol: icudt77_dat" in finding.message
+    assert finding.fixes == (AdminFix("Install tensorflow-text>=2.21.1,<2.22 next to TensorFlow 2.21.0",
+                                      (f"{PIP} install --no-deps 'tensorflow-text>=2.21.1,<2.22'",)),)
+    apply_fix(environment, finding.fixes[0])
+    assert environment.check().codes() == []
+    assert FakePip(environment.site).installed("tensorflow") is None
+    assert FakePip(environment.site).installed("tensorflow-text") == "2.21.1"
+
+
+def test_tensorflow_text_2_21_1_is_silent(tmp_path):
+    environment = Environment(tmp_path)
+    new(environment)
+    environment.site.dist("tensorflow_text", "2.21.1", requires=("tensorflow<2.22,>=2.21.0",),
+                          top_level=("tensorflow_text",))
+    assert environment.check().codes() == []
+
+
+def test_tensorflow_cpu_on_pythonpath_in_front_of_the_environments_own_gets_only_the_pythonpath_fix(tmp_path):
+    """Measured: PYTHONPATH holding tensorflow-cpu 2.15.1 alone in front of the environment's own tensorflow-cpu
+    2.21.0 fails (numpy 2.4.6). The pip fix it got (`PYTHONPATH='' pip install 'numpy<2.0.0,>=1.23.5'
+    'tensorflow-cpu==2.15.1'`) replaced the environment's own 2.21.0 with 2.15.1; taking the folder out of
+    PYTHONPATH is the whole fix, the environment's own TensorFlow then being imported."""
+    environment = Environment(tmp_path)
+    new(environment)
+    other = environment.folder("shared/tensorflow-2.15")
+    other.tensorflow(name="tensorflow-cpu", version="2.15.1", requires=TF_2_15_REQUIRES, requires_python=">=3.9")
+    environment.env["PYTHONPATH"] = str(other)
+    findings = [f for f in environment.check().findings() if f.severity is Severity.ERROR]
+    assert {f.code for f in findings} >= {"PKG005"}
+    for finding in findings:
+        (fix,) = finding.fixes
+        assert isinstance(fix, EnvFix) and [(c.op, c.name) for c in fix.changes] == [(EnvOp.UNSET, "PYTHONPATH")]
+        apply_fix(environment, fix)
+    assert environment.check().codes() == []
+    assert FakePip(environment.site).installed("tensorflow-cpu") == "2.21.0"

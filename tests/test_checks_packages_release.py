@@ -184,7 +184,7 @@ def test_addon_message_names_its_pin_and_the_symptom(site):
 def test_addons_built_for_the_installed_release_are_silent(site):
     """The healthy twins: the same add-ons at the releases made for the installed TensorFlow."""
     site.tensorflow().healthy_dependencies()
-    site.dist("tensorflow-text", "2.21.0", requires=("tensorflow<2.22,>=2.21.0",))
+    site.dist("tensorflow-text", "2.21.1", requires=("tensorflow<2.22,>=2.21.0",))  # 2.21.0: broken (PKG010)
     site.dist("tensorflow-serving-api", "2.19.0", requires=ADDONS["tensorflow-serving-api"][1])  # <3: fits 2.21
     site.dist("tensorflow-recommenders", "0.7.3", requires=('tensorflow (>=2.9.0) ; sys_platform != "darwin"',))
     assert run(site).codes() == []

@@ -90,7 +90,7 @@ def _gpu_venv_on_login_node(root: FakeRoot) -> None:
     for name, version in AND_CUDA_2_21.items():
         site.dist(name, version, top_level=("nvidia",), tags=("py3-none-manylinux2014_x86_64",))
     # an add-on built for this very release (PKG017's twin)
-    site.dist("tensorflow-text", "2.21.0", requires=("tensorflow<2.22,>=2.21.0",), top_level=("tensorflow_text",),
+    site.dist("tensorflow-text", "2.21.1", requires=("tensorflow<2.22,>=2.21.0",), top_level=("tensorflow_text",),
               tags=(f"{CP}-{CP}-manylinux_2_17_x86_64",))
 
 

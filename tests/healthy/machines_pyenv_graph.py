@@ -78,13 +78,14 @@ register(HealthyMachine(
 
 
 def _addons_at_their_releases(root: FakeRoot) -> None:
-    # tensorflow-text 2.21.0 installed with --no-deps next to tensorflow-cpu (it names the `tensorflow`
-    # distribution), and tensorflow-io-gcs-filesystem; a PYTHONPATH with the site's own tools only.
+    # tensorflow-text 2.21.1 (2.21.0 is broken as published: PKG010) installed with --no-deps next to
+    # tensorflow-cpu (it names the `tensorflow` distribution), and tensorflow-io-gcs-filesystem; a PYTHONPATH
+    # with the site's own tools only.
     parts.cpus(root, parts.TIGER_LAKE, cores_per_socket=4, threads_per_core=2, governor="performance")
     parts.process(root)
     parts.operating_system(root, "ada-text", mem_gib=32)
     site = parts.tensorflow_2_21(root, VENV)
-    site.dist("tensorflow_text", "2.21.0", requires=("tensorflow<2.22,>=2.21.0",
+    site.dist("tensorflow_text", "2.21.1", requires=("tensorflow<2.22,>=2.21.0",
                                                      'tensorflow-cpu<2.22,>=2.21.0; extra == "tensorflow-cpu"'),
               top_level=("tensorflow_text",), tags=(f"{CP}-{CP}-manylinux_2_27_x86_64",))
     tools = root.path / "opt/site-tools"
@@ -94,7 +95,7 @@ def _addons_at_their_releases(root: FakeRoot) -> None:
 
 register(HealthyMachine(
     "tensorflow-2.21-with-tensorflow-text-2.21", ("PKG",),
-    "tensorflow-cpu 2.21 with tensorflow-text 2.21.0 (--no-deps), PYTHONPATH holding only a site's own tools",
+    "tensorflow-cpu 2.21 with tensorflow-text 2.21.1 (--no-deps), PYTHONPATH holding only a site's own tools",
     _addons_at_their_releases, env={**USER_ENV, "PYTHONPATH": "/opt/site-tools"}, python=VENV))
 
 

@@ -50,7 +50,7 @@ def _text_pulls_tensorflow_next_to_cpu(root: FakeRoot) -> None:
     _host(root, "ada-uv")
     site = parts.tensorflow_2_21(root, VENV)
     site.tensorflow(name="tensorflow", requires=TF_2_21_REQUIRES)
-    site.dist("tensorflow_text", "2.21.0", requires=("tensorflow<2.22,>=2.21.0",), top_level=("tensorflow_text",),
+    site.dist("tensorflow_text", "2.21.1", requires=("tensorflow<2.22,>=2.21.0",), top_level=("tensorflow_text",),
               tags=(f"{CP}-{CP}-manylinux_2_27_x86_64",))
 
 

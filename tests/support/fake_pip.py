@@ -51,7 +51,8 @@ INDEX: Mapping[str, Mapping[str, Release]] = {
     "transformers": {"4.57.6": Release(("numpy>=1.17",))},
     # tensorflow-text names the distribution `tensorflow`: with its dependencies it pulls that one in
     "tensorflow-text": {"2.20.0": Release(("tensorflow<2.21,>=2.20.0",)),
-                        "2.21.0": Release(("tensorflow<2.22,>=2.21.0",))},
+                        "2.21.0": Release(("tensorflow<2.22,>=2.21.0",)),
+                        "2.21.1": Release(("tensorflow<2.22,>=2.21.0",))},
 }
 
 

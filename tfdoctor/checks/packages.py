@@ -376,10 +376,17 @@ def _location_of(facts: Facts, dist: TensorflowDistribution, name: str) -> str:
 def _has_own_copy(facts: Facts, name: str) -> bool:
     """Whether a copy of `name` later on the path (the environment's own) takes over once the foreign one goes;
     for TensorFlow, any TensorFlow distribution installed in the environment's own folders."""
-    if name in TENSORFLOW_DISTS:
-        return any(d.location and not _is_foreign(_origin(facts, d.location)) for d in tensorflow_distributions(facts))
-    shadowed = facts.peek(f"python.watched.{canonical_name(name)}.shadowed")
-    return isinstance(shadowed, list) and bool(shadowed)
+    if name in TENSORFLOW_DISTS and any(d.location and not _is_foreign(_origin(facts, d.location))
+                                        for d in tensorflow_distributions(facts)):
+        return True
+    # The same distribution behind the foreign copy: a tensorflow-cpu 2.15.1 on PYTHONPATH in front of the
+    # environment's own tensorflow-cpu 2.21.0 (a pip command pinning 2.15.1 would replace the environment's own).
+    for section in ("watched", "distributions"):
+        shadowed = facts.peek(f"python.{section}.{canonical_name(name)}.shadowed")
+        if isinstance(shadowed, list) and any(isinstance(e, str) and not _is_foreign(_origin(facts, e))
+                                               for e in shadowed):
+            return True
+    return False
 
 
 def _without_foreign(facts: Facts, fixes: list[Fix]) -> str:
@@ -503,7 +510,9 @@ def dependency_known_to_break_tensorflow(facts: Facts) -> Iterator[Finding]:
 
     Fix:
     Install a version outside the broken range next to the pinned TensorFlow, e.g. `pip install
-    'numpy<2' 'tensorflow==2.14.0'`.
+    'numpy<2' 'tensorflow==2.14.0'`. For an add-on release that is broken as published (tensorflow-text 2.21.0),
+    the table's replacement (`pip install --no-deps 'tensorflow-text>=2.21.1,<2.22'`: --no-deps because the
+    add-on requires the `tensorflow` distribution, which pip would install on top of tensorflow-cpu).
 
     Fix safety:
     Manual: other packages may need the version that is there now.
@@ -522,15 +531,28 @@ def dependency_known_to_break_tensorflow(facts: Facts) -> Iterator[Finding]:
         if row is None:
             continue
         coupling = compat.coupling_of(row)
-        avoid = f"{name}{_negate(str(row['when']))}"
+        instead = row.get("instead")
+        avoid = f"{name}{instead}" if instead else f"{name}{_negate(str(row['when']))}"
+        addon = name in {a.package for a in compat.addons()}
         yield Finding(
             f"{name} {installed} breaks TensorFlow {dist.version} although its metadata allows it: "
             + _coupling_text(coupling),
             evidence={f"python.distributions.{name}.version": installed,
                       f"python.watched.{dist.name}.version": dist.version},
-            fixes=_dependency_fixes(facts, dist, name, avoid),
+            fixes=install_fixes(facts, dist, f"Install {avoid} next to TensorFlow {dist.version}", (avoid,),
+                                no_deps=_names_other_tensorflow(facts, dist, name)) if addon
+            else _dependency_fixes(facts, dist, name, avoid),
             severity=Severity.parse(coupling.severity),
         )
+
+
+def _names_other_tensorflow(facts: Facts, dist: TensorflowDistribution, package: str) -> bool:
+    """Whether an add-on's requirement on TensorFlow names another distribution than the one installed
+    (tensorflow-text requires `tensorflow`): installed with its dependencies next to tensorflow-cpu, pip would put
+    that TensorFlow on top. Unknown requirements count as another: --no-deps is then the safe command."""
+    info = facts.peek(f"python.watched.{canonical_name(package)}")
+    found = _addon_tensorflow_requirement(facts, info.get("requires_dist")) if isinstance(info, Mapping) else None
+    return found is None or (parse_requirement(found[0]) or Requirement(dist.name, "", None)).name != dist.name
 
 
 def _negate(specifier: str) -> str:

@@ -54,8 +54,8 @@ def _exact(read_at: ReadAt, offset: int, size: int, what: str) -> bytes:
     return data
 
 
-def read_dynamic(read_at: ReadAt) -> DynamicSection:
-    """The dynamic section of the ELF file behind `read_at`; ElfError when there is none or it is malformed."""
+def _identify(read_at: ReadAt) -> tuple[bool, str]:
+    """(64-bit, struct byte-order prefix) of the ELF file behind `read_at`; ElfError when it is not one."""
     ident = _exact(read_at, 0, 16, "ELF identification")
     if ident[:4] != b"\x7fELF":
         raise ElfError("not an ELF file")
@@ -63,6 +63,12 @@ def read_dynamic(read_at: ReadAt) -> DynamicSection:
     order = {1: "<", 2: ">"}.get(ident[5])
     if wide is None or order is None:
         raise ElfError(f"unknown ELF class {ident[4]} or byte order {ident[5]}")
+    return wide, order
+
+
+def read_dynamic(read_at: ReadAt) -> DynamicSection:
+    """The dynamic section of the ELF file behind `read_at`; ElfError when there is none or it is malformed."""
+    wide, order = _identify(read_at)
     if wide:
         header = _exact(read_at, 0, 64, "ELF header")
         phoff, = struct.unpack_from(order + "Q", header, 32)
@@ -125,13 +131,7 @@ def read_dynamic(read_at: ReadAt) -> DynamicSection:
 def find_section(read_at: ReadAt, name: str) -> tuple[int, int] | None:
     """(file offset, size) of the section called `name`, None when there is none; ElfError when the section
     headers are malformed. Only the ELF header, the section header table and its name table are read."""
-    ident = _exact(read_at, 0, 16, "ELF identification")
-    if ident[:4] != b"\x7fELF":
-        raise ElfError("not an ELF file")
-    wide = {1: False, 2: True}.get(ident[4])
-    order = {1: "<", 2: ">"}.get(ident[5])
-    if wide is None or order is None:
-        raise ElfError(f"unknown ELF class {ident[4]} or byte order {ident[5]}")
+    wide, order = _identify(read_at)
     if wide:
         header = _exact(read_at, 0, 64, "ELF header")
         shoff, = struct.unpack_from(order + "Q", header, 40)

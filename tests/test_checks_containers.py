@@ -176,3 +176,17 @@ def test_apptainer_libs_folder_unread_is_ctr002_not_checked_rather_than_passed()
 
     (result,) = [r for r in check_facts(facts, select=["CTR002"]).results if r.code == "CTR002"]
     assert result.status is Status.NOT_CHECKED and "Permission denied" in result.reason
+
+
+def test_cpuinfo_flags_holding_a_non_string_do_not_crash_the_emulation_check():
+    """A damaged or hand-made facts file: a list inside cpu.cpuinfo.flags (found by tests/test_properties.py)
+    is skipped, and the strings beside it still decide the architecture."""
+    from tfdoctor.derive.container import cpuinfo_arch
+    from tfdoctor.facts import Facts
+
+    def with_flags(flags):
+        cpuinfo = {"flags": flags, "vendor": None}
+        return Facts.from_json({"schema_version": 1, "sections": {"cpu": {"cpuinfo": cpuinfo}}})
+
+    assert cpuinfo_arch(with_flags([[], "sse2"])) == "x86_64"
+    assert cpuinfo_arch(with_flags([[]])) is None

@@ -142,7 +142,8 @@ def cpuinfo_arch(facts: Facts) -> str | None:
     `Features` (asimd); x86 names its vendor and lists `flags` (sse2)."""
     vendor = facts.peek("cpu.cpuinfo.vendor")
     flags = facts.peek("cpu.cpuinfo.flags")
-    flags = set(flags) if isinstance(flags, list) else set()
+    # Only the strings: a hand-made or damaged facts file may hold anything in the list (a list is unhashable).
+    flags = {f for f in flags if isinstance(f, str)} if isinstance(flags, list) else set()
     if (isinstance(vendor, str) and vendor.lower().startswith("0x")) or "asimd" in flags:
         return "aarch64"
     if vendor in ("GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls") or "sse2" in flags:

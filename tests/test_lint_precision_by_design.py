@@ -42,6 +42,33 @@ def test_a_csv_reader_told_not_to_prefetch_is_judged() -> None:
     assert codes(text) == ["SRC102:3"]
 
 
+TFDS = TF + "import tensorflow_datasets as tfds\n"
+
+
+@pytest.mark.parametrize("pipeline", [
+    "train = tfds.load('mnist', split='train').batch(32)",
+    "train = tfds.load('mnist', split='train').map(lambda x: (x['image'], x['label'])).shuffle(1000).batch(32)",
+    "train = tfds.builder('mnist').as_dataset(split='train').map(lambda x: tf.cast(x['image'], tf.float32)).batch(32)",
+    "train = tfds.load('mnist', split='train', read_config=tfds.ReadConfig(shuffle_seed=1)).batch(32)",
+])
+def test_a_tfds_pipeline_with_no_work_after_its_own_prefetch_needs_none(pipeline: str) -> None:
+    """TFDS's _build_single_dataset ends with prefetch(AUTOTUNE): selecting keys, casting and batching after
+    it leave no per-element work to overlap."""
+    assert codes(TFDS + pipeline + "\nmodel.fit(train, epochs=3)\n", ("SRC102",)) == []
+
+
+@pytest.mark.parametrize("pipeline", [
+    # work per element after the loader's prefetch: the map runs on the consumer's side
+    "train = tfds.load('mnist', split='train').map(augment).batch(32)",
+    # told not to prefetch, or told by a config lint cannot read
+    "train = tfds.load('mnist', split='train', read_config=tfds.ReadConfig(skip_prefetch=True)).batch(32)",
+    "train = tfds.load('mnist', split='train', read_config=config).batch(32)",
+])
+def test_a_tfds_pipeline_that_works_after_the_loader_or_skips_its_prefetch_is_judged(pipeline: str) -> None:
+    augment = "def augment(x):\n    return tf.image.random_flip_left_right(tf.io.decode_jpeg(x['raw'])), x['label']\n"
+    assert codes(TFDS + augment + pipeline + "\nmodel.fit(train, epochs=3)\n", ("SRC102",)) == ["SRC102:6"]
+
+
 # --- fixes in the TensorFlow the file targets ---------------------------------------------------------
 
 TF2_SCRIPT = TF + DECODE + "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, tiny
+from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, source_name, tiny
 from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
 from tfdoctor.lint.evidence import data_grounds, not_users_code, training_grounds
@@ -158,17 +158,40 @@ def _runs_ahead(value: Pipeline) -> bool:
 
 
 def _prefetched_by_loader(module: SourceModule, value: Pipeline) -> bool:
-    """Built by a loader that prefetches (knowledge table lint_prefetching_loaders) and not mapped since."""
+    """Built by a loader that prefetches (knowledge table lint_prefetching_loaders), with no per-element work
+    since: what follows its prefetch only regroups or passes on prepared elements (batch, shuffle, repeat,
+    cache, a map that selects or casts), so reading and decoding already overlap the step (the fourth held-out
+    set's TFDS notebooks; a map that decodes or augments after the loader still needs its own prefetch)."""
     from tfdoctor.knowledge import table
 
-    source = module.call_name(value.source) if isinstance(value.source, ast.Call) else None
+    source = source_name(module, value)
     if source is None or source not in {row["name"] for row in table("lint_prefetching_loaders").rows}:
         return False
     buffer = argument(value.source, "prefetch_buffer_size", None)
     if buffer is not None and constant(buffer) == 0:
         return False  # tf.data's readers take 0 to mean "no prefetch"
-    return not any(op in ("map", "interleave", "flat_map", "unbatch", "map_with_legacy_function")
-                   for op, _ in value.ops)
+    if source.startswith("tensorflow_datasets.") and not _tfds_prefetches(value.source):
+        return False
+    for op, call in value.ops:
+        if op in ("interleave", "flat_map", "unbatch", "map_with_legacy_function"):
+            return False
+        work = argument(call, "map_func", 0) or argument(call, "predicate", 0)
+        if op in ("map", "filter") and function_cost(module, work) is not Cost.TRIVIAL:
+            return False
+    return True
+
+
+def _tfds_prefetches(call: ast.AST | None) -> bool:
+    """TFDS prefetches unless `read_config=tfds.ReadConfig(skip_prefetch=True)`; a read_config lint cannot
+    see (a name, a call of something else) may turn it off: not counted as prefetched."""
+    config = argument(call, "read_config", None) if isinstance(call, ast.Call) else None
+    if config is None:
+        return True
+    if not (isinstance(config, ast.Call) and (getattr(config.func, "attr", None) or getattr(config.func, "id", None))
+            == "ReadConfig"):
+        return False
+    skip = argument(config, "skip_prefetch", None)
+    return skip is None or constant(skip) is False
 
 
 def _prefetched_to_device(value: Pipeline) -> bool:

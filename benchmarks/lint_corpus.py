@@ -65,6 +65,13 @@ def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
                           check=True).stdout
 
 
+def snapshot_git_dir(mirror: Path, repo: str) -> Path:
+    """A `fetch` snapshot's git directory: `<mirror>/<owner>+<name>/repo`, bare, or its `.git` when the
+    snapshot came with a work tree."""
+    base = mirror / repo.replace("/", "+") / "repo"
+    return base / ".git" if (base / ".git").is_dir() else base
+
+
 def materialise(mirror: Path, cache: Path, repos: list[dict]) -> tuple[dict[str, Path], Counter]:
     """Write each repository's corpus files (at its commit) under cache; say what to fetch when missing."""
     roots: dict[str, Path] = {}
@@ -72,7 +79,7 @@ def materialise(mirror: Path, cache: Path, repos: list[dict]) -> tuple[dict[str,
     problems = []
     for entry in repos:
         repo, commit = entry["repo"], entry["commit"]
-        git_dir = mirror / repo.replace("/", "+") / "repo"
+        git_dir = snapshot_git_dir(mirror, repo)
         if not git_dir.is_dir():
             problems.append(f"{repo}: no snapshot at {git_dir}: fetch github:{repo} (commit {commit})")
             continue

@@ -111,9 +111,12 @@ def table(counts: Counter, baseline: Counter) -> list[str]:
 
 def missing_snapshots(mirror: Path, repos: list[dict]) -> list[str]:
     """What to fetch before the figure can be measured (empty when every snapshot holds its commit)."""
+    sys.path.insert(0, str(HERE))
+    from lint_corpus import snapshot_git_dir
+
     problems = []
     for entry in repos:
-        git_dir = mirror / entry["repo"].replace("/", "+") / "repo"
+        git_dir = snapshot_git_dir(mirror, entry["repo"])
         if not git_dir.is_dir():
             problems.append(f"{entry['repo']}: no snapshot at {git_dir}: run the fetch tool with "
                             f"github:{entry['repo']} (commit {entry['commit']})")

@@ -202,3 +202,49 @@ def test_toy_data_written_in_the_script_is_silent(data: str) -> None:
 def test_without_evidence_of_a_small_source_the_rules_still_speak(data: str, severity: str) -> None:
     report = lint(TF + "import numpy as np\n" + AUG + data + "model.fit(ds, epochs=2)\n", select=("SRC102", "SRC103"))
     assert [(f.code, f.severity.label) for f in report.findings] == [("SRC103", severity), ("SRC102", severity)]
+
+
+# --- a rule measured by tier: on for findings that show their evidence, its unproven info findings held back --
+
+
+def test_the_table_decides_each_tier_of_a_rule_measured_by_tier() -> None:
+    from tfdoctor.lint.rule import default_verdicts
+
+    rows = [
+        {"code": "SRC900", "precision": 0.5, "shown": {"precision": 0.9}, "unproven": {"precision": 0.3}},
+        {"code": "SRC901", "precision": 0.95, "shown": {"precision": 0.7}},  # the tier figure decides, not the old
+        {"code": "SRC902", "precision": 0.5, "shown": {"precision": 0.85}, "unproven": {"precision": 0.8}},
+        {"code": "SRC903", "precision": 0.6, "kept_on": "a reason"},
+        {"code": "SRC904", "precision": 0.6},
+        {"code": "SRC905", "precision": 0.8},  # at the bar: on
+    ]
+    got = {code: (v.on, v.unproven_on, v.tier) for code, v in default_verdicts(rows, 0.80).items()}
+    assert got == {"SRC900": (True, False, "shown"), "SRC901": (False, False, "shown"),
+                   "SRC902": (True, True, "shown"), "SRC903": (True, True, "rule"), "SRC904": (False, False, "rule"),
+                   "SRC905": (True, True, "rule")}
+
+
+def test_a_rule_on_by_its_shown_tier_holds_back_its_unproven_findings_unless_asked_for_by_code() -> None:
+    from dataclasses import replace
+
+    from tfdoctor.lint.render_text import render_summary
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.runner import lint_text
+
+    spec = replace(load_lint_rules().by_code("SRC102"), preview=False, quiet_unproven=True)
+    unseen_size = TF + AUG + ("x = load_features()\nds = tf.data.Dataset.from_tensor_slices(x).map(aug).batch(32)\n"
+                               "model.fit(ds)\n")
+    from_files = TF + DECODE + "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"
+
+    default = lint_text(unseen_size, select_lint_rules([spec]), "train.py")
+    assert (default.findings, default.held_back) == ([], 1)
+    assert "1 held back without the evidence to report them (--select SRC102 shows them at info)" in \
+        render_summary(default)
+    for asked in (select_lint_rules([spec], select=["SRC102"]), select_lint_rules([spec], preview=True)):
+        report = lint_text(unseen_size, asked, "train.py")
+        assert [(f.code, f.severity.label) for f in report.findings] == [("SRC102", "info")]
+        assert report.held_back == 0
+    shown = lint_text(from_files, select_lint_rules([spec]), "train.py")
+    assert [(f.code, f.severity.label) for f in shown.findings] == [("SRC102", "warning")]
+    # a prefix does not ask for the held-back tier, as it does not switch a preview rule on
+    assert lint_text(unseen_size, select_lint_rules([spec], select=["SRC1"]), "train.py").held_back == 1

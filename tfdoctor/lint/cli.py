@@ -46,7 +46,9 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
 
         # Each rule's evidence, as declared in its registration (issue 39, item 1); the runner's own codes
         # (syntax, reading errors) need none.
-        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}", f"{'(preview) ' if r.preview else ''}{r.summary}"
+        held = "(its info findings without evidence: preview) "
+        rows = [(f"{r.code:<9}{r.severity.label:<9}{r.name:<40}",
+                 f"{'(preview) ' if r.preview else held if r.quiet_unproven else ''}{r.summary}"
                  + ("" if r.code in RUNNER_CODES else f" {describe(r.evidence)}")) for r in registry.rules]
         _emit("".join(line + "\n" for line in listing(rows, wrap_width())), wrap=True)
         return

@@ -21,6 +21,10 @@ def render_summary(report: LintReport) -> str:
         by_level[f.severity.label] = by_level.get(f.severity.label, 0) + 1
     counts = ", ".join(f"{n} {label}" for label, n in sorted(by_level.items())) or "no findings"
     extra = f"; {report.suppressed} suppressed" if report.suppressed else ""
+    if report.held_back:
+        codes = ",".join(sorted({r.code for r in report.rules if r.quiet_unproven}))
+        extra += (f"; {report.held_back} held back without the evidence to report them "
+                  f"(--select {codes} shows them at info)")
     lines = [f"tfdoctor lint: {report.files} file(s): {counts}{extra}"]
     lines += [f"tfdoctor lint: {c}" for c in report.crashes]
     lines += [f"tfdoctor lint: plugin error: {e}" for e in report.plugin_errors]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfdoctor.model import Applicability, Severity
@@ -144,6 +144,10 @@ class LintRuleSpec:
     preview: bool = False  # opt-in (`--preview`): not yet precise enough on real code to be on by default
     triggers: Triggers | None = None  # None: the rule may fire on any file (no prefilter while it is selected)
     evidence: tuple[str, ...] = ()  # kinds of evidence (tfdoctor/lint/evidence.py) every finding must show
+    # On by default for the findings that show their evidence, while its info findings that cannot (the
+    # `unproven` tier) are under the bar: those are reported only when the rule is asked for by its exact
+    # code or with --preview (tfdoctor/knowledge/lint_rule_precision.toml, `shown`/`unproven`).
+    quiet_unproven: bool = False
 
     @property
     def doc(self) -> str:
@@ -228,28 +232,70 @@ def load_lint_rules(modules: Iterable[object] | None = None) -> LintRegistry:
                 continue
             preview = spec.preview or spec.code in below_the_bar()
             by_code[spec.code] = LintRuleSpec(spec.code, spec.name, spec.severity, spec.func, origin, preview,
-                                              spec.triggers, spec.evidence)
+                                              spec.triggers, spec.evidence, spec.code in quiet_unproven())
     return LintRegistry(sorted(by_code.values(), key=lambda s: s.code), errors)
+
+
+@dataclass(frozen=True)
+class DefaultVerdict:
+    """What the precision table decides for one rule: on by default or preview, and whether its info
+    findings without their evidence (the `unproven` tier) are reported by default; with the figure that
+    decided it."""
+
+    on: bool
+    unproven_on: bool
+    precision: float
+    tier: str  # "rule": the rule's own figure; "shown": its findings that show their evidence
+
+
+def default_verdicts(rows: Iterable[Mapping[str, Any]], bar: float) -> dict[str, DefaultVerdict]:
+    """Issue 39, item 3, as a pure function of the table's rows: a rule whose held-out strict precision is
+    under `bar` is a preview rule. A rule measured by tier (after it learnt to say which evidence it saw)
+    is judged by its `shown` figure, and its `unproven` info findings are on by default only when their own
+    figure clears the bar too; a rule measured as a whole, by its figure or a recorded `kept_on` reason."""
+    verdicts: dict[str, DefaultVerdict] = {}
+    for row in rows:
+        shown = row.get("shown")
+        if shown is not None:
+            figure = float(shown["precision"])
+            unproven = row.get("unproven")
+            verdicts[row["code"]] = DefaultVerdict(
+                figure >= bar, unproven is not None and float(unproven["precision"]) >= bar, figure, "shown")
+        else:
+            figure = float(row["precision"])
+            on = figure >= bar or bool(row.get("kept_on"))
+            verdicts[row["code"]] = DefaultVerdict(on, on, figure, "rule")
+    return verdicts
+
+
+def _verdicts() -> dict[str, DefaultVerdict]:
+    from tfdoctor.knowledge import table
+
+    measured = table("lint_rule_precision")
+    return default_verdicts(measured.rows, float(measured.data["meta"]["bar"]))
 
 
 def below_the_bar() -> dict[str, float]:
     """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on: code →
-    precision. They are preview rules whatever their decorator says (issue 39, item 3:
+    the figure that decided it. They are preview rules whatever their decorator says (issue 39, item 3:
     tfdoctor/knowledge/lint_rule_precision.toml decides the default rule set)."""
-    from tfdoctor.knowledge import table
+    return {code: v.precision for code, v in _verdicts().items() if not v.on}
 
-    measured = table("lint_rule_precision")
-    bar = float(measured.data["meta"]["bar"])
-    return {row["code"]: float(row["precision"]) for row in measured.rows
-            if float(row["precision"]) < bar and not row.get("kept_on")}
+
+def quiet_unproven() -> frozenset[str]:
+    """Rules on by default whose info findings without their evidence are not, by the table."""
+    return frozenset(code for code, v in _verdicts().items() if v.on and not v.unproven_on)
 
 
 def select_lint_rules(rules: Iterable[LintRuleSpec], select: Iterable[str] = (), ignore: Iterable[str] = (),
                       preview: bool = False) -> list[LintRuleSpec]:
     """Codes or prefixes as for checks (longest prefix wins); preview rules only with `preview` or their
-    exact code in `select` (a prefix such as `SRC1` does not switch a preview rule on)."""
+    exact code in `select` (a prefix such as `SRC1` does not switch a preview rule on), and the same for the
+    `unproven` info findings of a rule whose table keeps them off by default."""
     from tfdoctor.registry import select_checks
 
     exact = {c.upper() for c in select}
     chosen = select_checks(rules, select, ignore)  # type: ignore[arg-type]
-    return [r for r in chosen if preview or not r.preview or r.code in exact]  # type: ignore[attr-defined]
+    # Asked for by its exact code or with --preview: every tier of the rule is reported.
+    return [replace(r, quiet_unproven=False) if r.quiet_unproven and (preview or r.code in exact) else r
+            for r in chosen if preview or not r.preview or r.code in exact]  # type: ignore[attr-defined]

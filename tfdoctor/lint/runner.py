@@ -32,6 +32,7 @@ class LintReport:
     suppressed: int = 0
     prefiltered: int = 0  # files read but not parsed: no selected rule's triggers in them (lint/prefilter.py)
     unproven: int = 0  # hits dropped because they lacked the evidence their rule declares (lint/evidence.py)
+    held_back: int = 0  # info hits without their evidence, of a rule whose table keeps that tier off by default
     plugin_errors: list[str] = field(default_factory=list)
 
     def codes(self) -> list[str]:
@@ -74,6 +75,9 @@ def _run_rules(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lint
             grounds = _grounds(spec, hit)
             if grounds is None:
                 report.unproven += 1
+                continue
+            if spec.quiet_unproven and hit.unproven:
+                report.held_back += 1  # on again with the rule's exact code or --preview
                 continue
             line, column, end_line, end_column = _locate(module, hit.node)
             key = (spec.code, line, column)
@@ -273,6 +277,7 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
             report.suppressed += part.suppressed
             report.prefiltered += part.prefiltered
             report.unproven += part.unproven
+            report.held_back += part.held_back
     finally:
         os.close(tokens)
     for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it

@@ -1,0 +1,144 @@
+"""The fifth held-out measurement of `tfdoctor lint` (issue 39, items 3 and 4): sixteen whole repositories
+nobody on the project had linted, every finding judged by the rubric in docs/lint.md, the first figure of the
+input-pipeline rules (SRC102, SRC103) with the evidence each rule needs on code nobody tuned it on.
+
+    python benchmarks/lint_heldout5.py [--show] [--mirror /work/.mirror] [--list CSV]
+
+The split is by repository and was committed before the linter ran on any of them
+(benchmarks/lint_corpus/heldout5.toml, commit 130acb0: repositories and pinned commits only). The labels,
+one per finding with a one-line reason, are benchmarks/lint_corpus/heldout5_labels.csv.
+
+Two runs, both scored: every rule as `tfdoctor lint DIR` runs it by default, and with the input-pipeline
+rules selected (`--select SRC102,SRC103` plus the default rules). Each is scored per rule and per tier:
+`shown` are the findings that show every kind of evidence their rule declares (warnings), `unproven` the
+info findings that say which evidence they could not see, `pattern` those of a rule that declares none. The shown/unproven split is what
+tfdoctor/knowledge/lint_rule_precision.toml records for a rule with evidence, and what decides whether it is
+on by default (docs/lint.md, "Precision on real code").
+
+Snapshots are read at their pinned commits from `fetch` snapshots (`fetch github:<owner>/<name>` per
+repository of the manifest); when one is absent the script says which and exits 0 without a figure.
+`--list CSV` writes every finding of the selected run with its tier and message (what the judges read).
+SRC001/SRC002 (unparseable or unreadable files) are counted, not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MANIFEST = HERE / "lint_corpus" / "heldout5.toml"
+LABELS = HERE / "lint_corpus" / "heldout5_labels.csv"
+MIRROR = Path("/work/.mirror")
+PIPELINE_RULES = ("SRC102", "SRC103")
+
+
+def tier_of(grounds: dict[str, str]) -> str:
+    """`unproven`: an info finding that names evidence it could not see (`not shown: …` in its grounds);
+    `shown`: every kind its rule declares was seen; `pattern`: a rule that declares no evidence."""
+    if any(value.startswith("not shown") for value in grounds.values()):
+        return "unproven"
+    return "shown" if grounds else "pattern"
+
+
+def tiered(findings: list[tuple[tuple[str, str, str, str], str]]) -> list[tuple[str, str, str, str]]:
+    """(key, tier) → keys whose rule is `<rule>/<tier>`, so that heldout4's tally scores each tier apart."""
+    return [(repo, path, line, f"{rule}/{tier}") for (repo, path, line, rule), tier in findings]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--show", action="store_true", help="list unjudged and gone findings")
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="where the fetch snapshots are")
+    parser.add_argument("--list", type=Path, help="write every finding of the selected run to this CSV")
+    args = parser.parse_args(argv)
+    import tomllib
+
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(ROOT))
+    from lint_corpus import _line, materialise
+    from lint_heldout4 import NOT_JUDGED, coverage, missing_snapshots, read_labels, table, tally, tfdoctor_commit
+
+    from tfdoctor.lint.files import python_files
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.runner import lint_paths
+
+    repos = tomllib.loads(MANIFEST.read_text())["repos"]
+    problems = missing_snapshots(args.mirror, repos)
+    if problems:
+        print("skipped: the held-out snapshots are not here (nothing measured):\n  " + "\n  ".join(problems))
+        return 0
+    labels = read_labels(LABELS) if LABELS.exists() else {}
+    registry = load_lint_rules()
+    runs = {
+        "default settings (`tfdoctor lint DIR`)": select_lint_rules(registry.rules),
+        "input-pipeline rules selected (`--select SRC102,SRC103` and the defaults)":
+            select_lint_rules(registry.rules, [*PIPELINE_RULES, *(r.code for r in select_lint_rules(registry.rules))]),
+    }
+    print(f"run of {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, tfdoctor at {tfdoctor_commit()}")
+    listing: list[dict[str, str]] = []
+    with tempfile.TemporaryDirectory() as cache:
+        roots, absent = materialise(args.mirror, Path(cache), repos)
+        for title, rules in runs.items():
+            found: list[tuple[tuple[str, str, str, str], str]] = []
+            crashes: list[str] = []
+            per_repo: Counter = Counter()
+            files: Counter = Counter()
+            for repo, root in roots.items():
+                walked = list(python_files([str(root)], include_tests=False))
+                report = lint_paths(walked, rules, walked=walked)  # what `tfdoctor lint DIR` reads, prefilter on
+                files[repo] = report.files
+                crashes += [f"{repo}: {crash}" for crash in report.crashes]
+                for f in report.findings:
+                    if f.code in NOT_JUDGED:
+                        continue
+                    key = (repo, Path(f.path).relative_to(root).as_posix(), _line(f), f.code)
+                    found.append((key, tier_of(dict(f.grounds))))
+                    per_repo[repo] += 1
+                    if args.list and title.startswith("input-pipeline"):
+                        listing.append({"repo": key[0], "path": key[1], "line": key[2], "rule": key[3],
+                                        "tier": tier_of(dict(f.grounds)), "message": f.message})
+            print(f"\n== {title}")
+            for entry in repos:
+                note = f", {absent[entry['repo']]} files absent" if absent[entry["repo"]] else ""
+                print(f"  {entry['repo']}@{entry['commit'][:10]}: {files[entry['repo']]} files, "
+                      f"{per_repo[entry['repo']]} findings{note}")
+            print(f"rule crashes: {len(crashes)}" + "".join(f"\n  {crash}" for crash in crashes))
+            keys = [key for key, _ in found]
+            unjudged, _gone = coverage(keys, labels)
+            tier_labels = {(r, p, ln, f"{rule}/{tier}"): labels[(r, p, ln, rule)]
+                           for (r, p, ln, rule), tier in found if (r, p, ln, rule) in labels}
+            print("by rule (all tiers):")
+            for line in table(tally(keys, labels), Counter()):
+                print("  " + line.split(" | ")[0])
+            print("by rule and tier (shown: every kind of evidence seen; unproven: info, evidence not visible):")
+            for line in table(tally(tiered(found), tier_labels), Counter()):
+                print("  " + line.split(" | ")[0])
+            print(f"unjudged findings (judge them before quoting a figure): {len(unjudged)}")
+            if args.show:
+                for key in unjudged:
+                    print("unjudged:", *key)
+    if labels:
+        gone = sorted(set(labels) - {key for key, _ in found})
+        print(f"\nlabelled findings no longer made by the selected run: {len(gone)} "
+              f"(of them true: {sum(labels[g] == 'true' for g in gone)})")
+        if args.show:
+            for key in gone:
+                print(f"gone ({labels[key]}):", *key)
+    if args.list:
+        with args.list.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["repo", "path", "line", "rule", "tier", "message"])
+            writer.writeheader()
+            writer.writerows(listing)
+        print(f"wrote {len(listing)} findings to {args.list}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

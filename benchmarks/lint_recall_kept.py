@@ -49,15 +49,23 @@ from pathlib import Path
 import tfdoctor
 assert tfdoctor.__file__.startswith(sys.argv[1]), tfdoctor.__file__
 from tfdoctor.lint.api import lint_directory
+from tfdoctor.lint.files import python_files
 from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
 from tfdoctor.lint.runner import lint_paths
+select = json.loads(sys.argv[2])
+registry = load_lint_rules().rules
+rules = select_lint_rules(registry)
+if select:  # the defaults and these exact codes, as `tfdoctor lint --select <defaults>,<codes>` runs
+    rules = select_lint_rules(registry, [*select, *(r.code for r in rules)])
 roots = json.loads(sys.stdin.read())
 out = []
 for name, root, named in roots:
     root = Path(root)
     if named:
-        rules = select_lint_rules(load_lint_rules().rules)
         report = lint_paths(sorted(root.glob("*.py")), rules)
+    elif select:
+        walked = list(python_files([str(root)], include_tests=False))
+        report = lint_paths(walked, rules, walked=walked)
     else:
         report = lint_directory(root)
     for f in report.findings:
@@ -68,9 +76,11 @@ print(json.dumps(out))
 """
 
 
-def run_lint(source: Path, roots: list[tuple[str, str, bool]]) -> set[tuple[str, str, str, str, str]]:
+def run_lint(source: Path, roots: list[tuple[str, str, bool]], select: list[str] | None = None
+             ) -> set[tuple[str, str, str, str, str]]:
     env = {**os.environ, "PYTHONPATH": str(source)}
-    done = subprocess.run([sys.executable, "-c", _LINT, str(source)], input=json.dumps(roots), capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _LINT, str(source), json.dumps(select or [])],
+                          input=json.dumps(roots), capture_output=True,
                           text=True, env=env, cwd=str(source))
     if done.returncode:
         sys.exit(f"lint from {source} failed:\n{done.stderr[-3000:]}")
@@ -145,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
     parser.add_argument("--show", action="store_true", help="list every false or unlabelled finding dropped or added")
+    parser.add_argument("--select", default="", help="this tree also runs these codes (e.g. SRC102,SRC103: rules "
+                        "the baseline ran by default and the tree keeps in preview, or with a tier held back)")
     args = parser.parse_args(argv)
+    select = [c.strip().upper() for c in args.select.split(",") if c.strip()]
     repos: list[dict] = []
     for manifest in ("manifest.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
         for entry in tomllib.loads((CORPUS / manifest).read_text())["repos"]:
@@ -159,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         before = run_lint(Path(tmp), targets)
-    after = run_lint(ROOT, targets)
+    after = run_lint(ROOT, targets, select)
     now = {f[:4]: f[4] for f in after}
     counts: Counter = Counter()
     lost, changed, dropped = [], [], []
@@ -180,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     added = sorted(f for f in after if f[:4] not in before_keys and f[3] not in ("SRC001", "SRC002")
                    and not any(labels.same_as.get(k) == f[2] and k[:2] == f[:2] and k[3] == f[3] for k in before_keys))
     print(f"baseline {args.baseline} and this tree on {len(roots)} repositories and {len(list(FIXTURES.glob('*.py')))} "
-          "fixtures, default settings")
+          "fixtures, default settings" + (f" (this tree also selecting {','.join(select)})" if select else ""))
     for group in ("repositories", "fixtures"):
         print(f" {group}:")
         for label in ("true", "debatable", "false", "unlabelled"):

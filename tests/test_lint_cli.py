@@ -109,7 +109,7 @@ def test_noqa_comments(tmp_path, monkeypatch, capsys):
         "os.environ['CUDA_VISIBLE_DEVICES'] = '2'  # tfdoctor: noqa: SRC101\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '3'  # noqa\n"
         "s = '# tfdoctor: noqa'; os.environ['CUDA_VISIBLE_DEVICES'] = '4'\n", encoding="utf-8")
-    _, out, err = run(capsys, "lint", "t.py")
+    _, out, err = run(capsys, "lint", "--select", "SRC113", "t.py")  # SRC113 is a preview rule
     assert [line.split(":")[1] for line in out.splitlines()] == ["5", "6", "7"]
     assert "2 suppressed" in err
 
@@ -122,7 +122,7 @@ def test_directory_walk_skips_virtualenvs_site_packages_and_hidden_dirs(tmp_path
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(bad, encoding="utf-8")
-    _, out, err = run(capsys, "lint", "proj")
+    _, out, err = run(capsys, "lint", "--select", "SRC113", "proj")
     assert [line.split(":")[0] for line in out.splitlines()] == ["proj/sub/eval.py", "proj/train.py"]
     assert err.startswith("tfdoctor lint: 2 file(s)")
 
@@ -151,7 +151,7 @@ def test_file_with_a_coding_cookie_is_linted_with_character_columns(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     Path("l1.py").write_bytes(
         b"# -*- coding: latin-1 -*-\nimport os, tensorflow\ns = '\xe9\xe9'; os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
-    _, out, _ = run(capsys, "lint", "l1.py")
+    _, out, _ = run(capsys, "lint", "--select", "SRC113", "l1.py")
     assert out.startswith("l1.py:3:11: SRC113 ")
 
 
@@ -168,7 +168,7 @@ def test_a_crashing_rule_is_exit_3_and_the_others_still_report(scripts, capsys, 
     real = rule_module.load_lint_rules
     monkeypatch.setattr(rule_module, "load_lint_rules",
                         lambda modules=None: real([gpu_setup, always_crashes]))
-    code, out, err = run(capsys, "lint", "train.py")
+    code, out, err = run(capsys, "lint", "--select", "SRC113,SRC199", "train.py")
     assert code == 3
     assert "SRC113" in out
     assert "train.py: SRC199 crashed: RuntimeError: boom" in err

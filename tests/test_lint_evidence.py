@@ -35,7 +35,8 @@ def found(text: str, select: tuple[str, ...] = ("SRC102", "SRC103")) -> list[tup
 
 def test_the_input_pipeline_and_step_rules_declare_their_evidence() -> None:
     declared = {r.code: r.evidence for r in load_lint_rules().rules}
-    assert declared["SRC102"] == ("consumed-by-training", "data-from-files-or-large", "users-training-code")
+    assert declared["SRC102"] == ("consumed-by-training", "data-from-files-or-large", "work-not-overlapped",
+                                  "users-training-code")
     assert declared["SRC103"] == ("consumed-by-training", "data-from-files-or-large", "per-element-work",
                                   "users-training-code")
     assert declared["SRC107"] == ("step-called-in-loop", "users-training-code")
@@ -100,6 +101,7 @@ def test_the_json_report_carries_the_grounds(capsys, tmp_path) -> None:
     [finding] = report["findings"]
     assert finding["grounds"] == {"consumed-by-training": "fit()",
                                   "data-from-files-or-large": "TFRecordDataset reads files",
+                                  "work-not-overlapped": "nothing prefetches what the pipeline reads or prepares",
                                   "users-training-code": "the file's own training or input code"}
 
 

@@ -47,14 +47,27 @@ TFDS = TF + "import tensorflow_datasets as tfds\n"
 
 @pytest.mark.parametrize("pipeline", [
     "train = tfds.load('mnist', split='train').batch(32)",
-    "train = tfds.load('mnist', split='train').map(lambda x: (x['image'], x['label'])).shuffle(1000).batch(32)",
-    "train = tfds.builder('mnist').as_dataset(split='train').map(lambda x: tf.cast(x['image'], tf.float32)).batch(32)",
+    "train = tfds.load('mnist', split='train').shuffle(1000).repeat().batch(32)",
     "train = tfds.load('mnist', split='train', read_config=tfds.ReadConfig(shuffle_seed=1)).batch(32)",
 ])
-def test_a_tfds_pipeline_with_no_work_after_its_own_prefetch_needs_none(pipeline: str) -> None:
-    """TFDS's _build_single_dataset ends with prefetch(AUTOTUNE): selecting keys, casting and batching after
-    it leave no per-element work to overlap."""
+def test_a_tfds_pipeline_only_regrouped_after_its_own_prefetch_needs_none(pipeline: str) -> None:
+    """TFDS's _build_single_dataset ends with prefetch(AUTOTUNE): batching what it prefetched leaves nothing
+    to overlap (as for the Keras loaders and tf.data's CSV reader since issue 25)."""
     assert codes(TFDS + pipeline + "\nmodel.fit(train, epochs=3)\n", ("SRC102",)) == []
+
+
+@pytest.mark.parametrize("pipeline", [
+    "train = tfds.load('mnist', split='train').map(lambda x: (x['image'], x['label'])).shuffle(1000).batch(32)",
+    "train = tfds.builder('mnist').as_dataset(split='train').map(lambda x: tf.cast(x['image'], tf.float32)).batch(32)",
+])
+def test_a_cheap_map_after_a_tfds_prefetch_is_a_lead_not_a_warning(pipeline: str) -> None:
+    """A map that selects or casts after TFDS's own prefetch: little left to overlap, said at info with the
+    reason (tensorflow/addons' triplet-loss tutorial is labelled true on the development corpus)."""
+    report = lint(TFDS + pipeline + "\nmodel.fit(train, epochs=3)\n", select=("SRC102",))
+    [finding] = report.findings
+    assert (finding.code, finding.line, finding.severity.label) == ("SRC102", 4, "info")
+    assert finding.grounds["work-not-overlapped"].startswith("not shown: tfds")
+    assert "prefetches itself; only a map that selects or casts follows" in finding.message
 
 
 @pytest.mark.parametrize("pipeline", [
@@ -156,8 +169,9 @@ def test_rules_below_the_bar_are_preview_and_none_is_kept_on() -> None:
     from tfdoctor.knowledge import table
     from tfdoctor.lint.rule import below_the_bar, load_lint_rules, select_lint_rules
 
-    assert below_the_bar() == {"SRC101": 0.0, "SRC102": 0.52, "SRC103": 0.60, "SRC105": 0.0, "SRC106": 0.0,
-                               "SRC109": 0.67, "SRC112": 0.0, "SRC115": 0.0}
+    # SRC102 and SRC103 by the tier that shows its evidence (fifth held-out set), SRC113 by the fifth set.
+    assert below_the_bar() == {"SRC101": 0.0, "SRC102": 0.10, "SRC103": 0.667, "SRC105": 0.0, "SRC106": 0.0,
+                               "SRC109": 0.67, "SRC112": 0.0, "SRC113": 0.429, "SRC115": 0.0}
     rules = load_lint_rules().rules
     default = {r.code for r in select_lint_rules(rules)}
     assert default.isdisjoint(below_the_bar())

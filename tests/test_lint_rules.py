@@ -305,6 +305,16 @@ def test_cuda_visible_devices_hard_coded_before_use_and_assigned_after_use():
     assert "after TensorFlow already ran (tf.config.list_physical_devices() on line 4)" in report.findings[1].message
 
 
+@pytest.mark.parametrize("seed", ["tf.random.set_seed(1)", "tf.compat.v1.set_random_seed(1)",
+                                  "tf.keras.utils.set_random_seed(1)"])
+def test_seeding_before_the_assignment_does_not_initialise_the_gpus(seed):
+    """Seeding records the seed and creates no GPU context: the variable still takes effect (the fifth
+    held-out set had a notebook told otherwise). A device listing does read it: still a warning."""
+    text = f"import os\nimport tensorflow as tf\n{seed}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
+    [finding] = lint(text, select=("SRC113",)).findings
+    assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("info", False)
+
+
 @pytest.mark.parametrize("value", ["'-1'", "''", "str(args.gpu)"])
 def test_hiding_gpus_or_a_computed_value_is_not_flagged(value):
     # Issue 13, item 4: hiding the GPUs before any use is how a script runs on CPU; a computed value is

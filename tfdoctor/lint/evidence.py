@@ -23,6 +23,8 @@ KINDS: dict[str, str] = {
                             "strategy, or a loop that steps an optimizer (not only built, peeked at or printed)",
     "data-from-files-or-large": "the data is read from files (size unknown), or its size is known and at least "
                                 "10,000 elements",
+    "work-not-overlapped": "elements are read or prepared after the last prefetch, a loader's own included (a "
+                           "loader that prefetches itself, followed only by batching or a cheap map, leaves little)",
     "per-element-work": "the mapped function does work per element: reads, decodes, augments or runs Python "
                         "(not an identity or a cast)",
     "step-called-in-loop": "the training step (GradientTape and apply_gradients) runs in a loop of the file, "

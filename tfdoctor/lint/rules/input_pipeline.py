@@ -22,7 +22,7 @@ _PIPELINE_FUNCTION_ARGS = {"map": 0, "filter": 0, "flat_map": 0, "interleave": 0
 
 
 @lint_rule("SRC102", "dataset-without-prefetch", Severity.WARNING, triggers=[SOURCE_TRIGGERS],
-           evidence=("consumed-by-training", "data-from-files-or-large", "users-training-code"))
+           evidence=("consumed-by-training", "data-from-files-or-large", "work-not-overlapped", "users-training-code"))
 def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
     """A tf.data pipeline is consumed without `.prefetch()`.
 
@@ -63,9 +63,11 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             scope_flow.scope.name not in flow.referenced_names  # its callers are in other files
         returned = {id(v) for v in scope_flow.returned}
         for value in scope_flow.values:
-            if value.source is None or value.has("prefetch") or _prefetched_to_device(value) or \
-                    _prefetched_by_loader(module, value):
+            if value.source is None or value.has("prefetch") or _prefetched_to_device(value):
                 continue
+            loader = _loader_prefetch(module, value)
+            if loader is _ONLY_REGROUPED:
+                continue  # the loader prefetches and only batching, shuffling or repeating follows
             consumer = scope_flow.consumed.get(id(value))
             severity = None
             if consumer is None:
@@ -91,6 +93,12 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 trained, untrained = training_grounds(module, consumer)
             data, unknown = data_grounds(module, value)
             grounds, unproven = _evidence(module, value.node or consumer, trained, untrained, data, unknown)
+            if loader is None:
+                grounds["work-not-overlapped"] = "nothing prefetches what the pipeline reads or prepares"
+            elif loader is _WORK_AFTER:
+                grounds["work-not-overlapped"] = "maps after the loader's own prefetch run in the consumer's turn"
+            else:
+                unproven["work-not-overlapped"] = loader
             expr = scope_flow.consumed_expr.get(id(value), value.node)
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
@@ -157,28 +165,37 @@ def _runs_ahead(value: Pipeline) -> bool:
     return False
 
 
-def _prefetched_by_loader(module: SourceModule, value: Pipeline) -> bool:
-    """Built by a loader that prefetches (knowledge table lint_prefetching_loaders), with no per-element work
-    since: what follows its prefetch only regroups or passes on prepared elements (batch, shuffle, repeat,
-    cache, a map that selects or casts), so reading and decoding already overlap the step (the fourth held-out
-    set's TFDS notebooks; a map that decodes or augments after the loader still needs its own prefetch)."""
+_ONLY_REGROUPED = "only regrouped"
+_WORK_AFTER = "work after"
+
+
+def _loader_prefetch(module: SourceModule, value: Pipeline) -> str | None:
+    """Whether a loader that prefetches (knowledge table lint_prefetching_loaders) built the pipeline, and what
+    follows its prefetch. None: no such loader (or told not to prefetch). `_ONLY_REGROUPED`: only batching,
+    shuffling, repeating or caching follows (silent, as since issue 25). `_WORK_AFTER`: a map or interleave
+    that reads, decodes or augments follows: that work is not overlapped. Otherwise the reason the cost is not
+    visible (an info): only maps that select or cast follow the loader's prefetch, as in TFDS tutorials."""
     from tfdoctor.knowledge import table
 
     source = source_name(module, value)
     if source is None or source not in {row["name"] for row in table("lint_prefetching_loaders").rows}:
-        return False
+        return None
     buffer = argument(value.source, "prefetch_buffer_size", None)
     if buffer is not None and constant(buffer) == 0:
-        return False  # tf.data's readers take 0 to mean "no prefetch"
+        return None  # tf.data's readers take 0 to mean "no prefetch"
     if source.startswith("tensorflow_datasets.") and not _tfds_prefetches(value.source):
-        return False
+        return None
+    light = False
     for op, call in value.ops:
         if op in ("interleave", "flat_map", "unbatch", "map_with_legacy_function"):
-            return False
-        work = argument(call, "map_func", 0) or argument(call, "predicate", 0)
-        if op in ("map", "filter") and function_cost(module, work) is not Cost.TRIVIAL:
-            return False
-    return True
+            return _WORK_AFTER
+        if op in ("map", "filter"):
+            work = argument(call, "map_func", 0) or argument(call, "predicate", 0)
+            if function_cost(module, work) is not Cost.TRIVIAL:
+                return _WORK_AFTER
+            light = True
+    short = source.replace("tensorflow_datasets.builder.", "tfds ").replace("tensorflow_datasets.", "tfds.")
+    return f"{short} prefetches itself; only a map that selects or casts follows" if light else _ONLY_REGROUPED
 
 
 def _tfds_prefetches(call: ast.AST | None) -> bool:

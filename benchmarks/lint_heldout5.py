@@ -56,7 +56,8 @@ def tiered(findings: list[tuple[tuple[str, str, str, str], str]]) -> list[tuple[
     return [(repo, path, line, f"{rule}/{tier}") for (repo, path, line, rule), tier in findings]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: Path = LABELS) -> int:
+    """Lint, score and print one held-out set (the fifth by default; lint_heldout6.py passes the sixth)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", action="store_true", help="list unjudged and gone findings")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="where the fetch snapshots are")
@@ -73,12 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths
 
-    repos = tomllib.loads(MANIFEST.read_text())["repos"]
+    repos = tomllib.loads(manifest.read_text())["repos"]
     problems = missing_snapshots(args.mirror, repos)
     if problems:
         print("skipped: the held-out snapshots are not here (nothing measured):\n  " + "\n  ".join(problems))
         return 0
-    labels = read_labels(LABELS) if LABELS.exists() else {}
+    labels = read_labels(labels_file) if labels_file.exists() else {}
     registry = load_lint_rules()
     runs = {
         "default settings (`tfdoctor lint DIR`)": select_lint_rules(registry.rules),

@@ -128,6 +128,18 @@ def missing_snapshots(mirror: Path, repos: list[dict]) -> list[str]:
     return problems
 
 
+def snapshots_or_skip(manifest: Path, mirror: Path) -> list[dict] | None:
+    """The manifest's repositories, or None after saying what to fetch (the figure is not measured then)."""
+    import tomllib
+
+    repos = tomllib.loads(manifest.read_text())["repos"]
+    problems = missing_snapshots(mirror, repos)
+    if problems:
+        print("skipped: the held-out snapshots are not here (nothing measured):\n  " + "\n  ".join(problems))
+        return None
+    return repos
+
+
 def tfdoctor_commit() -> str:
     """The commit of the linter that ran, marked `+changes` when tfdoctor/ differs from it."""
     def git(*args: str) -> str:
@@ -141,18 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="list unjudged and gone findings")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="where the fetch snapshots are")
     args = parser.parse_args(argv)
-    import tomllib
-
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import _line, materialise
 
     from tfdoctor.lint.api import lint_directory
 
-    repos = tomllib.loads(MANIFEST.read_text())["repos"]
-    problems = missing_snapshots(args.mirror, repos)
-    if problems:
-        print("skipped: the held-out snapshots are not here (nothing measured):\n  " + "\n  ".join(problems))
+    repos = snapshots_or_skip(MANIFEST, args.mirror)
+    if repos is None:
         return 0
     labels = read_labels()
     with tempfile.TemporaryDirectory() as cache:

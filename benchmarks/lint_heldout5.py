@@ -63,21 +63,17 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="where the fetch snapshots are")
     parser.add_argument("--list", type=Path, help="write every finding of the selected run to this CSV")
     args = parser.parse_args(argv)
-    import tomllib
-
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import _line, materialise
-    from lint_heldout4 import NOT_JUDGED, coverage, missing_snapshots, read_labels, table, tally, tfdoctor_commit
+    from lint_heldout4 import NOT_JUDGED, coverage, read_labels, snapshots_or_skip, table, tally, tfdoctor_commit
 
     from tfdoctor.lint.files import python_files
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths
 
-    repos = tomllib.loads(manifest.read_text())["repos"]
-    problems = missing_snapshots(args.mirror, repos)
-    if problems:
-        print("skipped: the held-out snapshots are not here (nothing measured):\n  " + "\n  ".join(problems))
+    repos = snapshots_or_skip(manifest, args.mirror)
+    if repos is None:
         return 0
     labels = read_labels(labels_file) if labels_file.exists() else {}
     registry = load_lint_rules()

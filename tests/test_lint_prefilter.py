@@ -100,6 +100,9 @@ def test_the_prefilter_keeps_whatever_the_selected_rules_need(tmp_path):
     pipelines = select_lint_rules(every, ["SRC102", "SRC103"])
     assert lint_paths([step], pipelines, walked=[step]).prefiltered == 1  # no pipeline in it
     report = lint_paths([step], select_lint_rules(every), walked=[step])
+    # parsed and judged: a step over data of a size the file does not show is held back by default
+    assert (report.prefiltered, report.codes(), report.held_back_by) == (0, [], {"SRC107": 1})
+    report = lint_paths([step], select_lint_rules(every, ["SRC107"]), walked=[step])
     assert (report.prefiltered, report.codes()) == (0, ["SRC107"])
 
 

@@ -22,7 +22,7 @@ def render_summary(report: LintReport) -> str:
     counts = ", ".join(f"{n} {label}" for label, n in sorted(by_level.items())) or "no findings"
     extra = f"; {report.suppressed} suppressed" if report.suppressed else ""
     if report.held_back:
-        codes = ",".join(sorted({r.code for r in report.rules if r.quiet_unproven}))
+        codes = ",".join(sorted(report.held_back_by))  # the rules that held something back in this run
         extra += (f"; {report.held_back} held back without the evidence to report them "
                   f"(--select {codes} shows them at info)")
     lines = [f"tfdoctor lint: {report.files} file(s): {counts}{extra}"]

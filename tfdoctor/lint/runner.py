@@ -32,11 +32,16 @@ class LintReport:
     suppressed: int = 0
     prefiltered: int = 0  # files read but not parsed: no selected rule's triggers in them (lint/prefilter.py)
     unproven: int = 0  # hits dropped because they lacked the evidence their rule declares (lint/evidence.py)
-    held_back: int = 0  # info hits without their evidence, of a rule whose table keeps that tier off by default
+    # info hits without their evidence, of a rule whose table keeps that tier off by default: code → count
+    held_back_by: dict[str, int] = field(default_factory=dict)
     plugin_errors: list[str] = field(default_factory=list)
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
+
+    @property
+    def held_back(self) -> int:
+        return sum(self.held_back_by.values())
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -77,7 +82,8 @@ def _run_rules(module: SourceModule, rules: Iterable[LintRuleSpec], report: Lint
                 report.unproven += 1
                 continue
             if spec.quiet_unproven and hit.unproven:
-                report.held_back += 1  # on again with the rule's exact code or --preview
+                # on again with the rule's exact code or --preview
+                report.held_back_by[spec.code] = report.held_back_by.get(spec.code, 0) + 1
                 continue
             line, column, end_line, end_column = _locate(module, hit.node)
             key = (spec.code, line, column)
@@ -277,7 +283,8 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
             report.suppressed += part.suppressed
             report.prefiltered += part.prefiltered
             report.unproven += part.unproven
-            report.held_back += part.held_back
+            for code, count in part.held_back_by.items():
+                report.held_back_by[code] = report.held_back_by.get(code, 0) + count
     finally:
         os.close(tokens)
     for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it

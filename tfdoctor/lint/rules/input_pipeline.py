@@ -80,8 +80,8 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 consumer, severity = value.node, Severity.INFO
             if value.ops and value.ops[-1][0] == "take":
                 continue  # a peek at a few elements (printing, plotting), not training
-            if _runs_ahead(value):
-                continue  # cached elements or a parallel map's own buffer: the work already overlaps (issue 25)
+            if _runs_ahead(module, value):
+                continue  # cached elements, a parallel map's or map_and_batch's own buffer: the work overlaps
             cost = pipeline_cost(module, value)
             if tiny(module, value) or cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)):
                 continue  # arrays already in memory (a CSV read with pandas), cheap maps: nothing worth overlapping
@@ -94,7 +94,11 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
                 trained, untrained = training_grounds(module, consumer)
             data, unknown = data_grounds(module, value)
             grounds, unproven = _evidence(module, value.node or consumer, trained, untrained, data, unknown)
-            if after_loader == "absent":
+            strategy = _distributed_by(module, consumer)
+            if strategy and after_loader in ("absent", "work"):
+                unproven["work-not-overlapped"] = (f"the file builds a {strategy}, whose distributed iterator "
+                                                   "prefetches a batch to each device when this runs under it")
+            elif after_loader == "absent":
                 grounds["work-not-overlapped"] = "nothing prefetches what the pipeline reads or prepares"
             elif after_loader == "work":
                 grounds["work-not-overlapped"] = "maps after the loader's own prefetch run in the consumer's turn"
@@ -143,22 +147,50 @@ _WORK_OPS = frozenset({"map", "interleave", "flat_map", "parallel_interleave", "
                        "apply", "filter", "unbatch", "padded_batch", "batch", "cache"})
 
 
-def _runs_ahead(value: Pipeline) -> bool:
+def _runs_ahead(module: SourceModule, value: Pipeline) -> bool:
     """The last op that prepares elements caches them (after the first epoch they come from memory or
     disk: nothing left to overlap), or is a map/interleave with num_parallel_calls feeding the consumer
     directly (its own buffer keeps elements in flight while the step runs; a batch after it would wait
-    for a whole batch, so that case still needs a prefetch). The held-out labels count neither as a
-    missing prefetch (issue 25: 7 of SRC102's 8 held-out false positives)."""
+    for a whole batch, so that case still needs a prefetch), or a transformation that keeps batches in
+    flight itself (`map_and_batch`, knowledge table lint_running_ahead). The held-out labels count none
+    as a missing prefetch (issue 25: 7 of SRC102's 8 held-out false positives; issue 39's fifth set: 4)."""
     for op, call in reversed(value.ops):
         if op not in _WORK_OPS:
             continue
         if op == "cache":
             return True
+        if op == "apply":
+            applied = argument(call, "transformation_func", 0)
+            return isinstance(applied, ast.Call) and \
+                _running_ahead("transformation").get(module.call_name(applied) or "") is not None
         if op in ("map", "interleave"):
             parallel = argument(call, "num_parallel_calls", 1 if op == "map" else 3)
             return parallel is not None and constant(parallel) not in (1, None)
         return False
     return False
+
+
+def _running_ahead(kind: str) -> dict[str, str]:
+    """name → how, of the rows of one kind of the knowledge table lint_running_ahead."""
+    from tfdoctor.knowledge import table
+
+    return {row["name"]: row["how"] for row in table("lint_running_ahead").rows if row["kind"] == kind}
+
+
+_STRATEGY_CONSUMERS = frozenset({"fit", "evaluate", "predict", "experimental_distribute_dataset",
+                                 "distribute_datasets_from_function"})
+
+
+def _distributed_by(module: SourceModule, consumer: ast.AST) -> str | None:
+    """The short name of a distribution strategy the file builds whose iterator prefetches to each device
+    (lint_running_ahead), when the consumer is one that runs under a strategy (Keras fit, evaluate or
+    predict; experimental_distribute_dataset). Which branch or scope runs is not visible: the caller says
+    so at info."""
+    if not (isinstance(consumer, ast.Call) and isinstance(consumer.func, ast.Attribute)
+            and consumer.func.attr in _STRATEGY_CONSUMERS):
+        return None
+    built = [name for name in _running_ahead("distribution") if module.calls_named(name)]
+    return built[0].rsplit(".", 1)[-1] if built else None
 
 
 AfterLoader = Literal["absent", "regrouped", "work", "light", "unseen"]

@@ -354,6 +354,20 @@ def test_a_file_named_for_eager_execution_teaches_it(path: str, silent: bool) ->
     assert [f.code for f in report.findings] == ([] if silent else ["SRC107"])
 
 
+@pytest.mark.parametrize("above, silent", [
+    ("# @tf.function  # not working issue: https://github.com/tensorflow/tensorflow/issues/27086\n", True),
+    ("#@tf.function(jit_compile=True)\n", True),
+    ("# @tf.function scope name error if enabled, why?\n# a second comment line\n", True),
+    ("@some_decorator\n", False),  # healthy twins: no decorator taken off
+    ("# compiles the step: see @tf.function below\n", False),
+    ("# @tf.function\nx = 1\n", False),  # code between the comment and the def: not the step's decorator
+])
+def test_a_step_whose_tf_function_its_author_took_off_is_silent(above: str, silent: bool) -> None:
+    # eighth held-out set: three eager steps under a commented-out decorator, two saying compiling failed
+    text = TF + MNIST + above + STEP + BATCHES + LOOP
+    assert [f[1] for f in step_findings(text)] == ([] if silent else ["warning"])
+
+
 @pytest.mark.parametrize("line, why", [
     ("    target = model.predict(x, verbose=0)\n", "calls predict()"),
     ("    target = np.max(model(x), axis=1)\n", "computes with NumPy (numpy.max())"),

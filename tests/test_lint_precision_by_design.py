@@ -178,14 +178,15 @@ def test_rules_below_the_bar_are_preview_and_none_is_kept_on() -> None:
     """Issue 39, item 3: SRC102 and SRC103 were kept on by default as recorded exceptions; both were under the
     bar on the issue's measurement (52 %, 60 %) and on the third held-out set (2 of 3, 77.3 % strict), so they
     became preview rules, like every rule under the bar. Measured by tier on the fifth to seventh held-out
-    sets, SRC103's findings that show their evidence clear it (35 of 37) and are on again; its info findings
-    (7 of 30) and all of SRC102 (22 of 37 shown) are not. SRC107's shown findings clear it on the seventh
-    (28 of 28), its info findings do not (4 of 12). SRC113 was measured under it on the fifth."""
+    sets, SRC103's findings that show their evidence clear it (39 of 41 with the eighth) and are on again;
+    its info findings (17 of 47) and all of SRC102 (28 of 47 shown) are not. SRC107's shown findings clear it
+    on the seventh and eighth (34 of 39), its info findings do not (9 of 20). SRC113 was measured under it on
+    the fifth and eighth (5 of 19)."""
     from tfdoctor.knowledge import table
     from tfdoctor.lint.rule import below_the_bar, load_lint_rules, quiet_unproven, select_lint_rules
 
-    assert below_the_bar() == {"SRC101": 0.0, "SRC102": 0.595, "SRC105": 0.0, "SRC106": 0.0,
-                               "SRC109": 0.67, "SRC112": 0.0, "SRC113": 0.429, "SRC115": 0.0}
+    assert below_the_bar() == {"SRC101": 0.0, "SRC102": 0.596, "SRC105": 0.0, "SRC106": 0.0,
+                               "SRC109": 0.67, "SRC112": 0.0, "SRC113": 0.263, "SRC115": 0.0}
     assert quiet_unproven() == {"SRC103", "SRC107"}
     rules = load_lint_rules().rules
     default = {r.code for r in select_lint_rules(rules)}
@@ -358,13 +359,19 @@ PARSE = "def parse(record):\n    return tf.io.parse_single_example(record, featu
     "tf.data.experimental.map_and_batch(lambda r: parse(r), batch_size=64, num_parallel_batches=4)",
     "tf.contrib.data.map_and_batch(map_func=parse, batch_size=64)",
 ])
-def test_map_and_batch_keeps_batches_in_flight_like_a_prefetch(fused: str) -> None:
-    # the fifth held-out set's ALBERT and ELECTRA pretraining inputs: judged false as missing a prefetch
+def test_map_and_batch_keeps_a_batch_in_flight_so_its_finding_is_an_info_with_the_reason(fused: str) -> None:
+    # the fifth held-out set's ALBERT and ELECTRA pretraining inputs were judged false as missing a prefetch;
+    # NVIDIA's BERT input_fns, the same construct, were labelled true on the development corpus before the
+    # rubric: kept, at info, with the reason
     records = TF + PARSE + "d = tf.data.TFRecordDataset(files).repeat()\n"
-    assert codes(records + f"d = d.apply({fused})\nmodel.fit(d, epochs=3)\n", ("SRC102",)) == []
+    [finding] = lint(records + f"d = d.apply({fused})\nmodel.fit(d, epochs=3)\n", select=("SRC102",)).findings
+    assert (finding.line, finding.severity.label) == (6, "info")
+    assert finding.message.endswith("(info: map_and_batch keeps the next batch in flight itself: a prefetch after "
+                                    "it overlaps little more)")
     # its healthy twin: the same work, then another transformation applied last, keeps nothing in flight
-    assert codes(records + "d = d.map(parse).batch(64).apply(tf.data.experimental.ignore_errors())\n"
-                 "model.fit(d, epochs=3)\n", ("SRC102",)) == ["SRC102:6"]
+    report = lint(records + "d = d.map(parse).batch(64).apply(tf.data.experimental.ignore_errors())\n"
+                  "model.fit(d, epochs=3)\n", select=("SRC102",))
+    assert [(f.line, f.severity.label) for f in report.findings] == [(6, "warning")]
 
 
 PIPELINE = "ds = tf.data.Dataset.list_files(pattern).map(decode, num_parallel_calls=8).batch(64)\n"

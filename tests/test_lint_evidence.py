@@ -354,6 +354,27 @@ def test_a_file_named_for_eager_execution_teaches_it(path: str, silent: bool) ->
     assert [f.code for f in report.findings] == ([] if silent else ["SRC107"])
 
 
+CIFAR = ("(train_images, train_labels), _ = tf.keras.datasets.cifar10.load_data()\n"
+         "validation_images, validation_labels = train_images[:5000], train_labels[:5000]\n"
+         "train_images, train_labels = train_images[5000:], train_labels[5000:]\n"
+         "def process(image, label):\n    return tf.image.resize(tf.image.per_image_standardization(image), "
+         "(227, 227)), label\n")
+
+
+def test_a_split_bound_to_a_literal_head_slice_holds_at_most_that_many_rows() -> None:
+    # ninth held-out set: a 5,000-image validation split of CIFAR-10, judged false ten times as "arrays in
+    # memory of a size not visible here"; the training split beside it (45,000) keeps its findings
+    train = "train_ds = tf.data.Dataset.from_tensor_slices((train_images, train_labels)).map(process).batch(64)\n"
+    val = ("val_ds = tf.data.Dataset.from_tensor_slices((validation_images, validation_labels))"
+           ".map(process).batch(64)\n")
+    text = TF + CIFAR + train + val + "model.fit(train_ds, epochs=50, validation_data=val_ds)\n"
+    assert found(text) == [("SRC103", 7, "warning"), ("SRC102", 9, "warning")]
+    # the healthy twin: a name bound to a slice once and to something else elsewhere is of unknown size
+    rebound = text.replace("model.fit", "validation_images = load_more()\nmodel.fit")
+    assert [(code, severity) for code, _line, severity in found(rebound)] == [
+        ("SRC103", "warning"), ("SRC103", "info"), ("SRC102", "warning"), ("SRC102", "info")]
+
+
 @pytest.mark.parametrize("above, silent", [
     ("# @tf.function  # not working issue: https://github.com/tensorflow/tensorflow/issues/27086\n", True),
     ("#@tf.function(jit_compile=True)\n", True),

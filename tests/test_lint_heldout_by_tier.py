@@ -1,4 +1,4 @@
-"""The fifth to eighth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
+"""The fifth to ninth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
 committed labels against each manifest and the other corpora (always), and the labels against the findings of
 the pinned snapshots (only where the `fetch` snapshots are present)."""
 
@@ -19,12 +19,15 @@ import lint_heldout5 as h5  # noqa: E402
 import lint_heldout6 as h6  # noqa: E402
 import lint_heldout7 as h7  # noqa: E402
 import lint_heldout8 as h8  # noqa: E402
+import lint_heldout9 as h9  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h6, 32, "tensorflow/workshops", "google-research/tapas", id="sixth"),
         pytest.param(h7, 80, "ageron/tf2_course", "calmisential/YOLOv3_TensorFlow2", id="seventh"),
-        pytest.param(h8, 67, "Slaysenfite/masters-tensorflow2-model", "dainakai/tensorflow2_4_1", id="eighth")]
+        pytest.param(h8, 67, "Slaysenfite/masters-tensorflow2-model", "dainakai/tensorflow2_4_1", id="eighth"),
+        pytest.param(h9, 72, "soumyadeep2912/Machine-Learning-with-Tensorflow-2", "ColinFendrick/tensorflow-2",
+                     id="ninth")]
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.
 ISSUE_39_EXCLUDED = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks",

@@ -423,3 +423,39 @@ def test_a_data_set_librarys_as_dataset_hook_is_silent() -> None:
 def test_a_script_that_writes_tfrecords_and_trains_nothing_is_silent() -> None:
     text = TF + DECODE + RECORDS + "it = iter(ds)\nwith tf.io.TFRecordWriter('x') as w:\n    w.write(next(it))\n"
     assert found(text) == []
+
+
+# --- the file's assignments, indexed once (speed: issue 39, item 7) ------------------------------------------
+
+
+def test_the_bindings_of_a_name_are_read_from_one_index_of_the_files_assignments(monkeypatch) -> None:
+    """`_bindings` was a walk of every assignment per name asked: on ageron/handson-ml3's notebooks lint's CPU
+    rose to 1.35x of parsing them (benchmarks/results/lint_speed_others-2026-12-06-before-index.txt). Now
+    one index per module answers every name, with the same values as the walk gave."""
+    import ast as ast_module
+
+    from tfdoctor.lint import evidence
+    from tfdoctor.lint.source import SourceModule
+
+    text = ("import tensorflow as tf\n(x, y), (tx, ty) = load()\nx, y = x[:200], y[:200]\n"
+            "val_x, val_y = x[:50], y[:50]\n"
+            "a = b = make()\nc, d = pair\nx = x\n")
+    module = SourceModule.from_text(text, "train.py")
+    walks = []
+    real = module.nodes
+
+    def counted(kind):
+        walks.append(kind)
+        return real(kind)
+
+    monkeypatch.setattr(module, "nodes", counted)
+    naive = {}
+    for name in ("x", "y", "val_x", "a", "b", "c", "d", "tx", "missing"):
+        naive[name] = [a.value for a in ast_module.walk(module.tree) if isinstance(a, ast_module.Assign)
+                       and any(isinstance(n, ast_module.Name) and n.id == name for t in a.targets
+                               for n in ast_module.walk(t))]
+        assert evidence._bindings(module, name) == naive[name], name
+    assert walks.count(ast_module.Assign) == 1  # nine names asked, the assignments indexed once
+    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "val_x")] == ["x[:50]"]
+    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "x")] == ["load()", "x[:200]", "x"]
+    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "d")] == ["pair"]

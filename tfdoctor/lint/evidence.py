@@ -289,20 +289,7 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
 def _bound_to(module: SourceModule, name: str) -> list[ast.AST]:
     """What each assignment of the file binds to `name` itself: the whole value for `name = value`, the
     matching element for `a, name = x, y`; the whole value where the two sides do not pair up."""
-    found: list[ast.AST] = []
-    for assign in module.nodes(ast.Assign):
-        for target in assign.targets:
-            if isinstance(target, ast.Name) and target.id == name:
-                found.append(assign.value)
-            elif isinstance(target, (ast.Tuple, ast.List)) and any(
-                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                value = assign.value
-                if not (isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)):
-                    found.append(value)
-                    continue
-                found += [v for e, v in zip(target.elts, value.elts, strict=True)
-                          if isinstance(e, ast.Name) and e.id == name]
-    return found
+    return module.derived(_binding_index)[1].get(name, [])
 
 
 def _literal_head(node: ast.AST) -> int | None:
@@ -503,11 +490,36 @@ def _names(node: ast.AST) -> list[str]:
 
 def _bindings(module: SourceModule, name: str) -> list[ast.AST]:
     """The values a name is assigned in the file (`x = ...`, `(x, y), _ = ...`)."""
-    found = []
+    return module.derived(_binding_index)[0].get(name, [])
+
+
+def _binding_index(module: SourceModule) -> tuple[dict[str, list[ast.AST]], dict[str, list[ast.AST]]]:
+    """Every assignment of the file, indexed once by the names it binds (a rule asks for the bindings of
+    hundreds of names per notebook: walking every assignment each time cost more than parsing it). First:
+    name → the whole values of the assignments that bind it. Second: name → what each binds to it itself
+    (the matching element of `a, name = x, y`; the whole value where the two sides do not pair up)."""
+    whole: dict[str, list[ast.AST]] = {}
+    own: dict[str, list[ast.AST]] = {}
     for assign in module.nodes(ast.Assign):
-        if any(isinstance(n, ast.Name) and n.id == name for t in assign.targets for n in ast.walk(t)):
-            found.append(assign.value)
-    return found
+        value = assign.value
+        for target in assign.targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    whole.setdefault(node.id, []).append(value)
+            if isinstance(target, ast.Name):
+                own.setdefault(target.id, []).append(value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+                for i, element in enumerate(target.elts):
+                    if paired and isinstance(element, ast.Name):
+                        own.setdefault(element.id, []).append(value.elts[i])  # type: ignore[attr-defined]
+                if not paired:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            own.setdefault(node.id, []).append(value)
+    for values in whole.values():  # one entry per assignment, however often the name occurs in its targets
+        values[:] = list({id(v): v for v in values}.values())
+    return whole, own
 
 
 # --- is the pipeline read by training? ------------------------------------------------------------------

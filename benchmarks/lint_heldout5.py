@@ -56,8 +56,20 @@ def tiered(findings: list[tuple[tuple[str, str, str, str], str]]) -> list[tuple[
     return [(repo, path, line, f"{rule}/{tier}") for (repo, path, line, rule), tier in findings]
 
 
+class HeldOutSet:
+    """A later held-out set scored exactly as this one: its manifest, its labels, and `main(argv)` running
+    them (benchmarks/lint_heldout6.py to lint_heldout9.py are one line each over this)."""
+
+    def __init__(self, name: str) -> None:
+        self.manifest = HERE / "lint_corpus" / f"{name}.toml"
+        self.labels = HERE / "lint_corpus" / f"{name}_labels.csv"
+
+    def main(self, argv: list[str] | None = None) -> int:
+        return main(argv, self.manifest, self.labels)
+
+
 def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: Path = LABELS) -> int:
-    """Lint, score and print one held-out set (the fifth by default; lint_heldout6.py passes the sixth)."""
+    """Lint, score and print one held-out set (the fifth by default; HeldOutSet passes a later one)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", action="store_true", help="list unjudged and gone findings")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="where the fetch snapshots are")

@@ -17,17 +17,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-MANIFEST = HERE / "lint_corpus" / "heldout7.toml"
-LABELS = HERE / "lint_corpus" / "heldout7_labels.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lint_heldout5 import HeldOutSet
 
-
-def main(argv: list[str] | None = None) -> int:
-    sys.path.insert(0, str(HERE))
-    import lint_heldout5
-
-    return lint_heldout5.main(argv, MANIFEST, LABELS)
-
+SET = HeldOutSet("heldout7")
+MANIFEST, LABELS, main = SET.manifest, SET.labels, SET.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -36,6 +36,9 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         read from files or known to hold 10,000 elements or more. Where that is not visible (returned to
         callers in other files, arrays of a size the file does not show) it says so at info severity,
         with the reason; where the data is known to be small, or nothing trains on it, it is silent.
+        What already keeps input in flight makes it an info too: a last `map_and_batch`, or a file that
+        builds a strategy whose distributed iterator prefetches to each device (`MirroredStrategy`,
+        `MultiWorkerMirroredStrategy`, `TPUStrategy`; knowledge table lint_running_ahead).
 
     Why is this bad?
         Without prefetching, the input pipeline and the training step take turns: while the model

@@ -122,6 +122,29 @@ def test_the_files_own_guarded_name_is_used() -> None:
     assert fixes(text, "SRC103") == [("num_parallel_calls=AUTOTUNE", Applicability.SAFE)]
 
 
+@pytest.mark.parametrize("binding", [
+    "AUTOTUNE = tf.data.AUTOTUNE if hasattr(tf.data, 'AUTOTUNE') else tf.data.experimental.AUTOTUNE\n",
+    "AUTOTUNE = getattr(tf.data, 'AUTOTUNE', tf.data.experimental.AUTOTUNE)\n",
+    "AUTOTUNE = tf.data.experimental.AUTOTUNE\n",
+])
+def test_a_guard_that_binds_autotune_is_the_name_used(binding: str) -> None:
+    text = TF + binding + DECODE + "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"
+    assert fixes(text, "SRC103") == [("num_parallel_calls=AUTOTUNE", Applicability.SAFE)]
+
+
+@pytest.mark.parametrize("holder", [
+    # james77777778/keras-aug's guides/quick_start.py (tenth held-out set): the finding's own statement
+    # ends with .prefetch(tf.data.AUTOTUNE); stop 45 wrote `num_parallel_calls=train_dataset`
+    "train = (tf.data.TFRecordDataset(files)\n    .map(decode)\n    .prefetch(tf.data.AUTOTUNE))\n",
+    # an earlier pipeline that names AUTOTUNE somewhere in its value: a dataset, not AUTOTUNE
+    "other = tf.data.TFRecordDataset(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE)\n"
+    "train = tf.data.TFRecordDataset(files).map(decode).prefetch(1)\n",
+])
+def test_a_name_whose_value_only_holds_autotune_is_not_written_as_autotune(holder: str) -> None:
+    text = TF + DECODE + holder + "model.fit(train)\n"
+    assert fixes(text, "SRC103") == [("num_parallel_calls=tf.data.AUTOTUNE", Applicability.SAFE)]
+
+
 def test_a_name_bound_after_the_line_is_not_used() -> None:
     text = TF + DECODE + ("ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"
                           "AUTOTUNE = tf.data.experimental.AUTOTUNE\n")

@@ -87,8 +87,8 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     # is all module level, and each finding asked again).
     for statement in _module_level(module.tree.body) if "AUTOTUNE" in module.text else ():
         targets = statement.targets if isinstance(statement, ast.Assign) else []
-        if (statement.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name)
-                and any(isinstance(n, ast.Attribute) and n.attr == "AUTOTUNE" for n in ast.walk(statement.value))):
+        if (statement.end_lineno is not None and statement.end_lineno < line and len(targets) == 1
+                and isinstance(targets[0], ast.Name) and _is_autotune(statement.value)):
             return targets[0].id, True
     imported = module.imports.bindings.get("AUTOTUNE", "")
     if imported.endswith(".AUTOTUNE"):
@@ -98,6 +98,23 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     if _TF1_ERA.search(module.text):
         return f"{alias}.data.experimental.AUTOTUNE", True
     return f"{alias}.data.AUTOTUNE", True
+
+
+def _is_autotune(value: ast.expr) -> bool:
+    """Whether a value is AUTOTUNE itself: `tf.data.AUTOTUNE`, a guard choosing between two spellings of it
+    (`a if hasattr(...) else b`, `getattr(tf.data, "AUTOTUNE", b)`), or a name imported as AUTOTUNE. A value
+    that merely holds it somewhere (`ds = ds.prefetch(tf.data.AUTOTUNE)`) is not: its name is a dataset."""
+    if isinstance(value, ast.Attribute):
+        return value.attr == "AUTOTUNE"
+    if isinstance(value, ast.Name):
+        return value.id == "AUTOTUNE"
+    if isinstance(value, ast.IfExp):
+        return _is_autotune(value.body) and _is_autotune(value.orelse)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "getattr":
+        name = value.args[1] if len(value.args) > 1 else None
+        return isinstance(name, ast.Constant) and name.value == "AUTOTUNE" and (
+            len(value.args) < 3 or _is_autotune(value.args[2]))
+    return False
 
 
 def _module_level(body: list[ast.stmt]):

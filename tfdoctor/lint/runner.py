@@ -283,8 +283,8 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
             report.suppressed += part.suppressed
             report.prefiltered += part.prefiltered
             report.unproven += part.unproven
-            for code, count in part.held_back_by.items():
-                report.held_back_by[code] = report.held_back_by.get(code, 0) + count
+            for code, held in part.held_back_by.items():  # not `count`: it is the number of chunks
+                report.held_back_by[code] = report.held_back_by.get(code, 0) + held
     finally:
         os.close(tokens)
     for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it

@@ -8,6 +8,7 @@ from pathlib import Path
 from tfdoctor.lint.prefilter import prefilter_for
 from tfdoctor.lint.rule import RUNNER_CODES, LintFinding, load_lint_rules
 from tfdoctor.lint.runner import LintReport, lint_paths, lint_text
+from tfdoctor.lint.target import Target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lint_fixtures"
 _EXPECT = re.compile(r"expect: ((?:SRC\d{3}\s*)+)")
@@ -20,8 +21,13 @@ def rules(select: tuple[str, ...] = ()):
     return select_lint_rules(load_lint_rules().rules, select, preview=True)
 
 
-def lint(text: str, select: tuple[str, ...] = ()) -> LintReport:
-    report = lint_text(text, rules(select), "script.py")
+# A release before tf.data's default rewrites (tfdoctor/knowledge/tfdata_automatic.toml): there a map runs one
+# element at a time and nothing prefetches unless the code asks, so the other evidence is what decides.
+BEFORE_REWRITES = Target((2, 4), "--target-tensorflow")
+
+
+def lint(text: str, select: tuple[str, ...] = (), target: Target | None = None) -> LintReport:
+    report = lint_text(text, rules(select), "script.py", target)
     assert_prefilter_keeps(text.encode("utf-8"), report)
     return report
 

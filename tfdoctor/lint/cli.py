@@ -26,9 +26,12 @@ from tfdoctor.usage import split_codes as _split_codes
 @click.option("--fix", "fix", is_flag=True, help="Apply the safe fixes in place, then report what is left.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: apply the unsafe fixes too.")
 @click.option("--diff", "diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
+@click.option("--target-tensorflow", metavar="RELEASE", default=None,
+              help="The TensorFlow release the code runs on (e.g. 2.15), or 'installed' for the one installed "
+                   "here: what tf.data does by itself there decides SRC102 and SRC103 (default: not known).")
 def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str,
          fail_on: str | None, show_fixes: bool, list_rules: bool, include_tests: bool | None,
-         preview: bool | None, fix: bool, unsafe_fixes: bool, diff: bool) -> None:
+         preview: bool | None, fix: bool, unsafe_fixes: bool, diff: bool, target_tensorflow: str | None) -> None:
     """Statically check training scripts and notebooks (files, or directories of *.py and *.ipynb) for
     TensorFlow performance anti-patterns. Nothing is imported or run. Suppress one line with
     `# tfdoctor: noqa: SRC101`."""
@@ -65,6 +68,13 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
         raise UsageError(str(exc)) from None
     include_tests = settings.include_tests if include_tests is None else include_tests
     preview = settings.preview if preview is None else preview
+    from tfdoctor.lint.target import resolve
+
+    try:
+        target = (resolve(target_tensorflow, "--target-tensorflow") if target_tensorflow is not None
+                  else resolve(settings.target_tensorflow, f"target-tensorflow in {config.source}"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     selected_codes, ignored_codes = _split_codes(select), _split_codes(ignore)
     unknown = [c for c in (*selected_codes, *ignored_codes) if not any(r.code.startswith(c) for r in registry.rules)]
     if unknown:
@@ -80,9 +90,10 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     # on the command line always is, so its syntax error is reported (pre-commit names files).
     named = {Path(p) for p in paths}
     walked = [f for f in files if f not in named]
-    report = lint_paths(files, rules, registry.errors, walked=walked)
+    report = lint_paths(files, rules, registry.errors, walked=walked, target=target)
     if fix or diff:
-        report = _apply_fixes(report, files, rules, registry.errors, write=fix, unsafe=unsafe_fixes, walked=walked)
+        report = _apply_fixes(report, files, rules, registry.errors, write=fix, unsafe=unsafe_fixes, walked=walked,
+                              target=target)
         if diff:
             raise SystemExit(EXIT_FINDINGS if report else EXIT_OK)
     if fmt == "json":
@@ -108,13 +119,13 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     raise SystemExit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
-def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool, walked=()):
+def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool, walked=(), target=None):
     """--fix: write the fixes and return the report of a second lint (what is left); --diff: print the
     diffs and return whether there was any (the exit code says so, as ruff's does)."""
     from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix
     from tfdoctor.lint.runner import display_path, lint_paths
 
-    plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files}, rules)
+    plans, problems = plan_fixes(report.findings, unsafe, {display_path(p): p for p in files}, rules, target)
     for problem in problems:
         _emit(f"tfdoctor lint: {problem}\n", err=True)
     if not write:
@@ -135,4 +146,4 @@ def _apply_fixes(report, files, rules, plugin_errors, write: bool, unsafe: bool,
     plans = written
     count = sum(len(plan.fixed) for plan in plans)
     _emit(f"tfdoctor lint: fixed {count} finding(s) in {len(plans)} file(s)\n", err=True)
-    return lint_paths(files, rules, plugin_errors, walked=walked) if plans else report
+    return lint_paths(files, rules, plugin_errors, walked=walked, target=target) if plans else report

@@ -113,6 +113,128 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
     return worst
 
 
+class State(enum.Enum):
+    """Whether a mapped function makes stateful ops: tf.data parallelizes a map by itself only when it does not
+    (tfdoctor/knowledge/tfdata_automatic.toml, map_parallelization)."""
+
+    STATELESS = "stateless"
+    UNKNOWN = "unknown"
+    STATEFUL = "stateful"
+
+
+# Methods of tensors and containers that trace to stateless ops (or none); of generators, tables and
+# variables that read or change state.
+_STATELESS_METHODS = frozenset({"set_shape", "get_shape", "reshape", "numpy_shape", "split", "join", "strip",
+                                "lower", "upper", "format", "replace", "decode", "encode"}) | _CHEAP_METHODS
+_STATEFUL_METHODS = frozenset({"lookup", "uniform", "normal", "truncated_normal", "uniform_full_int", "binomial",
+                               "make_seeds", "assign", "assign_add", "assign_sub", "read_value", "scatter_update"})
+
+
+def function_state(module: SourceModule, target: ast.AST | None, depth: int = 0) -> tuple[State, str | None]:
+    """Whether the function given to `map` makes stateful ops, and the call that does when one does. Followed
+    into lambdas, partials and functions of this file, as `function_cost` is; a call into another module
+    leaves it unknown."""
+    if target is None or depth > 3:
+        return State.UNKNOWN, None
+    if isinstance(target, ast.Lambda):
+        return _body_state(module, target.body, depth)
+    name = module.qualified(target)
+    if name is not None:
+        return _named_state(name)
+    if isinstance(target, ast.Call) and target.args and (
+            module.call_name(target) == "functools.partial"
+            or (isinstance(target.func, ast.Name) and target.func.id == "partial")):
+        return function_state(module, target.args[0], depth + 1)
+    if _bound_makers(module, target) is not None:
+        return _layer_state(module, target)
+    if isinstance(target, ast.Call) and (maker := module.call_name(target)) is not None:
+        return _named_state(maker)  # `map(keras.layers.Rescaling(1 / 255))`: the layer made on the spot
+    definition = _definition(module, target)
+    if definition is None:
+        return State.UNKNOWN, None
+    worst: tuple[State, str | None] = (State.STATELESS, None)
+    for statement in definition.body:
+        state = _body_state(module, statement, depth)
+        if state[0] is State.STATEFUL:
+            return state
+        worst = max(worst, state, key=_rank)
+    return worst
+
+
+def _rank(state: tuple[State, str | None]) -> int:
+    return (State.STATELESS, State.UNKNOWN, State.STATEFUL).index(state[0])
+
+
+def _named_state(name: str) -> tuple[State, str | None]:
+    from tfdoctor.lint.target import stateful_call, stateless_keras_call
+
+    if stateful_call(name):
+        return State.STATEFUL, name
+    if stateless_keras_call(name) or (name.startswith("tf.") and not name.startswith("tf.keras")):
+        return State.STATELESS, None  # a TensorFlow op not known to be stateful
+    if name.startswith(("numpy.", "math.")):
+        return State.STATELESS, None  # runs once, when the map's function is traced: a constant in the graph
+    return State.UNKNOWN, None
+
+
+def _body_state(module: SourceModule, node: ast.AST, depth: int) -> tuple[State, str | None]:
+    worst: tuple[State, str | None] = (State.STATELESS, None)
+    for child in ast.walk(node):
+        if not isinstance(child, ast.Call):
+            continue
+        func = child.func
+        name = module.call_name(child)
+        if name is not None:
+            state = _named_state(name)
+        elif isinstance(func, ast.Name) and func.id in _CHEAP_BUILTINS:
+            continue
+        elif isinstance(func, ast.Attribute) and func.attr in _STATEFUL_METHODS:
+            return State.STATEFUL, f".{func.attr}()"
+        elif isinstance(func, ast.Attribute) and func.attr in _STATELESS_METHODS:
+            continue
+        elif _bound_makers(module, func) is not None:
+            state = _layer_state(module, func)
+        elif (definition := _definition(module, func)) is not None and depth < 3:
+            state = max((_body_state(module, s, depth + 1) for s in definition.body),
+                        key=_rank, default=(State.STATELESS, None))
+        else:
+            state = State.UNKNOWN, None
+        if state[0] is State.STATEFUL:
+            return state
+        worst = max(worst, state, key=_rank)
+    return worst
+
+
+def _layer_state(module: SourceModule, func: ast.AST) -> tuple[State, str | None]:
+    """A name bound to Keras layers or models: stateful when one is a random or lookup layer, stateless when
+    each is a layer known to make only stateless ops, unknown otherwise (a layer with weights)."""
+    makers = _bound_makers(module, func) or []
+    states = [_named_state(name) for name in makers]
+    stateful = next((s for s in states if s[0] is State.STATEFUL), None)
+    if stateful is not None:
+        return stateful
+    return (State.STATELESS, None) if states and all(s[0] is State.STATELESS for s in states) else (State.UNKNOWN, None)
+
+
+def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
+    """The canonical names of the Keras (or TF Hub, tokenizer) makers a name is bound to, with the layers of a
+    `Sequential([...])` among them; None when the name is not bound only to such calls."""
+    if not isinstance(func, ast.Name):
+        return None
+    bound = [a.value for a in module.nodes(ast.Assign) if any(isinstance(t, ast.Name) and t.id == func.id
+                                                               for t in a.targets)]
+    if not bound or not all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
+                            for b in bound):
+        return None
+    makers = []
+    for call in bound:
+        makers.append(module.call_name(call) or "")
+        for inner in ast.walk(call):
+            if inner is not call and isinstance(inner, ast.Call) and (name := module.call_name(inner)):
+                makers.append(name)
+    return [m for m in makers if not m.endswith(("Sequential", "keras.Input"))]
+
+
 def _bound_to_a_model(module: SourceModule, func: ast.AST) -> bool:
     """A name the file binds only to Keras layers or models, TF Hub or tokenizer objects."""
     if not isinstance(func, ast.Name):

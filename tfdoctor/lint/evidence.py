@@ -27,6 +27,10 @@ KINDS: dict[str, str] = {
                            "loader that prefetches itself, followed only by batching or a cheap map, leaves little)",
     "per-element-work": "the mapped function does work per element: reads, decodes, augments or runs Python "
                         "(not an identity or a cast)",
+    "runs-one-at-a-time": "the map runs one element at a time where the code runs: tf.data parallelizes a map of a "
+                          "stateless function itself from TensorFlow 2.5, so the function is stateful (random "
+                          "ops, py_function), the code is TensorFlow 1's, the release is older or the file "
+                          "switches the rewrite off",
     "step-called-in-loop": "the training step (GradientTape and apply_gradients) runs in a loop of the file, "
                            "beyond a short literal demo loop",
     "users-training-code": "the code is the user's training code: not a framework's or a TFDS builder's "

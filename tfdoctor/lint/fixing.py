@@ -18,6 +18,7 @@ from pathlib import Path
 from tfdoctor.lint.rule import Edit, LintFinding, LintRuleSpec
 from tfdoctor.lint.runner import lint_text
 from tfdoctor.lint.source import decode_source
+from tfdoctor.lint.target import Target
 from tfdoctor.model import Applicability
 
 
@@ -66,7 +67,7 @@ def _line_starts(text: str) -> list[int]:
 
 
 def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, Path],
-               rules: list[LintRuleSpec]) -> tuple[list[FileFix], list[str]]:
+               rules: list[LintRuleSpec], target: Target | None = None) -> tuple[list[FileFix], list[str]]:
     """The new text of every file with applicable fixes, and one line per file left alone (and why).
 
     Fixes whose edits touch the same text cannot go in one pass: like ruff, the file is linted again
@@ -85,7 +86,7 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
         text, fixed = before, []
         # Edits are positions in the text that was linted: lint the text read now (it may have changed
         # since the report was made), and write only if the file still holds it (write_fix).
-        current = lint_text(before, rules, display).findings
+        current = lint_text(before, rules, display, target).findings
         for _ in range(_ROUNDS):
             chosen = _non_overlapping([f for f in current if fixable(f, unsafe)])
             if not chosen:
@@ -97,7 +98,7 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
                 problems.append(f"{display}: not fixed: the edits would not parse ({exc.msg}, line {exc.lineno})")
                 break
             text, fixed = after, fixed + chosen
-            current = lint_text(text, rules, display).findings
+            current = lint_text(text, rules, display, target).findings
         if fixed:
             plans.append(FileFix(path, before, text, fixed, original))
     return plans, problems

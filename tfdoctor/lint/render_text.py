@@ -25,6 +25,8 @@ def render_summary(report: LintReport) -> str:
         codes = ",".join(sorted(report.held_back_by))  # the rules that held something back in this run
         extra += (f"; {report.held_back} held back without the evidence to report them "
                   f"(--select {codes} shows them at info)")
+    if report.target is not None:  # what decided SRC102 and SRC103 (tfdoctor/lint/target.py)
+        extra += f"; as on {report.target.describe()}"
     lines = [f"tfdoctor lint: {report.files} file(s): {counts}{extra}"]
     lines += [f"tfdoctor lint: {c}" for c in report.crashes]
     lines += [f"tfdoctor lint: plugin error: {e}" for e in report.plugin_errors]

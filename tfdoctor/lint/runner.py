@@ -18,6 +18,7 @@ from tfdoctor.lint.prefilter import Prefilter, prefilter_for
 from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
 from tfdoctor.lint.source import SourceError, SourceModule, read_source
 from tfdoctor.lint.suppression import is_suppressed, suppressions
+from tfdoctor.lint.target import Target
 from tfdoctor.model import Severity
 
 
@@ -35,6 +36,7 @@ class LintReport:
     # info hits without their evidence, of a rule whose table keeps that tier off by default: code → count
     held_back_by: dict[str, int] = field(default_factory=dict)
     plugin_errors: list[str] = field(default_factory=list)
+    target: Target | None = None  # the TensorFlow release the code was linted for; None: not known
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
@@ -150,16 +152,17 @@ def _collector_paused() -> Iterator[None]:
 
 
 def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
-              prefilter: Prefilter | None = None) -> None:
+              prefilter: Prefilter | None = None, target: Target | None = None) -> None:
     """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed.
     `display`: how findings name the file; None: `display_path(path)`, worked out only for a file parsed."""
     report.files += 1
     with _collector_paused():
-        _lint_file(path, display, rules, report, prefilter)  # its tree is freed on return, before the collector resumes
+        # its tree is freed on return, before the collector resumes
+        _lint_file(path, display, rules, report, prefilter, target)
 
 
 def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
-               prefilter: Prefilter | None) -> None:
+               prefilter: Prefilter | None, target: Target | None) -> None:
     try:
         data = read_source(path)
         notebook = None
@@ -173,6 +176,7 @@ def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], repor
                 return
         display = display or display_path(path)
         module = SourceModule.from_bytes(data, path, display, notebook)
+        module.target = target
     except SourceError as error:
         _report_source_error(error, display or display_path(path), rules, report)
         return
@@ -188,7 +192,7 @@ SPILL_AFTER = 0.5
 
 
 def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: Iterable[str] = (),
-               jobs: int | None = None, walked: Iterable[Path] = ()) -> LintReport:
+               jobs: int | None = None, walked: Iterable[Path] = (), target: Target | None = None) -> LintReport:
     """Lint files; many files are shared out between this process and one more process per usable CPU.
 
     `jobs`: how many processes lint (1: this one alone). None: this process lints alone and forks the others
@@ -196,8 +200,10 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     any other process).
 
     `walked`: those of `files` found by walking a directory rather than named by the user: they are parsed
-    only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py)."""
-    report = LintReport(rules, plugin_errors=list(plugin_errors))
+    only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py).
+
+    `target`: the TensorFlow release the code runs on (tfdoctor/lint/target.py); None: not known."""
+    report = LintReport(rules, plugin_errors=list(plugin_errors), target=target)
     files = list(files)
     found = frozenset(walked)
     prefilter = prefilter_for(rules) if found else None
@@ -205,13 +211,13 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     _display_dir.cache_clear()  # links may have changed since the last run of this process
     workers = min(jobs or usable_cpus(), max(1, len(files) // 16))
     if workers > 1 and len(files) >= _PARALLEL_FROM and hasattr(os, "fork"):
-        rest = plan if jobs else _lint_for(SPILL_AFTER, plan, rules, report)
+        rest = plan if jobs else _lint_for(SPILL_AFTER, plan, rules, report, target)
         if len(rest) >= _SPILL_FROM:
-            _lint_in_processes(rest, rules, report, workers)
+            _lint_in_processes(rest, rules, report, workers, target)
         else:
-            _lint_for(None, rest, rules, report)
+            _lint_for(None, rest, rules, report, target)
     else:
-        _lint_for(None, plan, rules, report)
+        _lint_for(None, plan, rules, report, target)
     report.findings.sort(key=_order)
     return report
 
@@ -219,11 +225,12 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
 _SPILL_FROM = 16  # files left after SPILL_AFTER: fewer are linted here, without forking for them
 
 
-def _lint_for(seconds: float | None, plan: Plan, rules: list[LintRuleSpec], report: LintReport) -> Plan:
+def _lint_for(seconds: float | None, plan: Plan, rules: list[LintRuleSpec], report: LintReport,
+              target: Target | None = None) -> Plan:
     """Lint `plan` in order in this process until it has used `seconds` of CPU (None: all of it); the rest."""
     start = time.process_time()
     for index, (path, prefilter) in enumerate(plan):
-        lint_file(path, None, rules, report, prefilter)
+        lint_file(path, None, rules, report, prefilter, target)
         if seconds is not None and time.process_time() - start > seconds:
             return plan[index + 1:]
     return []
@@ -243,7 +250,8 @@ def usable_cpus() -> int:
 Plan = list[tuple[Path, Prefilter | None]]  # each file, and the prefilter that applies to it (None: parse it)
 
 
-def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int) -> None:
+def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int,
+                       target: Target | None = None) -> None:
     """Lint `plan` in this process and `workers - 1` forked ones, sharing chunks of it as they go.
 
     The chunks are numbered bytes in a pipe that every process reads one at a time (a read of one byte takes
@@ -261,11 +269,11 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
     children: list[tuple[int, int]] = []
     taken: set[int] = set()
     try:
-        children = _fork(workers - 1, tokens, chunks, rules)
+        children = _fork(workers - 1, tokens, chunks, rules, target)
         while (token := os.read(tokens, 1)):
             taken.add(token[0])
             for path, prefilter in chunks[token[0]]:
-                lint_file(path, None, rules, report, prefilter)
+                lint_file(path, None, rules, report, prefilter, target)
         for pid, pipe in children:
             with os.fdopen(pipe, "rb") as stream:
                 data = stream.read()
@@ -289,11 +297,12 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
         os.close(tokens)
     for index in sorted(set(range(count)) - taken):  # a forked process' chunks, lost with it
         for path, prefilter in chunks[index]:
-            lint_file(path, None, rules, report, prefilter)
+            lint_file(path, None, rules, report, prefilter, target)
     report.crashes.sort()
 
 
-def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]) -> list[tuple[int, int]]:
+def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec],
+          target: Target | None) -> list[tuple[int, int]]:
     """Fork `count` processes that lint the chunks they draw from `tokens`; (pid, read end of its report)."""
     import pickle
 
@@ -316,7 +325,7 @@ def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]
                     while (token := os.read(tokens, 1)):
                         done.append(token[0])
                         for path, prefilter in chunks[token[0]]:
-                            lint_file(path, None, rules, part, prefilter)
+                            lint_file(path, None, rules, part, prefilter, target)
                     with os.fdopen(writer, "wb") as stream:
                         stream.write(pickle.dumps((part, done), protocol=pickle.HIGHEST_PROTOCOL))
                     status = 0
@@ -329,22 +338,24 @@ def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]
     return children
 
 
-def lint_text(text: str, rules: list[LintRuleSpec], path: str = "<string>") -> LintReport:
+def lint_text(text: str, rules: list[LintRuleSpec], path: str = "<string>", target: Target | None = None
+              ) -> LintReport:
     """Lint source held in memory (tests, editors)."""
-    report = LintReport(rules)
+    report = LintReport(rules, target=target)
     report.files = 1
     with _collector_paused():
-        _lint_text(text, path, rules, report)  # its tree is freed on return, before the collector resumes
+        _lint_text(text, path, rules, report, target)  # its tree is freed on return, before the collector resumes
     report.findings.sort(key=_order)
     return report
 
 
-def _lint_text(text: str, path: str, rules: list[LintRuleSpec], report: LintReport) -> None:
+def _lint_text(text: str, path: str, rules: list[LintRuleSpec], report: LintReport, target: Target | None) -> None:
     try:
         module = SourceModule.from_text(text, path)
     except SourceError as error:
         _report_source_error(error, path, rules, report)
         return
+    module.target = target
     lint_module(module, rules, report)
 
 

@@ -3,8 +3,10 @@
     [tool.tfdoctor.lint]
     include-tests = false   # lint test files (test_*.py, *_test.py, tests/) found in directories
     preview = false         # also run the preview rules
+    target-tensorflow = "2.15"   # the TensorFlow release the code runs on, or "installed" (default: not known)
 
-Flags override the file (`--include-tests`, `--preview`). A wrong type is a ConfigError (exit 2).
+Flags override the file (`--include-tests`, `--preview`, `--target-tensorflow`). A wrong type is a
+ConfigError (exit 2).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-KNOWN = {"include-tests", "preview"}
+KNOWN = {"include-tests", "preview", "target-tensorflow"}
+FLAGS = {"include-tests", "preview"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class LintSettings:
 
     include_tests: bool = False
     preview: bool = False
+    target_tensorflow: str | None = None  # a release ("2.15") or "installed"; checked where it is used
 
 
 def load_lint_settings(source: str | None) -> LintSettings:
@@ -50,7 +54,11 @@ def load_lint_settings(source: str | None) -> LintSettings:
     unknown = sorted(set(table) - KNOWN)
     if unknown:
         raise ConfigError(f"{path}: unknown lint key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN))})")
-    for key in KNOWN & set(table):
+    for key in FLAGS & set(table):
         if not isinstance(table[key], bool):
             raise ConfigError(f"{path}: lint {key} must be true or false")
-    return LintSettings(include_tests=table.get("include-tests", False), preview=table.get("preview", False))
+    target = table.get("target-tensorflow")
+    if target is not None and not isinstance(target, str):
+        raise ConfigError(f'{path}: lint target-tensorflow must be a release in quotes (e.g. "2.15") or "installed"')
+    return LintSettings(include_tests=table.get("include-tests", False), preview=table.get("preview", False),
+                        target_tensorflow=target)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfdoctor.lint.names import ImportMap
 
@@ -142,6 +142,8 @@ class SourceModule:
         self._derived: dict[object, object] = {}
         self._scopes: dict[ast.AST, ast.AST] = {}  # node → its scope, filled by scope_of
         self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
+        # The TensorFlow release the code runs on (tfdoctor.lint.target.Target), set by the runner; None: unknown
+        self.target: Any = None
 
     def _index(self, tree: ast.AST) -> None:
         """One pre-order pass for node types and parents: the one walk all rules share.

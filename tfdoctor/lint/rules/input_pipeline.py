@@ -6,13 +6,14 @@ import ast
 from collections.abc import Iterator
 from typing import Literal
 
-from tfdoctor.lint.costs import Cost, function_cost, in_memory, pipeline_cost, source_name, tiny
+from tfdoctor.lint.costs import Cost, State, function_cost, function_state, in_memory, pipeline_cost, source_name, tiny
 from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
 from tfdoctor.lint.evidence import data_grounds, not_shown, not_users_code, training_grounds
 from tfdoctor.lint.intent import framework_internal, slow_on_purpose
 from tfdoctor.lint.rule import Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant
+from tfdoctor.lint.target import rewrite, switched_off, tensorflow_1_api
 from tfdoctor.model import Applicability, Severity
 
 # Transformations whose cost sharding should have avoided (work done for elements then thrown away).
@@ -105,10 +106,16 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             elif strategy and after_loader in ("absent", "work"):
                 unproven["work-not-overlapped"] = (f"the file builds a {strategy}, whose distributed iterator "
                                                    "prefetches a batch to each device when this runs under it")
-            elif after_loader == "absent":
-                grounds["work-not-overlapped"] = "nothing prefetches what the pipeline reads or prepares"
-            elif after_loader == "work":
-                grounds["work-not-overlapped"] = "maps after the loader's own prefetch run in the consumer's turn"
+            elif after_loader in ("absent", "work"):
+                not_injected, injected = _no_prefetch_injected(module)
+                if not_injected is None and injected is None:
+                    continue  # tf.data ends the pipeline with a prefetch itself where the code runs
+                said = ("nothing prefetches what the pipeline reads or prepares" if after_loader == "absent"
+                        else "maps after the loader's own prefetch run in the consumer's turn")
+                if not_injected:
+                    grounds["work-not-overlapped"] = f"{said} ({not_injected})"
+                else:
+                    unproven["work-not-overlapped"] = injected or ""
             else:
                 unproven["work-not-overlapped"] = light_reason
             expr = scope_flow.consumed_expr.get(id(value), value.node)
@@ -279,7 +286,8 @@ def _consumer_name(node: ast.AST) -> str:
 
 
 @lint_rule("SRC103", "map-without-parallel-calls", Severity.WARNING, triggers=[b"map", PIPELINE_TRIGGERS],
-           evidence=("consumed-by-training", "data-from-files-or-large", "per-element-work", "users-training-code"))
+           evidence=("consumed-by-training", "data-from-files-or-large", "per-element-work", "runs-one-at-a-time",
+                     "users-training-code"))
 def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     """`Dataset.map()` runs its function on one element at a time.
 
@@ -335,8 +343,15 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             continue  # a demonstration of the slow way
         if _per_file_in_parallel_interleave(module, call):
             continue  # one file's pipeline inside interleave(..., num_parallel_calls=N): files run in parallel
+        one_at_a_time, parallel_anyway = _one_at_a_time(module, call, parallel)
+        if one_at_a_time is None and parallel_anyway is None:
+            continue  # tf.data runs this map in parallel itself on the release the code runs on
         data, unknown = data_grounds(module, value)
         grounds, unproven = _evidence(module, call, trained, untrained, data, unknown)
+        if one_at_a_time:
+            grounds["runs-one-at-a-time"] = one_at_a_time
+        else:
+            unproven["runs-one-at-a-time"] = parallel_anyway or ""
         if cost is Cost.EXPENSIVE:
             grounds["per-element-work"] = "the mapped function reads, decodes, augments or runs Python"
         else:
@@ -353,6 +368,61 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + not_shown(unproven),
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
                   severity=Severity.INFO if unproven else None, grounds=grounds, unproven=unproven)
+
+
+def _no_prefetch_injected(module: SourceModule) -> tuple[str | None, str | None]:
+    """(what shows tf.data adds no prefetch of its own where the code runs, why that is not shown); both None
+    when it does: from the release in tfdoctor/knowledge/tfdata_automatic.toml (inject_prefetch) tf.data ends a
+    pipeline whose last transformation is synchronous with prefetch(AUTOTUNE), and the release is known to be
+    one of those."""
+    since = rewrite("inject_prefetch")["since"]
+    name = ".".join(map(str, since))
+    off = switched_off(module, "inject_prefetch")
+    if off is not None:
+        return f"the file switches tf.data's prefetch injection off ({off})", None
+    old = tensorflow_1_api(module)
+    if old is not None:
+        return f"TensorFlow 1 code ({old}): tf.data adds a prefetch itself only from {name}", None
+    target = module.target
+    if target is not None and target.release < since:
+        return f"{target.describe()}: tf.data adds a prefetch itself only from {name}", None
+    if target is not None:
+        return None, None
+    return None, (f"TensorFlow {name} and later end such a pipeline with a prefetch themselves: the release this "
+                  "runs on is not known here (--target-tensorflow)")
+
+
+def _one_at_a_time(module: SourceModule, call: ast.Call, parallel: ast.expr | None) -> tuple[str | None, str | None]:
+    """(what shows this map runs one element at a time where the code runs, why that is not shown); both None
+    when it does not: tf.data parallelizes a map of a stateless function itself from the release in
+    tfdoctor/knowledge/tfdata_automatic.toml (map_parallelization), and the release is known to be one."""
+    if parallel is not None:
+        return "num_parallel_calls=1 asks for one element at a time", None
+    if constant(argument(call, "synchronous")) is True:
+        return None, None  # `synchronous=True` (2.18+): sequential on purpose, to save memory
+    since = ".".join(map(str, rewrite("map_parallelization")["since"]))
+    off = switched_off(module, "map_parallelization")
+    if off is not None:
+        return f"the file switches tf.data's map parallelization off ({off})", None
+    state, stateful = function_state(module, argument(call, "map_func", 0))
+    if state is State.STATEFUL:
+        return f"the mapped function is stateful ({stateful}): tf.data leaves such a map sequential", None
+    old = tensorflow_1_api(module)
+    if old is not None:
+        return f"TensorFlow 1 code ({old}): tf.data parallelizes a stateless map itself only from {since}", None
+    target = module.target
+    if target is not None and target.release < rewrite("map_parallelization")["since"]:
+        return f"{target.describe()}: tf.data parallelizes a stateless map itself only from {since}", None
+    if target is not None:
+        if state is State.STATELESS:
+            return None, None
+        return None, (f"{target.describe()} parallelizes a stateless map itself: whether this function is "
+                      "stateless is not visible here")
+    if state is State.STATELESS:
+        return None, (f"TensorFlow {since} and later parallelize a stateless map like this one themselves: the "
+                      "release this runs on is not known here (--target-tensorflow)")
+    return None, (f"TensorFlow {since} and later parallelize a stateless map themselves: neither the release this "
+                  "runs on (--target-tensorflow) nor whether the function is stateless is visible here")
 
 
 def _training_use(module: SourceModule, flows: DatasetFlow, flow: ScopeFlow, value: Pipeline

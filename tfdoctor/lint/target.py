@@ -1,0 +1,160 @@
+"""The TensorFlow release linted code runs on, and what tf.data does on its own there.
+
+A `Dataset.map` without `num_parallel_calls`, or a pipeline without `.prefetch()`, costs nothing on the releases
+where tf.data rewrites it by default (tfdoctor/knowledge/tfdata_automatic.toml: map_parallelization since 2.5,
+inject_prefetch since 2.11). Whether a finding is true therefore depends on the release, which the file rarely
+says. Lint learns it from `--target-tensorflow`, the `target-tensorflow` setting, or the TensorFlow installed
+where it runs (tfdoctor.lint.cli); a file of the TensorFlow 1 era says it for itself. Unknown, a rule says so
+at info severity rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tfdoctor.lint.source import SourceModule
+
+_VERSION = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.\d{1,5})?(?:[a-z]{1,5}\d{0,5})?(?:\.dev\d{0,12})?")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A TensorFlow release, and where lint learnt it (printed with the findings it decides)."""
+
+    release: tuple[int, int]
+    origin: str  # "--target-tensorflow", "the target-tensorflow setting", "installed: tensorflow-cpu 2.21.0"
+
+    @property
+    def name(self) -> str:
+        return f"{self.release[0]}.{self.release[1]}"
+
+    def describe(self) -> str:
+        return f"TensorFlow {self.name} ({self.origin})"
+
+
+def parse_release(text: str) -> tuple[int, int]:
+    """`2.15`, `2.15.1`, `2.16.0rc0`, `2.17.0.dev20240101` → (major, minor); ValueError for anything else."""
+    match = _VERSION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not a TensorFlow release: {text!r} (e.g. 2.15)")
+    return int(match.group(1)), int(match.group(2))
+
+
+@functools.cache
+def rewrite(name: str) -> dict[str, Any]:
+    """The row of tfdata_automatic.toml for one default rewrite, with `since` as (major, minor)."""
+    from tfdoctor.knowledge import table
+
+    [row] = [r for r in table("tfdata_automatic").rows if r["name"] == name]
+    return {**row, "since": parse_release(row["since"])}
+
+
+@functools.cache
+def _stateful() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    from tfdoctor.knowledge import table
+
+    return tuple((row["prefix"], tuple(row["except"])) for row in table("tfdata_automatic").data["stateful"])
+
+
+def stateful_call(name: str) -> bool:
+    """Whether a call (its canonical name) makes stateful ops: tf.data leaves a map of it sequential."""
+    return any(name.startswith(prefix) and not name.startswith(excepted)
+               for prefix, excepted in _stateful())
+
+
+# TensorFlow 1 APIs that TensorFlow 2 removed from its top level (tf.compat.v1 keeps them: a file that spells
+# them so runs on TensorFlow 2, and says nothing of the release).
+_TF1_ONLY = re.compile(r"tf\.(?:Session|InteractiveSession|placeholder|global_variables_initializer|"
+                       r"get_variable|variable_scope|contrib\.[\w.]{1,80}|app\.run|train\.\w{1,40}Optimizer|"
+                       r"layers\.\w{1,40}|estimator\.inputs\.\w{1,40}|python_io\.\w{1,40})")
+_TF1_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
+
+
+def tensorflow_1_api(module: SourceModule) -> str | None:
+    """A TensorFlow 1 API the file calls (`tf.Session`), which TensorFlow 2 removed: the file runs on a
+    release before 2.0, where tf.data rewrites nothing by default. None when it calls none."""
+    for call in module.calls:
+        name = module.call_name(call)
+        func = call.func
+        if name is not None and _TF1_ONLY.fullmatch(name) and not _spelled_compat(module, func):
+            return name
+        if isinstance(func, ast.Attribute) and func.attr in _TF1_METHODS and name is None:
+            return f"Dataset.{func.attr}()"  # a method of a TensorFlow 1 dataset (tf.compat.v1.data's is a function)
+    return None
+
+
+def _spelled_compat(module: SourceModule, func: ast.AST) -> bool:
+    """`tf.compat.v1.Session()`, or `import tensorflow.compat.v1 as tf`: TensorFlow 1's API as TensorFlow 2
+    keeps it (lint's canonical names drop the compat prefix, so it is read off the spelling)."""
+    root = func
+    while isinstance(root, ast.Attribute):
+        if root.attr == "compat":
+            return True
+        root = root.value
+    return isinstance(root, ast.Name) and "compat" in module.imports.bindings.get(root.id, "")
+
+
+def switched_off(module: SourceModule, name: str) -> str | None:
+    """What in the file switches a default rewrite off (`options.experimental_optimization.map_parallelization
+    = False`), as written; None when nothing does."""
+    text = module.text
+    for setting in rewrite(name)["off"]:
+        field, _, value = setting.partition(" = ")
+        if field.rsplit(".", 1)[-1] not in text:
+            continue  # the common case: a substring test, before any pattern
+        pattern = re.compile(re.escape(field) + r"\s{0,4}=\s{0,4}" + re.escape(value))
+        if pattern.search(text):
+            return setting
+    return None
+
+
+@functools.cache
+def _stateless_keras() -> tuple[tuple[str, str], ...]:
+    from tfdoctor.knowledge import table
+
+    return tuple((row["prefix"], row.get("suffix", "")) for row in table("tfdata_automatic").data["stateless"])
+
+
+def stateless_keras_call(name: str) -> bool:
+    """A Keras call known to make only stateless ops in a map (Resizing, Rescaling, preprocess_input)."""
+    return any(name.startswith(prefix) and name.endswith(suffix) for prefix, suffix in _stateless_keras())
+
+
+INSTALLED = "installed"  # `--target-tensorflow installed`: the release installed beside tfdoctor
+
+
+def installed() -> Target | None:
+    """The TensorFlow installed in this interpreter, read from its package metadata (never imported: that
+    costs seconds); None when no TensorFlow distribution is installed, or its version is not a release."""
+    from importlib import metadata
+
+    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
+
+    for name in TENSORFLOW_DISTS:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        try:
+            return Target(parse_release(version), f"installed: {name} {version}")
+        except ValueError:
+            return None
+    return None
+
+
+def resolve(text: str | None, origin: str) -> Target | None:
+    """A target named by the flag or the setting: a release, or `installed`; ValueError when it is neither,
+    or when `installed` finds no TensorFlow."""
+    if text is None:
+        return None
+    if text.strip() == INSTALLED:
+        found = installed()
+        if found is None:
+            raise ValueError("--target-tensorflow installed: no TensorFlow is installed here "
+                             "(name a release instead, e.g. 2.15)")
+        return found
+    return Target(parse_release(text), origin)

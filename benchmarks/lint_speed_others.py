@@ -1,9 +1,10 @@
 """Lint's CPU time against a plain `ast.parse` of the same files, on large repositories of others (issue 39,
 item 7: lint's CPU at most that of the parse), this tree and a baseline linter in the same run.
 
-    python benchmarks/lint_speed_others.py [--runs 5] [--baseline REF] [--mirror /work/.mirror]
+    python benchmarks/lint_speed_others.py [--runs 5] [--baseline REF] [--mirror /work/.mirror] [--manifest TOML ...]
 
-The repositories are benchmarks/lint_corpus/speed_others.toml, read from `fetch` snapshots as
+The repositories are benchmarks/lint_corpus/speed_others.toml (or those of each `--manifest`, e.g. the held-out
+sets' heldout10.toml and heldout11.toml: repositories the rules never saw), read from `fetch` snapshots as
 benchmarks/lint_corpus.py reads them (it names the fetch to run when one is missing). Each linter — this
 checkout's and `--baseline REF`'s (a `git archive` of that commit's tfdoctor/) — runs in a process of its
 own that this script drives (`--serve`), warmed once per repository (imports, page cache). In each round,
@@ -220,11 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", default="6d9b27f", help="the commit whose linter is measured alongside")
+    parser.add_argument("--manifest", type=Path, action="append",
+                        help="a corpus manifest whose repositories to measure (repeatable; default: speed_others.toml)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     from lint_corpus import materialise
 
-    roots, _ = materialise(args.mirror, args.cache, tomllib.loads(MANIFEST.read_text())["repos"])
+    repos = [repo for manifest in args.manifest or [MANIFEST] for repo in tomllib.loads(manifest.read_text())["repos"]]
+    roots, _ = materialise(args.mirror, args.cache, repos)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "tfdoctor", "benchmarks"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
@@ -298,6 +302,7 @@ def _run(args, roots: dict[str, Path], tree: Linter, base: Linter, head: str, co
     groups = [([r], r) for r in roots]
     groups += [(sorted(NOTEBOOK_REPOS & set(roots)), "notebook repositories"),
                (sorted(set(roots) - NOTEBOOK_REPOS), "code repositories"), (list(roots), "all")]
+    groups = [(repos, title) for repos, title in groups if repos]  # another manifest: no notebook group
     worst = {}
     for repos, title in groups:
         files = sum(tree.hello["files"][r] for r in repos)

@@ -76,7 +76,11 @@ _TF1_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_iterator
 
 def tensorflow_1_api(module: SourceModule) -> str | None:
     """A TensorFlow 1 API the file calls (`tf.Session`), which TensorFlow 2 removed: the file runs on a
-    release before 2.0, where tf.data rewrites nothing by default. None when it calls none."""
+    release before 2.0, where tf.data rewrites nothing by default. None when it calls none. Once per file."""
+    return module.derived(_tensorflow_1_api)
+
+
+def _tensorflow_1_api(module: SourceModule) -> str | None:
     for call in module.calls:
         name = module.call_name(call)
         func = call.func

@@ -40,6 +40,10 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         What already keeps input in flight makes it an info too: a last `map_and_batch`, or a file that
         builds a strategy whose distributed iterator prefetches to each device (`MirroredStrategy`,
         `MultiWorkerMirroredStrategy`, `TPUStrategy`; knowledge table lint_running_ahead).
+        From TensorFlow 2.11 tf.data appends a prefetch itself to a pipeline that ends without one
+        (inject_prefetch; knowledge table tfdata_automatic): on such a release (`--target-tensorflow`) it is
+        silent, on an older one, in TensorFlow 1 code or where the file switches the rewrite off it warns,
+        and where the release is not known it is an info that says so.
 
     Why is this bad?
         Without prefetching, the input pipeline and the training step take turns: while the model
@@ -300,6 +304,12 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         data's size or the function's work is not visible in the file (returned to callers in other
         files, arrays of unknown size, a function of another module) it says so at info severity, with
         the reason; an identity or a cast, or data known to be small, gives no finding.
+        From TensorFlow 2.5 tf.data runs a map of a stateless function in parallel itself
+        (map_parallelization; knowledge table tfdata_automatic), so a warning needs a map that runs one
+        element at a time where the code runs: a stateful function (random ops, `tf.py_function`,
+        `tf.print`, variables, lookup tables, Keras' random layers), TensorFlow 1 code, an older release
+        (`--target-tensorflow`), the rewrite switched off, or `num_parallel_calls=1`. A stateless map is
+        silent on a release that parallelizes it and an info where the release is not known.
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many

@@ -58,7 +58,7 @@ def function_cost(module: SourceModule, target: ast.AST | None, depth: int = 0) 
     definition = _definition(module, target)
     if definition is None:
         return Cost.UNKNOWN
-    return max((_body_cost(module, stmt, depth) for stmt in definition.body), default=Cost.TRIVIAL)
+    return _definition_cost(module, definition, depth)
 
 
 def function_definition(module: SourceModule, target: ast.AST | None) -> ast.FunctionDef | None:
@@ -74,7 +74,7 @@ def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None
         wanted = target.attr
     else:
         return None
-    found = [f for f in module.nodes(ast.FunctionDef) if f.name == wanted]
+    found = module.derived(_functions).get(wanted, [])
     if len(found) > 1:
         # Defined again and again (notebook cells): the last definition above the use is the one in force.
         line = getattr(target, "lineno", 0)
@@ -104,7 +104,7 @@ def _body_cost(module: SourceModule, node: ast.AST, depth: int) -> Cost:
         elif _bound_to_a_model(module, func):
             return Cost.EXPENSIVE  # `preprocess = keras.Sequential([Resizing(...), ...])` run per element
         elif (definition := _definition(module, func)) is not None and depth < 3:
-            cost = max((_body_cost(module, s, depth + 1) for s in definition.body), default=Cost.TRIVIAL)
+            cost = _definition_cost(module, definition, depth + 1)
             if cost is Cost.EXPENSIVE:
                 return cost
             worst = max(worst, cost)
@@ -152,13 +152,7 @@ def function_state(module: SourceModule, target: ast.AST | None, depth: int = 0)
     definition = _definition(module, target)
     if definition is None:
         return State.UNKNOWN, None
-    worst: tuple[State, str | None] = (State.STATELESS, None)
-    for statement in definition.body:
-        state = _body_state(module, statement, depth)
-        if state[0] is State.STATEFUL:
-            return state
-        worst = max(worst, state, key=_rank)
-    return worst
+    return _definition_state(module, definition, depth)
 
 
 def _rank(state: tuple[State, str | None]) -> int:
@@ -195,8 +189,7 @@ def _body_state(module: SourceModule, node: ast.AST, depth: int) -> tuple[State,
         elif _bound_makers(module, func) is not None:
             state = _layer_state(module, func)
         elif (definition := _definition(module, func)) is not None and depth < 3:
-            state = max((_body_state(module, s, depth + 1) for s in definition.body),
-                        key=_rank, default=(State.STATELESS, None))
+            state = _definition_state(module, definition, depth + 1)
         else:
             state = State.UNKNOWN, None
         if state[0] is State.STATEFUL:
@@ -221,8 +214,7 @@ def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
     `Sequential([...])` among them; None when the name is not bound only to such calls."""
     if not isinstance(func, ast.Name):
         return None
-    bound = [a.value for a in module.nodes(ast.Assign) if any(isinstance(t, ast.Name) and t.id == func.id
-                                                               for t in a.targets)]
+    bound = module.derived(_assigned).get(func.id, [])
     if not bound or not all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                             for b in bound):
         return None
@@ -235,12 +227,55 @@ def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
     return [m for m in makers if not m.endswith(("Sequential", "keras.Input"))]
 
 
+def _functions(module: SourceModule) -> dict[str, list[ast.FunctionDef]]:
+    """The file's `def`s by name, in source order: indexed once per file (a mapped function's calls are
+    looked up one by one, and a notebook defines hundreds)."""
+    index: dict[str, list[ast.FunctionDef]] = {}
+    for definition in module.nodes(ast.FunctionDef):
+        index.setdefault(definition.name, []).append(definition)
+    return index
+
+
+def _assigned(module: SourceModule) -> dict[str, list[ast.expr]]:
+    """name → the values of the assignments that bind it directly (`name = value`), once per file."""
+    index: dict[str, list[ast.expr]] = {}
+    for assign in module.nodes(ast.Assign):
+        for name in dict.fromkeys(t.id for t in assign.targets if isinstance(t, ast.Name)):
+            index.setdefault(name, []).append(assign.value)
+    return index
+
+
+def _memo(module: SourceModule) -> dict[tuple[str, int, int], object]:
+    return {}
+
+
+def _definition_cost(module: SourceModule, definition: ast.FunctionDef, depth: int) -> Cost:
+    """The cost of a function of the file's body, once per function and depth (maps share helpers)."""
+    memo, key = module.derived(_memo), ("cost", id(definition), depth)
+    if key not in memo:
+        memo[key] = max((_body_cost(module, stmt, depth) for stmt in definition.body), default=Cost.TRIVIAL)
+    return memo[key]  # type: ignore[return-value]
+
+
+def _definition_state(module: SourceModule, definition: ast.FunctionDef, depth: int) -> tuple[State, str | None]:
+    memo, key = module.derived(_memo), ("state", id(definition), depth)
+    if key not in memo:
+        worst: tuple[State, str | None] = (State.STATELESS, None)
+        for statement in definition.body:
+            state = _body_state(module, statement, depth)
+            if state[0] is State.STATEFUL:
+                worst = state
+                break
+            worst = max(worst, state, key=_rank)
+        memo[key] = worst
+    return memo[key]  # type: ignore[return-value]
+
+
 def _bound_to_a_model(module: SourceModule, func: ast.AST) -> bool:
     """A name the file binds only to Keras layers or models, TF Hub or tokenizer objects."""
     if not isinstance(func, ast.Name):
         return False
-    bound = [a.value for a in module.nodes(ast.Assign) if any(isinstance(t, ast.Name) and t.id == func.id
-                                                               for t in a.targets)]
+    bound = module.derived(_assigned).get(func.id, [])
     return bool(bound) and all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                                for b in bound)
 

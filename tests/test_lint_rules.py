@@ -279,6 +279,21 @@ def test_softmax_without_mixed_float16_and_bfloat16_are_silent():
     assert lint(bf16, select=("SRC111",)).findings == []
 
 
+def test_a_softmax_on_the_branch_that_sets_no_policy_is_silent():
+    """jcisarano/tensorflow_practice (twelfth held-out set): the policy is set under `if use_mixed:`, and the
+    model's float32 softmax under the same test; the `else` branch's softmax runs without the policy."""
+    head = ("from tensorflow import keras\n\n\ndef create(x, use_mixed=False):\n    if use_mixed:\n"
+            "        keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    branches = ("    if use_mixed:\n        out = keras.layers.Dense(10, activation='softmax', dtype='float32')(x)\n"
+                "    else:\n        out = keras.layers.Dense(10, activation='softmax')(x)\n    return out\n")
+    assert lint(head + branches, select=("SRC111",)).findings == []
+    # the twins that still warn: the else branch of another test, and no branch at all
+    other = branches.replace("    if use_mixed:\n        out", "    if small:\n        out")
+    assert lint(head + other, select=("SRC111",)).codes() == ["SRC111"]
+    plain = "    out = keras.layers.Dense(10, activation='softmax')(x)\n    return out\n"
+    assert lint(head + plain, select=("SRC111",)).codes() == ["SRC111"]
+
+
 def test_sizes_without_mixed_precision_are_silent():
     text = "from tensorflow import keras\nx = keras.layers.Dense(100)(x)\n"
     assert lint(text, select=("SRC112",)).findings == []

@@ -127,6 +127,8 @@ def under_policy(module: SourceModule, policy_call: ast.Call, node: ast.AST) -> 
     later, in practice); set inside a function, it applies from that call on: to that function's later
     lines and to the functions it calls after it (two calls deep), not to the whole file.
     """
+    if _on_the_other_branch(module, policy_call, node):
+        return False
     scope = module.scope_of(policy_call)
     node_scope = module.scope_of(node)
     line = policy_call.lineno
@@ -136,6 +138,24 @@ def under_policy(module: SourceModule, policy_call: ast.Call, node: ast.AST) -> 
         return getattr(node, "lineno", 0) > line
     reached = module.derived(_PolicyReach).names(policy_call, scope, line)
     return isinstance(node_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and node_scope.name in reached
+
+
+def _branches(module: SourceModule, node: ast.AST) -> list[tuple[str, bool]]:
+    """Each `if` the node sits in, as (its test, written out; whether the node is in its else branch)."""
+    found = []
+    child, parent = node, module.parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.If) and child is not parent.test:
+            found.append((ast.dump(parent.test), any(child is s for s in parent.orelse)))
+        child, parent = parent, module.parents.get(parent)
+    return found
+
+
+def _on_the_other_branch(module: SourceModule, policy_call: ast.Call, node: ast.AST) -> bool:
+    """`if use_mixed: set_global_policy("mixed_float16")` … `if use_mixed: …float32… else: <node>`: the node
+    runs only when the policy is not set (a twelfth held-out set's false SRC111, 2026-12-06)."""
+    guards = {test for test, in_else in _branches(module, policy_call) if not in_else}
+    return any(in_else and test in guards for test, in_else in _branches(module, node))
 
 
 class _PolicyReach:

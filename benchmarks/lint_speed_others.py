@@ -311,7 +311,7 @@ def _run(args, roots: dict[str, Path], tree: Linter, base: Linter, head: str, co
         for label, config, _ in columns:
             values = ratios(label, repos, config)
             shown.append(_ratio(values))
-            if label == "tree":
+            if label == "tree" and files:  # a repository with no file to lint (all tests): a ratio of noise
                 worst[(title, config)] = statistics.median(values)
         print(f"{title:<34}{files:>6}{sum(parsed[r] for r in repos):>7}{parse_s:>8.2f}  " +
               "  ".join(f"{s:>19}" for s in shown) + (f"  {checked[repos[0]]}" if len(repos) == 1 else ""))

@@ -3,9 +3,10 @@
 A `Dataset.map` without `num_parallel_calls`, or a pipeline without `.prefetch()`, costs nothing on the releases
 where tf.data rewrites it by default (tfdoctor/knowledge/tfdata_automatic.toml: map_parallelization since 2.5,
 inject_prefetch since 2.11). Whether a finding is true therefore depends on the release, which the file rarely
-says. Lint learns it from `--target-tensorflow`, the `target-tensorflow` setting, or the TensorFlow installed
-where it runs (tfdoctor.lint.cli); a file of the TensorFlow 1 era says it for itself. Unknown, a rule says so
-at info severity rather than guess.
+says. Lint learns it from `--target-tensorflow` (a release, or `installed`: the TensorFlow installed beside
+tfdoctor) or the `target-tensorflow` setting (tfdoctor.lint.cli); a file of the TensorFlow 1 era says it for
+itself. Unknown — the default, so that the same code gives the same findings everywhere — a rule says so at
+info severity rather than guess.
 """
 
 from __future__ import annotations

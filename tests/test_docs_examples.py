@@ -210,6 +210,7 @@ def materials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = base / "files"
     files.mkdir()
     (files / "train.py").write_text(TRAIN_PY)
+    (files / "pipeline.py").write_text(PIPELINE_PY)  # docs/lint.md, the release the code runs on
     log = ("Epoch 1/10\n2020-06-29 14:30:40.010427: E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed "
            "call to cuInit: CUDA_ERROR_NO_DEVICE\n469/469 - 3s - loss: 0.2\n")
     (files / "train.log").write_text(log)
@@ -241,6 +242,18 @@ def materials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     wrapper.write_text(f"#!{sys.executable}\n" + WRAPPER)
     wrapper.chmod(0o755)
     return {"root": root, "files": files, "home": home, "bin": bin_dir}
+
+
+# docs/lint.md's example of the release evidence: a stateless map over files that fit trains on.
+PIPELINE_PY = (
+    "import tensorflow as tf\n\n\n"
+    "def decode(path, label):\n"
+    "    image = tf.io.decode_jpeg(tf.io.read_file(path))\n"
+    "    return tf.image.resize(image, [224, 224]), label\n\n\n"
+    'files = tf.io.gfile.glob("/data/train-*.tfrecord")\n'
+    "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\n"
+    "model.fit(ds, epochs=10)\n"
+)
 
 
 # The `tfdoctor` the examples call: the package under test, given the healthy fake machine where the

@@ -463,6 +463,6 @@ def test_the_bindings_of_a_name_are_read_from_one_index_of_the_files_assignments
                                for n in ast_module.walk(t))]
         assert evidence._bindings(module, name) == naive[name], name
     assert walks.count(ast_module.Assign) == 1  # nine names asked, the assignments indexed once
-    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "val_x")] == ["x[:50]"]
-    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "x")] == ["load()", "x[:200]", "x"]
-    assert [ast_module.unparse(v) for v in evidence._bound_to(module, "d")] == ["pair"]
+    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "val_x")] == ["x[:50]"]
+    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "x")] == ["load()", "x[:200]", "x"]
+    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "d")] == ["pair"]

@@ -9,6 +9,7 @@ stateless map without num_parallel_calls is rewritten into a parallel one."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from support.lint_support import lint
@@ -69,10 +70,12 @@ def test_a_release_is_read_as_major_and_minor(text: str, release: tuple[int, int
     assert parse_release(text) == release
 
 
-@pytest.mark.parametrize("text", ["", "2", "banana", "2.x", "v2.15", "2.15;rm -rf /", "9" * 5000 + ".1"])
-def test_anything_else_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="not a TensorFlow release"):
+@pytest.mark.parametrize("text", ["", "2", "banana", "2.x", "v2.15", "2.15;rm -rf /", "9" * 5000 + ".1",
+                                  "2.15\x1b[2J"])
+def test_anything_else_is_refused_and_echoed_short(text: str) -> None:
+    with pytest.raises(ValueError, match="not a TensorFlow release") as refused:
         parse_release(text)
+    assert len(str(refused.value)) < 80 and "\x1b" not in str(refused.value)
 
 
 # --- SRC103: the map's statefulness and the release ----------------------------------------------------
@@ -221,25 +224,26 @@ def test_installed_reads_the_release_beside_tfdoctor(capsys, monkeypatch, tmp_pa
     assert err.endswith("as on TensorFlow 2.21 (installed: tensorflow-cpu 2.21.0)\n")
     monkeypatch.setattr(target, "installed", lambda: None)
     code, out, err = run(capsys, monkeypatch, tmp_path, "--target-tensorflow", "installed")
-    assert code == 2 and "no TensorFlow is installed here" in err and "Traceback" not in err
+    assert code == 2 and "no TensorFlow distribution on this Python's path" in err and "Traceback" not in err
 
 
-def test_installed_is_read_from_package_metadata(monkeypatch) -> None:
-    from importlib import metadata
+def test_installed_is_read_from_the_dist_info_folders_of_the_path(tmp_path) -> None:
+    """A site-packages as pip leaves it: the distribution's dist-info folder names the version (the folder's
+    files are not read: a METADATA planted as a FIFO or a gigabyte costs nothing)."""
+    from tfdoctor.lint.target import installed
 
-    import tfdoctor.lint.target as target
-
-    versions = {"tensorflow-cpu": "2.21.0"}
-
-    def version(name: str) -> str:
-        if name not in versions:
-            raise metadata.PackageNotFoundError(name)
-        return versions[name]
-
-    monkeypatch.setattr(metadata, "version", version)
-    assert target.installed() == Target((2, 21), "installed: tensorflow-cpu 2.21.0")
-    versions.clear()
-    assert target.installed() is None
+    site = tmp_path / "site-packages"
+    (site / "tensorflow").mkdir(parents=True)
+    dist = site / "tensorflow_cpu-2.21.0.dist-info"
+    dist.mkdir()
+    os.mkfifo(dist / "METADATA")
+    assert installed([str(site)]) == Target((2, 21), "installed: tensorflow-cpu 2.21.0")
+    # the healthy twin of the question: no TensorFlow on the path
+    assert installed([str(tmp_path / "empty"), str(tmp_path)]) is None
+    # a first path entry shadows a later one, as the import system does
+    first = tmp_path / "user-site"
+    (first / "tensorflow-2.15.1.dist-info").mkdir(parents=True)
+    assert installed([str(first), str(site)]) == Target((2, 15), "installed: tensorflow 2.15.1")
 
 
 def test_a_release_that_is_not_one_exits_2_with_the_reason(capsys, monkeypatch, tmp_path) -> None:
@@ -263,3 +267,48 @@ def test_json_findings_carry_the_grounds_the_release_decided(capsys, monkeypatch
     [finding] = json.loads(out)["findings"]
     assert finding["severity"] == "warning"
     assert finding["grounds"]["runs-one-at-a-time"].startswith("TensorFlow 2.4 (--target-tensorflow)")
+
+
+def test_the_docs_example_of_the_release_prints_what_it_says(capsys, monkeypatch, tmp_path) -> None:
+    """docs/lint.md's block under "The release the code runs on", command by command, on the docs' own
+    pipeline.py (tests/test_docs_examples.py writes the same file for the docs run), the installed release
+    fixed to the block's."""
+    from pathlib import Path
+
+    import test_docs_examples
+
+    import tfdoctor.lint.target as target
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "lint.md").read_text(encoding="utf-8")
+    section = docs.split("### The release the code runs on", 1)[1]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipeline.py").write_text(test_docs_examples.PIPELINE_PY, encoding="utf-8")
+    monkeypatch.setattr(target, "installed", lambda: Target((2, 21), "installed: tensorflow-cpu 2.21.0"))
+    runs = block.split("$ ")[1:]
+    assert len(runs) == 3
+    for run_ in runs:
+        command, *expected = run_.rstrip("\n").split("\n")
+        args = command.split("  #")[0].split()[1:]  # after `tfdoctor`
+        with pytest.raises(SystemExit):
+            main(args)
+        out, err = capsys.readouterr()
+        assert (out + err).splitlines() == expected, command
+
+
+def test_worker_processes_lint_for_the_same_release(tmp_path) -> None:
+    """A tree large enough for worker processes: each forked worker lints for the release it was given."""
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+    from tfdoctor.lint.runner import lint_paths
+
+    files = []
+    for i in range(80):  # over runner._PARALLEL_FROM
+        path = tmp_path / f"train{i:02}.py"
+        path.write_text(TF + STATELESS + FIT, encoding="utf-8")
+        files.append(path)
+    rules = select_lint_rules(load_lint_rules().rules, ["SRC103"])
+    old = lint_paths(files, rules, jobs=2, walked=files, target=OLD)
+    assert (old.files, [f.severity.label for f in old.findings]) == (80, ["warning"] * 80)
+    assert lint_paths(files, rules, jobs=2, walked=files, target=NEW).findings == []
+    unknown = lint_paths(files, rules, jobs=2, walked=files)
+    assert [f.severity.label for f in unknown.findings] == ["info"] * 80

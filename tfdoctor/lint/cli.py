@@ -108,7 +108,7 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
         from tfdoctor.lint.render_text import render_summary, render_text
 
         _emit(render_text(report, show_fixes=show_fixes), wrap=True)
-        _emit(render_summary(report), err=True)
+        _emit(render_summary(report), err=True, wrap=True)  # fitted to a terminal; a pipe gets one line
     level = fail_on or config.fail_on
     if report.crashes and level != "never":
         raise SystemExit(EXIT_INTERNAL)

@@ -12,6 +12,7 @@ import ast
 import enum
 
 from tfdoctor.lint.datasets import FILE_SOURCES, TFDS_AS_DATASET, Pipeline
+from tfdoctor.lint.evidence import bound_to
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 
@@ -214,7 +215,7 @@ def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
     `Sequential([...])` among them; None when the name is not bound only to such calls."""
     if not isinstance(func, ast.Name):
         return None
-    bound = module.derived(_assigned).get(func.id, [])
+    bound = bound_to(module, func.id)  # the file's assignments, indexed once (evidence.py)
     if not bound or not all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                             for b in bound):
         return None
@@ -233,15 +234,6 @@ def _functions(module: SourceModule) -> dict[str, list[ast.FunctionDef]]:
     index: dict[str, list[ast.FunctionDef]] = {}
     for definition in module.nodes(ast.FunctionDef):
         index.setdefault(definition.name, []).append(definition)
-    return index
-
-
-def _assigned(module: SourceModule) -> dict[str, list[ast.expr]]:
-    """name → the values of the assignments that bind it directly (`name = value`), once per file."""
-    index: dict[str, list[ast.expr]] = {}
-    for assign in module.nodes(ast.Assign):
-        for name in dict.fromkeys(t.id for t in assign.targets if isinstance(t, ast.Name)):
-            index.setdefault(name, []).append(assign.value)
     return index
 
 
@@ -275,7 +267,7 @@ def _bound_to_a_model(module: SourceModule, func: ast.AST) -> bool:
     """A name the file binds only to Keras layers or models, TF Hub or tokenizer objects."""
     if not isinstance(func, ast.Name):
         return False
-    bound = module.derived(_assigned).get(func.id, [])
+    bound = bound_to(module, func.id)  # the file's assignments, indexed once (evidence.py)
     return bool(bound) and all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                                for b in bound)
 

@@ -284,13 +284,13 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
                 return min(rows, cut) if cut is not None else rows
     # `val_x, val_y = x[:5000], y[:5000]`: every array read is bound only to a literal head slice, so it holds
     # at most that many rows, whatever it is sliced from (ninth held-out set: a 5,000-image validation split)
-    heads = [_literal_head(value) for name in _names(first) for value in _bound_to(module, name)]
+    heads = [_literal_head(value) for name in _names(first) for value in bound_to(module, name)]
     if heads and None not in heads:
         return max(heads)  # type: ignore[type-var]
     return None
 
 
-def _bound_to(module: SourceModule, name: str) -> list[ast.AST]:
+def bound_to(module: SourceModule, name: str) -> list[ast.AST]:
     """What each assignment of the file binds to `name` itself: the whole value for `name = value`, the
     matching element for `a, name = x, y`; the whole value where the two sides do not pair up."""
     return module.derived(_binding_index)[1].get(name, [])

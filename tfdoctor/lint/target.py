@@ -39,9 +39,10 @@ class Target:
 
 def parse_release(text: str) -> tuple[int, int]:
     """`2.15`, `2.15.1`, `2.16.0rc0`, `2.17.0.dev20240101` → (major, minor); ValueError for anything else."""
-    match = _VERSION.fullmatch(text.strip())
+    match = _VERSION.fullmatch(text.strip()) if len(text) <= 64 else None
     if match is None:
-        raise ValueError(f"not a TensorFlow release: {text!r} (e.g. 2.15)")
+        shown = text if len(text) <= 32 else text[:32] + "…"  # a value pasted by mistake is not echoed whole
+        raise ValueError(f"not a TensorFlow release: {shown!r} (e.g. 2.15)")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -132,23 +133,22 @@ def stateless_keras_call(name: str) -> bool:
 INSTALLED = "installed"  # `--target-tensorflow installed`: the release installed beside tfdoctor
 
 
-def installed() -> Target | None:
-    """The TensorFlow installed in this interpreter, read from its package metadata (never imported: that
-    costs seconds); None when no TensorFlow distribution is installed, or its version is not a release."""
-    from importlib import metadata
+def installed(paths: list[str] | None = None) -> Target | None:
+    """The TensorFlow installed for this interpreter (`paths`: sys.path), from the names of its dist-info
+    folders as the environment snapshot reads them (never imported: that costs seconds; no file opened); None
+    when no TensorFlow distribution is installed, or its version is not a release."""
+    import sys
 
-    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
+    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS, installed_distribution
 
-    for name in TENSORFLOW_DISTS:
-        try:
-            version = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-        try:
-            return Target(parse_release(version), f"installed: {name} {version}")
-        except ValueError:
-            return None
-    return None
+    found = installed_distribution(sys.path if paths is None else paths, TENSORFLOW_DISTS)
+    if found is None:
+        return None
+    name, version = found
+    try:
+        return Target(parse_release(version), f"installed: {name} {version}")
+    except ValueError:
+        return None
 
 
 def resolve(text: str | None, origin: str) -> Target | None:
@@ -159,7 +159,7 @@ def resolve(text: str | None, origin: str) -> Target | None:
     if text.strip() == INSTALLED:
         found = installed()
         if found is None:
-            raise ValueError("--target-tensorflow installed: no TensorFlow is installed here "
+            raise ValueError("--target-tensorflow installed: no TensorFlow distribution on this Python's path "
                              "(name a release instead, e.g. 2.15)")
         return found
     return Target(parse_release(text), origin)

@@ -408,6 +408,18 @@ def _scan(paths, modules=None):
     return found
 
 
+def installed_distribution(paths, names):
+    """(name, version) of the first of `names` installed on `paths`, as the import system would find it, read
+    from the names of the dist-info folders alone (no file is opened); None when none is. For `tfdoctor lint
+    --target-tensorflow installed`, which needs the release and nothing else of the snapshot."""
+    found = _scan(paths)
+    for name in names:
+        entry = found.get(normalize(name))
+        if entry is not None:
+            return name, entry["version"]
+    return None
+
+
 def _module_name(filename):
     """The top-level import name a directory entry provides ("numpy", "six.py",
     "_cffi.cpython-311-x86_64-linux-gnu.so"), None for metadata and other files."""

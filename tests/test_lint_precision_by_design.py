@@ -117,19 +117,13 @@ def test_a_tensorflow_1_script_gets_the_autotune_every_release_since_1_13_has(er
     assert fixes(text, "SRC102") == [(".prefetch(tf.data.experimental.AUTOTUNE)", Applicability.SAFE)]
 
 
-def test_the_files_own_guarded_name_is_used() -> None:
-    guard = ("try:\n    AUTOTUNE = tf.data.AUTOTUNE\nexcept AttributeError:\n"
-             "    AUTOTUNE = tf.data.experimental.AUTOTUNE\n")
-    text = TF + guard + DECODE + "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"
-    assert fixes(text, "SRC103") == [("num_parallel_calls=AUTOTUNE", Applicability.SAFE)]
-
-
 @pytest.mark.parametrize("binding", [
+    "try:\n    AUTOTUNE = tf.data.AUTOTUNE\nexcept AttributeError:\n    AUTOTUNE = tf.data.experimental.AUTOTUNE\n",
     "AUTOTUNE = tf.data.AUTOTUNE if hasattr(tf.data, 'AUTOTUNE') else tf.data.experimental.AUTOTUNE\n",
     "AUTOTUNE = getattr(tf.data, 'AUTOTUNE', tf.data.experimental.AUTOTUNE)\n",
     "AUTOTUNE = tf.data.experimental.AUTOTUNE\n",
 ])
-def test_a_guard_that_binds_autotune_is_the_name_used(binding: str) -> None:
+def test_the_files_own_guard_that_binds_autotune_is_the_name_used(binding: str) -> None:
     text = TF + binding + DECODE + "ds = tf.data.TFRecordDataset(files).map(decode).batch(32)\nmodel.fit(ds)\n"
     assert fixes(text, "SRC103") == [("num_parallel_calls=AUTOTUNE", Applicability.SAFE)]
 

@@ -441,7 +441,7 @@ def test_the_bindings_of_a_name_are_read_from_one_index_of_the_files_assignments
     one index per module answers every name, with the same values as the walk gave."""
     import ast as ast_module
 
-    from tfdoctor.lint import evidence
+    from tfdoctor.lint import bindings as index  # its own module: costs and evidence both read it
     from tfdoctor.lint.source import SourceModule
 
     text = ("import tensorflow as tf\n(x, y), (tx, ty) = load()\nx, y = x[:200], y[:200]\n"
@@ -461,8 +461,8 @@ def test_the_bindings_of_a_name_are_read_from_one_index_of_the_files_assignments
         naive[name] = [a.value for a in ast_module.walk(module.tree) if isinstance(a, ast_module.Assign)
                        and any(isinstance(n, ast_module.Name) and n.id == name for t in a.targets
                                for n in ast_module.walk(t))]
-        assert evidence._bindings(module, name) == naive[name], name
+        assert index.bindings(module, name) == naive[name], name
     assert walks.count(ast_module.Assign) == 1  # nine names asked, the assignments indexed once
-    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "val_x")] == ["x[:50]"]
-    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "x")] == ["load()", "x[:200]", "x"]
-    assert [ast_module.unparse(v) for v in evidence.bound_to(module, "d")] == ["pair"]
+    assert [ast_module.unparse(v) for v in index.bound_to(module, "val_x")] == ["x[:50]"]
+    assert [ast_module.unparse(v) for v in index.bound_to(module, "x")] == ["load()", "x[:200]", "x"]
+    assert [ast_module.unparse(v) for v in index.bound_to(module, "d")] == ["pair"]

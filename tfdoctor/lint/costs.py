@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import enum
 
+from tfdoctor.lint.bindings import bound_to
 from tfdoctor.lint.datasets import FILE_SOURCES, TFDS_AS_DATASET, Pipeline
-from tfdoctor.lint.evidence import bound_to
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 
@@ -215,7 +215,7 @@ def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
     `Sequential([...])` among them; None when the name is not bound only to such calls."""
     if not isinstance(func, ast.Name):
         return None
-    bound = bound_to(module, func.id)  # the file's assignments, indexed once (evidence.py)
+    bound = bound_to(module, func.id)  # the file's assignments, indexed once (bindings.py)
     if not bound or not all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                             for b in bound):
         return None
@@ -267,7 +267,7 @@ def _bound_to_a_model(module: SourceModule, func: ast.AST) -> bool:
     """A name the file binds only to Keras layers or models, TF Hub or tokenizer objects."""
     if not isinstance(func, ast.Name):
         return False
-    bound = bound_to(module, func.id)  # the file's assignments, indexed once (evidence.py)
+    bound = bound_to(module, func.id)  # the file's assignments, indexed once (bindings.py)
     return bool(bound) and all(isinstance(b, ast.Call) and (module.call_name(b) or "").startswith(_MODEL_MAKERS)
                                for b in bound)
 

@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Mapping
 
+from tfdoctor.lint.bindings import bindings, bound_to
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
@@ -277,7 +278,7 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
         if rows is not None:
             return rows
     for name in _names(first):
-        for bound in _bindings(module, name):
+        for bound in bindings(module, name):
             rows = _keras_dataset_rows(module, bound)
             if rows is not None:
                 cut = _cut_to(module, first)
@@ -288,12 +289,6 @@ def _known_rows(module: SourceModule, source: ast.AST) -> int | None:
     if heads and None not in heads:
         return max(heads)  # type: ignore[type-var]
     return None
-
-
-def bound_to(module: SourceModule, name: str) -> list[ast.AST]:
-    """What each assignment of the file binds to `name` itself: the whole value for `name = value`, the
-    matching element for `a, name = x, y`; the whole value where the two sides do not pair up."""
-    return module.derived(_binding_index)[1].get(name, [])
 
 
 def _literal_head(node: ast.AST) -> int | None:
@@ -311,7 +306,7 @@ def _cut_to(module: SourceModule, expr: ast.AST) -> int | None:
     a name the file binds to such a slice (`x_train, y_train = x_train[:200], y_train[:200]`)."""
     cuts = [rows for node in ast.walk(expr) if (rows := _literal_head(node)) is not None]
     for name in _names(expr):
-        for bound in _bindings(module, name):
+        for bound in bindings(module, name):
             values = bound.elts if isinstance(bound, (ast.Tuple, ast.List)) else [bound]
             cuts += [rows for value in values if (rows := _literal_head(value)) is not None and
                      isinstance(value.value, ast.Name) and value.value.id == name]  # type: ignore[attr-defined]
@@ -335,7 +330,7 @@ def known_file_rows(module: SourceModule, source: ast.AST | None) -> int | None:
                         sizes.append(rows)
                 elif isinstance(child, ast.Name) and child.id not in seen:
                     seen.add(child.id)
-                    following += _bindings(module, child.id)
+                    following += bindings(module, child.id)
         frontier = following
     return max(sizes) if sizes else None
 
@@ -346,7 +341,7 @@ def _keras_dataset_rows(module: SourceModule, bound: ast.AST) -> int | None:
         return None
     owner = module.qualified(bound.func.value)
     if owner is None and isinstance(bound.func.value, ast.Name):
-        owners = [module.qualified(b) for b in _bindings(module, bound.func.value.id)]
+        owners = [module.qualified(b) for b in bindings(module, bound.func.value.id)]
         owner = owners[0] if len(owners) == 1 else None
     if owner and owner.startswith("keras.datasets."):
         return known_rows("keras", owner.split(".")[2])
@@ -364,7 +359,7 @@ def _read_from_files(module: SourceModule, source: ast.AST) -> str | None:
             if name in seen:
                 continue
             seen.add(name)
-            for bound in _bindings(module, name):
+            for bound in bindings(module, name):
                 for node in ast.walk(bound):
                     called = module.call_name(node) if isinstance(node, ast.Call) else None
                     if called and called.startswith(_FILE_READERS):
@@ -490,40 +485,6 @@ def _maps_read_files(module: SourceModule, value: object) -> str | None:
 
 def _names(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
-
-
-def _bindings(module: SourceModule, name: str) -> list[ast.AST]:
-    """The values a name is assigned in the file (`x = ...`, `(x, y), _ = ...`)."""
-    return module.derived(_binding_index)[0].get(name, [])
-
-
-def _binding_index(module: SourceModule) -> tuple[dict[str, list[ast.AST]], dict[str, list[ast.AST]]]:
-    """Every assignment of the file, indexed once by the names it binds (a rule asks for the bindings of
-    hundreds of names per notebook: walking every assignment each time cost more than parsing it). First:
-    name → the whole values of the assignments that bind it. Second: name → what each binds to it itself
-    (the matching element of `a, name = x, y`; the whole value where the two sides do not pair up)."""
-    whole: dict[str, list[ast.AST]] = {}
-    own: dict[str, list[ast.AST]] = {}
-    for assign in module.nodes(ast.Assign):
-        value = assign.value
-        for target in assign.targets:
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name):
-                    whole.setdefault(node.id, []).append(value)
-            if isinstance(target, ast.Name):
-                own.setdefault(target.id, []).append(value)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                for i, element in enumerate(target.elts):
-                    if paired and isinstance(element, ast.Name):
-                        own.setdefault(element.id, []).append(value.elts[i])  # type: ignore[attr-defined]
-                if not paired:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name):
-                            own.setdefault(node.id, []).append(value)
-    for values in whole.values():  # one entry per assignment, however often the name occurs in its targets
-        values[:] = list({id(v): v for v in values}.values())
-    return whole, own
 
 
 # --- is the pipeline read by training? ------------------------------------------------------------------

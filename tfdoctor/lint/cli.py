@@ -28,7 +28,8 @@ from tfdoctor.usage import split_codes as _split_codes
 @click.option("--diff", "diff", is_flag=True, help="Print the fixes as a unified diff; change nothing.")
 @click.option("--target-tensorflow", metavar="RELEASE", default=None,
               help="The TensorFlow release the code runs on (e.g. 2.15), or 'installed' for the one installed "
-                   "here: what tf.data does by itself there decides SRC102 and SRC103 (default: not known).")
+                   "here: what tf.data does by itself there decides SRC102 and SRC103 (default: what the "
+                   "project's requirement files pin, else not known).")
 def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str,
          fail_on: str | None, show_fixes: bool, list_rules: bool, include_tests: bool | None,
          preview: bool | None, fix: bool, unsafe_fixes: bool, diff: bool, target_tensorflow: str | None) -> None:
@@ -75,6 +76,10 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
                   else resolve(settings.target_tensorflow, f"target-tensorflow in {config.source}"))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if target_tensorflow is None and settings.target_tensorflow is None:
+        from tfdoctor.lint.pins import project_target
+
+        target = project_target(paths)  # the releases the project pins (requirements.txt, pyproject.toml, ...)
     selected_codes, ignored_codes = _split_codes(select), _split_codes(ignore)
     unknown = [c for c in (*selected_codes, *ignored_codes) if not any(r.code.startswith(c) for r in registry.rules)]
     if unknown:

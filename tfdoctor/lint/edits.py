@@ -7,6 +7,7 @@ import re
 
 from tfdoctor.lint.rule import Edit
 from tfdoctor.lint.source import SourceModule
+from tfdoctor.lint.target import autotune_since
 
 
 def replace_node(module: SourceModule, node: ast.AST, text: str) -> Edit:
@@ -80,9 +81,12 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     """How to write AUTOTUNE at `line` of this file, and whether that is safe for the TensorFlow it targets.
 
     A name the file already binds to AUTOTUNE before that line (its own guard, an import) is used as it
-    is; a file of the TensorFlow 1 era (sessions, placeholders, tf.compat.v1, contrib, its own hasattr
-    guard) gets tf.data.experimental.AUTOTUNE, which every release since 1.13 has; a file that reads its
-    pipelines through tf.contrib.data (1.12 and older) gets no safe edit."""
+    is; code whose release is known (`module.target`: the flag, the setting, the project's pins) and may be
+    older than tf.data.AUTOTUNE gets tf.data.experimental.AUTOTUNE, safe when every such release has it
+    (tfdoctor/knowledge/tfdata_automatic.toml, [[autotune]]); a file of the TensorFlow 1 era (sessions,
+    placeholders, tf.compat.v1, contrib, its own hasattr guard) gets tf.data.experimental.AUTOTUNE, which
+    every release since 1.13 has; a file that reads its pipelines through tf.contrib.data (1.12 and older)
+    gets no safe edit."""
     # A name bound to AUTOTUNE is written in the text: a file without it has nothing to walk (a notebook
     # is all module level, and each finding asked again).
     for statement in _module_level(module.tree.body) if "AUTOTUNE" in module.text else ():
@@ -93,6 +97,11 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     imported = module.imports.bindings.get("AUTOTUNE", "")
     if imported.endswith(".AUTOTUNE"):
         return "AUTOTUNE", True
+    target = module.target  # the release the code runs on, when known (tfdoctor/lint/target.py)
+    if target is not None and target.before(autotune_since("data.AUTOTUNE")) is not False:
+        # a release older than tf.data.AUTOTUNE may run it: the spelling every release since 1.13 has
+        every_one_has_it = target.before(autotune_since("data.experimental.AUTOTUNE")) is False
+        return f"{alias}.data.experimental.AUTOTUNE", every_one_has_it
     if _CONTRIB_ONLY.search(module.text) and "data.experimental" not in module.text:
         return f"{alias}.data.experimental.AUTOTUNE", False
     if _TF1_ERA.search(module.text):

@@ -3,7 +3,7 @@
     [tool.tfdoctor.lint]
     include-tests = false   # lint test files (test_*.py, *_test.py, tests/) found in directories
     preview = false         # also run the preview rules
-    target-tensorflow = "2.15"   # the TensorFlow release the code runs on, or "installed" (default: not known)
+    target-tensorflow = "2.15"   # the release the code runs on, or "installed" (default: the pins, else not known)
 
 Flags override the file (`--include-tests`, `--preview`, `--target-tensorflow`). A wrong type is a
 ConfigError (exit 2).

@@ -4,9 +4,9 @@ A `Dataset.map` without `num_parallel_calls`, or a pipeline without `.prefetch()
 where tf.data rewrites it by default (tfdoctor/knowledge/tfdata_automatic.toml: map_parallelization since 2.5,
 inject_prefetch since 2.11). Whether a finding is true therefore depends on the release, which the file rarely
 says. Lint learns it from `--target-tensorflow` (a release, or `installed`: the TensorFlow installed beside
-tfdoctor) or the `target-tensorflow` setting (tfdoctor.lint.cli); a file of the TensorFlow 1 era says it for
-itself. Unknown — the default, so that the same code gives the same findings everywhere — a rule says so at
-info severity rather than guess.
+tfdoctor), the `target-tensorflow` setting (tfdoctor.lint.cli), or else the releases the project's requirement
+files pin (tfdoctor/lint/pins.py: part of the code, so the same project gives the same findings everywhere); a
+file of the TensorFlow 1 era says it for itself. Unknown, a rule says so at info severity rather than guess.
 """
 
 from __future__ import annotations
@@ -24,17 +24,33 @@ _VERSION = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.\d{1,5})?(?:[a-z]{1,5}\d{0,5})?
 
 @dataclass(frozen=True)
 class Target:
-    """A TensorFlow release, and where lint learnt it (printed with the findings it decides)."""
+    """The TensorFlow release the code runs on, and where lint learnt it (printed with the findings it decides);
+    for a project's pins (tfdoctor/lint/pins.py) a range: `release` the oldest it allows, `newest` the newest
+    (OPEN: no newest)."""
 
     release: tuple[int, int]
     origin: str  # "--target-tensorflow", "the target-tensorflow setting", "installed: tensorflow-cpu 2.21.0"
+    newest: tuple[int, int] | None = None  # None: `release` only
 
     @property
     def name(self) -> str:
-        return f"{self.release[0]}.{self.release[1]}"
+        first = f"{self.release[0]}.{self.release[1]}"
+        if self.newest is None or self.newest == self.release:
+            return first
+        return f"{first} or later" if self.newest == OPEN else f"{first} to {self.newest[0]}.{self.newest[1]}"
 
     def describe(self) -> str:
         return f"TensorFlow {self.name} ({self.origin})"
+
+    def before(self, since: tuple[int, int]) -> bool | None:
+        """True when every release the code may run on is older than `since`, False when none is, None when
+        the range holds both (then what tf.data does there is not known)."""
+        if (self.newest or self.release) < since:
+            return True
+        return False if self.release >= since else None
+
+
+OPEN = (999, 0)  # Target.newest of a range without an upper bound (`tensorflow>=2.12`)
 
 
 def parse_release(text: str) -> tuple[int, int]:
@@ -53,6 +69,15 @@ def rewrite(name: str) -> dict[str, Any]:
 
     [row] = [r for r in table("tfdata_automatic").rows if r["name"] == name]
     return {**row, "since": parse_release(row["since"])}
+
+
+@functools.cache
+def autotune_since(spelling: str) -> tuple[int, int]:
+    """The first release that has AUTOTUNE under `spelling` ("data.AUTOTUNE"), from tfdata_automatic.toml."""
+    from tfdoctor.knowledge import table
+
+    [row] = [r for r in table("tfdata_automatic").data["autotune"] if r["spelling"] == spelling]
+    return parse_release(row["since"])
 
 
 @functools.cache

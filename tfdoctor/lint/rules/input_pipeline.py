@@ -41,9 +41,10 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
         builds a strategy whose distributed iterator prefetches to each device (`MirroredStrategy`,
         `MultiWorkerMirroredStrategy`, `TPUStrategy`; knowledge table lint_running_ahead).
         From TensorFlow 2.11 tf.data appends a prefetch itself to a pipeline that ends without one
-        (inject_prefetch; knowledge table tfdata_automatic): on such a release (`--target-tensorflow`) it is
-        silent, on an older one, in TensorFlow 1 code or where the file switches the rewrite off it warns,
-        and where the release is not known it is an info that says so.
+        (inject_prefetch; knowledge table tfdata_automatic): on such a release (`--target-tensorflow`, or the
+        releases the project's requirement files pin) it is silent, on an older one, in TensorFlow 1 code or
+        where the file switches the rewrite off it warns, and where the release is not known (or the pins
+        allow releases on both sides) it is an info that says so.
 
     Why is this bad?
         Without prefetching, the input pipeline and the training step take turns: while the model
@@ -128,7 +129,8 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             if alias:
                 tune, safe = autotune(module, alias, module.position(expr).line)
                 edit = append_call(module, expr, f".prefetch({tune})")
-                fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
+                fix = SourceFix(f"End the pipeline with .prefetch({tune})", (edit,),
+                                Applicability.SAFE if safe else Applicability.UNSAFE)
             ops = [op for op, _ in value.ops]
             severity = Severity.INFO if unproven else None
             if handed_back:
@@ -308,8 +310,10 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         (map_parallelization; knowledge table tfdata_automatic), so a warning needs a map that runs one
         element at a time where the code runs: a stateful function (random ops, `tf.py_function`,
         `tf.print`, variables, lookup tables, Keras' random layers), TensorFlow 1 code, an older release
-        (`--target-tensorflow`), the rewrite switched off, or `num_parallel_calls=1`. A stateless map is
-        silent on a release that parallelizes it and an info where the release is not known.
+        (`--target-tensorflow`, or what the project's requirement files pin), the rewrite switched off, or
+        `num_parallel_calls=1`. A stateless map is silent on a release that parallelizes it and an info
+        where the release is not known. The fix writes AUTOTUNE as every release the code may run on has
+        it (`tf.data.experimental.AUTOTUNE` where one before 2.4 may).
 
     Why is this bad?
         A sequential map decodes and augments one element at a time on one core; on a machine with many
@@ -372,8 +376,9 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         if alias and parallel is None:
             tune, safe = autotune(module, alias, module.position(call).line)
             edit = add_keyword(module, call, f"num_parallel_calls={tune}")
-            if edit is not None:
-                fix = SourceFix(fix.title, (edit,), Applicability.SAFE if safe else Applicability.UNSAFE)
+            if edit is not None:  # the title names what the edit writes (its spelling for the release)
+                fix = SourceFix(f"Pass num_parallel_calls={tune}", (edit,),
+                                Applicability.SAFE if safe else Applicability.UNSAFE)
         state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + not_shown(unproven),
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
@@ -394,10 +399,13 @@ def _no_prefetch_injected(module: SourceModule) -> tuple[str | None, str | None]
     if old is not None:
         return f"TensorFlow 1 code ({old}): tf.data adds a prefetch itself only from {name}", None
     target = module.target
-    if target is not None and target.release < since:
+    before = target.before(since) if target is not None else None
+    if before:
         return f"{target.describe()}: tf.data adds a prefetch itself only from {name}", None
-    if target is not None:
+    if before is False:
         return None, None
+    if target is not None:  # a pinned range on both sides of the release
+        return None, f"{target.describe()} holds releases before and after {name}, which adds a prefetch itself"
     return None, (f"TensorFlow {name} and later end such a pipeline with a prefetch themselves: the release this "
                   "runs on is not known here (--target-tensorflow)")
 
@@ -421,13 +429,17 @@ def _one_at_a_time(module: SourceModule, call: ast.Call, parallel: ast.expr | No
     if old is not None:
         return f"TensorFlow 1 code ({old}): tf.data parallelizes a stateless map itself only from {since}", None
     target = module.target
-    if target is not None and target.release < rewrite("map_parallelization")["since"]:
+    before = target.before(rewrite("map_parallelization")["since"]) if target is not None else None
+    if before:
         return f"{target.describe()}: tf.data parallelizes a stateless map itself only from {since}", None
-    if target is not None:
+    if before is False:
         if state is State.STATELESS:
             return None, None
         return None, (f"{target.describe()} parallelizes a stateless map itself: whether this function is "
                       "stateless is not visible here")
+    if target is not None:  # a pinned range on both sides of the release
+        return None, (f"{target.describe()} holds releases before and after {since}, which parallelizes a "
+                      "stateless map itself")
     if state is State.STATELESS:
         return None, (f"TensorFlow {since} and later parallelize a stateless map like this one themselves: the "
                       "release this runs on is not known here (--target-tensorflow)")

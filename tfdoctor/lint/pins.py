@@ -1,0 +1,254 @@
+"""The TensorFlow releases a project pins, read from its requirement files (issue 39, items 1 and 6).
+
+What tf.data does by itself depends on the release (tfdoctor/lint/target.py), and a project that pins
+TensorFlow says which release its code runs on. `tfdoctor lint DIR`, without --target-tensorflow or the
+`target-tensorflow` setting, reads the pins of the project the linted paths are in: the nearest folder, from
+each path upward to the first one holding `.git`, that has one of PIN_FILES. A pin decides only what all the
+releases it allows agree on: `tensorflow==2.11.1` is 2.11; `>=2.7,<=2.11` is 2.7 to 2.11, which tf.data
+parallelizes a stateless map on (2.5+) but prefetches by itself only on some of (2.11+); `>=1.14` decides
+nothing. Several pins (files, markers, `tensorflow-gpu` beside `tensorflow`) give the range that covers them
+all, so that lint never claims more than every one of them allows.
+
+Only the requirement strings are read, each through `packaging`'s parser (a file's other text is never
+shown): requirements.txt, the `[project]` and poetry dependencies of pyproject.toml, the string literals of
+setup.py (never run), setup.cfg's install_requires, environment.yml's conda and pip lines, and Pipfile. Each
+file is read bounded (PIN_FILE_LIMIT); one that cannot be read, parsed, or trusted (a folder anyone may write
+to, as for configuration files: tfdoctor/config.py) is passed over. Nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from tfdoctor.lint.runner import display_path
+from tfdoctor.lint.target import OPEN, Target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PIN_FILES = ("requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml",
+             "Pipfile")
+PIN_FILE_LIMIT = 512 * 1024
+# Release distributions only: a nightly pins no release.
+_DISTS = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
+                    "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow", "intel-tensorflow-avx512",
+                    "tensorflow-rocm"})
+# The releases tried: 1.0 to 1.15 (the last of TensorFlow 1), 2.0 to 2.40 (2.21 is the newest today: a pin
+# allowing 2.40 has no upper bound).
+_RELEASES = tuple([(1, minor) for minor in range(16)] + [(2, minor) for minor in range(41)])
+# environment.yml: `- tensorflow=2.4` (conda: 2.4.*), `- tensorflow==2.4.1`, `- tensorflow 2.4.*`, a build
+# string after a second `=`; bounded classes, anchored: linear on any line.
+_CONDA_LINE = re.compile(r"\s{0,40}-\s{0,8}([A-Za-z0-9_.-]{1,60})\s{0,8}(?:(==|>=|<=|!=|~=|=|<|>)\s{0,8}|\s)"
+                         r"([0-9][0-9A-Za-z.*]{0,30})(?:[=,\s].{0,200})?")
+
+
+def project_target(paths: Iterable[str | os.PathLike[str]]) -> Target | None:
+    """The releases the project of the linted `paths` pins, or None: no pin found, the pins allow no release
+    lint knows, or the paths lie in projects with different pins."""
+    found: dict[str | None, Target | None] = {}
+    for path in paths:
+        folder = _pin_folder(os.path.abspath(os.fspath(path)))
+        if folder not in found:
+            found[folder] = folder_target(folder) if folder is not None else None  # None: a path pins nothing
+    targets = list(found.values())
+    spans = {None if t is None else (t.release, t.newest) for t in targets}
+    return targets[0] if len(spans) == 1 else None  # the same releases, however each project spells its pins
+
+
+def folder_target(folder: str) -> Target | None:
+    """The range the pins in `folder`'s files allow, or None when they pin no release."""
+    allowed: set[tuple[int, int]] = set()
+    shown: list[str] = []
+    for name, requirement in _requirements(folder):
+        minors = _allowed_minors(requirement.specifier)
+        if not minors:
+            continue
+        allowed |= minors
+        pin = f"{requirement.name}{requirement.specifier} in {display_path(Path(folder, name))}"
+        if len(shown) < 2 and pin not in shown:
+            shown.append(pin)
+    if not allowed:
+        return None
+    newest = max(allowed)
+    origin = "pinned: " + "; ".join(shown)
+    return Target(min(allowed), origin, OPEN if newest >= _RELEASES[-1] else newest)
+
+
+def _pin_folder(path: str) -> str | None:
+    """The nearest folder from `path` (a file's folder, or the folder itself) upward that holds a pin file,
+    stopping at the first one holding `.git` (the project's top)."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    while True:
+        if any(os.path.isfile(os.path.join(folder, name)) for name in PIN_FILES):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return None
+        folder = parent
+
+
+def _allowed_minors(specifier: SpecifierSet) -> set[tuple[int, int]]:
+    """The (major, minor) releases of which some version satisfies `specifier` (an empty set when it allows
+    every release: no pin)."""
+    if not str(specifier):
+        return set()
+    # The versions worth trying: the first, a late one and the first candidate of each release, and every
+    # version the specifier names (`==2.4.1`, `==2.1.0rc1`, `!=2.4.0`, `<2.11.3`) with its patch in each release.
+    named = [Version(s.version.rstrip(".*")) for s in specifier if s.version.rstrip(".*")[:1].isdigit()]
+    patches = {"0", "99", "0rc0"} | {str(v.micro) for v in named}
+    allowed = {(major, minor) for major, minor in _RELEASES
+               if any(specifier.contains(Version(f"{major}.{minor}.{patch}"), prereleases=True) for patch in patches)}
+    return allowed | {(v.major, v.minor) for v in named if specifier.contains(v, prereleases=True)}
+
+
+def _requirements(folder: str) -> Iterator[tuple[str, Requirement]]:
+    """(file name, requirement) for each TensorFlow requirement of the pin files in `folder`."""
+    from tfdoctor.config import untrusted_because
+    from tfdoctor.facts.bounded import InputFileError, read_input_file
+
+    for name in PIN_FILES:
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path) or untrusted_because(path):
+            continue
+        try:
+            text = read_input_file(path, PIN_FILE_LIMIT, "requirement file").decode("utf-8", "replace")
+        except InputFileError:
+            continue
+        for line in _READERS[name](text):
+            requirement = _requirement(line)
+            if requirement is not None:
+                yield name, requirement
+
+
+def _requirement(text: str) -> Requirement | None:
+    """A TensorFlow requirement, or None for anything else (another package, not a requirement at all)."""
+    text = text.strip()
+    if not text or len(text) > 300 or not text[:1].isalpha():
+        return None
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    return requirement if requirement.name.lower().replace("_", "-") in _DISTS else None
+
+
+def _requirements_txt(text: str) -> Iterator[str]:
+    for line in text.splitlines():
+        yield line.split(" #", 1)[0].split(" --", 1)[0]  # a comment, pip's per-line options (--hash)
+
+
+def _pyproject(text: str) -> Iterator[str]:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    project = document.get("project")
+    if isinstance(project, dict):
+        yield from _strings(project.get("dependencies"))
+        extras = project.get("optional-dependencies")
+        for value in extras.values() if isinstance(extras, dict) else ():
+            yield from _strings(value)
+    poetry = document.get("tool", {}).get("poetry", {}) if isinstance(document.get("tool"), dict) else {}
+    for section in ("dependencies", "dev-dependencies"):
+        table = poetry.get(section) if isinstance(poetry, dict) else None
+        for name, value in table.items() if isinstance(table, dict) else ():
+            yield from _keyed(name, value, poetry=True)
+
+
+def _pipfile(text: str) -> Iterator[str]:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    for section in ("packages", "dev-packages"):
+        table = document.get(section)
+        for name, value in table.items() if isinstance(table, dict) else ():
+            yield from _keyed(name, value, poetry=False)
+
+
+def _keyed(name: str, value: object, poetry: bool) -> Iterator[str]:
+    """A `name = "spec"` or `name = {version = "spec"}` entry (poetry, Pipfile) as a requirement string."""
+    if isinstance(value, dict):
+        value = value.get("version")
+    if not isinstance(value, str) or value.strip() in ("", "*"):
+        return
+    spec = value.strip()
+    if poetry:
+        spec = _poetry(spec)
+    elif spec[:1].isdigit():
+        spec = f"=={spec}"
+    if spec:
+        yield f"{name}{spec}"
+
+
+def _poetry(spec: str) -> str:
+    """Poetry's `^2.18.0`, `~2.4`, `2.4.*` or `2.4.1` as a PEP 440 specifier ("" when it is none of those)."""
+    match = re.fullmatch(r"([\^~])?\s{0,4}(\d{1,3})(?:\.(\d{1,3}))?(?:\.(\d{1,5}))?", spec)
+    if match is None:
+        return spec if spec[:1] in "<>=!~" else ("==" + spec if spec[:1].isdigit() else "")
+    kind, major, minor, patch = match.group(1), int(match.group(2)), match.group(3), match.group(4)
+    floor = ".".join(p for p in (str(major), minor, patch) if p is not None)
+    if kind == "^":
+        return f">={floor},<{major + 1}" if major or minor is None else f">={floor},<0.{int(minor) + 1}"
+    if kind == "~":
+        return f">={floor},<{major}.{int(minor) + 1}" if minor is not None else f">={floor},<{major + 1}"
+    return f"=={floor}.*" if patch is None else f"=={floor}"
+
+
+def _setup_py(text: str) -> Iterator[str]:
+    """The string literals of setup.py that read as requirements (install_requires, extras): never run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) <= 300:
+            yield node.value
+
+
+def _setup_cfg(text: str) -> Iterator[str]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return
+    for section in parser.sections():
+        if section == "options" or section == "options.extras_require":
+            for key, value in parser.items(section):
+                if key == "install_requires" or section == "options.extras_require":
+                    yield from value.splitlines()
+
+
+def _environment_yml(text: str) -> Iterator[str]:
+    for line in text.splitlines():
+        match = _CONDA_LINE.fullmatch(line[:400])
+        if match is None:
+            continue
+        name, operator, version = match.groups()
+        if operator in (None, "="):  # conda's `=2.4` and `2.4` are 2.4.*; `2.4.*` already says so
+            operator, version = "==", version if version.endswith("*") else version + ".*"
+        yield f"{name}{operator}{version}"
+
+
+_READERS = {"requirements.txt": _requirements_txt, "pyproject.toml": _pyproject, "setup.py": _setup_py,
+            "setup.cfg": _setup_cfg, "environment.yml": _environment_yml, "environment.yaml": _environment_yml,
+            "Pipfile": _pipfile}
+
+
+def _strings(value: object) -> Iterator[str]:
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, str):
+            yield item
+

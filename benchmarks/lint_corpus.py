@@ -36,6 +36,8 @@ ROOT = HERE.parent
 MANIFEST = HERE / "lint_corpus" / "manifest.toml"
 LABELS = HERE / "lint_corpus" / "labels.csv"
 SUFFIXES = (".py", ".ipynb")
+PIN_FILES = ("requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml",
+             "Pipfile")  # as tfdoctor/lint/pins.py reads them (a baseline tree may have no such module)
 
 # Run in a subprocess with the old tfdoctor first on sys.path: lint every file with every rule the old
 # command line would select by default, print JSON findings.
@@ -91,20 +93,23 @@ def materialise(mirror: Path, cache: Path, repos: list[dict]) -> tuple[dict[str,
             continue
         root = cache / repo.replace("/", "+") / commit
         roots[repo] = root
-        done = root / ".complete"
+        done = root / ".complete-with-pins"  # written by a materialise that also wrote the pin files
         if done.exists():
             missing_blobs[repo] = int(done.read_text() or 0)
             continue
         listing = git(git_dir, "ls-tree", "-r", "-z", commit, "--", *[s for s in entry["subtrees"] if s] or ["."])
-        wanted = []
+        # and the requirement files at the top, whose pins `tfdoctor lint DIR` reads (tfdoctor/lint/pins.py)
+        listing += b"\0" + git(git_dir, "ls-tree", "-z", commit, "--", *PIN_FILES)
+        wanted = {}
         for item in listing.split(b"\0"):
             if not item:
                 continue
             meta, path = item.split(b"\t", 1)
             _mode, kind, sha = meta.split()
             name = path.decode("utf-8", "surrogateescape")
-            if kind == b"blob" and name.endswith(SUFFIXES):
-                wanted.append((name, sha.decode()))
+            if kind == b"blob" and (name.endswith(SUFFIXES) or name.rsplit("/", 1)[-1] in PIN_FILES):
+                wanted[name] = sha.decode()
+        wanted = list(wanted.items())
         out = git(git_dir, "cat-file", "--batch", data="".join(f"{sha}\n" for _, sha in wanted).encode())
         pos = 0
         for name, _sha in wanted:

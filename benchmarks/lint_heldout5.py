@@ -80,9 +80,8 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
     from lint_corpus import _line, materialise
     from lint_heldout4 import NOT_JUDGED, coverage, read_labels, snapshots_or_skip, table, tally, tfdoctor_commit
 
-    from tfdoctor.lint.files import python_files
+    from tfdoctor.lint.api import lint_directory
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
-    from tfdoctor.lint.runner import lint_paths
 
     repos = snapshots_or_skip(manifest, args.mirror)
     if repos is None:
@@ -104,8 +103,8 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
             per_repo: Counter = Counter()
             files: Counter = Counter()
             for repo, root in roots.items():
-                walked = list(python_files([str(root)], include_tests=False))
-                report = lint_paths(walked, rules, walked=walked)  # what `tfdoctor lint DIR` reads, prefilter on
+                # what `tfdoctor lint DIR` reads (prefilter on), for the release the project pins (if any)
+                report = lint_directory(root, rules=rules)
                 files[repo] = report.files
                 crashes += [f"{repo}: {crash}" for crash in report.crashes]
                 for f in report.findings:

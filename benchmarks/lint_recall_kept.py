@@ -44,7 +44,7 @@ from lint_corpus import materialise  # noqa: E402
 
 # Run with one tfdoctor first on sys.path: lint each root as `tfdoctor lint DIR` does (fixtures: named files).
 _LINT = r"""
-import json, sys
+import inspect, json, sys
 from pathlib import Path
 import tfdoctor
 assert tfdoctor.__file__.startswith(sys.argv[1]), tfdoctor.__file__
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     after = run_lint(ROOT, targets, select)
     now = {f[:4]: f[4] for f in after}
     counts: Counter = Counter()
-    lost, changed, dropped = [], [], []
+    lost, changed, dropped, still_false = [], [], [], []
     for finding in sorted(before):
         if finding[3] in ("SRC001", "SRC002"):
             continue  # unparseable files: not performance findings, not labelled
@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         counts[(group, label, "info")] += severity is not None and severity != finding[4]
         if severity is None:
             (lost if label == "true" else dropped).append((label, finding))
+        elif label == "false":
+            still_false.append(finding)
         elif severity != finding[4]:
             changed.append((label, finding, severity))
     before_keys = {f[:4] for f in before}
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         for label, finding in dropped:
             print(f"  dropped {label}: {finding[3]} {finding[0]} {finding[1]}:{finding[2]}")
+        for finding in still_false:
+            print(f"  still found false: {finding[3]} {finding[0]} {finding[1]}:{finding[2]}")
         for finding in added:
             print(f"  added ({labels.label(*finding[:4]) or 'unlabelled'}): {finding[3]} {finding[4]} "
                   f"{finding[0]} {finding[1]}:{finding[2]}")

@@ -1,8 +1,8 @@
 """The TensorFlow releases a project pins decide what tf.data does by itself (tfdoctor/lint/pins.py): read from
 its requirement files when neither --target-tensorflow nor the setting names a release.
 
-Found on the held-out sets (issue 39): of the 24 repositories of the tenth to twelfth, seven pin TensorFlow at
-their top (`tensorflow==2.12.0`, `tensorflow-gpu~=2.10.1`, `tensorflow>=2.10.0,<2.11.0`, poetry's `^2.18.0`),
+Found on the held-out sets (issue 39): of the 24 repositories of the tenth to twelfth, ten pin TensorFlow at
+their top (`tensorflow-cpu==2.12.0`, `tensorflow-gpu~=2.10.1`, `tensorflow>=2.10.0,<2.11.0`, poetry's `^2.18.0`),
 and lint judged their maps and pipelines as if their release were unknown."""
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ def span(target: Target | None) -> tuple[tuple[int, int], tuple[int, int] | None
     ("requirements.txt", "tensorflow==1.15.*\n", ((1, 15), (1, 15))),
     ("requirements.txt", "tensorflow==2.1.0rc1\n", ((2, 1), (2, 1))),
     ("requirements.txt", "tensorflow_gpu==2.3.0\n", ((2, 3), (2, 3))),
+    ("requirements.txt", "tensorflow==2.4.1\t# tab, then a comment\nnumpy \\\n  ==1.19\n", ((2, 4), (2, 4))),
+    ("requirements.txt", "tensorflow==2.5.0 \\\n    --hash=sha256:00\n", ((2, 5), (2, 5))),
     # markers: both may be what runs, so the range covers both
     ("requirements.txt", 'tensorflow==2.12.0; sys_platform != "darwin"\ntensorflow-macos==2.13.0; '
                          'sys_platform == "darwin"\n', ((2, 12), (2, 13))),
@@ -76,6 +78,7 @@ def test_each_kind_of_requirement_file_pins_its_releases(tmp_path, name: str, te
     ("requirements.txt", "# tensorflow==2.3.0\n-r base.txt\n-e .\ngit+https://example.org/tensorflow.git\n"),
     ("pyproject.toml", '[project]\nname = "x"\nkeywords = ["tensorflow==2.3"]\ndependencies = ["tensorflow"]\n'),
     ("pyproject.toml", "this is [not toml\n"),
+    ("pyproject.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n"),  # nested past the recursion limit
     ("Pipfile", '[packages]\ntensorflow = "*"\n'),
     ("setup.py", "setup(install_requires=['tensorflow'\n"),  # not Python: nothing read, nothing run
     ("setup.cfg", "[options]\ninstall_requires =\n    tensorflow\n"),

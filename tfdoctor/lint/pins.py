@@ -146,13 +146,14 @@ def _requirement(text: str) -> Requirement | None:
 
 def _requirements_txt(text: str) -> Iterator[str]:
     for line in text.splitlines():
-        yield line.split(" #", 1)[0].split(" --", 1)[0]  # a comment, pip's per-line options (--hash)
+        # a comment, pip's per-line options (--hash), a continuation backslash
+        yield line.split("#", 1)[0].split(" --", 1)[0].rstrip("\\ \t")
 
 
 def _pyproject(text: str) -> Iterator[str]:
     try:
         document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return
     project = document.get("project")
     if isinstance(project, dict):
@@ -170,7 +171,7 @@ def _pyproject(text: str) -> Iterator[str]:
 def _pipfile(text: str) -> Iterator[str]:
     try:
         document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return
     for section in ("packages", "dev-packages"):
         table = document.get(section)

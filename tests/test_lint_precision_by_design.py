@@ -199,8 +199,9 @@ def test_rules_below_the_bar_are_preview_and_none_is_kept_on() -> None:
     became preview rules, like every rule under the bar. Measured by tier on the fifth to seventh held-out
     sets, SRC103's findings that show their evidence clear it and are on again (33 of 38 to the twelfth with
     the release evidence: a stateful function, TensorFlow 1 code); its info findings (82 of 140 with the
-    releases the repositories pin) and all of SRC102 (19 of 28 shown) are not. SRC107's shown findings clear it on the seventh to eleventh (54 of 62),
-    its info findings do not (35 of 52). SRC113 was measured under it on four sets (5 of 22)."""
+    releases the repositories pin) and all of SRC102 (19 of 28 shown) are not. SRC107's shown findings
+    clear it on the seventh to eleventh (54 of 62), its info findings do not (35 of 52). SRC113 was
+    measured under it on four sets (5 of 22)."""
     from tfdoctor.knowledge import table
     from tfdoctor.lint.rule import below_the_bar, load_lint_rules, quiet_unproven, select_lint_rules
 

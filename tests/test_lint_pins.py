@@ -279,3 +279,19 @@ def test_the_docs_example_of_the_pins_prints_what_it_says(capsys, monkeypatch, t
             main(command.split("  #")[0].split()[1:])
         out, err = capsys.readouterr()
         assert (out + err).splitlines() == expected, command
+
+
+def test_lint_directory_reads_the_pins_as_the_command_line_does(tmp_path) -> None:
+    """tfdoctor.lint.api.lint_directory (benchmarks, editors) lints as `tfdoctor lint DIR`, pins included."""
+    from tfdoctor.lint.api import lint_directory
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(TF + STATELESS + FIT, encoding="utf-8")
+    rules = select_lint_rules(load_lint_rules().rules, ["SRC103"])
+    assert [f.severity.label for f in lint_directory(tmp_path, rules=rules).findings] == ["info"]
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["tensorflow==2.4.4"]\n',
+                                             encoding="utf-8")
+    [finding] = lint_directory(tmp_path, rules=rules).findings
+    assert finding.severity.label == "warning"
+    assert finding.grounds["runs-one-at-a-time"].startswith("TensorFlow 2.4 (pinned: tensorflow==2.4.4 in ")

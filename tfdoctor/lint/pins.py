@@ -26,10 +26,10 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from tfdoctor.derive.requirement_ranges import Requirement, parse_requirement
 from tfdoctor.lint.runner import display_path
 from tfdoctor.lint.target import OPEN, Target
 
@@ -72,11 +72,12 @@ def folder_target(folder: str) -> Target | None:
     allowed: set[tuple[int, int]] = set()
     shown: list[str] = []
     for name, requirement in _requirements(folder):
-        minors = _allowed_minors(requirement.specifier)
+        specifier = SpecifierSet(requirement.specifier)
+        minors = _allowed_minors(specifier)
         if not minors:
             continue
         allowed |= minors
-        pin = f"{requirement.name}{requirement.specifier} in {display_path(Path(folder, name))}"
+        pin = f"{requirement.name}{specifier} in {display_path(Path(folder, name))}"
         if len(shown) < 2 and pin not in shown:
             shown.append(pin)
     if not allowed:
@@ -133,15 +134,13 @@ def _requirements(folder: str) -> Iterator[tuple[str, Requirement]]:
 
 
 def _requirement(text: str) -> Requirement | None:
-    """A TensorFlow requirement, or None for anything else (another package, not a requirement at all)."""
+    """A TensorFlow requirement (the project's one requirement parser, names canonical), or None for anything
+    else (another package, not a requirement at all)."""
     text = text.strip()
     if not text or len(text) > 300 or not text[:1].isalpha():
         return None
-    try:
-        requirement = Requirement(text)
-    except InvalidRequirement:
-        return None
-    return requirement if requirement.name.lower().replace("_", "-") in _DISTS else None
+    requirement = parse_requirement(text)
+    return requirement if requirement is not None and requirement.name in _DISTS else None
 
 
 def _requirements_txt(text: str) -> Iterator[str]:

@@ -18,6 +18,8 @@ line in the cell, the column shift a stripped indentation or prompt introduced, 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
@@ -81,6 +83,7 @@ class Notebook:
 
     text: str
     cells: list[tuple[int, str]]
+    colab: bool = False  # its metadata has Colab's key: it was last saved by Colab, and ran there
 
     @property
     def code(self) -> str:
@@ -109,7 +112,80 @@ def read_notebook(data: str) -> Notebook:
         if not isinstance(source, str):
             raise NotebookError(f"not a valid notebook: cell {number} has a source that is not text")
         code.append((number, source))
-    return Notebook(data, code)
+    metadata = document.get("metadata")
+    return Notebook(data, code, isinstance(metadata, dict) and "colab" in metadata)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a notebook's own cells say of the TensorFlow it runs on (tfdoctor/lint/target.py, for_notebook)."""
+
+    colab: bool  # saved by Colab (its metadata), where it runs on Colab's TensorFlow of the day
+    installs: tuple[tuple[int, str], ...]  # (cell, requirement as written) its shell lines install
+    magic: tuple[int, str] | None  # (cell, value) of Colab's `%tensorflow_version VALUE`, the first one
+    requirement_files: bool  # it installs from a requirement file (`pip install -r requirements.txt`)
+
+
+# `!pip install …`, `%pip install …`, `!python -m pip install …`, `!conda install …`: what follows the verb.
+# Bounded and anchored (matched at the start of a line of at most 500 characters): linear on any text.
+_INSTALL = re.compile(r"[!%]\s{0,8}(?:pip3?|python3?(?:\.\d{1,2})?\s{1,8}-m\s{1,8}pip|conda|mamba|micromamba|"
+                      r"uv\s{1,8}pip)\s{1,8}install\s(.{1,400})")
+_MAGIC = re.compile(r"%\s{0,8}tensorflow_version\s{1,8}(\S{1,20})")
+# pip's and conda's options whose value is the next word (`-c` is pip's constraint file, conda's channel)
+_TAKES_VALUE = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-f", "--find-links",
+                          "-i", "--index-url", "--extra-index-url", "-t", "--target", "--prefix", "--root",
+                          "-n", "--name", "-p", "--channel", "--platform", "--python-version"})
+_REQUIREMENT_FILE = frozenset({"-r", "--requirement"})
+_WORDS = 40  # requirements read from one install command (a real one names a few)
+_SHELL_CELLS = ("%%bash", "%%sh", "%%shell", "%%script bash", "%%script sh")
+
+
+def environment(notebook: Notebook) -> Environment:
+    """The TensorFlow a notebook installs or selects in its own cells, and whether Colab saved it."""
+    installs: list[tuple[int, str]] = []
+    magic: tuple[int, str] | None = None
+    requirement_files = False
+    for number, source in notebook.cells:
+        if "install" not in source and "tensorflow_version" not in source:
+            continue  # the common cell: nothing to read
+        shell = source.lstrip().startswith(_SHELL_CELLS)  # a cell run by the shell: every line is a command
+        for line in source.splitlines():
+            line = line.strip()[:500]
+            if shell and line[:1] not in "!%":
+                line = "!" + line
+            found = _MAGIC.match(line)
+            if found is not None and magic is None:
+                magic = number, found.group(1)
+            found = _INSTALL.match(line)
+            if found is None:
+                continue
+            words, from_file = _install_words(found.group(1))
+            requirement_files = requirement_files or from_file
+            installs += [(number, word) for word in words[:_WORDS]]
+    return Environment(notebook.colab, tuple(installs), magic, requirement_files)
+
+
+def _install_words(text: str) -> tuple[list[str], bool]:
+    """The requirements an install command names (its options and their values dropped, shell quoting
+    undone), and whether it installs from a requirement file."""
+    command = re.split(r"&&|\|\||[;|#]", text, maxsplit=1)[0]  # the install itself, not what follows it
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: the words as they are
+        words = command.split()
+    found, from_file, skip = [], False, False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        option = word.split("=", 1)[0] if word.startswith("--") else word
+        if option in _REQUIREMENT_FILE:
+            from_file = True
+        if word in _TAKES_VALUE:
+            skip = True
+        elif not word.startswith("-") and word[:1] not in "{$":  # `{version}`, `$TF`: a value not written here
+            found.append(word)
+    return found, from_file
 
 
 def notebook_source(data: str | Notebook) -> tuple[str, CellLines]:

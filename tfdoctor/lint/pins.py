@@ -27,11 +27,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
-from tfdoctor.derive.requirement_ranges import Requirement, parse_requirement
+from tfdoctor.derive.requirement_ranges import Requirement
 from tfdoctor.lint.runner import display_path
-from tfdoctor.lint.target import OPEN, Target
+from tfdoctor.lint.target import Target, conda_requirement, pinned, tensorflow_requirement
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,13 +40,6 @@ else:  # pragma: no cover - Python 3.10
 PIN_FILES = ("requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml",
              "Pipfile")
 PIN_FILE_LIMIT = 512 * 1024
-# Release distributions only: a nightly pins no release.
-_DISTS = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
-                    "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow", "intel-tensorflow-avx512",
-                    "tensorflow-rocm"})
-# The releases tried: 1.0 to 1.15 (the last of TensorFlow 1), 2.0 to 2.40 (2.21 is the newest today: a pin
-# allowing 2.40 has no upper bound).
-_RELEASES = tuple([(1, minor) for minor in range(16)] + [(2, minor) for minor in range(41)])
 # environment.yml: `- tensorflow=2.4` (conda: 2.4.*), `- tensorflow==2.4.1`, `- tensorflow 2.4.*`, a build
 # string after a second `=`; bounded classes, anchored: linear on any line.
 _CONDA_LINE = re.compile(r"\s{0,40}-\s{0,8}([A-Za-z0-9_.-]{1,60})\s{0,8}(?:(==|>=|<=|!=|~=|=|<|>)\s{0,8}|\s)"
@@ -69,22 +61,10 @@ def project_target(paths: Iterable[str | os.PathLike[str]]) -> Target | None:
 
 def folder_target(folder: str) -> Target | None:
     """The range the pins in `folder`'s files allow, or None when they pin no release."""
-    allowed: set[tuple[int, int]] = set()
-    shown: list[str] = []
-    for name, requirement in _requirements(folder):
-        specifier = SpecifierSet(requirement.specifier)
-        minors = _allowed_minors(specifier)
-        if not minors:
-            continue
-        allowed |= minors
-        pin = f"{requirement.name}{specifier} in {display_path(Path(folder, name))}"
-        if len(shown) < 2 and pin not in shown:
-            shown.append(pin)
-    if not allowed:
-        return None
-    newest = max(allowed)
-    origin = "pinned: " + "; ".join(shown)
-    return Target(min(allowed), origin, OPEN if newest >= _RELEASES[-1] else newest)
+    pins = [(requirement.specifier,
+             f"{requirement.name}{SpecifierSet(requirement.specifier)} in {display_path(Path(folder, name))}")
+            for name, requirement in _requirements(folder)]
+    return pinned(pins, "pinned", from_project=True)
 
 
 def _pin_folder(path: str) -> str | None:
@@ -98,20 +78,6 @@ def _pin_folder(path: str) -> str | None:
         if parent == folder or os.path.exists(os.path.join(folder, ".git")):
             return None
         folder = parent
-
-
-def _allowed_minors(specifier: SpecifierSet) -> set[tuple[int, int]]:
-    """The (major, minor) releases of which some version satisfies `specifier` (an empty set when it allows
-    every release: no pin)."""
-    if not str(specifier):
-        return set()
-    # The versions worth trying: the first, a late one and the first candidate of each release, and every
-    # version the specifier names (`==2.4.1`, `==2.1.0rc1`, `!=2.4.0`, `<2.11.3`) with its patch in each release.
-    named = [Version(s.version.rstrip(".*")) for s in specifier if s.version.rstrip(".*")[:1].isdigit()]
-    patches = {"0", "99", "0rc0"} | {str(v.micro) for v in named}
-    allowed = {(major, minor) for major, minor in _RELEASES
-               if any(specifier.contains(Version(f"{major}.{minor}.{patch}"), prereleases=True) for patch in patches)}
-    return allowed | {(v.major, v.minor) for v in named if specifier.contains(v, prereleases=True)}
 
 
 def _requirements(folder: str) -> Iterator[tuple[str, Requirement]]:
@@ -128,19 +94,9 @@ def _requirements(folder: str) -> Iterator[tuple[str, Requirement]]:
         except InputFileError:
             continue
         for line in _READERS[name](text):
-            requirement = _requirement(line)
+            requirement = tensorflow_requirement(line)
             if requirement is not None:
                 yield name, requirement
-
-
-def _requirement(text: str) -> Requirement | None:
-    """A TensorFlow requirement (the project's one requirement parser, names canonical), or None for anything
-    else (another package, not a requirement at all)."""
-    text = text.strip()
-    if not text or len(text) > 300 or not text[:1].isalpha():
-        return None
-    requirement = parse_requirement(text)
-    return requirement if requirement is not None and requirement.name in _DISTS else None
 
 
 def _requirements_txt(text: str) -> Iterator[str]:
@@ -236,10 +192,7 @@ def _environment_yml(text: str) -> Iterator[str]:
         match = _CONDA_LINE.fullmatch(line[:400])
         if match is None:
             continue
-        name, operator, version = match.groups()
-        if operator in (None, "="):  # conda's `=2.4` and `2.4` are 2.4.*; `2.4.*` already says so
-            operator, version = "==", version if version.endswith("*") else version + ".*"
-        yield f"{name}{operator}{version}"
+        yield conda_requirement(*match.groups())
 
 
 _READERS = {"requirements.txt": _requirements_txt, "pyproject.toml": _pyproject, "setup.py": _setup_py,

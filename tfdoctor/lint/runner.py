@@ -18,7 +18,7 @@ from tfdoctor.lint.prefilter import Prefilter, prefilter_for
 from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
 from tfdoctor.lint.source import SourceError, SourceModule, read_source
 from tfdoctor.lint.suppression import is_suppressed, suppressions
-from tfdoctor.lint.target import Target
+from tfdoctor.lint.target import Target, for_notebook
 from tfdoctor.model import Severity
 
 
@@ -37,6 +37,7 @@ class LintReport:
     held_back_by: dict[str, int] = field(default_factory=dict)
     plugin_errors: list[str] = field(default_factory=list)
     target: Target | None = None  # the TensorFlow release the code was linted for; None: not known
+    own_target: int = 0  # notebooks linted for the TensorFlow their own cells name instead (lint/target.py)
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
@@ -176,11 +177,20 @@ def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], repor
                 return
         display = display or display_path(path)
         module = SourceModule.from_bytes(data, path, display, notebook)
-        module.target = target
+        _set_target(module, target, report)
     except SourceError as error:
         _report_source_error(error, display or display_path(path), rules, report)
         return
     lint_module(module, rules, report)
+
+
+def _set_target(module: SourceModule, target: Target | None, report: LintReport) -> None:
+    """The release `module` is linted for: the run's, unless it is a notebook that says otherwise."""
+    module.target = target
+    if module.environment is not None:
+        module.target = for_notebook(module.environment, target)
+        if module.target != target:
+            report.own_target += 1
 
 
 _PARALLEL_FROM = 64  # files: below this, starting worker processes costs more than it saves
@@ -290,6 +300,7 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
             report.files += part.files
             report.suppressed += part.suppressed
             report.prefiltered += part.prefiltered
+            report.own_target += part.own_target
             report.unproven += part.unproven
             for code, held in part.held_back_by.items():  # not `count`: it is the number of chunks
                 report.held_back_by[code] = report.held_back_by.get(code, 0) + held
@@ -355,7 +366,7 @@ def _lint_text(text: str, path: str, rules: list[LintRuleSpec], report: LintRepo
     except SourceError as error:
         _report_source_error(error, path, rules, report)
         return
-    module.target = target
+    _set_target(module, target, report)
     lint_module(module, rules, report)
 
 

@@ -144,6 +144,8 @@ class SourceModule:
         self.cells: list | None = None  # for a notebook: tfdoctor.lint.notebook.CellLine per line
         # The TensorFlow release the code runs on (tfdoctor.lint.target.Target), set by the runner; None: unknown
         self.target: Any = None
+        # For a notebook, what its own cells say of the TensorFlow it runs on (tfdoctor.lint.notebook.Environment)
+        self.environment: Any = None
 
     def _index(self, tree: ast.AST) -> None:
         """One pre-order pass for node types and parents: the one walk all rules share.
@@ -211,10 +213,11 @@ class SourceModule:
     @classmethod
     def from_notebook(cls, data: bytes, path: str, notebook: Notebook | None = None) -> SourceModule:
         """A notebook's code cells as one module; `cells[i]` says where line i+1 comes from."""
-        from tfdoctor.lint.notebook import NotebookError, notebook_source
+        from tfdoctor.lint.notebook import NotebookError, environment, notebook_source, read_notebook
 
         try:
-            text, cells = notebook_source(notebook if notebook is not None else data.decode("utf-8-sig"))
+            notebook = notebook if notebook is not None else read_notebook(data.decode("utf-8-sig"))
+            text, cells = notebook_source(notebook)
         except UnicodeDecodeError as exc:
             raise _undecodable(data, exc) from None
         except NotebookError as exc:
@@ -229,6 +232,7 @@ class SourceModule:
                 error.cell, error.line, error.raw_line = where.cell, where.line, where.raw_line
             raise
         module.cells = cells
+        module.environment = environment(notebook)
         return module
 
     def derived(self, factory: Callable[[SourceModule], T]) -> T:

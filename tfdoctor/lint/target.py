@@ -5,8 +5,10 @@ where tf.data rewrites it by default (tfdoctor/knowledge/tfdata_automatic.toml: 
 inject_prefetch since 2.11). Whether a finding is true therefore depends on the release, which the file rarely
 says. Lint learns it from `--target-tensorflow` (a release, or `installed`: the TensorFlow installed beside
 tfdoctor), the `target-tensorflow` setting (tfdoctor.lint.cli), or else the releases the project's requirement
-files pin (tfdoctor/lint/pins.py: part of the code, so the same project gives the same findings everywhere); a
-file of the TensorFlow 1 era says it for itself. Unknown, a rule says so at info severity rather than guess.
+files pin (tfdoctor/lint/pins.py: part of the code, so the same project gives the same findings everywhere),
+unless a notebook names its own (what it installs, Colab's `%tensorflow_version`; one saved by Colab runs Colab's
+release: for_notebook); a file of the TensorFlow 1 era says it for itself. Unknown, a rule says so at info
+severity rather than guess.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfdoctor.lint.source import SourceModule
+
+if TYPE_CHECKING:
+    from tfdoctor.derive.requirement_ranges import Requirement
+    from tfdoctor.lint.notebook import Environment
 
 _VERSION = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.\d{1,5})?(?:[a-z]{1,5}\d{0,5})?(?:\.dev\d{0,12})?")
 
@@ -31,6 +38,9 @@ class Target:
     release: tuple[int, int]
     origin: str  # "--target-tensorflow", "the target-tensorflow setting", "installed: tensorflow-cpu 2.21.0"
     newest: tuple[int, int] | None = None  # None: `release` only
+    # Learnt from the project's requirement files, not named by the user: a notebook that says what it runs
+    # on (what it installs, Colab) is judged by that instead (for_notebook).
+    from_project: bool = False
 
     @property
     def name(self) -> str:
@@ -51,6 +61,73 @@ class Target:
 
 
 OPEN = (999, 0)  # Target.newest of a range without an upper bound (`tensorflow>=2.12`)
+# The releases tried: 1.0 to 1.15 (the last of TensorFlow 1), 2.0 to 2.40 (2.21 is the newest today: a pin
+# allowing 2.40 has no upper bound).
+RELEASES = tuple([(1, minor) for minor in range(16)] + [(2, minor) for minor in range(41)])
+
+
+def pinned(pins: Iterable[tuple[str, str]], origin: str, from_project: bool) -> Target | None:
+    """The range of releases that (specifier, where it is written) pins allow, together: None when they allow
+    none lint knows (no pin). `origin` is followed by the first two places."""
+    allowed: set[tuple[int, int]] = set()
+    shown: list[str] = []
+    for specifier, where in pins:
+        minors = allowed_releases(specifier)
+        if not minors:
+            continue
+        allowed |= minors
+        if len(shown) < 2 and where not in shown:
+            shown.append(where)
+    if not allowed:
+        return None
+    newest = max(allowed)
+    return Target(min(allowed), f"{origin}: " + "; ".join(shown), OPEN if newest >= RELEASES[-1] else newest,
+                  from_project)
+
+
+def allowed_releases(text: str) -> set[tuple[int, int]]:
+    """The (major, minor) releases of which some version satisfies the specifier `text` (an empty set when it
+    allows every release: no pin)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    specifier = SpecifierSet(text)
+    if not str(specifier):
+        return set()
+    # The versions worth trying: the first, a late one and the first candidate of each release, and every
+    # version the specifier names (`==2.4.1`, `==2.1.0rc1`, `!=2.4.0`, `<2.11.3`) with its patch in each release.
+    named = [Version(s.version.rstrip(".*")) for s in specifier if s.version.rstrip(".*")[:1].isdigit()]
+    patches = {"0", "99", "0rc0"} | {str(v.micro) for v in named}
+    allowed = {(major, minor) for major, minor in RELEASES
+               if any(specifier.contains(Version(f"{major}.{minor}.{patch}"), prereleases=True) for patch in patches)}
+    return allowed | {(v.major, v.minor) for v in named if specifier.contains(v, prereleases=True)}
+
+
+@functools.cache
+def _release_distributions() -> frozenset[str]:
+    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
+
+    return frozenset(name for name in TENSORFLOW_DISTS if not name.startswith("tf-nightly"))
+
+
+def tensorflow_requirement(text: str) -> Requirement | None:
+    """A requirement of a TensorFlow release distribution (`tensorflow-gpu==1.15`; parsed by the project's one
+    requirement parser, names canonical), or None for anything else: another package, a nightly (which pins no
+    release), not a requirement at all."""
+    from tfdoctor.derive.requirement_ranges import parse_requirement
+
+    text = text.strip()
+    if not text or len(text) > 300 or not text[:1].isalpha():
+        return None
+    requirement = parse_requirement(text)
+    return requirement if requirement is not None and requirement.name in _release_distributions() else None
+
+
+def conda_requirement(name: str, operator: str | None, version: str) -> str:
+    """conda's `name=2.4` and `name 2.4` (both 2.4.*) as a PEP 440 requirement; other operators as they are."""
+    if operator in (None, "="):
+        return f"{name}=={version if version.endswith('*') else version + '.*'}"
+    return f"{name}{operator}{version}"
 
 
 def parse_release(text: str) -> tuple[int, int]:
@@ -153,6 +230,60 @@ def _stateless_keras() -> tuple[tuple[str, str], ...]:
 def stateless_keras_call(name: str) -> bool:
     """A Keras call known to make only stateless ops in a map (Resizing, Rescaling, preprocess_input)."""
     return any(name.startswith(prefix) and name.endswith(suffix) for prefix, suffix in _stateless_keras())
+
+
+def for_notebook(environment: Environment, target: Target | None) -> Target | None:
+    """The release a notebook runs on: `target`, unless the project's pins chose it (or nothing did) and the
+    notebook says otherwise in its own cells. The TensorFlow it installs decides (None when that is the newest
+    of the day: an install without a release, a nightly); then Colab's `%tensorflow_version 1.x` (1.15; "2.x"
+    and a notebook saved by Colab run Colab's release of the day, which the project's pins say nothing of:
+    None), unless it installs the project's own requirement file. A release named by the user (the flag, the
+    setting) decides every file."""
+    if target is not None and not target.from_project:
+        return target
+    pins: list[tuple[str, str]] = []
+    newest = False  # it installs a TensorFlow without naming a release: the newest of the day it ran
+    for cell, word in environment.installs:
+        requirement = _install_requirement(word)
+        if requirement is None:
+            continue
+        if requirement.name.startswith("tf-nightly") or not allowed_releases(requirement.specifier):
+            newest = True
+        else:
+            pins.append((requirement.specifier, f"{word} in cell {cell}"))
+    if pins and not newest:
+        return pinned(pins, "installed by the notebook", from_project=False)
+    if pins or newest:
+        return None
+    if environment.magic is not None:
+        cell, value = environment.magic
+        release = _colab_magic().get(value[:1])
+        return Target(parse_release(release), f"%tensorflow_version {value} in cell {cell}") if release else None
+    if environment.colab and not environment.requirement_files:
+        return None
+    return target
+
+
+def _install_requirement(word: str) -> Requirement | None:
+    """An install command's word as a requirement of TensorFlow (conda's `tensorflow=2.4` too), nightlies
+    included; None for another package."""
+    from tfdoctor.derive.requirement_ranges import parse_requirement
+    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
+
+    conda = _CONDA_WORD.fullmatch(word)
+    requirement = parse_requirement(conda_requirement(conda.group(1), "=", conda.group(2)) if conda else word)
+    return requirement if requirement is not None and requirement.name in TENSORFLOW_DISTS else None
+
+
+_CONDA_WORD = re.compile(r"([A-Za-z0-9_.-]{1,60})=([0-9][0-9A-Za-z.*]{0,30})")  # `tensorflow=2.4`: conda's 2.4.*
+
+
+@functools.cache
+def _colab_magic() -> dict[str, str]:
+    """`%tensorflow_version`'s first character → the release it ran (tfdata_automatic.toml, [[colab_magic]])."""
+    from tfdoctor.knowledge import table
+
+    return {row["major"]: row["release"] for row in table("tfdata_automatic").data["colab_magic"]}
 
 
 INSTALLED = "installed"  # `--target-tensorflow installed`: the release installed beside tfdoctor

@@ -67,6 +67,10 @@ def test_where_it_learnt_the_release_is_named() -> None:
     target = for_notebook(env("import os\n", "!pip install -q tensorflow==2.3.0 keras==2.4\n"), PROJECT)
     assert target is not None and target.describe() == (
         "TensorFlow 2.3 (installed by the notebook: tensorflow==2.3.0 in cell 2)")
+    # shown as parsed, never as the cell wrote it: a name made canonical, a word with a terminal escape ignored
+    target = for_notebook(env("!pip install 'tensorflow-gpu==2.3.0\x1b[2J' Tensorflow_GPU==2.2.*\n"), None)
+    assert target is not None and target.describe() == (
+        "TensorFlow 2.2 (installed by the notebook: tensorflow-gpu==2.2.* in cell 1)")
     magic = for_notebook(env("%tensorflow_version 1.x\n"), None)
     assert magic is not None and magic.describe() == "TensorFlow 1.15 (%tensorflow_version 1.x in cell 1)"
 

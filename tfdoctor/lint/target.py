@@ -250,7 +250,9 @@ def for_notebook(environment: Environment, target: Target | None) -> Target | No
         if requirement.name.startswith("tf-nightly") or not allowed_releases(requirement.specifier):
             newest = True
         else:
-            pins.append((requirement.specifier, f"{word} in cell {cell}"))
+            # shown as parsed (name canonical, specifier normalized), never as the cell wrote it
+            shown = f"{requirement.name}{_normalized(requirement.specifier)} in cell {cell}"
+            pins.append((requirement.specifier, shown))
     if pins and not newest:
         return pinned(pins, "installed by the notebook", from_project=False)
     if pins or newest:
@@ -273,6 +275,12 @@ def _install_requirement(word: str) -> Requirement | None:
     conda = _CONDA_WORD.fullmatch(word)
     requirement = parse_requirement(conda_requirement(conda.group(1), "=", conda.group(2)) if conda else word)
     return requirement if requirement is not None and requirement.name in TENSORFLOW_DISTS else None
+
+
+def _normalized(specifier: str) -> str:
+    from packaging.specifiers import SpecifierSet
+
+    return str(SpecifierSet(specifier))
 
 
 _CONDA_WORD = re.compile(r"([A-Za-z0-9_.-]{1,60})=([0-9][0-9A-Za-z.*]{0,30})")  # `tensorflow=2.4`: conda's 2.4.*

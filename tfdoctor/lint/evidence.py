@@ -489,6 +489,30 @@ def _names(node: ast.AST) -> list[str]:
 
 # --- is the pipeline read by training? ------------------------------------------------------------------
 
+# Steps from which a loop or a Keras call is a training run: fewer, it is a feature demo or a smoke test (a
+# checkpoint, a callback, `fit(..., epochs=1, steps_per_epoch=3)`), where neither compiling the step (SRC107)
+# nor overlapping the input (SRC102, SRC103) makes anything measurably faster.
+DEMO_STEPS = 100
+
+
+def literal_steps(call: ast.Call, name: str) -> int | None:
+    """The steps a Keras `fit`/`evaluate`/`predict` call runs when the call says so in literals
+    (`fit(ds, epochs=2, steps_per_epoch=10)`: 20; `evaluate(ds, steps=4)`: 4), else None (the data decides)."""
+    def literal(node: ast.AST | None) -> int | None:
+        value = constant(node)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    if name.startswith("fit"):
+        per_epoch = literal(argument(call, "steps_per_epoch"))
+        epochs_node = argument(call, "epochs")
+        epochs = 1 if epochs_node is None else literal(epochs_node)
+        initial = argument(call, "initial_epoch")
+        if per_epoch is None or epochs is None or initial is not None:
+            return None
+        return per_epoch * epochs
+    return literal(argument(call, "steps"))
+
+
 _KERAS_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator"})
 _DISTRIBUTE = frozenset({"experimental_distribute_dataset", "distribute_datasets_from_function"})
 _TF1_ITERATORS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
@@ -515,6 +539,9 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
         return None, None
     name = _called(consumer)
     if name in _KERAS_CONSUMERS:
+        steps = literal_steps(consumer, name)
+        if steps is not None and steps <= DEMO_STEPS:
+            return None, None  # `fit(ds, epochs=1, steps_per_epoch=3)`: a smoke run, nothing to overlap
         return f"{name}()", None
     if name in _DISTRIBUTE:
         return f"a distribute strategy's {name}()", None

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
-from tfdoctor.lint.evidence import not_shown, not_users_code, training_data_grounds
+from tfdoctor.lint.evidence import DEMO_STEPS, not_shown, not_users_code, training_data_grounds
 from tfdoctor.lint.intent import not_users_training_code
 from tfdoctor.lint.rule import Edit, Hit, SourceFix, lint_rule
 from tfdoctor.lint.source import SourceModule, argument, constant, keyword
@@ -93,7 +93,7 @@ def _method_of_external_subclass(module: SourceModule, func: Function) -> bool:
 
 _EAGER_SWITCHES = frozenset({"tf.enable_eager_execution", "tf.compat.v1.enable_eager_execution",
                              "tf.config.run_functions_eagerly", "tf.config.experimental_run_functions_eagerly"})
-_DEMO_STEPS = 100  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
+_DEMO_STEPS = DEMO_STEPS  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
 
 
 def _eager_mode_branch(module: SourceModule, node: ast.AST) -> bool:

@@ -1,4 +1,4 @@
-"""The fifth to fourteenth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
+"""The fifth to fifteenth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
 committed labels against each manifest and the other corpora (always), and the labels against the findings of
 the pinned snapshots (only where the `fetch` snapshots are present)."""
 
@@ -25,6 +25,7 @@ import lint_heldout11 as h11  # noqa: E402
 import lint_heldout12 as h12  # noqa: E402
 import lint_heldout13 as h13  # noqa: E402
 import lint_heldout14 as h14  # noqa: E402
+import lint_heldout15 as h15  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -40,9 +41,10 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
                      id="twelfth"),
         pytest.param(h13, 4, "leondgarse/keras_cv_attention_models", "ehallmark/keras_playground", id="thirteenth"),
         # no finding to judge, with the preview rules either: the set is measured all the same
-        pytest.param(h14, 0, "keisen/tf-keras-vis", "yangzijia/tf-keras-yolov3", id="fourteenth")]
+        pytest.param(h14, 0, "keisen/tf-keras-vis", "yangzijia/tf-keras-yolov3", id="fourteenth"),
+        pytest.param(h15, 16, "harrydrippin/tfrecord-converter", "vishalw-iitk/tfrecords", id="fifteenth")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
-REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8}
+REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8}
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.
 ISSUE_39_EXCLUDED = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks",

@@ -508,3 +508,27 @@ def test_the_literal_steps_of_a_keras_call() -> None:
     assert steps("m.predict(ds, steps=2)") == 2
     assert steps("m.fit(ds, epochs=2)") is None and steps("m.fit(ds, epochs=True, steps_per_epoch=3)") is None
     assert steps("m.evaluate(ds, steps=n)") is None and steps("m.evaluate(ds, steps=-1)") is None
+
+
+TF1_PIPELINE = ("import tensorflow as tf\n"
+                "def load(path):\n    return tf.image.decode_jpeg(tf.io.read_file(path))\n"
+                "ds = tf.data.Dataset.from_tensor_slices(paths).map(load).batch(1)\n"
+                "x = ds.make_one_shot_iterator().get_next()\n"
+                "train_op = tf.train.AdagradOptimizer(0.01).minimize(loss(x))\n")
+
+
+@pytest.mark.parametrize(("run", "reported"), [
+    ("with tf.Session() as sess:\n    sess.run(train_op)\n", False),  # one step: a smoke test
+    ("sess = tf.Session()\n_, l = sess.run([train_op, loss])\nprint(l)\n", False),
+    # the healthy twins: a loop of steps, a step in a function a loop may call, a run lint cannot see
+    ("with tf.Session() as sess:\n    for step in range(900):\n        sess.run(train_op)\n", True),
+    ("with tf.Session() as sess:\n    while not coord.should_stop():\n        sess.run(train_op)\n", True),
+    ("def step(sess):\n    return sess.run(train_op)\nfor i in range(900):\n    step(sess)\n", True),
+    ("with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:\n    run_hooks(sess)\n", True),
+])
+def test_a_tf1_file_that_runs_its_training_op_once_is_a_smoke_test(run: str, reported: bool) -> None:
+    """Found on the fifteenth held-out set: one `sess.run([train_op, loss])` outside any loop, over nine
+    images, was reported as an input pipeline that starves training (both judges: false)."""
+    rules = select_lint_rules(load_lint_rules().rules, select=["SRC102", "SRC103"])
+    findings = lint_text(TF1_PIPELINE + run, rules, "one_step.py").findings
+    assert sorted(f.code for f in findings) == (["SRC102", "SRC103"] if reported else [])

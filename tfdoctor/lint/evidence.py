@@ -82,6 +82,33 @@ def _module_trains(module: SourceModule) -> str | None:
     return None
 
 
+def _runs_training_once(module: SourceModule) -> bool:
+    """TensorFlow 1: the file runs its training op (`train_op = opt.minimize(loss)`) only in `run` calls at
+    module level outside any loop (`sess.run(train_op, feed_dict=...)` once). False when it runs one in a loop
+    or in a function (which a loop may call), or when no `run` of it is visible (a MonitoredSession's hooks,
+    another module: the loop may be there)."""
+    return module.derived(_runs_training_once_in)
+
+
+def _runs_training_once_in(module: SourceModule) -> bool:
+    ops = {target.id for call in module.calls if _called(call) in ("minimize", "apply_gradients")
+           for target in _assigned_names(module, call)}
+    runs = [call for call in module.calls if _called(call) == "run" and isinstance(call.func, ast.Attribute)
+            and any(isinstance(n, ast.Name) and n.id in ops for a in call.args for n in ast.walk(a))]
+    # only runs at module level say it: one in a function may be called from a loop anywhere
+    return bool(runs) and not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef,
+                                                 ast.AsyncFunctionDef, ast.Lambda))
+                                  for run in runs for a in module.ancestors(run))
+
+
+def _assigned_names(module: SourceModule, call: ast.Call) -> list[ast.Name]:
+    """`train_op = ...minimize(...)`: the names a statement binds to this call's result, directly."""
+    parent = module.parents.get(call)
+    if isinstance(parent, ast.Assign):
+        return [t for t in parent.targets if isinstance(t, ast.Name)]
+    return []
+
+
 def loop_steps(module: SourceModule, loop: ast.AST) -> str | None:
     """What in a loop's body trains: a call that steps an optimizer, or a call named for a step (`train_step`,
     `update`, `strategy.run(step_fn)` is followed by its argument's name), or a function of this file that
@@ -547,8 +574,11 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
         return f"a distribute strategy's {name}()", None
     trains = module_trains(module)
     if name in _TF1_ITERATORS or (module.call_name(consumer) or "").endswith(tuple(_TF1_ITERATORS)):
-        # TF1: the iterator's batches go wherever sess.run takes them; only a file that trains shows it
-        return (f"a TF1 iterator in a file that trains ({trains})", None) if trains else (None, None)
+        # TF1: the iterator's batches go wherever sess.run takes them; only a file that trains shows it, and a
+        # file that runs its training op once (a smoke test, a demo of one step) has nothing to overlap
+        if not trains or _runs_training_once(module):
+            return None, None
+        return f"a TF1 iterator in a file that trains ({trains})", None
     if isinstance(consumer.func, ast.Name) and name in ("iter", "enumerate", "zip"):
         return (f"{name}() in a file that trains ({trains})", None) if trains else (None, None)
     functions = {f.name: f for f in module.nodes(ast.FunctionDef)}

@@ -153,11 +153,12 @@ def test_a_colab_notebook_in_a_pinned_project_is_not_judged_for_the_pin(capsys, 
     code, out, err = lint(capsys, monkeypatch, tmp_path)
     assert code == 0 and out.startswith("colab.ipynb:cell 1:4:") and "(info: TensorFlow 2.5 and later" in out
     assert err == ("tfdoctor lint: 1 file(s): 1 info; as on TensorFlow 1.15 (pinned: tensorflow==1.15.4 in "
-                   "requirements.txt); 1 notebook(s) as on their own TensorFlow (what they install, or Colab's)\n")
+                   "requirements.txt); 1 file(s) as on their own TensorFlow (their folder's pins, what a notebook "
+                   "installs, or Colab's)\n")
     # its healthy twin, saved by Jupyter beside the pins, is judged for them: a warning, as before
     (tmp_path / "colab.ipynb").write_text(notebook(STATELESS), encoding="utf-8")
     code, out, err = lint(capsys, monkeypatch, tmp_path)
-    assert "(info" not in out and out.startswith("colab.ipynb:cell 1:4:") and "notebook(s)" not in err
+    assert "(info" not in out and out.startswith("colab.ipynb:cell 1:4:") and "file(s) as on their own" not in err
     assert err.startswith("tfdoctor lint: 1 file(s): 1 warning; as on TensorFlow 1.15")
 
 
@@ -175,7 +176,7 @@ def test_a_notebook_that_installs_its_release_is_judged_for_it(capsys, monkeypat
     # AUTOTUNE as the release it installs spells it (tf.data.AUTOTUNE is 2.4 and later)
     assert finding["fix"]["title"] == "Pass num_parallel_calls=tf.data.experimental.AUTOTUNE"
     code, out, err = lint(capsys, monkeypatch, tmp_path)
-    assert "; 2 notebook(s) as on their own TensorFlow" in err and out.startswith("old.ipynb:cell 2:4:")
+    assert "; 2 file(s) as on their own TensorFlow" in err and out.startswith("old.ipynb:cell 2:4:")
     # the flag decides every file: 2.21 parallelizes the stateless map of both
     code, out, err = lint(capsys, monkeypatch, tmp_path, "--target-tensorflow", "2.21")
-    assert code == 0 and out == "" and "notebook(s)" not in err
+    assert code == 0 and out == "" and "file(s) as on their own" not in err

@@ -295,3 +295,67 @@ def test_lint_directory_reads_the_pins_as_the_command_line_does(tmp_path) -> Non
     [finding] = lint_directory(tmp_path, rules=rules).findings
     assert finding.severity.label == "warning"
     assert finding.grounds["runs-one-at-a-time"].startswith("TensorFlow 2.4 (pinned: tensorflow==2.4.4 in ")
+
+
+# --- each file its nearest pins (a monorepo's sub-projects) -----------------------------------------------
+
+
+def monorepo(tmp_path: Path, pins: dict[str, str]) -> None:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    for folder, text in pins.items():
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "requirements.txt").write_text(text, encoding="utf-8")
+        (tmp_path / folder / "train.py").write_text(TF + STATELESS + FIT, encoding="utf-8")
+
+
+def lint_here(capsys, monkeypatch, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["lint", "--select", "SRC103", *args, "."])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_each_sub_project_is_linted_for_what_it_pins(capsys, monkeypatch, tmp_path) -> None:
+    """Found on the fifteenth held-out set: vishalw-iitk/tfrecords pins tensorflow==1.14.0 in the folder of one
+    of its projects, not at its top, and `tfdoctor lint .` judged that project as if nothing pinned it."""
+    monorepo(tmp_path, {"old": "tensorflow==2.3.1\n", "new": "tensorflow==2.21.0\n"})
+    code, out, err = lint_here(capsys, monkeypatch, tmp_path)
+    assert out.startswith("old/train.py:5:") and "new/train.py" not in out and "(info" not in out
+    # the paths linted lie in projects that pin differently: the summary names none, and counts both
+    assert err == ("tfdoctor lint: 2 file(s): 1 warning; 2 file(s) as on their own TensorFlow (their folder's "
+                   "pins, what a notebook installs, or Colab's)\n")
+    # the fix writes AUTOTUNE as each file's release spells it
+    code, out, err = lint_here(capsys, monkeypatch, tmp_path, "--diff")
+    assert code == 1 and "num_parallel_calls=tf.data.experimental.AUTOTUNE" in out and "new/train.py" not in out
+    # the flag decides every file
+    assert lint_here(capsys, monkeypatch, tmp_path, "--target-tensorflow", "2.21")[1] == ""
+    assert lint_here(capsys, monkeypatch, tmp_path, "--target-tensorflow", "2.3")[1].count("SRC103") == 2
+
+
+def test_a_sub_project_under_a_pinned_top_reads_its_own_pins(capsys, monkeypatch, tmp_path) -> None:
+    monorepo(tmp_path, {".": "tensorflow==2.21.0\n", "tools/legacy": "tensorflow-gpu==2.3.1\n"})
+    code, out, err = lint_here(capsys, monkeypatch, tmp_path)
+    assert out.startswith("tools/legacy/train.py:5:") and out.count("SRC103") == 1
+    assert err.startswith("tfdoctor lint: 2 file(s): 1 warning; as on TensorFlow 2.21 (pinned: tensorflow==2.21.0 "
+                          "in requirements.txt); 1 file(s) as on their own TensorFlow")
+    # its healthy twin: a folder without pins of its own takes the top's
+    (tmp_path / "tools" / "legacy" / "requirements.txt").unlink()
+    code, out, err = lint_here(capsys, monkeypatch, tmp_path)
+    assert code == 0 and out == "" and "file(s) as on their own" not in err
+
+
+def test_project_pins_look_at_each_folder_once(tmp_path, monkeypatch) -> None:
+    from tfdoctor.lint import pins
+
+    monorepo(tmp_path, {"a": "tensorflow==2.3.1\n", "a/b": "tensorflow==2.21.0\n"})
+    (tmp_path / "a" / "c").mkdir()
+    read = []
+    monkeypatch.setattr(pins, "folder_target", lambda folder: read.append(folder) or Target((2, 3), folder))
+    resolver = pins.ProjectPins([tmp_path])
+    assert resolver.run is None and read == []  # nothing pinned at the top
+    for _ in range(3):
+        assert resolver.for_file(tmp_path / "a" / "c" / "x.py").origin == str(tmp_path / "a")
+        assert resolver.for_file(tmp_path / "a" / "b" / "y.py").origin == str(tmp_path / "a" / "b")
+        assert resolver.for_file(tmp_path / "z.py") is None
+    assert sorted(read) == [str(tmp_path / "a"), str(tmp_path / "a" / "b")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfdoctor.lint.files import python_files
-from tfdoctor.lint.pins import project_target
+from tfdoctor.lint.pins import ProjectPins
 from tfdoctor.lint.rule import LintRuleSpec, load_lint_rules, select_lint_rules
 from tfdoctor.lint.runner import LintReport, lint_paths
 
@@ -18,4 +18,4 @@ def lint_directory(root: Path, include_tests: bool = False, preview: bool = Fals
         rules = select_lint_rules(load_lint_rules().rules, preview=preview)
     files = list(python_files([str(root)], include_tests=include_tests))
     # every file found by the walk: prefiltered
-    return lint_paths(files, rules, jobs=jobs, walked=files, target=project_target([root]))
+    return lint_paths(files, rules, jobs=jobs, walked=files, target=ProjectPins([root]))

@@ -77,9 +77,10 @@ def lint(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if target_tensorflow is None and settings.target_tensorflow is None:
-        from tfdoctor.lint.pins import project_target
+        from tfdoctor.lint.pins import ProjectPins
 
-        target = project_target(paths)  # the releases the project pins (requirements.txt, pyproject.toml, ...)
+        # the releases the project pins (requirements.txt, pyproject.toml, ...): each file its nearest folder's
+        target = ProjectPins(paths)
     selected_codes, ignored_codes = _split_codes(select), _split_codes(ignore)
     unknown = [c for c in (*selected_codes, *ignored_codes) if not any(r.code.startswith(c) for r in registry.rules)]
     if unknown:

@@ -18,7 +18,7 @@ from pathlib import Path
 from tfdoctor.lint.rule import Edit, LintFinding, LintRuleSpec
 from tfdoctor.lint.runner import lint_text
 from tfdoctor.lint.source import decode_source
-from tfdoctor.lint.target import Target
+from tfdoctor.lint.target import Target, TargetsByFile, file_target
 from tfdoctor.model import Applicability
 
 
@@ -67,7 +67,8 @@ def _line_starts(text: str) -> list[int]:
 
 
 def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, Path],
-               rules: list[LintRuleSpec], target: Target | None = None) -> tuple[list[FileFix], list[str]]:
+               rules: list[LintRuleSpec], target: Target | TargetsByFile | None = None
+               ) -> tuple[list[FileFix], list[str]]:
     """The new text of every file with applicable fixes, and one line per file left alone (and why).
 
     Fixes whose edits touch the same text cannot go in one pass: like ruff, the file is linted again
@@ -86,7 +87,8 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
         text, fixed = before, []
         # Edits are positions in the text that was linted: lint the text read now (it may have changed
         # since the report was made), and write only if the file still holds it (write_fix).
-        current = lint_text(before, rules, display, target).findings
+        release = file_target(target, path)  # its folder's pins write AUTOTUNE as that release spells it
+        current = lint_text(before, rules, display, release).findings
         for _ in range(_ROUNDS):
             chosen = _non_overlapping([f for f in current if fixable(f, unsafe)])
             if not chosen:
@@ -98,7 +100,7 @@ def plan_fixes(findings: Iterable[LintFinding], unsafe: bool, paths: dict[str, P
                 problems.append(f"{display}: not fixed: the edits would not parse ({exc.msg}, line {exc.lineno})")
                 break
             text, fixed = after, fixed + chosen
-            current = lint_text(text, rules, display, target).findings
+            current = lint_text(text, rules, display, release).findings
         if fixed:
             plans.append(FileFix(path, before, text, fixed, original))
     return plans, problems

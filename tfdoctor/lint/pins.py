@@ -2,8 +2,9 @@
 
 What tf.data does by itself depends on the release (tfdoctor/lint/target.py), and a project that pins
 TensorFlow says which release its code runs on. `tfdoctor lint DIR`, without --target-tensorflow or the
-`target-tensorflow` setting, reads the pins of the project the linted paths are in: the nearest folder, from
-each path upward to the first one holding `.git`, that has one of PIN_FILES. A pin decides only what all the
+`target-tensorflow` setting, reads the pins of the project each linted file is in: the nearest folder, from
+the file's folder upward to the first one holding `.git`, that has one of PIN_FILES (ProjectPins; the
+summary names those of the paths linted: project_target). A pin decides only what all the
 releases it allows agree on: `tensorflow==2.11.1` is 2.11; `>=2.7,<=2.11` is 2.7 to 2.11, which tf.data
 parallelizes a stateless map on (2.5+) but prefetches by itself only on some of (2.11+); `>=1.14` decides
 nothing. Several pins (files, markers, `tensorflow-gpu` beside `tensorflow`) give the range that covers them
@@ -48,7 +49,8 @@ _CONDA_LINE = re.compile(r"\s{0,40}-\s{0,8}([A-Za-z0-9_.-]{1,60})\s{0,8}(?:(==|>
 
 def project_target(paths: Iterable[str | os.PathLike[str]]) -> Target | None:
     """The releases the project of the linted `paths` pins, or None: no pin found, the pins allow no release
-    lint knows, or the paths lie in projects with different pins."""
+    lint knows, or the paths lie in projects with different pins (each file is then linted for its own:
+    ProjectPins)."""
     found: dict[str | None, Target | None] = {}
     for path in paths:
         folder = _pin_folder(os.path.abspath(os.fspath(path)))
@@ -57,6 +59,27 @@ def project_target(paths: Iterable[str | os.PathLike[str]]) -> Target | None:
     targets = list(found.values())
     spans = {None if t is None else (t.release, t.newest) for t in targets}
     return targets[0] if len(spans) == 1 else None  # the same releases, however each project spells its pins
+
+
+class ProjectPins:
+    """The releases pinned for each linted file: those of the nearest folder with pin files from the file's
+    folder up to the project's top (a monorepo's sub-projects pin their own; tfdoctor/lint/target.py,
+    TargetsByFile). `run` is the release of the paths linted (project_target), which the summary names. Each
+    folder is looked at once."""
+
+    def __init__(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        self.run = project_target(paths)
+        self._by_directory: dict[str, Target | None] = {}
+        self._by_pin_folder: dict[str, Target | None] = {}
+
+    def for_file(self, path: str | os.PathLike[str]) -> Target | None:
+        directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+        if directory not in self._by_directory:
+            folder = _pin_folder(directory)
+            if folder is not None and folder not in self._by_pin_folder:
+                self._by_pin_folder[folder] = folder_target(folder)
+            self._by_directory[directory] = self._by_pin_folder[folder] if folder is not None else None
+        return self._by_directory[directory]
 
 
 def folder_target(folder: str) -> Target | None:

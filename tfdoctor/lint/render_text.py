@@ -27,8 +27,9 @@ def render_summary(report: LintReport) -> str:
                   f"(--select {codes} shows them at info)")
     if report.target is not None:  # what decided SRC102 and SRC103 (tfdoctor/lint/target.py)
         extra += f"; as on {report.target.describe()}"
-    if report.own_target:  # notebooks that install or select their own TensorFlow, or were saved by Colab
-        extra += f"; {report.own_target} notebook(s) as on their own TensorFlow (what they install, or Colab's)"
+    if report.own_target:  # files under pins of their own; notebooks that install or select theirs, or Colab's
+        extra += (f"; {report.own_target} file(s) as on their own TensorFlow (their folder's pins, what a notebook "
+                  "installs, or Colab's)")
     lines = [f"tfdoctor lint: {report.files} file(s): {counts}{extra}"]
     lines += [f"tfdoctor lint: {c}" for c in report.crashes]
     lines += [f"tfdoctor lint: plugin error: {e}" for e in report.plugin_errors]

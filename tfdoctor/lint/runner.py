@@ -18,7 +18,7 @@ from tfdoctor.lint.prefilter import Prefilter, prefilter_for
 from tfdoctor.lint.rule import RUNNER_CODES, Hit, LintFinding, LintRuleSpec, SourceFix
 from tfdoctor.lint.source import SourceError, SourceModule, read_source
 from tfdoctor.lint.suppression import is_suppressed, suppressions
-from tfdoctor.lint.target import Target, for_notebook
+from tfdoctor.lint.target import Target, TargetsByFile, file_target, for_notebook, run_target
 from tfdoctor.model import Severity
 
 
@@ -37,7 +37,8 @@ class LintReport:
     held_back_by: dict[str, int] = field(default_factory=dict)
     plugin_errors: list[str] = field(default_factory=list)
     target: Target | None = None  # the TensorFlow release the code was linted for; None: not known
-    own_target: int = 0  # notebooks linted for the TensorFlow their own cells name instead (lint/target.py)
+    # files linted for another release than `target`: their folder's own pins, a notebook's own cells
+    own_target: int = 0
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
@@ -153,7 +154,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
-              prefilter: Prefilter | None = None, target: Target | None = None) -> None:
+              prefilter: Prefilter | None = None, target: Target | TargetsByFile | None = None) -> None:
     """Lint one file; with a `prefilter`, a file none of whose bytes can make a finding is not parsed.
     `display`: how findings name the file; None: `display_path(path)`, worked out only for a file parsed."""
     report.files += 1
@@ -163,7 +164,7 @@ def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report
 
 
 def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
-               prefilter: Prefilter | None, target: Target | None) -> None:
+               prefilter: Prefilter | None, target: Target | TargetsByFile | None) -> None:
     try:
         data = read_source(path)
         notebook = None
@@ -177,7 +178,7 @@ def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], repor
                 return
         display = display or display_path(path)
         module = SourceModule.from_bytes(data, path, display, notebook)
-        _set_target(module, target, report)
+        _set_target(module, file_target(target, path), report)
     except SourceError as error:
         _report_source_error(error, display or display_path(path), rules, report)
         return
@@ -185,12 +186,13 @@ def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], repor
 
 
 def _set_target(module: SourceModule, target: Target | None, report: LintReport) -> None:
-    """The release `module` is linted for: the run's, unless it is a notebook that says otherwise."""
+    """The release `module` is linted for: its folder's (`target`), unless it is a notebook that says
+    otherwise; counted when it is not the run's."""
     module.target = target
     if module.environment is not None:
         module.target = for_notebook(module.environment, target)
-        if module.target != target:
-            report.own_target += 1
+    if module.target != report.target:
+        report.own_target += 1
 
 
 _PARALLEL_FROM = 64  # files: below this, starting worker processes costs more than it saves
@@ -202,7 +204,8 @@ SPILL_AFTER = 0.5
 
 
 def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: Iterable[str] = (),
-               jobs: int | None = None, walked: Iterable[Path] = (), target: Target | None = None) -> LintReport:
+               jobs: int | None = None, walked: Iterable[Path] = (),
+               target: Target | TargetsByFile | None = None) -> LintReport:
     """Lint files; many files are shared out between this process and one more process per usable CPU.
 
     `jobs`: how many processes lint (1: this one alone). None: this process lints alone and forks the others
@@ -212,8 +215,9 @@ def lint_paths(files: Iterable[Path], rules: list[LintRuleSpec], plugin_errors: 
     `walked`: those of `files` found by walking a directory rather than named by the user: they are parsed
     only when a selected rule's triggers occur in them (issue 39, item 7; tfdoctor/lint/prefilter.py).
 
-    `target`: the TensorFlow release the code runs on (tfdoctor/lint/target.py); None: not known."""
-    report = LintReport(rules, plugin_errors=list(plugin_errors), target=target)
+    `target`: the TensorFlow release the code runs on (tfdoctor/lint/target.py), or the release of each file
+    (TargetsByFile: each file's nearest pins); None: not known."""
+    report = LintReport(rules, plugin_errors=list(plugin_errors), target=run_target(target))
     files = list(files)
     found = frozenset(walked)
     prefilter = prefilter_for(rules) if found else None
@@ -236,7 +240,7 @@ _SPILL_FROM = 16  # files left after SPILL_AFTER: fewer are linted here, without
 
 
 def _lint_for(seconds: float | None, plan: Plan, rules: list[LintRuleSpec], report: LintReport,
-              target: Target | None = None) -> Plan:
+              target: Target | TargetsByFile | None = None) -> Plan:
     """Lint `plan` in order in this process until it has used `seconds` of CPU (None: all of it); the rest."""
     start = time.process_time()
     for index, (path, prefilter) in enumerate(plan):
@@ -261,7 +265,7 @@ Plan = list[tuple[Path, Prefilter | None]]  # each file, and the prefilter that 
 
 
 def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport, workers: int,
-                       target: Target | None = None) -> None:
+                       target: Target | TargetsByFile | None = None) -> None:
     """Lint `plan` in this process and `workers - 1` forked ones, sharing chunks of it as they go.
 
     The chunks are numbered bytes in a pipe that every process reads one at a time (a read of one byte takes
@@ -313,7 +317,7 @@ def _lint_in_processes(plan: Plan, rules: list[LintRuleSpec], report: LintReport
 
 
 def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec],
-          target: Target | None) -> list[tuple[int, int]]:
+          target: Target | TargetsByFile | None) -> list[tuple[int, int]]:
     """Fork `count` processes that lint the chunks they draw from `tokens`; (pid, read end of its report)."""
     import pickle
 
@@ -332,7 +336,7 @@ def _fork(count: int, tokens: int, chunks: list[Plan], rules: list[LintRuleSpec]
                     os.close(reader)
                     for _, other in children:
                         os.close(other)
-                    part, done = LintReport([]), []
+                    part, done = LintReport([], target=run_target(target)), []
                     while (token := os.read(tokens, 1)):
                         done.append(token[0])
                         for path, prefilter in chunks[token[0]]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tfdoctor.lint.source import SourceModule
 
@@ -58,6 +59,25 @@ class Target:
         if (self.newest or self.release) < since:
             return True
         return False if self.release >= since else None
+
+
+class TargetsByFile(Protocol):
+    """The release each file runs on, where it differs by folder (tfdoctor/lint/pins.py, ProjectPins: each
+    file's nearest pins); `run`, that of the paths linted, is what the summary names."""
+
+    run: Target | None
+
+    def for_file(self, path: os.PathLike[str] | str) -> Target | None: ...
+
+
+def run_target(target: Target | TargetsByFile | None) -> Target | None:
+    """The release a run is linted for, as its summary names it."""
+    return target if target is None or isinstance(target, Target) else target.run
+
+
+def file_target(target: Target | TargetsByFile | None, path: os.PathLike[str] | str) -> Target | None:
+    """The release one file is linted for, before what a notebook's own cells say (for_notebook)."""
+    return target if target is None or isinstance(target, Target) else target.for_file(path)
 
 
 OPEN = (999, 0)  # Target.newest of a range without an upper bound (`tensorflow>=2.12`)

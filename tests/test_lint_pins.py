@@ -359,3 +359,26 @@ def test_project_pins_look_at_each_folder_once(tmp_path, monkeypatch) -> None:
         assert resolver.for_file(tmp_path / "a" / "b" / "y.py").origin == str(tmp_path / "a" / "b")
         assert resolver.for_file(tmp_path / "z.py") is None
     assert sorted(read) == [str(tmp_path / "a"), str(tmp_path / "a" / "b")]
+
+
+def test_project_pins_walk_each_folder_once(tmp_path, monkeypatch) -> None:
+    from tfdoctor.lint import pins
+
+    deep = tmp_path / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("tensorflow==2.3.1\n", encoding="utf-8")
+    looked: list[str] = []
+    real = pins.os.path.isfile
+    monkeypatch.setattr(pins.os.path, "isfile", lambda p: looked.append(os.path.dirname(p)) or real(p))
+    resolver = pins.ProjectPins([])
+    for folder in (deep, deep.parent, deep.parent.parent, tmp_path / "a"):
+        assert resolver.for_file(folder / "x.py").release == (2, 3)
+    # each folder from d up to the top was looked in once, whichever file asked first
+    assert sorted(set(looked)) == sorted(str(f) for f in (deep, deep.parent, deep.parent.parent, tmp_path / "a",
+                                                          tmp_path))
+    from collections import Counter
+
+    counts = Counter(looked)  # a folder without pins: each name once; the top: the first name, then its read
+    assert {counts[str(f)] for f in (deep, deep.parent, deep.parent.parent, tmp_path / "a")} == {len(pins.PIN_FILES)}
+    assert counts[str(tmp_path)] == 1 + len(pins.PIN_FILES)

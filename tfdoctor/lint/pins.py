@@ -73,13 +73,26 @@ class ProjectPins:
         self._by_pin_folder: dict[str, Target | None] = {}
 
     def for_file(self, path: str | os.PathLike[str]) -> Target | None:
+        # The walk of _pin_folder, remembering every folder it passes: a tree of N folders costs N looks.
         directory = os.path.dirname(os.path.abspath(os.fspath(path)))
-        if directory not in self._by_directory:
-            folder = _pin_folder(directory)
-            if folder is not None and folder not in self._by_pin_folder:
-                self._by_pin_folder[folder] = folder_target(folder)
-            self._by_directory[directory] = self._by_pin_folder[folder] if folder is not None else None
-        return self._by_directory[directory]
+        passed: list[str] = []
+        found: Target | None = None
+        while directory not in self._by_directory:
+            passed.append(directory)
+            if any(os.path.isfile(os.path.join(directory, name)) for name in PIN_FILES):
+                if directory not in self._by_pin_folder:
+                    self._by_pin_folder[directory] = folder_target(directory)
+                found = self._by_pin_folder[directory]
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory or os.path.exists(os.path.join(directory, ".git")):
+                break  # the project's top, without pins
+            directory = parent
+        else:
+            found = self._by_directory[directory]
+        for folder in passed:
+            self._by_directory[folder] = found
+        return found
 
 
 def folder_target(folder: str) -> Target | None:

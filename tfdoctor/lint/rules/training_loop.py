@@ -93,7 +93,6 @@ def _method_of_external_subclass(module: SourceModule, func: Function) -> bool:
 
 _EAGER_SWITCHES = frozenset({"tf.enable_eager_execution", "tf.compat.v1.enable_eager_execution",
                              "tf.config.run_functions_eagerly", "tf.config.experimental_run_functions_eagerly"})
-_DEMO_STEPS = DEMO_STEPS  # `for step in range(50)`: a feature demo (a checkpoint, a callback), not a training run
 
 
 def _eager_mode_branch(module: SourceModule, node: ast.AST) -> bool:
@@ -178,12 +177,12 @@ def _loop_cache(module: SourceModule) -> dict[int, ast.AST | None]:
 
 
 def _short_literal_loop(module: SourceModule, loop: ast.AST | None) -> bool:
-    """`for _ in range(N)` with a literal N <= _DEMO_STEPS and no loop around it."""
+    """`for _ in range(N)` with a literal N <= DEMO_STEPS and no loop around it."""
     if not isinstance(loop, ast.For) or not _is_range(module, loop.iter) or _innermost_loop(module, loop) is not None:
         return False
     bounds = [constant(a) for a in loop.iter.args]  # type: ignore[attr-defined]
     stop = bounds[1] if len(bounds) > 1 else bounds[0] if bounds else None
-    return isinstance(stop, int) and not isinstance(stop, bool) and stop <= _DEMO_STEPS
+    return isinstance(stop, int) and not isinstance(stop, bool) and stop <= DEMO_STEPS
 
 
 def _demo_loop(module: SourceModule, call: ast.AST, owner: Function | None,

@@ -78,6 +78,7 @@ def test_each_kind_of_requirement_file_pins_its_releases(tmp_path, name: str, te
     ("requirements.txt", "# tensorflow==2.3.0\n-r base.txt\n-e .\ngit+https://example.org/tensorflow.git\n"),
     ("pyproject.toml", '[project]\nname = "x"\nkeywords = ["tensorflow==2.3"]\ndependencies = ["tensorflow"]\n'),
     ("pyproject.toml", "this is [not toml\n"),
+    ("requirements.txt", "tensorflow===2.4abc\n"),  # arbitrary equality to no release: pins nothing, no error
     ("pyproject.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n"),  # nested past the recursion limit
     ("Pipfile", '[packages]\ntensorflow = "*"\n'),
     ("setup.py", "setup(install_requires=['tensorflow'\n"),  # not Python: nothing read, nothing run

@@ -251,9 +251,9 @@ def parse_int(text: str) -> int:
 
 
 def flag_tokens(text: str) -> list[str]:
-    """The words of a flags variable (XLA_FLAGS, TF_XLA_FLAGS): quotes honoured as a shell would; with a
-    stray quote, split on whitespace."""
-    import shlex  # only when a flags variable is set
+    """The words of a shell-quoted string (a flags variable: XLA_FLAGS, TF_XLA_FLAGS; a notebook's install
+    command): quotes honoured as a shell would; with a stray quote, split on whitespace."""
+    import shlex  # only when there is such a string
 
     try:
         return shlex.split(text)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import overload
 
+from tfdoctor.facts.parse import flag_tokens
 from tfdoctor.lint import ipython_syntax
 
 
@@ -169,10 +169,7 @@ def _install_words(text: str) -> tuple[list[str], bool]:
     """The requirements an install command names (its options and their values dropped, shell quoting
     undone), and whether it installs from a requirement file."""
     command = re.split(r"&&|\|\||[;|#]", text, maxsplit=1)[0]  # the install itself, not what follows it
-    try:
-        words = shlex.split(command)
-    except ValueError:  # an unclosed quote: the words as they are
-        words = command.split()
+    words = flag_tokens(command)  # quotes undone as a shell would; with a stray quote, split on whitespace
     found, from_file, skip = [], False, False
     for word in words:
         if skip:

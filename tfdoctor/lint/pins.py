@@ -31,7 +31,7 @@ from packaging.specifiers import SpecifierSet
 
 from tfdoctor.derive.requirement_ranges import Requirement
 from tfdoctor.lint.runner import display_path
-from tfdoctor.lint.target import Target, conda_requirement, pinned, tensorflow_requirement
+from tfdoctor.lint.target import CONDA_SPEC, Target, conda_requirement, pinned, tensorflow_requirement
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,8 +43,7 @@ PIN_FILES = ("requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "env
 PIN_FILE_LIMIT = 512 * 1024
 # environment.yml: `- tensorflow=2.4` (conda: 2.4.*), `- tensorflow==2.4.1`, `- tensorflow 2.4.*`, a build
 # string after a second `=`; bounded classes, anchored: linear on any line.
-_CONDA_LINE = re.compile(r"\s{0,40}-\s{0,8}([A-Za-z0-9_.-]{1,60})\s{0,8}(?:(==|>=|<=|!=|~=|=|<|>)\s{0,8}|\s)"
-                         r"([0-9][0-9A-Za-z.*]{0,30})(?:[=,\s].{0,200})?")
+_CONDA_LINE = re.compile(r"\s{0,40}-\s{0,8}" + CONDA_SPEC + r"(?:[=,\s].{0,200})?")
 
 
 def project_target(paths: Iterable[str | os.PathLike[str]]) -> Target | None:
@@ -69,30 +68,16 @@ class ProjectPins:
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]]) -> None:
         self.run = project_target(paths)
-        self._by_directory: dict[str, Target | None] = {}
+        self._folder_of: dict[str, str | None] = {}  # each folder looked in → its pin folder (_pin_folder)
         self._by_pin_folder: dict[str, Target | None] = {}
 
     def for_file(self, path: str | os.PathLike[str]) -> Target | None:
-        # The walk of _pin_folder, remembering every folder it passes: a tree of N folders costs N looks.
-        directory = os.path.dirname(os.path.abspath(os.fspath(path)))
-        passed: list[str] = []
-        found: Target | None = None
-        while directory not in self._by_directory:
-            passed.append(directory)
-            if any(os.path.isfile(os.path.join(directory, name)) for name in PIN_FILES):
-                if directory not in self._by_pin_folder:
-                    self._by_pin_folder[directory] = folder_target(directory)
-                found = self._by_pin_folder[directory]
-                break
-            parent = os.path.dirname(directory)
-            if parent == directory or os.path.exists(os.path.join(directory, ".git")):
-                break  # the project's top, without pins
-            directory = parent
-        else:
-            found = self._by_directory[directory]
-        for folder in passed:
-            self._by_directory[folder] = found
-        return found
+        folder = _pin_folder(os.path.dirname(os.path.abspath(os.fspath(path))), self._folder_of)
+        if folder is None:
+            return None
+        if folder not in self._by_pin_folder:
+            self._by_pin_folder[folder] = folder_target(folder)
+        return self._by_pin_folder[folder]
 
 
 def folder_target(folder: str) -> Target | None:
@@ -103,17 +88,29 @@ def folder_target(folder: str) -> Target | None:
     return pinned(pins, "pinned", from_project=True)
 
 
-def _pin_folder(path: str) -> str | None:
+def _pin_folder(path: str, seen: dict[str, str | None] | None = None) -> str | None:
     """The nearest folder from `path` (a file's folder, or the folder itself) upward that holds a pin file,
-    stopping at the first one holding `.git` (the project's top)."""
+    stopping at the first one holding `.git` (the project's top). `seen`: what earlier walks found for each
+    folder they passed, filled in here, so that a tree of N folders costs N looks."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
+    seen = {} if seen is None else seen
+    passed: list[str] = []
+    found: str | None = None
     while True:
+        if folder in seen:
+            found = seen[folder]
+            break
+        passed.append(folder)
         if any(os.path.isfile(os.path.join(folder, name)) for name in PIN_FILES):
-            return folder
+            found = folder
+            break
         parent = os.path.dirname(folder)
         if parent == folder or os.path.exists(os.path.join(folder, ".git")):
-            return None
+            break
         folder = parent
+    for each in passed:
+        seen[each] = found
+    return found
 
 
 def _requirements(folder: str) -> Iterator[tuple[str, Requirement]]:

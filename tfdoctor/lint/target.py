@@ -116,7 +116,16 @@ def allowed_releases(text: str) -> set[tuple[int, int]]:
         return set()
     # The versions worth trying: the first, a late one and the first candidate of each release, and every
     # version the specifier names (`==2.4.1`, `==2.1.0rc1`, `!=2.4.0`, `<2.11.3`) with its patch in each release.
-    named = [Version(s.version.rstrip(".*")) for s in specifier if s.version.rstrip(".*")[:1].isdigit()]
+    from packaging.version import InvalidVersion
+
+    named = []
+    for clause in specifier:
+        text = clause.version.rstrip(".*")
+        if text[:1].isdigit():
+            try:
+                named.append(Version(text))
+            except InvalidVersion:  # `===2.4abc` (arbitrary equality): no release is that string
+                return set()
     patches = {"0", "99", "0rc0"} | {str(v.micro) for v in named}
     allowed = {(major, minor) for major, minor in RELEASES
                if any(specifier.contains(Version(f"{major}.{minor}.{patch}"), prereleases=True) for patch in patches)}
@@ -141,6 +150,12 @@ def tensorflow_requirement(text: str) -> Requirement | None:
         return None
     requirement = parse_requirement(text)
     return requirement if requirement is not None and requirement.name in _release_distributions() else None
+
+
+# conda's `name=2.4`, `name==2.4.1`, `name 2.4.*`, `name>=2.4`: name, operator (None for a space), version;
+# bounded classes, linear on any text (environment.yml lines, tfdoctor/lint/pins.py; notebook installs).
+CONDA_SPEC = (r"([A-Za-z0-9_.-]{1,60})\s{0,8}(?:(==|>=|<=|!=|~=|=|<|>)\s{0,8}|\s)"
+              r"([0-9][0-9A-Za-z.*]{0,30})")
 
 
 def conda_requirement(name: str, operator: str | None, version: str) -> str:
@@ -266,6 +281,9 @@ def for_notebook(environment: Environment, target: Target | None) -> Target | No
     for cell, word in environment.installs:
         requirement = _install_requirement(word)
         if requirement is None:
+            # `tensorflow==$TF_VERSION`, `tensorflow=={version}`, a wheel's URL: TensorFlow, of a release not
+            # written here (not known: the project's pins say nothing of it either)
+            newest = newest or _names_tensorflow(word)
             continue
         if requirement.name.startswith("tf-nightly") or not allowed_releases(requirement.specifier):
             newest = True
@@ -292,9 +310,18 @@ def _install_requirement(word: str) -> Requirement | None:
     from tfdoctor.derive.requirement_ranges import parse_requirement
     from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
 
-    conda = _CONDA_WORD.fullmatch(word)
-    requirement = parse_requirement(conda_requirement(conda.group(1), "=", conda.group(2)) if conda else word)
+    requirement = parse_requirement(word)
+    if requirement is None and (conda := _CONDA_WORD.fullmatch(word)) is not None:
+        requirement = parse_requirement(conda_requirement(*conda.groups()))  # `tensorflow=2.4`: conda's 2.4.*
     return requirement if requirement is not None and requirement.name in TENSORFLOW_DISTS else None
+
+
+def _names_tensorflow(word: str) -> bool:
+    """Whether an install word names a TensorFlow distribution, however its version is written."""
+    from tfdoctor.derive.requirement_ranges import canonical_name
+    from tfdoctor.facts.probes.pyenv_snapshot import TENSORFLOW_DISTS
+
+    return canonical_name(re.split(r"[=<>!~\[;@ ]", word, maxsplit=1)[0]) in TENSORFLOW_DISTS
 
 
 def _normalized(specifier: str) -> str:
@@ -303,7 +330,7 @@ def _normalized(specifier: str) -> str:
     return str(SpecifierSet(specifier))
 
 
-_CONDA_WORD = re.compile(r"([A-Za-z0-9_.-]{1,60})=([0-9][0-9A-Za-z.*]{0,30})")  # `tensorflow=2.4`: conda's 2.4.*
+_CONDA_WORD = re.compile(CONDA_SPEC + r"(?:=[0-9A-Za-z_.*]{0,60})?")  # a build string after a second `=`
 
 
 @functools.cache

@@ -505,6 +505,9 @@ def test_the_literal_steps_of_a_keras_call() -> None:
     assert steps("m.fit(ds, epochs=2, steps_per_epoch=10)") == 20
     assert steps("m.fit(ds, steps_per_epoch=7)") == 7  # one epoch by default
     assert steps("m.fit_generator(gen, steps_per_epoch=7, epochs=3)") == 21
+    assert steps("m.fit_generator(gen, 7, 3)") == 21  # positionally, in Keras' order
+    assert steps("m.fit(x, y, 32, 5, steps_per_epoch=30)") == 150
+    assert steps("m.fit(x, y, 32, n, steps_per_epoch=30)") is None
     assert steps("m.predict(ds, steps=2)") == 2
     assert steps("m.fit(ds, epochs=2)") is None and steps("m.fit(ds, epochs=True, steps_per_epoch=3)") is None
     assert steps("m.evaluate(ds, steps=n)") is None and steps("m.evaluate(ds, steps=-1)") is None

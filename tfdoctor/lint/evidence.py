@@ -530,8 +530,10 @@ def literal_steps(call: ast.Call, name: str) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
     if name.startswith("fit"):
-        per_epoch = literal(argument(call, "steps_per_epoch"))
-        epochs_node = argument(call, "epochs")
+        # Keras' order: fit(x, y, batch_size, epochs, ...); fit_generator(generator, steps_per_epoch, epochs, ...)
+        generator = name == "fit_generator"
+        per_epoch = literal(argument(call, "steps_per_epoch", 1 if generator else None))
+        epochs_node = argument(call, "epochs", 2 if generator else 3)
         epochs = 1 if epochs_node is None else literal(epochs_node)
         initial = argument(call, "initial_epoch")
         if per_epoch is None or epochs is None or initial is not None:

@@ -67,7 +67,8 @@ def test_json_output(scripts, capsys):
     data = json.loads(out)
     assert code == 0
     assert data["summary"] == {"error": 0, "warning": 1, "info": 0, "suppressed": 0, "crashed": 0,
-                               "held_back": 0}
+                               "held_back": 0, "own_target": 0}
+    assert data["held_back_by"] == {}
     (finding,) = data["findings"]
     assert finding["code"] == "SRC103" and finding["line"] == 38 and finding["column"] == 35
     assert finding["fix"] == {"title": "Pass num_parallel_calls=tf.data.AUTOTUNE", "applicability": "safe",

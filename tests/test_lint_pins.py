@@ -334,6 +334,49 @@ def test_each_sub_project_is_linted_for_what_it_pins(capsys, monkeypatch, tmp_pa
     assert lint_here(capsys, monkeypatch, tmp_path, "--target-tensorflow", "2.3")[1].count("SRC103") == 2
 
 
+def test_json_says_what_the_text_summary_says_of_the_releases(capsys, monkeypatch, tmp_path) -> None:
+    """The release linted for, the files with their own and what was held back reach a tool reading JSON too
+    (they were only in the text summary), and the report still validates against the published schema."""
+    import json
+
+    import jsonschema
+
+    monorepo(tmp_path, {".": "tensorflow>=2.3,<2.5\n", "legacy": "tensorflow-gpu==1.15.5\n"})
+    code, out, err = lint_here(capsys, monkeypatch, tmp_path, "--format", "json")
+    assert code == 0 and err == ""  # JSON: nothing but the report, on standard output
+    report = json.loads(out)
+    schema = json.loads((Path(__file__).resolve().parent.parent / "tfdoctor" / "schema" / "lint.schema.json")
+                        .read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(report)
+    assert report["target"] == {"name": "2.3 to 2.4", "release": "2.3", "newest": "2.4",
+                                "origin": "pinned: tensorflow<2.5,>=2.3 in requirements.txt"}
+    assert report["summary"]["own_target"] == 1 and report["held_back_by"] == {}
+    assert [f["path"] for f in report["findings"]] == ["legacy/train.py", "train.py"]
+    # no upper bound: null, not a made-up release; what was held back, by rule
+    (tmp_path / "requirements.txt").write_text("tensorflow>=2.12\n", encoding="utf-8")
+    (tmp_path / "legacy" / "requirements.txt").unlink()
+    (tmp_path / "train.py").write_text(TF + "ds = tf.data.TFRecordDataset(files).map(parse)\nmodel.fit(ds)\n",
+                                       encoding="utf-8")
+    report = json.loads(lint_here(capsys, monkeypatch, tmp_path, "--format", "json")[1])
+    jsonschema.Draft202012Validator(schema).validate(report)
+    assert report["target"]["newest"] is None and report["target"]["name"] == "2.12 or later"
+    assert report["summary"]["own_target"] == 0
+    # the flag names one release; with the default rules (not --select), a map whose function lint cannot
+    # see is held back under it
+    with pytest.raises(SystemExit):
+        main(["lint", "--format", "json", "--target-tensorflow", "2.3", "."])
+    report = json.loads(capsys.readouterr().out)
+    assert report["target"] == {"name": "2.3", "release": "2.3", "newest": "2.3", "origin": "--target-tensorflow"}
+    assert [f["path"] for f in report["findings"]] == ["legacy/train.py"]  # its decode is seen: stateless
+    assert report["held_back_by"] == {"SRC103": 1} == {
+        "SRC103": report["summary"]["held_back"]}
+    # nothing pins it and no flag names it: not known is null
+    (tmp_path / "requirements.txt").unlink()
+    report = json.loads(lint_here(capsys, monkeypatch, tmp_path, "--format", "json")[1])
+    jsonschema.Draft202012Validator(schema).validate(report)
+    assert report["target"] is None
+
+
 def test_a_sub_project_under_a_pinned_top_reads_its_own_pins(capsys, monkeypatch, tmp_path) -> None:
     monorepo(tmp_path, {".": "tensorflow==2.21.0\n", "tools/legacy": "tensorflow-gpu==2.3.1\n"})
     code, out, err = lint_here(capsys, monkeypatch, tmp_path)

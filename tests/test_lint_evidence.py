@@ -331,6 +331,74 @@ def test_an_agents_experience_from_an_environment_is_data_without_end() -> None:
     assert grounds["data-from-files-or-large"].startswith("experience from an environment (gym.make())")
 
 
+GYM = TF + "import gym\nenv = gym.make('CartPole-v1')\n"
+EPISODE = "    state = env.reset()\n    for t in range(1000):\n        env.render()\n" \
+          "        state, reward, done, _ = env.step(policy(state))\n        if done:\n            break\n"
+
+
+@pytest.mark.parametrize("shape", [
+    "for episode in range(500):\n" + EPISODE + "    train_step(x, y)\n",  # REINFORCE: an update per episode
+    "while True:\n" + EPISODE.replace("env.", "self.env.") + "    train_step(x, y)\n",
+    "for episode in range(500):\n    while not done:\n        done = envs[0].step(a)[2]\n    train_step(x, y)\n",
+])
+def test_a_step_once_per_episode_played_is_a_small_share_of_the_run(shape: str) -> None:
+    """The eleventh held-out set: REINFORCE scripts making one update per episode, after a rollout of eager
+    policy calls and environment steps, judged false: the step is shown at info with the reason, and held
+    back by default."""
+    [(code, severity, grounds, unproven)] = step_findings(GYM + STEP + shape)
+    assert (code, severity) == ("SRC107", "info") and "step-called-in-loop" not in grounds
+    assert unproven["step-called-in-loop"].startswith("it runs once per pass of the loop on line 9, after an "
+                                                      "episode played by ")
+    assert grounds["data-from-files-or-large"].startswith("experience from an environment")
+    default = lint_text(GYM + STEP + shape, select_lint_rules(load_lint_rules().rules), "script.py")
+    assert (default.findings, default.held_back_by) == ([], {"SRC107": 1})
+
+
+@pytest.mark.parametrize("shape", [
+    # DQN: an update at every environment step, in the loop that plays (the same set's DQN judged true)
+    "for episode in range(500):\n    for t in range(1000):\n        state, r, done, _ = env.step(a)\n"
+    "        train_step(x, y)\n",
+    # A2C over vectorized environments: a step and an update each pass, no inner episode
+    "for i in range(500000):\n    states, rewards, dones, _ = env.step(actions)\n    train_step(x, y)\n",
+    # a rollout, then many updates over it (PPO's epochs): the step runs in the inner loop
+    "for episode in range(500):\n" + EPISODE + "    for epoch in range(10):\n        train_step(x, y)\n",
+    # the inner loop is not an environment's
+    "for epoch in range(500):\n    for row in rows:\n        stats.step(row)\n    train_step(x, y)\n",
+    # one step of each of 50 environments per update, not an episode (the dev corpus's handson-ml2, true)
+    "for iteration in range(5000):\n    train_step(x, y)\n    for i, env in enumerate(envs):\n"
+    "        obs, reward, done, info = env.step(actions[i])\n",
+])
+def test_a_step_at_every_environment_step_or_over_data_keeps_the_warning(shape: str) -> None:
+    [(code, severity, grounds, unproven)] = step_findings(GYM + STEP + shape)
+    assert (code, severity, unproven) == ("SRC107", "warning", {})
+    assert "step-called-in-loop" in grounds
+
+
+def test_a_helper_called_once_per_episode_that_updates_at_every_element_keeps_the_warning() -> None:
+    """The seventh held-out set's REINFORCE (judged true): the tape spans the episode and the helper called
+    after it applies gradients once per element of the trajectory, hundreds of eager updates per call."""
+    helper = ("def train_net(data, tape):\n    for r, log_prob in data:\n"
+              "        grads = tape.gradient(-log_prob * r, model.trainable_variables)\n"
+              "        optimizer.apply_gradients(zip(grads, model.trainable_variables))\n")
+    loop = ("def main():\n    for episode in range(400):\n        with tf.GradientTape(persistent=True) as tape:\n"
+            "            for t in range(501):\n                s, r, done, _ = env.step(a)\n"
+            "                data.append(r)\n        train_net(data, tape)\n\nmain()\n")
+    [(code, severity, _, unproven)] = step_findings(GYM + helper + loop)
+    assert (code, severity, unproven) == ("SRC107", "warning", {})
+    # its twin: the helper applies once per call, after the episode: held back as above
+    once = helper.replace("    for r, log_prob in data:\n        grads", "    grads").replace(
+        "\n        optimizer", "\n    optimizer")
+    [(code, severity, _, unproven)] = step_findings(GYM + once + loop)
+    assert (code, severity) == ("SRC107", "info") and "step-called-in-loop" in unproven
+
+
+def test_a_step_called_once_per_episode_in_one_place_and_per_step_in_another_keeps_the_warning() -> None:
+    text = (GYM + STEP + "for episode in range(500):\n" + EPISODE + "    train_step(x, y)\n"
+            "for t in range(100000):\n    env.step(a)\n    train_step(x, y)\n")
+    [(code, severity, _, unproven)] = step_findings(text)
+    assert (code, severity, unproven) == ("SRC107", "warning", {})
+
+
 def test_the_data_size_table_is_what_the_evidence_reads() -> None:
     from tfdoctor.knowledge import table
     from tfdoctor.lint.evidence import known_rows

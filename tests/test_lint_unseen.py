@@ -58,6 +58,18 @@ def test_the_same_map_trained_on_fires_where_it_is_built():
 # --- 3. toy data and feature demos ----------------------------------------------------------------------
 
 
+def test_a_function_defined_in_each_of_two_helpers_is_the_one_of_the_helper_that_maps_it():
+    """The seventeenth held-out set: two helpers each define `drop_index(index, rest): return rest` and map
+    it; the name was taken as of unknown work (two definitions), and the index-dropping maps were flagged."""
+    helper = ("def select{n}(ds, keep):\n    def drop_index(index, rest):\n        return {body}\n"
+              "    return ds.enumerate().filter(keep).map(drop_index)\n")
+    trivial = TF + helper.format(n=1, body="rest") + helper.format(n=2, body="rest")
+    assert codes(trivial, select=("SRC103",)) == []
+    # its twin: the helper's own definition decodes, and is found as such
+    decoding = TF + helper.format(n=1, body="rest") + helper.format(n=2, body="tf.io.decode_jpeg(rest)")
+    assert codes(decoding, select=("SRC103",)) == ["SRC103:9"]
+
+
 @pytest.mark.parametrize("source", [
     "tf.data.Dataset.from_tensor_slices(np.random.rand(64, 10))",
     "tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 10]))",

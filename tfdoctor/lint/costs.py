@@ -76,6 +76,13 @@ def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None
     else:
         return None
     found = module.derived(_functions).get(wanted, [])
+    if len(found) > 1 and isinstance(target, ast.Name):
+        # Two helpers each defining their own `drop_index` (the seventeenth held-out set): a name used in a
+        # function is the `def` of that function, as Python resolves it.
+        here = module.scope_of(target)
+        local = [f for f in found if module.scope_of(f) is here]
+        if len(local) == 1 and here is not module.tree:
+            return local[0]
     if len(found) > 1:
         # Defined again and again (notebook cells): the last definition above the use is the one in force.
         line = getattr(target, "lineno", 0)

@@ -394,17 +394,15 @@ def _once_per_rollout(module: SourceModule, apply: ast.AST, func: Function | Non
         sites = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
     else:
         sites = []
-    if not sites:
-        return None
-    reasons = []
+    reason = None
     for site in sites:
         loop = _innermost_loop(module, site)
         played = _environment_steps_beside(module, loop, site) if loop is not None else None
         if played is None:
             return None  # one place runs the step at every environment step, or over data: the finding stands
-        reasons.append(f"it runs once per pass of the loop on line {loop.lineno}, after an episode played by "
-                       f"{played}: a small share of the run")
-    return reasons[0]
+        reason = reason or (f"it runs once per pass of the loop on line {loop.lineno}, after an episode played by "
+                            f"{played}: a small share of the run")
+    return reason
 
 
 def _updates_in_a_loop(module: SourceModule, apply: ast.AST) -> bool:

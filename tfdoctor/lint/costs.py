@@ -75,7 +75,7 @@ def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None
         wanted = target.attr
     else:
         return None
-    found = module.derived(_functions).get(wanted, [])
+    found = module.derived(functions_by_name).get(wanted, [])
     if len(found) > 1 and isinstance(target, ast.Name):
         # Two helpers each defining their own `drop_index` (the seventeenth held-out set): a name used in a
         # function is the `def` of that function, as Python resolves it.
@@ -235,7 +235,7 @@ def _bound_makers(module: SourceModule, func: ast.AST) -> list[str] | None:
     return [m for m in makers if not m.endswith(("Sequential", "keras.Input"))]
 
 
-def _functions(module: SourceModule) -> dict[str, list[ast.FunctionDef]]:
+def functions_by_name(module: SourceModule) -> dict[str, list[ast.FunctionDef]]:
     """The file's `def`s by name, in source order: indexed once per file (a mapped function's calls are
     looked up one by one, and a notebook defines hundreds)."""
     index: dict[str, list[ast.FunctionDef]] = {}

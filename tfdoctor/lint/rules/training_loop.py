@@ -6,6 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from tfdoctor.lint.costs import functions_by_name
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
 from tfdoctor.lint.evidence import DEMO_STEPS, not_shown, not_users_code, training_data_grounds
 from tfdoctor.lint.intent import not_users_training_code
@@ -411,9 +412,7 @@ def _updates_in_a_loop(module: SourceModule, apply: ast.AST) -> bool:
     name = _called_name(apply) if isinstance(apply, ast.Call) else None
     if name is None or name in ("apply_gradients", "assign_sub"):
         return False
-    for helper in (*module.nodes(ast.FunctionDef), *module.nodes(ast.AsyncFunctionDef)):
-        if helper.name != name:
-            continue
+    for helper in module.derived(functions_by_name).get(name, []):
         for call in ast.walk(helper):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
                     call.func.attr in ("apply_gradients", "assign_sub") and _in_loop(module, call, helper):

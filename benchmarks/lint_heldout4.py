@@ -46,8 +46,12 @@ Key = tuple[str, str, str, str]  # repository, path, line (`cell:line` in a note
 
 
 def read_labels(path: Path = LABELS) -> dict[Key, str]:
-    """(repository, path, line, rule) → true / debatable / false; a bad label or a duplicate row is an error."""
-    labels: dict[Key, str] = {}
+    """(repository, path, line, rule) → true / debatable / false; a bad label or a duplicate row is an error.
+
+    One line may carry two findings of one rule in different tiers (two `.map` calls on it, one mapping a
+    stateless function): rows of one key whose `tier` columns differ are judged apart, and each is kept under
+    the key whose rule is `<rule>/<tier>` (`label_of` reads either)."""
+    rows: dict[Key, list[tuple[int, str, str]]] = {}
     with path.open(newline="") as handle:
         for number, row in enumerate(csv.DictReader(handle), start=2):
             line = f"{row['cell']}:{row['line']}" if row["cell"] else row["line"]
@@ -56,10 +60,28 @@ def read_labels(path: Path = LABELS) -> dict[Key, str]:
                 raise ValueError(f"{path}:{number}: label {row['label']!r} is not one of {LABEL_VALUES}")
             if not row["reason"].strip():
                 raise ValueError(f"{path}:{number}: a label without its reason")
-            if key in labels:
+            tier = (row.get("tier") or "").strip()
+            if key in rows and (not tier or any(t in ("", tier) for _, t, _ in rows[key])):
                 raise ValueError(f"{path}:{number}: a second label for {key}")
-            labels[key] = row["label"]
+            rows.setdefault(key, []).append((number, tier, row["label"]))
+    labels: dict[Key, str] = {}
+    for key, judged in rows.items():
+        if len(judged) == 1:
+            labels[key] = judged[0][2]
+        else:
+            labels.update({(*key[:3], f"{key[3]}/{tier}"): label for _, tier, label in judged})
     return labels
+
+
+def label_of(labels: Mapping[Key, str], key: Key, tier: str) -> str:
+    """The label of the finding `key` in `tier`: its tier's own where its line was judged per tier."""
+    return labels.get((*key[:3], f"{key[3]}/{tier}")) or labels.get(key, "unjudged")
+
+
+def labels_gone(labels: Mapping[Key, str], found: Iterable[tuple[Key, str]]) -> list[Key]:
+    """The labels no finding of `found` ((key, tier) pairs) takes, sorted."""
+    made = {key for key, _ in found} | {(*key[:3], f"{key[3]}/{tier}") for key, tier in found}
+    return sorted(set(labels) - made)
 
 
 def judged_findings(found: Mapping[str, Iterable[tuple[str, str, str]]]) -> list[Key]:

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import materialise
-    from lint_heldout4 import coverage, read_labels, snapshots_or_skip, table, tally, tfdoctor_commit
+    from lint_heldout4 import label_of, labels_gone, read_labels, snapshots_or_skip, table, tfdoctor_commit
 
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
 
@@ -136,22 +136,20 @@ def main(argv: list[str] | None = None, manifest: Path = MANIFEST, labels_file: 
                 print(f"  {entry['repo']}@{entry['commit'][:10]}: {files[entry['repo']]} files, "
                       f"{per_repo[entry['repo']]} findings{note}")
             print(f"rule crashes: {len(crashes)}" + "".join(f"\n  {crash}" for crash in crashes))
-            keys = [key for key, _ in found]
-            unjudged, _gone = coverage(keys, labels)
-            tier_labels = {(r, p, ln, f"{rule}/{tier}"): labels[(r, p, ln, rule)]
-                           for (r, p, ln, rule), tier in found if (r, p, ln, rule) in labels}
+            judged = [(key, tier, label_of(labels, key, tier)) for key, tier in found]
+            unjudged = sorted({key for key, _, label in judged if label == "unjudged"})
             print("by rule (all tiers):")
-            for line in table(tally(keys, labels), Counter()):
+            for line in table(Counter((key[3], label) for key, _, label in judged), Counter()):
                 print("  " + line.split(" | ")[0])
             print("by rule and tier (shown: every kind of evidence seen; unproven: info, evidence not visible):")
-            for line in table(tally(tiered(found), tier_labels), Counter()):
+            for line in table(Counter((f"{key[3]}/{tier}", label) for key, tier, label in judged), Counter()):
                 print("  " + line.split(" | ")[0])
             print(f"unjudged findings (judge them before quoting a figure): {len(unjudged)}")
             if args.show:
                 for key in unjudged:
                     print("unjudged:", *key)
     if labels:
-        gone = sorted(set(labels) - {key for key, _ in found})
+        gone = labels_gone(labels, found)
         print(f"\nlabelled findings no longer made by the selected run: {len(gone)} "
               f"(of them true: {sum(labels[g] == 'true' for g in gone)})")
         if args.show:

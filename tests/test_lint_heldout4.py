@@ -80,6 +80,41 @@ def test_a_bad_labels_file_is_refused(tmp_path, row, error):
         h4.read_labels(path)
 
 
+def test_one_line_judged_per_tier_keeps_each_label_and_the_key_of_each(tmp_path):
+    """Two maps on one notebook line: a stateless one (info, unproven) and an augmenting one (shown)."""
+    header = [*HEADER[:6], "tier", *HEADER[6:]]
+    path = tmp_path / "tiers.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerow(["o/a", "c", "nb.ipynb", "27", "1", "SRC103", "unproven", "false", "a rescale per batch"])
+        writer.writerow(["o/a", "c", "nb.ipynb", "27", "1", "SRC103", "shown", "debatable", "a random flip"])
+        writer.writerow(["o/a", "c", "x.py", "", "5", "SRC103", "shown", "true", "JPEG decode"])
+    labels = h4.read_labels(path)
+    key = ("o/a", "nb.ipynb", "27:1", "SRC103")
+    assert key not in labels and len(labels) == 3
+    assert h4.label_of(labels, key, "shown") == "debatable"
+    assert h4.label_of(labels, key, "unproven") == "false"
+    assert h4.label_of(labels, ("o/a", "x.py", "5", "SRC103"), "unproven") == "true"  # judged whatever its tier
+    assert h4.label_of(labels, ("o/a", "x.py", "6", "SRC103"), "shown") == "unjudged"
+    # the default run makes only the shown one: the info's label is gone, not the shown one's
+    made = [(key, "shown"), (("o/a", "x.py", "5", "SRC103"), "shown")]
+    assert h4.labels_gone(labels, made) == [("o/a", "nb.ipynb", "27:1", "SRC103/unproven")]
+    assert h4.labels_gone(labels, [*made, (key, "unproven")]) == []
+
+
+@pytest.mark.parametrize("tiers", [("shown", "shown"), ("", "shown"), ("shown", "")])
+def test_a_line_judged_twice_in_one_tier_is_refused(tmp_path, tiers):
+    path = tmp_path / "twice.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*HEADER[:6], "tier", *HEADER[6:]])
+        for tier in tiers:
+            writer.writerow(["o/a", "c", "x.py", "", "1", "SRC103", tier, "true", "ok"])
+    with pytest.raises(ValueError, match="a second label"):
+        h4.read_labels(path)
+
+
 def test_absent_snapshots_skip_with_the_fetch_to_run(tmp_path, capsys):
     assert h4.main(["--mirror", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -8,7 +8,13 @@ from `fetch` snapshots like benchmarks/lint_corpus.py) with every rule, preview 
 included, once with the working tree and once with tfdoctor at `--ref` (a `git archive` of that commit, in
 a subprocess without site-packages), and compares the whole of each finding: path, cell, span, code,
 message, evidence, fix and its edits, plus crashes and the count of suppressed findings. It prints the
-count of findings of each and every difference, and exits 1 when there is one. With `--output FILE` it
+count of findings of each and every difference, and exits 1 when there is one.
+
+With `--walked` each repository is linted as `tfdoctor lint DIR` lints it instead (the files a walk finds,
+through the prefilter, each for its nearest pins), twice: the default rules, then with the preview rules;
+the findings held back by default and the info findings dropped for want of evidence are compared too. That
+is the run for a change to what the prefilter lets each rule see. `--manifest NAME` (repeatable) lints the
+repositories of those manifests of benchmarks/lint_corpus/ instead of the three. With `--output FILE` it
 also writes that summary to FILE (benchmarks/results/lint_same_findings-DATE.txt), under a line saying
 what was run, on which commit of the working tree, and when.
 """
@@ -46,7 +52,18 @@ from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
 from tfdoctor.lint.runner import lint_paths
 modules = [importlib.import_module(f"tfdoctor.lint.rules.{m.name}") for m in pkgutil.iter_modules(rules_pkg.__path__)]
 rules = select_lint_rules(load_lint_rules(modules).rules, preview=True)
-for root in sys.argv[2:]:
+walked = sys.argv[2] == "walked"
+for root in sys.argv[3:]:
+    if walked:
+        from tfdoctor.lint.api import lint_directory
+        for preview in (False, True):
+            report = lint_directory(Path(root), preview=preview, jobs=1)
+            out = {"root": f"{root} ({'preview' if preview else 'default'})", "files": report.files,
+                   "suppressed": report.suppressed, "crashes": report.crashes,
+                   "held_back": report.held_back_by, "unproven": report.unproven,
+                   "findings": [dict(f.to_json(), raw_line=f.raw_line) for f in report.findings]}
+            print(json.dumps(out, sort_keys=True, default=repr))
+        continue
     report = lint_paths(sorted(python_files([root], include_tests=True)), rules, jobs=1)
     out = {"root": root, "files": report.files, "suppressed": report.suppressed, "crashes": report.crashes,
            "findings": [dict(f.to_json(), raw_line=f.raw_line) for f in report.findings]}
@@ -54,11 +71,14 @@ for root in sys.argv[2:]:
 """
 
 
-def dump(source: Path, roots: list[Path]) -> dict[str, dict]:
+def dump(source: Path, roots: list[Path], walked: bool = False) -> dict[str, dict]:
     """Lint each root with the tfdoctor package found under `source`, in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(source)}
+    import packaging  # what lint's pins read (walked runs) is found beside it, not in site-packages at large
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(Path(packaging.__file__).parent.parent)])}
     # -S: no site-packages, so an editable install of another worktree cannot shadow `source`.
-    out = subprocess.run([sys.executable, "-S", "-c", _DUMP, str(source), *map(str, roots)],
+    mode = "walked" if walked else "named"
+    out = subprocess.run([sys.executable, "-S", "-c", _DUMP, str(source), mode, *map(str, roots)],
                          capture_output=True, text=True, env=env, cwd=source)
     if out.returncode:
         sys.exit(f"linting with {source} failed:\n{out.stderr[-3000:]}")
@@ -70,7 +90,7 @@ def differences(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     lines = []
     for root in sorted(set(before) | set(after)):
         old, new = before.get(root, {}), after.get(root, {})
-        for key in ("files", "suppressed"):
+        for key in ("files", "suppressed", "held_back", "unproven"):
             if old.get(key) != new.get(key):
                 lines.append(f"{root}: {key} {old.get(key)} before, {new.get(key)} after")
         for key in ("crashes", "findings"):
@@ -121,19 +141,24 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tfdoctor-lint-corpus")
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="also write the summary to FILE (benchmarks/results/lint_same_findings-DATE.txt)")
+    parser.add_argument("--walked", action="store_true",
+                        help="lint as `tfdoctor lint DIR` does (prefilter, pins), default rules and preview")
+    parser.add_argument("--manifest", action="append", metavar="NAME",
+                        help="a manifest of benchmarks/lint_corpus/ to lint (repeatable; default: the three)")
     args = parser.parse_args()
     started = time.time()
     if args.output and not args.output.parent.is_dir():
         parser.error(f"--output {args.output}: no folder {args.output.parent}")
-    repos = [r for name in MANIFESTS for r in tomllib.loads((HERE / "lint_corpus" / name).read_text())["repos"]]
+    repos = [r for name in args.manifest or MANIFESTS
+             for r in tomllib.loads((HERE / "lint_corpus" / name).read_text())["repos"]]
     roots, _ = materialise(args.mirror, args.cache, repos)
     paths = [roots[r["repo"]] for r in repos]
     with tempfile.TemporaryDirectory(prefix="tfdoctor-ref-") as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.ref, "tfdoctor"], capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        before = dump(Path(tmp), paths)
-    after = dump(ROOT, paths)
+        before = dump(Path(tmp), paths, args.walked)
+    after = dump(ROOT, paths, args.walked)
     lines = summary(args.ref, before, after)
     print("\n".join(lines))
     if args.output:

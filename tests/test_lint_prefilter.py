@@ -125,6 +125,54 @@ def test_only_syntax_and_read_errors_selected_or_a_rule_without_triggers_turns_i
     assert lint_paths([model], with_plugin, walked=[model]).codes() == ["SRC001"]
 
 
+def _rules_that_fire_on_every_module():
+    """Two rules that break their contract on purpose (each fires on any module): which one runs shows."""
+    @lint_rule("XYZ903", "needs-alpha", Severity.WARNING, triggers=[b"alpha_step"])
+    def alpha(module):
+        """Declares `alpha_step`."""
+        yield Hit(module.tree.body[0], "alpha ran")
+
+    @lint_rule("XYZ904", "needs-beta", Severity.WARNING, triggers=[(b"beta_map", b"gamma_map")])
+    def beta(module):
+        """Declares `beta_map` or `gamma_map`."""
+        yield Hit(module.tree.body[0], "beta ran")
+
+    return load_lint_rules([alpha, beta]).rules
+
+
+@pytest.mark.parametrize(("body", "codes"), [
+    ("alpha_step()\n", ["XYZ903"]), ("gamma_map()\n", ["XYZ904"]), ("alpha_step(beta_map)\n", ["XYZ903", "XYZ904"]),
+])
+def test_a_walked_file_is_linted_by_the_rules_whose_triggers_it_holds(tmp_path, body, codes):
+    path = tmp_path / "train.py"
+    path.write_text("import tensorflow as tf\n" + body, encoding="utf-8")
+    chosen = _rules_that_fire_on_every_module()
+    assert lint_paths([path], chosen, walked=[path]).codes() == codes
+    # named on the command line, it is parsed and every selected rule runs, as without a prefilter
+    assert lint_paths([path], chosen).codes() == ["XYZ903", "XYZ904"]
+
+
+def test_a_walked_notebook_is_linted_by_the_rules_its_code_cells_trigger(tmp_path):
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["Call `alpha_step` to train.\n"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["import tensorflow as tf\n", "gamma_map()\n"]}]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
+                    encoding="utf-8")
+    # the Markdown's `alpha_step` is not code: only the rule the code cell triggers runs
+    assert lint_paths([path], _rules_that_fire_on_every_module(), walked=[path]).codes() == ["XYZ904"]
+
+
+def test_workers_run_only_the_triggered_rules_too(tmp_path):
+    files = []
+    for i in range(80):  # enough for worker processes (runner._PARALLEL_FROM)
+        path = tmp_path / f"m{i:02}.py"
+        path.write_text("import tensorflow as tf\n" + ("alpha_step()\n" if i % 2 else "beta_map()\n"), encoding="utf-8")
+        files.append(path)
+    report = lint_paths(files, _rules_that_fire_on_every_module(), jobs=2, walked=files)
+    assert sorted(report.codes()) == ["XYZ903"] * 40 + ["XYZ904"] * 40
+
+
 @pytest.mark.parametrize("trigger", [b"", b'say "hi"', b"a\\b", "café".encode()])
 def test_a_trigger_a_notebooks_json_would_escape_is_refused(trigger):
     with pytest.raises(ValueError, match="trigger"):

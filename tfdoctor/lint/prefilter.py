@@ -10,6 +10,11 @@ reported; a file named on the command line is always parsed, so pre-commit, whic
 reports them; a file that cannot be read at all is still SRC002. A selected rule without triggers (a
 plugin's, unless it declares them) turns the prefilter off, as does a selection of only SRC001/SRC002.
 
+A walked file that is parsed is then linted by the rules whose triggers occur in it, not by every selected
+rule: by the same contract the others cannot fire there, and running them on files of another rule's (a
+pipeline rule's analyses on a file the training-step rule let through) was most of what lint cost over a
+plain parse on tutorial repositories (issue 39, item 7: benchmarks/lint_speed_others.py).
+
 The search is over the raw bytes, so it holds for UTF-8 and for the ASCII-compatible encodings a PEP 263
 cookie can declare. A notebook is searched as its code cells, as written (IPython's transforms only blank
 lines out): its JSON is decoded once, and the cells are handed on to the parse. Its outputs (images in
@@ -28,6 +33,7 @@ from tfdoctor.lint.rule import RUNNER_CODES, LintRuleSpec, Triggers
 from tfdoctor.lint.source import FRAMEWORK_MARKERS
 
 _MARKERS = tuple(m.encode("ascii") for m in FRAMEWORK_MARKERS)
+_NONE: frozenset[Triggers] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -36,23 +42,38 @@ class Prefilter:
 
     rules: tuple[Triggers, ...]
 
+    def firing(self, data: bytes) -> frozenset[Triggers]:
+        """The triggers, among the selected rules', that hold in a file with these bytes (empty: no selected
+        rule can fire on it); the rules declaring others need not run on it."""
+        if not any(marker in data for marker in _MARKERS):
+            return _NONE
+        return frozenset(triggers for triggers in self.rules
+                         if all(any(_occurs(text, data) for text in clause) for clause in triggers))
+
     def may_fire(self, data: bytes) -> bool:
         """False when no selected rule can fire on a file with these bytes."""
-        if not any(marker in data for marker in _MARKERS):
-            return False
-        return any(all(any(_occurs(text, data) for text in clause) for clause in triggers)
-                   for triggers in self.rules)
+        return bool(self.firing(data))
 
-    def may_fire_notebook(self, data: bytes) -> tuple[bool, Notebook | None]:
-        """For a notebook's bytes: False when no selected rule can fire on its code cells; and the cells, read
-        once here for the parse that follows (None: not a notebook lint can read, its bytes decided)."""
+    def firing_notebook(self, data: bytes) -> tuple[frozenset[Triggers], Notebook | None]:
+        """For a notebook's bytes: `firing` of its code cells; and the cells, read once here for the parse that
+        follows (None: not a notebook lint can read, its bytes decided)."""
         if not any(marker in data for marker in _MARKERS):
-            return False, None  # nowhere in the file, so not in its code either
+            return _NONE, None  # nowhere in the file, so not in its code either
         try:
             notebook = read_notebook(data.decode("utf-8-sig"))
         except (UnicodeDecodeError, NotebookError):
-            return self.may_fire(data), None  # parsed, it is SRC002: decided as any file, by its bytes
-        return self.may_fire(notebook.code.encode("utf-8", "surrogatepass")), notebook
+            return self.firing(data), None  # parsed, it is SRC002: decided as any file, by its bytes
+        return self.firing(notebook.code.encode("utf-8", "surrogatepass")), notebook
+
+    def may_fire_notebook(self, data: bytes) -> tuple[bool, Notebook | None]:
+        """`firing_notebook`, as whether any selected rule can fire on the notebook's code cells."""
+        fired, notebook = self.firing_notebook(data)
+        return bool(fired), notebook
+
+    def rules_for(self, rules: list[LintRuleSpec], fired: frozenset[Triggers]) -> list[LintRuleSpec]:
+        """Those of `rules` that may fire on a file where `fired` hold (the runner's SRC001/SRC002 are not run
+        on a module, so they are left out)."""
+        return [spec for spec in rules if spec.triggers in fired]
 
 
 def _occurs(text: bytes | re.Pattern[bytes], data: bytes) -> bool:

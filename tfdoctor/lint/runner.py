@@ -165,24 +165,26 @@ def lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report
 
 def _lint_file(path: Path, display: str | None, rules: list[LintRuleSpec], report: LintReport,
                prefilter: Prefilter | None, target: Target | TargetsByFile | None) -> None:
+    applying = rules
     try:
         data = read_source(path)
         notebook = None
         if prefilter is not None:
             if path.suffix == ".ipynb":
-                fires, notebook = prefilter.may_fire_notebook(data)
+                fired, notebook = prefilter.firing_notebook(data)
             else:
-                fires = prefilter.may_fire(data)
-            if not fires:
+                fired = prefilter.firing(data)
+            if not fired:
                 report.prefiltered += 1
                 return
+            applying = prefilter.rules_for(rules, fired)  # the others cannot fire here (prefilter.py)
         display = display or display_path(path)
         module = SourceModule.from_bytes(data, path, display, notebook)
         _set_target(module, file_target(target, path), report)
     except SourceError as error:
         _report_source_error(error, display or display_path(path), rules, report)
         return
-    lint_module(module, rules, report)
+    lint_module(module, applying, report)
 
 
 def _set_target(module: SourceModule, target: Target | None, report: LintReport) -> None:

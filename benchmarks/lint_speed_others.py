@@ -51,21 +51,56 @@ CONFIGS = ("parse", "one", "default", "two")
 NOTEBOOK_REPOS = frozenset({"tensorflow/examples", "ageron/handson-ml3", "aymericdamien/TensorFlow-Examples"})
 
 
+# --- the plain parse lint is measured against (imports tfdoctor when called: the caller puts the package
+# measured first on sys.path)
+
+def parse_plan(files: list[Path]) -> list[tuple[Path, str | None]]:
+    """Each file, and for a notebook the Python lint parses from it (None: not a notebook, or none), prepared
+    before timing so the parse pays for no IPython transform and no cell joining."""
+    from tfdoctor.lint.notebook import NotebookError, notebook_source
+
+    found = []
+    for path in files:
+        code = None
+        if path.suffix == ".ipynb":
+            try:
+                code = notebook_source(path.read_bytes().decode("utf-8-sig"))[0]
+            except (NotebookError, UnicodeDecodeError, ValueError):
+                code = ""
+        found.append((path, code))
+    return found
+
+
+def parse(plan: list[tuple[Path, str | None]]) -> None:
+    """Read, decode and `ast.parse` each file of `plan` (a notebook: its JSON decoded, its Python parsed)."""
+    import ast
+
+    from tfdoctor.lint.source import SourceError, decode_source
+
+    for path, code in plan:
+        data = path.read_bytes()
+        try:
+            if code is not None:
+                json.loads(data.decode("utf-8-sig"))
+                ast.parse(code)
+            else:
+                ast.parse(decode_source(data))
+        except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+
+
 # --- the measuring process (--serve): imports the tfdoctor it is given, answers one JSON line per request
 
 def _serve(package_dir: Path, roots: dict[str, str]) -> None:
     sys.path.insert(0, str(package_dir))
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the pipe
-    import ast
     import resource
 
     import tfdoctor
     from tfdoctor.lint.files import python_files
-    from tfdoctor.lint.notebook import NotebookError, notebook_source
     from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
     from tfdoctor.lint.runner import lint_paths, usable_cpus
-    from tfdoctor.lint.source import SourceError, decode_source
 
     assert Path(tfdoctor.__file__).resolve().is_relative_to(package_dir.resolve()), tfdoctor.__file__
     rules = select_lint_rules(load_lint_rules().rules)
@@ -75,31 +110,6 @@ def _serve(package_dir: Path, roots: dict[str, str]) -> None:
     def cpu() -> float:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-    def prepare(repo: str) -> list[tuple[Path, str | None]]:
-        """Each file, and for a notebook the Python lint parses from it (None: not a notebook, or none)."""
-        found = []
-        for path in files[repo]:
-            code = None
-            if path.suffix == ".ipynb":
-                try:
-                    code = notebook_source(path.read_bytes().decode("utf-8-sig"))[0]
-                except (NotebookError, UnicodeDecodeError, ValueError):
-                    code = ""
-            found.append((path, code))
-        return found
-
-    def parse(plan: list[tuple[Path, str | None]]) -> None:
-        for path, code in plan:
-            data = path.read_bytes()
-            try:
-                if code is not None:
-                    json.loads(data.decode("utf-8-sig"))
-                    ast.parse(code)
-                else:
-                    ast.parse(decode_source(data))
-            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
-                pass
 
     def lint(repo: str, jobs: int | None):
         return lint_paths(files[repo], rules, jobs=jobs, walked=files[repo])
@@ -136,7 +146,7 @@ def _serve(package_dir: Path, roots: dict[str, str]) -> None:
         request = json.loads(line)
         repo, what = request["repo"], request["what"]
         if what == "warm":
-            prepared[repo] = prepare(repo)
+            prepared[repo] = parse_plan(files[repo])
             parse(prepared[repo])
             answer({"one": findings(lint(repo, 1)), "default": findings(lint(repo, None)),
                     "two": findings(lint(repo, 2)), "unparsed": unparsed(repo)})

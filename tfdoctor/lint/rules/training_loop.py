@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tfdoctor.lint.costs import functions_by_name
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
@@ -187,13 +187,29 @@ def _short_literal_loop(module: SourceModule, loop: ast.AST | None) -> bool:
 
 
 def _demo_loop(module: SourceModule, call: ast.AST, owner: Function | None,
-               looped: dict[str, list[ast.AST]]) -> bool:
+               looped: Callable[[str], list[ast.AST]]) -> bool:
     """The step runs only in short literal loops: in its own body, or wherever its function is called."""
     own = _innermost_loop(module, call)
     if own is not None:
         return _short_literal_loop(module, own)
-    loops = looped.get(owner.name, []) if owner is not None else []
+    loops = looped(owner.name) if owner is not None else []
     return bool(loops) and all(_short_literal_loop(module, loop) for loop in loops)
+
+
+def _loops_calling(module: SourceModule) -> Callable[[str], list[ast.AST]]:
+    """The loops of this file around a call of a name (`train_step(...)` in `for x in ds:`), each name's found
+    when first asked: only the names of the few candidate steps are, not every call's (issue 39, item 7)."""
+    by_name: dict[str, list[ast.Call]] = {}
+    for c in module.calls:
+        by_name.setdefault(_called_name(c) or "", []).append(c)
+    found: dict[str, list[ast.AST]] = {}
+
+    def loops(name: str) -> list[ast.AST]:
+        if name not in found:
+            found[name] = [loop for c in by_name.get(name, ()) if (loop := _innermost_loop(module, c)) is not None]
+        return found[name]
+
+    return loops
 
 
 def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST]]:
@@ -218,12 +234,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
         return []  # `eager_execution.ipynb`: a guide to eager execution, whose loop is eager because it teaches it
     taping_names = {f.name for f in tapes.values() if f is not None}
     compiled = module.derived(_compiled_functions)
-    looped_loops: dict[str, list[ast.AST]] = {}
-    for c in module.calls:
-        loop = _innermost_loop(module, c)
-        if loop is not None:
-            looped_loops.setdefault(_called_name(c) or "", []).append(loop)
-    looped_calls = set(looped_loops)
+    looped_loops = _loops_calling(module)
     steps: list[tuple[Function | None, ast.AST]] = []
     seen: set[int] = set()
     # A step may hand its gradients to a helper of this file that applies them (`update_weights(grads,
@@ -263,7 +274,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
         inherited = owner is not None and _method_of_external_subclass(module, owner)
         # A method of a class built on another module's base (a library's agent, trainer…): that base may
         # compile it, so only a call from a loop of this file shows it runs eagerly.
-        if (not inherited and _in_loop(module, call, owner)) or (owner is not None and owner.name in looped_calls):
+        if (not inherited and _in_loop(module, call, owner)) or (owner is not None and looped_loops(owner.name)):
             seen.add(key)
             steps.append((owner, call))
     return sorted(steps, key=lambda s: getattr(s[0] or s[1], "lineno", 0))

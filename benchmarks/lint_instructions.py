@@ -114,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     roots, _ = materialise(args.mirror, args.cache, entries)
     root = roots[args.repo]
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "tfdoctor", "benchmarks"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
+    # a results file being written (untracked) is not a change to what is measured
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "tfdoctor", "benchmarks"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
         commit = archive(args.baseline, Path(scratch))
         figures = {f"{commit} (baseline)": measure(Path(scratch), root, args.rounds),

@@ -240,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     repos = [repo for manifest in args.manifest or [MANIFEST] for repo in tomllib.loads(manifest.read_text())["repos"]]
     roots, _ = materialise(args.mirror, args.cache, repos)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "tfdoctor", "benchmarks"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
+    # a results file being written (untracked) is not a change to what is measured
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "tfdoctor", "benchmarks"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
         commit = archive(args.baseline, Path(scratch))
         tree = Linter("tree", ROOT, roots)

@@ -1,0 +1,29 @@
+"""The twentieth held-out measurement of `tfdoctor lint` (issue 39, item 4): eight repositories named for tf.data
+that nobody on the project had linted, chosen by the eighteenth set's written rule with another name (names
+holding "tf-data", one per owner, in the search index's file-count order, a copy of a repository chosen
+before passed over), for the input-pipeline rules' shown tier; scored exactly as the fifth
+(benchmarks/lint_heldout5.py: the default settings, and `--select SRC102,SRC103,SRC113` with the defaults, per
+rule and per tier; each repository linted as `tfdoctor lint DIR` lints it, each file for its nearest pins).
+
+    python benchmarks/lint_heldout20.py [--show] [--mirror /work/.mirror] [--list CSV]
+
+The manifest (benchmarks/lint_corpus/heldout20.toml, commit 6731c4f) was committed alone before the linter ran
+on any of its repositories, and the linter measured (commit 9c091c3's tfdoctor/: the nineteenth set's rules,
+SRC107's loops looked up for its candidate steps only) was committed before it ran on them; the labels, one
+per finding with a one-line reason, are benchmarks/lint_corpus/heldout20_labels.csv. Absent snapshots: the
+script says which and exits 0 without a figure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lint_heldout5 import HeldOutSet
+
+SET = HeldOutSet("heldout20")
+MANIFEST, LABELS, main = SET.manifest, SET.labels, SET.main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The fifth to nineteenth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
+"""The fifth to twentieth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
 committed labels against each manifest and the other corpora (always), and the labels against the findings of
 the pinned snapshots (only where the `fetch` snapshots are present)."""
 
@@ -31,6 +31,7 @@ import lint_heldout16 as h16  # noqa: E402
 import lint_heldout17 as h17  # noqa: E402
 import lint_heldout18 as h18  # noqa: E402
 import lint_heldout19 as h19  # noqa: E402
+import lint_heldout20 as h20  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -53,9 +54,10 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         # one notebook line judged twice: its two maps' findings are in different tiers (read_labels)
         pytest.param(h18, 6, "rstudio/tfdatasets", "InzamamAnwar/AlexNet-Implementation-with-TFData-pipeline",
                      id="eighteenth"),
-        pytest.param(h19, 6, "vjsyong/tf_data_experiment", "Prasad9/TF_Dataset_Iterators", id="nineteenth")]
+        pytest.param(h19, 6, "vjsyong/tf_data_experiment", "Prasad9/TF_Dataset_Iterators", id="nineteenth"),
+        pytest.param(h20, 15, "FGRCL/tf-data-compose", "alexeytochin/tf-dataclass", id="twentieth")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
-REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8, h16: 8, h17: 8, h18: 8, h19: 8}
+REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8, h16: 8, h17: 8, h18: 8, h19: 8, h20: 8}
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.
 ISSUE_39_EXCLUDED = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks",

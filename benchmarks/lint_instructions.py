@@ -35,6 +35,7 @@ ROOT = HERE.parent
 MANIFEST = HERE / "lint_corpus" / "heldout11.toml"
 REPO = "snowkylin/tensorflow-handbook"
 _COLLECTED = re.compile(r"Collected : (\d+)")
+TIMEOUT = 1800  # seconds for one measured process: callgrind runs a lint of snowkylin twice in about 100
 
 
 def _work(package_dir: str, root: str, mode: str, rounds: int) -> None:
@@ -65,9 +66,12 @@ def instructions(package_dir: Path, root: Path, mode: str, rounds: int) -> int:
     """Instructions callgrind counts for one measured process."""
     # one string hash for every process: randomised, it moves a parse's count by about 1 % between runs
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                          __file__, "--work", str(package_dir), str(root), mode, str(rounds)],
-                         capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
+    try:
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                              __file__, "--work", str(package_dir), str(root), mode, str(rounds)],
+                             capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:  # run() has killed it
+        raise SystemExit(f"lint_instructions.py: the {mode} process under valgrind ran over {TIMEOUT} s") from None
     found = _COLLECTED.search(out.stderr)
     if out.returncode or not found:
         raise SystemExit(f"lint_instructions.py: the {mode} process under valgrind failed:\n{out.stderr[-2000:]}")

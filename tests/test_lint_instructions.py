@@ -40,3 +40,12 @@ def test_the_warm_up_is_taken_out_of_both(monkeypatch):
     counted = {"warm": 1_000, "lint": 1_300, "parse": 1_200}
     monkeypatch.setattr(lint_instructions, "instructions", lambda package, root, mode, rounds: counted[mode])
     assert lint_instructions.measure(Path("pkg"), Path("root"), 2) == (300, 200)
+
+
+def test_a_measured_process_that_hangs_ends_the_run_with_a_message(monkeypatch):
+    def hang(*args, **kwargs):
+        raise lint_instructions.subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    monkeypatch.setattr(lint_instructions.subprocess, "run", hang)
+    with pytest.raises(SystemExit, match="the lint process under valgrind ran over 1800 s"):
+        lint_instructions.instructions(Path("pkg"), Path("root"), "lint", 2)

@@ -24,11 +24,9 @@ SUFFIXES = (".py", ".ipynb")
 _TEST_DIRS = frozenset({"tests", "test"})
 
 
-def is_test_file(path: Path) -> bool:
-    name = path.name
+def _is_test_name(name: str) -> bool:
     stem = name.rsplit(".", 1)[0]
-    return stem.startswith("test_") or stem.endswith("_test") or stem == "conftest" or \
-        any(part in _TEST_DIRS for part in path.parts[:-1])
+    return stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
 
 
 def python_files(paths: Iterable[str], include_tests: bool = False) -> Iterator[Path]:
@@ -38,28 +36,34 @@ def python_files(paths: Iterable[str], include_tests: bool = False) -> Iterator[
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
             raise MissingPath(f"{raw}: no such file or directory")
-        candidates = _walk(path) if path.is_dir() else iter([path])
+        candidates = _walk(path, skip_tests=not include_tests) if path.is_dir() else iter([path])
         for candidate in candidates:
-            if path.is_dir() and not include_tests and is_test_file(candidate.relative_to(path)):
-                continue
             if candidate not in seen:
                 seen.add(candidate)
                 yield candidate
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, skip_tests: bool = False) -> Iterator[Path]:
     """os.walk's order (top-down, names sorted, links to folders not followed) with a stack of its own: a
     tree nested 1,000 deep is no RecursionError (os.walk recurses before Python 3.12), and a folder that
-    cannot be read is yielded as a path (reading it then reports SRC002 with the reason) and skipped."""
-    stack = [root]
+    cannot be read is yielded as a path (reading it then reports SRC002 with the reason) and skipped.
+
+    With `skip_tests`, test files are left out: a file (or an unreadable folder) whose name says test
+    (`_is_test_name`), and anything under a `tests`/`test` folder below `root`. That is decided from names as
+    the walk goes, each folder carrying whether a folder above it is a test folder, rather than by taking
+    every path apart again relative to `root` (a tenth of lint's time on a repository of 343 small files)."""
+    stack: list[tuple[Path, bool]] = [(root, False)]  # (folder, a folder between root and it is a test folder)
     while stack:
-        folder = stack.pop()
+        folder, above = stack.pop()
+        below_root = folder is not root
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
         except OSError as exc:
-            yield Path(exc.filename) if exc.filename else folder
+            if not (skip_tests and below_root and (above or _is_test_name(folder.name))):
+                yield Path(exc.filename) if exc.filename else folder
             continue
+        inside = above or (below_root and folder.name in _TEST_DIRS)
         dirs: list[str] = []
         files: list[str] = []
         for entry in entries:
@@ -71,9 +75,10 @@ def _walk(root: Path) -> Iterator[Path]:
             if followed:
                 continue  # as os.walk(followlinks=False): listed, never walked into
             (dirs if is_dir else files).append(entry.name)
-        for name in sorted(files):
-            if name.endswith(SUFFIXES) and not name.startswith("."):
-                yield folder / name
+        if not (skip_tests and inside):
+            for name in sorted(files):
+                if name.endswith(SUFFIXES) and not name.startswith(".") and not (skip_tests and _is_test_name(name)):
+                    yield folder / name
         kept = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
                       and not os.path.exists(folder / d / "pyvenv.cfg"))  # exists(): False where it cannot look
-        stack.extend(folder / d for d in reversed(kept))
+        stack.extend((folder / d, inside) for d in reversed(kept))

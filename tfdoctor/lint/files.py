@@ -51,7 +51,8 @@ def _walk(root: Path, skip_tests: bool = False) -> Iterator[Path]:
     With `skip_tests`, test files are left out: a file (or an unreadable folder) whose name says test
     (`_is_test_name`), and anything under a `tests`/`test` folder below `root`. That is decided from names as
     the walk goes, each folder carrying whether a folder above it is a test folder, rather than by taking
-    every path apart again relative to `root` (a tenth of lint's time on a repository of 343 small files)."""
+    every path apart again relative to `root`. cProfile put that at a tenth of lint's calls on a repository
+    of 343 small files; by instructions it was about 1 % (benchmarks/lint_instructions.py), within the noise."""
     stack: list[tuple[Path, bool]] = [(root, False)]  # (folder, a folder between root and it is a test folder)
     while stack:
         folder, above = stack.pop()

@@ -60,7 +60,9 @@ def findings_of(roots: dict[str, Path], rules: list) -> tuple[list[tuple[tuple[s
                                                             list[str], list[dict[str, str]]]:
     """Each repository linted as `tfdoctor lint DIR` lints it (prefilter on; each file for its nearest pins):
     the judged findings as (key, tier), files read per repository, rule crashes, and a listing row per finding
-    (what the judges read)."""
+    (what the judges read). A key's line is `N` (`cell:N` in a notebook); where one line carries two findings
+    of one rule in one tier (`fit(train, validation_data=val)`, neither prefetched), each is `N@column`, so
+    that each is judged apart (a labels row says `N@column` in its `line` column)."""
     from lint_corpus import _line
     from lint_heldout4 import NOT_JUDGED
 
@@ -74,15 +76,17 @@ def findings_of(roots: dict[str, Path], rules: list) -> tuple[list[tuple[tuple[s
         report = lint_directory(root, rules=rules)
         files[repo] = report.files
         crashes += [f"{repo}: {crash}" for crash in report.crashes]
-        for f in report.findings:
-            if f.code in NOT_JUDGED:
-                continue
-            key = (repo, Path(f.path).relative_to(root).as_posix(), _line(f), f.code)
-            tier = tier_of(dict(f.grounds))
+        judged = [(f, (repo, Path(f.path).relative_to(root).as_posix(), _line(f), f.code), tier_of(dict(f.grounds)))
+                  for f in report.findings if f.code not in NOT_JUDGED]
+        shared = Counter((key, tier) for _, key, tier in judged)
+        for f, key, tier in judged:
+            if shared[key, tier] > 1:
+                key = (*key[:2], f"{key[2]}@{f.column}", key[3])
             found.append((key, tier))
             rows.append({"repo": key[0], "path": key[1], "line": key[2], "rule": key[3], "tier": tier,
                          "message": f.message})
     return found, files, crashes, rows
+
 
 
 class HeldOutSet:

@@ -1,4 +1,4 @@
-"""The fifth to twentieth held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
+"""The fifth to twenty-first held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
 committed labels against each manifest and the other corpora (always), and the labels against the findings of
 the pinned snapshots (only where the `fetch` snapshots are present)."""
 
@@ -32,11 +32,12 @@ import lint_heldout17 as h17  # noqa: E402
 import lint_heldout18 as h18  # noqa: E402
 import lint_heldout19 as h19  # noqa: E402
 import lint_heldout20 as h20  # noqa: E402
+import lint_heldout21 as h21  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h6, 32, "tensorflow/workshops", "google-research/tapas", id="sixth"),
-        pytest.param(h7, 80, "ageron/tf2_course", "calmisential/YOLOv3_TensorFlow2", id="seventh"),
+        pytest.param(h7, 82, "ageron/tf2_course", "calmisential/YOLOv3_TensorFlow2", id="seventh"),
         pytest.param(h8, 67, "Slaysenfite/masters-tensorflow2-model", "dainakai/tensorflow2_4_1", id="eighth"),
         pytest.param(h9, 72, "soumyadeep2912/Machine-Learning-with-Tensorflow-2", "ColinFendrick/tensorflow-2",
                      id="ninth"),
@@ -55,9 +56,11 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h18, 6, "rstudio/tfdatasets", "InzamamAnwar/AlexNet-Implementation-with-TFData-pipeline",
                      id="eighteenth"),
         pytest.param(h19, 6, "vjsyong/tf_data_experiment", "Prasad9/TF_Dataset_Iterators", id="nineteenth"),
-        pytest.param(h20, 15, "FGRCL/tf-data-compose", "alexeytochin/tf-dataclass", id="twentieth")]
+        pytest.param(h20, 15, "FGRCL/tf-data-compose", "alexeytochin/tf-dataclass", id="twentieth"),
+        # two fit() lines each judged twice: a train and a validation pipeline of one rule and tier (`N@column`)
+        pytest.param(h21, 56, "NEISSproject/tf2_neiss_nlp", "PVyto/avod_tf2_pytorch", id="twenty-first")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
-REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8, h16: 8, h17: 8, h18: 8, h19: 8, h20: 8}
+REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8, h16: 8, h17: 8, h18: 8, h19: 8, h20: 8, h21: 8}
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.
 ISSUE_39_EXCLUDED = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks",
@@ -72,6 +75,36 @@ def test_a_finding_is_in_the_tier_its_grounds_say():
     key = ("o/a", "train.py", "10", "SRC102")
     assert h5.tiered([(key, "shown"), (("o/a", "nb.ipynb", "4:8", "SRC113"), "pattern")]) == [
         ("o/a", "train.py", "10", "SRC102/shown"), ("o/a", "nb.ipynb", "4:8", "SRC113/pattern")]
+
+
+def test_two_findings_of_one_rule_and_tier_on_one_line_are_keyed_and_judged_apart(tmp_path):
+    from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
+
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n"
+        "train = tf.data.TFRecordDataset(['a.tfrecord']).batch(32)\n"
+        "val = tf.data.TFRecordDataset(['b.tfrecord']).batch(32)\n"
+        "test = tf.data.TFRecordDataset(['c.tfrecord']).batch(32)\n"
+        "model = tf.keras.Sequential()\n"
+        "model.fit(train, validation_data=val, epochs=3)\n"
+        "model.evaluate(test)\n", encoding="utf-8")
+    found, _, _, rows = h5.findings_of({"o/a": tmp_path}, select_lint_rules(load_lint_rules().rules, ["SRC102"]))
+    assert [key[2] for key, _ in found] == [row["line"] for row in rows] == ["6@11", "6@34", "7"]
+    tier = found[0][1]
+    labels = tmp_path / "labels.csv"
+    with labels.open("w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["repo", "commit", "path", "cell", "line", "rule", "tier", "label", "reason"])
+        out.writerows([["o/a", "c", "train.py", "", line, "SRC102", tier, label, "why"]
+                       for line, label in (("6@11", "true"), ("6@34", "false"), ("7", "debatable"))])
+    judged = h4.read_labels(labels)
+    assert [h4.label_of(judged, key, tier) for key, tier in found] == ["true", "false", "debatable"]
+    assert h4.labels_gone(judged, found) == []
+    # the same line without its column is a second label of one key, as before
+    with labels.open("a", newline="") as handle:
+        csv.writer(handle).writerow(["o/a", "c", "train.py", "", "7", "SRC102", tier, "true", "why"])
+    with pytest.raises(ValueError, match="a second label"):
+        h4.read_labels(labels)
 
 
 def test_tiers_are_scored_apart():

@@ -4,18 +4,22 @@ seventh on), and each rule's figure by tier over all of them — what tfdoctor/k
 records as `shown` and `unproven`, and what docs/lint.md quotes "with today's linter" (issue 39, items 3 and 4).
 
     python benchmarks/lint_heldout_pooled.py [--mirror /work/.mirror] [--first 5] [--last 21] [--default-from 7]
+        [--near-copies CSV [--threshold 0.8]]
 
 Each set is linted exactly as its own script lints it (benchmarks/lint_heldout5.py, `findings_of`: the default
 settings, and `--select SRC102,SRC103,SRC113` with the defaults). A finding today's linter makes that its set's
 judges never saw is counted as unjudged and listed: no figure with one is to be quoted before it is judged.
 Labels whose finding today's linter no longer makes are counted, and those judged true listed (issue 39: no
 true finding lost). A set whose snapshots are absent is named and left out; with none present, exit 0 and no
-figure.
+figure. With `--near-copies`, the default figure and each tier's are also given without the findings in files
+that benchmarks/lint_near_copies.py found at least `--threshold` alike to a file judged before their set (a book's
+tutorials copied with their names changed measure the rules on code they were developed on).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -43,6 +47,23 @@ def breakdown(per_set: dict[int, Counter]) -> str:
     return "; ".join(parts)
 
 
+def near_copies(path: Path, threshold: float) -> dict[str, set[tuple[str, str]]]:
+    """Set name → the (repository, path) of its judged files at least `threshold` alike to a file judged before
+    it, from benchmarks/lint_near_copies.py --write's CSV (set,repo,path,ratio,nearest)."""
+    found: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if float(row["ratio"]) >= threshold:
+                found[row["set"]].add((row["repo"], row["path"]))
+    return found
+
+
+def left(found: list[tuple[tuple[str, str, str, str], str]], copied: set[tuple[str, str]]
+         ) -> list[tuple[tuple[str, str, str, str], str]]:
+    """The findings ((key, tier) pairs) whose file (repository, path) is not among `copied`."""
+    return [(key, tier) for key, tier in found if key[:2] not in copied]
+
+
 def figure(counts: Counter) -> str:
     judged = counts["true"] + counts["debatable"] + counts["false"]
     if not judged:
@@ -59,7 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--last", type=int, default=21)
     parser.add_argument("--default-from", type=int, default=7,
                         help="the first set the default figure pools (the seventh: the first chosen by a written rule)")
+    parser.add_argument("--near-copies", type=Path,
+                        help="benchmarks/lint_near_copies.py --write's CSV: each figure is also given without the "
+                             "findings in files at least --threshold alike to a file judged before their set")
+    parser.add_argument("--threshold", type=float, default=0.8)
     args = parser.parse_args(argv)
+    if not 0.0 < args.threshold <= 1.0:
+        print("lint_heldout_pooled: --threshold is a ratio above 0 and at most 1", file=sys.stderr)
+        return 2
+    if args.near_copies is not None and not args.near_copies.is_file():
+        print(f"lint_heldout_pooled: no near-copies CSV at {args.near_copies} "
+              "(benchmarks/lint_near_copies.py heldout5 ... --write CSV writes one)", file=sys.stderr)
+        return 2
+    copies = near_copies(args.near_copies, args.threshold) if args.near_copies else None
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import materialise
@@ -73,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     selected_rules = select_lint_rules(registry.rules, [*SELECTED, *(r.code for r in default_rules)])
     default_by_set: dict[int, Counter] = {}
     tiers: dict[str, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    own_default_by_set: dict[int, Counter] = {}  # without the near copies, when asked
+    own_tiers: dict[str, Counter] = defaultdict(Counter)
     unjudged: list[str] = []
     lost_true: list[str] = []
     gone = 0
@@ -90,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
             default = findings_of(roots, default_rules)[0]
             selected = findings_of(roots, selected_rules)[0]
         default_by_set[number] = Counter(label_of(labels, key, tier) for key, tier in default)
+        copied = copies.get(f"heldout{number}", set()) if copies is not None else set()
+        own_default_by_set[number] = Counter(label_of(labels, key, tier) for key, tier in left(default, copied))
+        for key, tier in left(selected, copied):
+            own_tiers[f"{key[3]}/{tier}"][label_of(labels, key, tier)] += 1
         for key, tier in selected:
             label = label_of(labels, key, tier)
             tiers[f"{key[3]}/{tier}"][number][label] += 1
@@ -106,10 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     pooled = sum((c for n, c in default_by_set.items() if n >= args.default_from), Counter())
     print(f"\ndefault settings over the {ORDINALS.get(args.default_from)} to {ORDINALS.get(args.last)} sets: "
           f"{figure(pooled)}")
+    if copies is not None:
+        own = sum((c for n, c in own_default_by_set.items() if n >= args.default_from), Counter())
+        print(f"  without the findings in near copies of code judged before their set (ratio >= {args.threshold}, "
+              f"{args.near_copies.name}): {figure(own)}")
     print("\nby rule and tier, all sets (what lint_rule_precision.toml records):")
     for name in sorted(tiers):
         total = sum(tiers[name].values(), Counter())
         print(f"  {name}: {figure(total)}\n      {breakdown(tiers[name])}")
+        if copies is not None and own_tiers[name] != total:
+            print(f"      without the near copies: {figure(own_tiers[name])}")
     print(f"\nfindings no set's judges saw: {len(unjudged)}" + "".join(f"\n  {u}" for u in unjudged))
     print(f"labels whose finding is no longer made: {gone}, of them judged true: {len(lost_true)}"
           + "".join(f"\n  {u}" for u in lost_true))

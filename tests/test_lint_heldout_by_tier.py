@@ -170,6 +170,23 @@ def test_every_finding_of_the_measured_rules_on_the_pinned_snapshots_has_a_label
     assert "unjudged:" not in out
 
 
+def test_the_pooled_figures_leave_out_near_copies_at_the_threshold(tmp_path, capsys):
+    import lint_heldout_pooled as pooled
+
+    table = tmp_path / "near.csv"
+    table.write_text("set,repo,path,ratio,nearest\n"
+                     "heldout21,o/a,copy.py,0.930,book/tf: ch03/mnist.py\n"
+                     "heldout21,o/a,own.py,0.412,book/tf: ch05/clip.py\n"
+                     "heldout7,o/b,edge.py,0.800,book/tf: ch09/dropout.py\n", encoding="utf-8")
+    assert pooled.near_copies(table, 0.8) == {"heldout21": {("o/a", "copy.py")}, "heldout7": {("o/b", "edge.py")}}
+    assert pooled.near_copies(table, 0.95) == {}
+    found = [(("o/a", "copy.py", "3", "SRC107"), "shown"), (("o/a", "own.py", "9", "SRC107"), "shown")]
+    assert pooled.left(found, {("o/a", "copy.py")}) == found[1:]
+    assert pooled.main(["--near-copies", str(tmp_path / "absent.csv")]) == 2
+    assert pooled.main(["--near-copies", str(table), "--threshold", "0"]) == 2
+    assert capsys.readouterr().err.count("lint_heldout_pooled: ") == 2
+
+
 def test_the_pooled_figures_name_each_set_and_skip_without_snapshots(tmp_path, capsys):
     import lint_heldout_pooled as pooled
 

@@ -52,9 +52,12 @@ def near_copies(path: Path, threshold: float) -> dict[str, set[tuple[str, str]]]
     it, from benchmarks/lint_near_copies.py --write's CSV (set,repo,path,ratio,nearest)."""
     found: dict[str, set[tuple[str, str]]] = defaultdict(set)
     with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            if float(row["ratio"]) >= threshold:
-                found[row["set"]].add((row["repo"], row["path"]))
+        for number, row in enumerate(csv.DictReader(handle), start=2):
+            try:
+                if float(row["ratio"]) >= threshold:
+                    found[row["set"]].add((row["repo"], row["path"]))
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}:{number}: not a row of set,repo,path,ratio,nearest") from None
     return found
 
 
@@ -92,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lint_heldout_pooled: no near-copies CSV at {args.near_copies} "
               "(benchmarks/lint_near_copies.py heldout5 ... --write CSV writes one)", file=sys.stderr)
         return 2
-    copies = near_copies(args.near_copies, args.threshold) if args.near_copies else None
+    try:
+        copies = near_copies(args.near_copies, args.threshold) if args.near_copies else None
+    except ValueError as exc:
+        print(f"lint_heldout_pooled: {exc}", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import materialise

@@ -153,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < args.threshold <= 1.0:
         print("lint_near_copies: --threshold is a ratio above 0 and at most 1", file=sys.stderr)
         return 2
+    if args.write is not None and not args.write.parent.is_dir():
+        print(f"lint_near_copies: --write {args.write}: no folder {args.write.parent}", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))
     from lint_corpus import materialise, snapshot_git_dir

@@ -184,7 +184,10 @@ def test_the_pooled_figures_leave_out_near_copies_at_the_threshold(tmp_path, cap
     assert pooled.left(found, {("o/a", "copy.py")}) == found[1:]
     assert pooled.main(["--near-copies", str(tmp_path / "absent.csv")]) == 2
     assert pooled.main(["--near-copies", str(table), "--threshold", "0"]) == 2
-    assert capsys.readouterr().err.count("lint_heldout_pooled: ") == 2
+    (tmp_path / "bad.csv").write_text("set,repo,path,ratio,nearest\nheldout21,o/a,x.py,high,\n", encoding="utf-8")
+    assert pooled.main(["--near-copies", str(tmp_path / "bad.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("lint_heldout_pooled: ") == 3 and "bad.csv:2: not a row of set,repo,path,ratio" in err
 
 
 def test_the_pooled_figures_name_each_set_and_skip_without_snapshots(tmp_path, capsys):

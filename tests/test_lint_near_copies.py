@@ -91,7 +91,8 @@ def test_labels_are_counted_over_every_file_and_over_the_files_not_copied():
 
 
 @pytest.mark.parametrize("argv", [["heldout999"], ["manifest"], ["heldout21", "--threshold", "0"],
-                                  ["heldout21", "--threshold", "1.5"]])
+                                  ["heldout21", "--threshold", "1.5"],
+                                  ["heldout21", "--write", "/nonexistent-folder/near.csv"]])
 def test_an_unknown_set_or_a_threshold_outside_zero_to_one_is_exit_2(argv, capsys):
     assert near.main(argv) == 2
     assert capsys.readouterr().err.startswith("lint_near_copies: ")

@@ -65,6 +65,8 @@ def _walk(root: Path, skip_tests: bool = False) -> Iterator[Path]:
                 yield Path(exc.filename) if exc.filename else folder
             continue
         inside = above or (below_root and folder.name in _TEST_DIRS)
+        if skip_tests and inside:
+            continue  # nothing below a test folder is given to lint, not even an unreadable folder
         dirs: list[str] = []
         files: list[str] = []
         for entry in entries:
@@ -76,10 +78,9 @@ def _walk(root: Path, skip_tests: bool = False) -> Iterator[Path]:
             if followed:
                 continue  # as os.walk(followlinks=False): listed, never walked into
             (dirs if is_dir else files).append(entry.name)
-        if not (skip_tests and inside):
-            for name in sorted(files):
-                if name.endswith(SUFFIXES) and not name.startswith(".") and not (skip_tests and _is_test_name(name)):
-                    yield folder / name
+        for name in sorted(files):
+            if name.endswith(SUFFIXES) and not name.startswith(".") and not (skip_tests and _is_test_name(name)):
+                yield folder / name
         kept = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
                       and not os.path.exists(folder / d / "pyvenv.cfg"))  # exists(): False where it cannot look
         stack.extend((folder / d, inside) for d in reversed(kept))

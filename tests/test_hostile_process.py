@@ -67,9 +67,17 @@ def _wait_for(condition, seconds: float = 60.0) -> None:
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    """tfdoctor in a session of its own, as a batch step runs it (a signal is sent to it alone)."""
-    return subprocess.Popen([sys.executable, "-m", "tfdoctor", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    """tfdoctor in a session of its own, as a batch step runs it (a signal is sent to it alone).
+
+    The child starts with SIGHUP at its default disposition, as a batch step has it. Under `nohup` the
+    test runner's SIGHUP is ignored, the child would inherit that, and tfdoctor rightly keeps ignoring a
+    signal it was told to ignore: the SIGHUP case would then test `nohup`, not tfdoctor."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "tfdoctor", *args], cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
 
 
 def _trial_command(tmp_path: Path, pids: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Finding-for-finding comparison of `tfdoctor lint` before and after a change that must not alter output.
 
-    python benchmarks/lint_same_findings.py [--ref COMMIT] [--mirror /work/.mirror] [--output FILE]
+    python benchmarks/lint_same_findings.py [--ref COMMIT] [--mirror /work/.mirror] [--output FILE] [--timeout S]
 
 A speed-up of the linter (issue 25) must report exactly what it reported before. This lints every
 repository of the three corpora (benchmarks/lint_corpus/manifest.toml, heldout.toml, heldout2.toml; read
@@ -16,7 +16,8 @@ the findings held back by default and the info findings dropped for want of evid
 is the run for a change to what the prefilter lets each rule see. `--manifest NAME` (repeatable) lints the
 repositories of those manifests of benchmarks/lint_corpus/ instead of the three. With `--output FILE` it
 also writes that summary to FILE (benchmarks/results/lint_same_findings-DATE.txt), under a line saying
-what was run, on which commit of the working tree, and when.
+what was run, on which commit of the working tree, and when. Either side's linting is ended after `--timeout`
+seconds (two hours by default), with a message and exit status 1.
 """
 
 from __future__ import annotations
@@ -71,18 +72,30 @@ for root in sys.argv[3:]:
 """
 
 
-def dump(source: Path, roots: list[Path], walked: bool = False) -> dict[str, dict]:
-    """Lint each root with the tfdoctor package found under `source`, in a fresh interpreter."""
+def dump(source: Path, roots: list[Path], walked: bool = False, timeout: float = 7200.0) -> dict[str, dict]:
+    """Lint each root with the tfdoctor package found under `source`, in a fresh interpreter that is ended
+    after `timeout` seconds (a linter that hangs on one file must end the comparison, not stall it)."""
     import packaging  # what lint's pins read (walked runs) is found beside it, not in site-packages at large
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(Path(packaging.__file__).parent.parent)])}
     # -S: no site-packages, so an editable install of another worktree cannot shadow `source`.
     mode = "walked" if walked else "named"
-    out = subprocess.run([sys.executable, "-S", "-c", _DUMP, str(source), mode, *map(str, roots)],
-                         capture_output=True, text=True, env=env, cwd=source)
+    try:
+        out = subprocess.run([sys.executable, "-S", "-c", _DUMP, str(source), mode, *map(str, roots)],
+                             capture_output=True, text=True, env=env, cwd=source, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"linting with {source} took over {timeout:g} s (--timeout) and was ended")
     if out.returncode:
         sys.exit(f"linting with {source} failed:\n{out.stderr[-3000:]}")
     return {entry["root"]: entry for entry in map(json.loads, out.stdout.splitlines())}
+
+
+def extract_tfdoctor(ref: str, dest: Path) -> None:
+    """tfdoctor/ as it is at `ref`, under `dest`; a ref git does not know is a message, not a traceback."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--", ref, "tfdoctor"], capture_output=True)
+    if archive.returncode:
+        sys.exit(f"--ref {ref}: {archive.stderr.decode(errors='replace').strip()[-500:]}")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
 
 
 def differences(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
@@ -143,6 +156,8 @@ def main() -> None:
                         help="also write the summary to FILE (benchmarks/results/lint_same_findings-DATE.txt)")
     parser.add_argument("--walked", action="store_true",
                         help="lint as `tfdoctor lint DIR` does (prefilter, pins), default rules and preview")
+    parser.add_argument("--timeout", type=float, default=7200.0, metavar="SECONDS",
+                        help="end either side's linting after this long (default 7200)")
     parser.add_argument("--manifest", action="append", metavar="NAME",
                         help="a manifest of benchmarks/lint_corpus/ to lint (repeatable; default: the three)")
     args = parser.parse_args()
@@ -154,11 +169,9 @@ def main() -> None:
     roots, _ = materialise(args.mirror, args.cache, repos)
     paths = [roots[r["repo"]] for r in repos]
     with tempfile.TemporaryDirectory(prefix="tfdoctor-ref-") as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.ref, "tfdoctor"], capture_output=True,
-                                 check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        before = dump(Path(tmp), paths, args.walked)
-    after = dump(ROOT, paths, args.walked)
+        extract_tfdoctor(args.ref, Path(tmp))
+        before = dump(Path(tmp), paths, args.walked, args.timeout)
+    after = dump(ROOT, paths, args.walked, args.timeout)
     lines = summary(args.ref, before, after)
     print("\n".join(lines))
     if args.output:

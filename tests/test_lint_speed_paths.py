@@ -9,6 +9,7 @@ import gc
 import os
 import resource
 import sys
+import time
 import weakref
 from pathlib import Path
 
@@ -188,6 +189,31 @@ def test_the_corpus_comparison_summary_and_its_results_file(tmp_path):
     out = tmp_path / "lint_same_findings-2026-11-28.txt"
     write_results(out, header, lines)
     assert out.read_text().splitlines() == [header, *lines]
+
+
+def test_a_linter_that_hangs_ends_the_comparison_with_a_message(tmp_path):
+    """Either side is linted in a child with a time limit: one that never returns is ended, and said."""
+    from lint_same_findings import dump
+
+    (tmp_path / "tfdoctor").mkdir()
+    (tmp_path / "tfdoctor" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exited:
+        dump(tmp_path, [tmp_path], timeout=1)
+    assert time.monotonic() - started < 60
+    assert str(exited.value.code) == f"linting with {tmp_path} took over 1 s (--timeout) and was ended"
+
+
+def test_a_ref_git_does_not_know_is_a_message(tmp_path):
+    from lint_same_findings import extract_tfdoctor
+
+    with pytest.raises(SystemExit) as exited:
+        extract_tfdoctor("no-such-ref-0000", tmp_path)
+    assert str(exited.value.code).startswith("--ref no-such-ref-0000: ") and "no-such-ref-0000" in str(
+        exited.value.code)[len("--ref no-such-ref-0000: "):]
+    assert list(tmp_path.iterdir()) == []
+    extract_tfdoctor("HEAD", tmp_path)
+    assert (tmp_path / "tfdoctor" / "__init__.py").is_file()
 
 
 def test_a_results_file_that_cannot_be_written_is_a_message(tmp_path):

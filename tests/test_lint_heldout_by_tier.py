@@ -1,4 +1,4 @@
-"""The fifth to twenty-second held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
+"""The fifth to twenty-third held-out measurements of lint (issue 39): how a finding is put in a tier (always), the
 committed labels against each manifest and the other corpora (always), and the labels against the findings of
 the pinned snapshots (only where the `fetch` snapshots are present)."""
 
@@ -34,6 +34,7 @@ import lint_heldout19 as h19  # noqa: E402
 import lint_heldout20 as h20  # noqa: E402
 import lint_heldout21 as h21  # noqa: E402
 import lint_heldout22 as h22  # noqa: E402
+import lint_heldout23 as h23  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -61,9 +62,10 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         # two fit() lines each judged twice: a train and a validation pipeline of one rule and tier (`N@column`)
         pytest.param(h21, 56, "NEISSproject/tf2_neiss_nlp", "PVyto/avod_tf2_pytorch", id="twenty-first"),
         pytest.param(h22, 3, "pronobis/libspn-keras", "chansoopark98/Tensorflow-Keras-Object-Detection",
-                     id="twenty-second")]
+                     id="twenty-second"),
+        pytest.param(h23, 1, "obs145628/dcgan-cuda", "Yoogeonhui/dcgan_keras", id="twenty-third")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
-REPOSITORIES = {h10: 8, h11: 8, h12: 8, h13: 8, h14: 8, h15: 8, h16: 8, h17: 8, h18: 8, h19: 8, h20: 8, h21: 8, h22: 8}
+REPOSITORIES = {h: 8 for h in (h10, h11, h12, h13, h14, h15, h16, h17, h18, h19, h20, h21, h22, h23)}
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.
 ISSUE_39_EXCLUDED = {"tensorflow/docs", "tensorflow/examples", "tensorflow/tpu", "tensorflow/benchmarks",

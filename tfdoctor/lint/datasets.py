@@ -124,6 +124,23 @@ class ReturnShape:
     is_tuple: bool
 
 
+# How many helpers deep a pipeline returned from helper to helper of one file is followed (see `returning`).
+_RETURN_DEPTH = 3
+
+
+def _same_shape(one: ReturnShape | None, other: ReturnShape | None) -> bool:
+    """Two return shapes carry the same pipelines: the same sources and ops, element by element."""
+    if one is None or other is None:
+        return one is other
+    if one.is_tuple != other.is_tuple or len(one.elements) != len(other.elements):
+        return False
+    for (a, _), (b, _) in zip(one.elements, other.elements, strict=True):
+        if (a is None) != (b is None) or (a is not None and b is not None and
+                                          (a.source is not b.source or a.ops != b.ops)):
+            return False
+    return True
+
+
 @dataclass
 class ScopeFlow:
     """The data flow of one scope: the dataset values built there and where each is consumed."""
@@ -443,6 +460,11 @@ def _few(call: ast.Call) -> bool:
     return isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _PEEK_SIZE
 
 
+def _calls(node: ast.AST | None, name: str) -> bool:
+    """`node` is a call of the function `name` by its plain name."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
 def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     """Whether this appearance of a pipeline gives it to something that may train on it (see trained_on)."""
     parent = parents.get(node)
@@ -452,6 +474,10 @@ def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AS
             return parent.attr not in TRANSFORMS and parent.attr not in _PEEK_METHODS and \
                 parent.attr not in CONSUMER_METHODS  # transforms and consumers are followed by the flow
         return False  # ds.element_spec, ds.class_names
+    if isinstance(parent, (ast.Tuple, ast.List)):
+        holder = parents.get(parent)
+        if isinstance(holder, ast.Call) and parent in holder.args and module.call_name(holder) in SOURCES:
+            return False  # merged into another pipeline, which the flow follows: `Dataset.zip((src, trg))`
     if isinstance(parent, ast.keyword):
         if parent.arg == "candidates":
             return False  # retrieval candidates scored by a metric or an index, not training input
@@ -553,10 +579,31 @@ class DatasetFlow:
 
     @cached_property
     def returning(self) -> dict[str, ReturnShape]:
-        """Module functions that return pipelines (alone or in a tuple), as their first return shows."""
+        """Module functions that return pipelines (alone or in a tuple), as their first return shows.
+
+        A helper may return what another helper of the file returns, built on (`MakeSrcTrgDataset` zips two
+        `MakeDataset` pipelines and batches them; the twenty-fourth held-out set): the functions that call a
+        returning function are walked again knowing what it returns, up to `_RETURN_DEPTH` helpers deep, so
+        the caller that trains on the result is seen to read the maps made at the bottom."""
+        found = self._returns_of(self._plain_flows)
+        for _ in range(_RETURN_DEPTH - 1):
+            names = found.keys()
+            calling = [scope for scope in self.scopes[1:] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and id(scope) in self._plain_flows and any(
+                           isinstance(call.func, ast.Name) and call.func.id in names and call.func.id != scope.name
+                           for call in self.module.calls if self.module.scope_of(call) is scope)]
+            if not calling:
+                break
+            deeper = self._returns_of({**self._plain_flows, **{id(s): self._walk(s, found) for s in calling}})
+            if all(_same_shape(deeper.get(name), shape) for name, shape in found.items()) and deeper.keys() == names:
+                break
+            found = deeper
+        return found
+
+    def _returns_of(self, flows: dict[int, ScopeFlow]) -> dict[str, ReturnShape]:
         found: dict[str, ReturnShape] = {}
         for scope in self.scopes[1:]:
-            flow = self._plain_flows.get(id(scope))
+            flow = flows.get(id(scope))
             if flow is not None and flow.return_shapes and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.setdefault(scope.name, flow.return_shapes[0])
         return found
@@ -687,6 +734,20 @@ class DatasetFlow:
                 candidates = [*candidates, *((flow, v) for v in flow.values if v.ops and v.ops[0][1] is first)]
         else:
             candidates = [(flow, value)]
+            if depth < 5:
+                # A pipeline made by merging others (`Dataset.zip((src, trg))`) has no ops of its own: what is
+                # built on it in this flow is found through each first op built on it (in this flow, and in
+                # the callers' flows of a function of the file that returns it), and where it is returned as
+                # it is, through the values its callers make of the call.
+                for built in flow.values:
+                    if built.source is value.source and built is not value and len(built.ops) == 1:
+                        yield from self._uses(flow, built, depth + 1)
+                if flow.returned and value in flow.returned and self._called_here(flow.scope):
+                    name = flow.scope.name  # type: ignore[attr-defined]
+                    for caller in self.flows:
+                        for made in caller.values:
+                            if _calls(made.node, name) or (len(made.ops) <= 1 and _calls(made.source, name)):
+                                yield from self._uses(caller, made, depth + 1)
         for owner, other in candidates:
             merged = owner.merged_into.get(id(other))
             returned = bool(owner.returned and other in owner.returned and not self._called_here(owner.scope))

@@ -133,7 +133,7 @@ def test_committed_labels_are_of_the_manifests_repositories_at_their_commits():
         rows = list(csv.DictReader(handle))
     assert rows and all(commits[row["repo"]] == row["commit"] for row in rows)
     labels = h4.read_labels()
-    assert len(labels) == len(rows) == 51
+    assert len(labels) == len(rows) == 52
 
 
 def test_held_out_repositories_are_in_no_other_corpus():

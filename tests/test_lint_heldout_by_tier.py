@@ -39,7 +39,7 @@ import lint_heldout24 as h24  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
-        pytest.param(h6, 32, "tensorflow/workshops", "google-research/tapas", id="sixth"),
+        pytest.param(h6, 34, "tensorflow/workshops", "google-research/tapas", id="sixth"),
         pytest.param(h7, 82, "ageron/tf2_course", "calmisential/YOLOv3_TensorFlow2", id="seventh"),
         pytest.param(h8, 67, "Slaysenfite/masters-tensorflow2-model", "dainakai/tensorflow2_4_1", id="eighth"),
         pytest.param(h9, 72, "soumyadeep2912/Machine-Learning-with-Tensorflow-2", "ColinFendrick/tensorflow-2",

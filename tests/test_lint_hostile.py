@@ -16,7 +16,7 @@ from support.lint_support import FIXTURES, rules
 
 from tfdoctor.cli import main
 from tfdoctor.lint.fixing import FixNotWritten, plan_fixes, write_fix
-from tfdoctor.lint.runner import lint_paths
+from tfdoctor.lint.runner import lint_paths, lint_text
 from tfdoctor.lint.source import CODE_LIMIT
 from tfdoctor.lint.suppression import suppressions
 
@@ -69,6 +69,59 @@ def test_a_script_over_the_code_limit_is_not_parsed_and_says_why(tmp_path, capsy
     assert code == 1
     assert out == (f"gen.py:1:1: SRC002 unreadable-file not linted: {size:,} characters of Python, over the "
                    f"{CODE_LIMIT:,} lint parses from one file (generated code? exclude it or split it)\n")
+
+
+def _merges_fanning_out_and_in(n: int, levels: int, fit: bool) -> str:
+    """n maps of one zipped pipeline, zipped again, `levels` times over, and fit on a map of the last when
+    `fit`: every map reaches the end by n paths through each later merge."""
+    lines = ["import tensorflow as tf", "def f(x):", "    return tf.io.decode_jpeg(x)",
+             "z1 = tf.data.Dataset.zip((tf.data.TFRecordDataset('a'), tf.data.TFRecordDataset('b')))"]
+    for level in range(1, levels + 1):
+        lines += [f"m{level}_{i} = z{level}.map(f)" for i in range(n)]
+        lines.append(f"z{level + 1} = tf.data.Dataset.zip(({', '.join(f'm{level}_{i}' for i in range(n))},))")
+    if fit:
+        lines.append(f"model.fit(z{levels + 1}.map(f))")
+    return "\n".join(lines) + "\n"
+
+
+def test_pipelines_merged_fanning_out_and_in_are_followed_to_fit():
+    report = lint_text(_merges_fanning_out_and_in(3, 2, fit=True), rules(("SRC103",)), "script.py")
+    found = [f for f in report.findings if f.code == "SRC103"]
+    assert sorted(f.line for f in found) == [5, 6, 7, 9, 10, 11, 13]
+    assert {f.grounds["consumed-by-training"] for f in found} == {"fit()"}
+
+
+def test_pipelines_merged_fanning_out_and_in_are_each_followed_once():
+    """Nothing trains on these, so every path through the merges is tried before a map is found unused:
+    following each anew was cubic in the maps (three rounds of 160 took 5 s); each (scope, pipeline) is
+    now followed once per depth."""
+    def cost(n: int) -> float:
+        text = _merges_fanning_out_and_in(n, 3, fit=False)
+        start = time.process_time()
+        report = lint_text(text, rules(("SRC103",)), "script.py")
+        spent = time.process_time() - start
+        assert [f for f in report.findings if f.code == "SRC103"] == []  # built, never trained on
+        return spent
+
+    small, large = min(cost(40) for _ in range(3)), min(cost(160) for _ in range(3))
+    assert large < 2.0
+    assert large < max(small, 0.002) * 16 * 2  # 4x the maps: quadratic ~16x, cubic 64x
+
+
+def test_helpers_returning_helpers_pipelines_are_found_in_linear_time():
+    """Which functions call a helper that returns a pipeline is one pass over the file's calls, not one per
+    function (2,000 helpers, each returning a map of the one before, took 6 s that way)."""
+    def cost(n: int) -> float:
+        text = "\n".join(["import tensorflow as tf", "def f(x):", "    return tf.io.decode_jpeg(x)",
+                          "def h0():", "    return tf.data.TFRecordDataset('a')",
+                          *(f"def h{i}():\n    return h{i - 1}().map(f)" for i in range(1, n))]) + "\n"
+        start = time.process_time()
+        lint_text(text, rules(("SRC103",)), "script.py")
+        return time.process_time() - start
+
+    small, large = min(cost(250) for _ in range(3)), min(cost(2_000) for _ in range(3))
+    assert large < 1.0
+    assert large < max(small, 0.002) * 8 * 3  # 8x the helpers: linear ~8x, quadratic 64x
 
 
 # --- item 6: --fix writes ------------------------------------------------------------------------

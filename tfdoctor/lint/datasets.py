@@ -460,11 +460,6 @@ def _few(call: ast.Call) -> bool:
     return isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _PEEK_SIZE
 
 
-def _calls(node: ast.AST | None, name: str) -> bool:
-    """`node` is a call of the function `name` by its plain name."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
-
-
 def _hands_on(module: SourceModule, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     """Whether this appearance of a pipeline gives it to something that may train on it (see trained_on)."""
     parent = parents.get(node)
@@ -588,10 +583,13 @@ class DatasetFlow:
         found = self._returns_of(self._plain_flows)
         for _ in range(_RETURN_DEPTH - 1):
             names = found.keys()
+            # One pass over the file's calls, not one per function: which names each scope calls.
+            called_in: dict[int, set[str]] = {}
+            for call in self.module.calls:
+                if isinstance(call.func, ast.Name) and call.func.id in names:
+                    called_in.setdefault(id(self.module.scope_of(call)), set()).add(call.func.id)
             calling = [scope for scope in self.scopes[1:] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and id(scope) in self._plain_flows and any(
-                           isinstance(call.func, ast.Name) and call.func.id in names and call.func.id != scope.name
-                           for call in self.module.calls if self.module.scope_of(call) is scope)]
+                       and id(scope) in self._plain_flows and called_in.get(id(scope), set()) - {scope.name}]
             if not calling:
                 break
             deeper = self._returns_of({**self._plain_flows, **{id(s): self._walk(s, found) for s in calling}})
@@ -714,14 +712,22 @@ class DatasetFlow:
         ("used", None) for handed to code lint cannot follow, ("returned", None) for returned to callers
         in other files. Consumptions first, so a rule can take the strongest evidence."""
         later: list[tuple[str, ast.AST | None]] = []
-        for kind, node in self._uses(flow, value, depth):
+        for kind, node in self._uses(flow, value, depth, {}):
             if kind == "consumed":
                 yield kind, node
             else:
                 later.append((kind, node))
         yield from later
 
-    def _uses(self, flow: ScopeFlow, value: Pipeline, depth: int) -> Iterator[tuple[str, ast.AST | None]]:
+    def _uses(self, flow: ScopeFlow, value: Pipeline, depth: int, seen: dict[tuple[int, int], int]
+              ) -> Iterator[tuple[str, ast.AST | None]]:
+        # `seen`: each (flow, value) already followed, at the least depth it was followed at. Merges fan out
+        # and in (many maps of one zip, zipped again), and following each path anew is exponential in the
+        # merges; from the same place at the same depth or deeper, a path finds nothing new.
+        key = (id(flow), id(value))
+        if seen.get(key, depth + 1) <= depth:
+            return
+        seen[key] = depth
         ops = value.ops
         # The same ops, by call: pipelines built on this one here, and in the callers of this function
         # (a function of the file that returns it carries its ops into the caller's flow). Only values that
@@ -739,15 +745,17 @@ class DatasetFlow:
                 # built on it in this flow is found through each first op built on it (in this flow, and in
                 # the callers' flows of a function of the file that returns it), and where it is returned as
                 # it is, through the values its callers make of the call.
-                for built in flow.values:
-                    if built.source is value.source and built is not value and len(built.ops) == 1:
-                        yield from self._uses(flow, built, depth + 1)
+                if id(flow) in self._flow_ids:
+                    built_on = self._one_op_by_source.get((id(flow), id(value.source)), [])
+                else:  # a flow walked apart from the file's (not indexed)
+                    built_on = [v for v in flow.values if v.source is value.source and len(v.ops) == 1]
+                for built in built_on:
+                    if built is not value:
+                        yield from self._uses(flow, built, depth + 1, seen)
                 if flow.returned and value in flow.returned and self._called_here(flow.scope):
                     name = flow.scope.name  # type: ignore[attr-defined]
-                    for caller in self.flows:
-                        for made in caller.values:
-                            if _calls(made.node, name) or (len(made.ops) <= 1 and _calls(made.source, name)):
-                                yield from self._uses(caller, made, depth + 1)
+                    for caller, made in self._made_by_calling.get(name, ()):
+                        yield from self._uses(caller, made, depth + 1, seen)
         for owner, other in candidates:
             merged = owner.merged_into.get(id(other))
             returned = bool(owner.returned and other in owner.returned and not self._called_here(owner.scope))
@@ -757,7 +765,7 @@ class DatasetFlow:
             if other.ops[: len(ops)] != ops:
                 continue
             if merged is not None and depth < 5:
-                yield from self._uses(owner, merged, depth + 1)
+                yield from self._uses(owner, merged, depth + 1, seen)
             if not counted:
                 continue
             if any(op == "take" and _few(call) for op, call in other.ops[len(ops):]):
@@ -781,6 +789,30 @@ class DatasetFlow:
             for value in flow.values:
                 if value.ops:
                     index.setdefault(id(value.ops[0][1]), []).append((flow, value))
+        return index
+
+    @cached_property
+    def _one_op_by_source(self) -> dict[tuple[int, int], list[Pipeline]]:
+        """The values of every flow made by one op on their source, by the ids of that flow and that source."""
+        index: dict[tuple[int, int], list[Pipeline]] = {}
+        for flow in self.flows:
+            for value in flow.values:
+                if len(value.ops) == 1:
+                    index.setdefault((id(flow), id(value.source)), []).append(value)
+        return index
+
+    @cached_property
+    def _made_by_calling(self) -> dict[str, list[tuple[ScopeFlow, Pipeline]]]:
+        """The values of every flow made from a call of a function by its plain name (`ds = make()`, or one op
+        on it: `make().batch(8)`), by that name."""
+        index: dict[str, list[tuple[ScopeFlow, Pipeline]]] = {}
+        for flow in self.flows:
+            for value in flow.values:
+                for node in (value.node, value.source if len(value.ops) <= 1 else None):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                        entries = index.setdefault(node.func.id, [])
+                        if not entries or entries[-1][1] is not value:
+                            entries.append((flow, value))
         return index
 
     def values(self):

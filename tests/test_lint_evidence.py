@@ -172,27 +172,27 @@ def test_a_pipeline_returned_from_helper_to_helper_is_followed_to_its_caller(hel
         assert "(info: returned to callers in other files" in finding.message
 
 
-def test_a_pipeline_zipped_and_returned_as_it_is_goes_to_the_callers_of_its_function() -> None:
-    """A zip made in a return has no ops of its own: it reaches the callers of the function that returns it,
-    here a function that returns it to other files (model/mnist_dataset.py of the sixth held-out set)."""
-    text = TF + DECODE + ("def dataset(path):\n    images = tf.data.TFRecordDataset(path).map(decode)\n"
-                          "    labels = tf.data.TFRecordDataset(path).map(decode)\n"
-                          "    return tf.data.Dataset.zip((images, labels))\n"
-                          "def train(directory):\n    return dataset(directory)\n")
-    findings = lint(text, select=("SRC103",), target=BEFORE_REWRITES).findings
-    assert [(f.line, f.severity.label) for f in findings] == [(6, "info"), (7, "info")]
-    assert all("(info: returned to callers in other files" in f.message for f in findings)
+# A merge returned as it is has no ops of its own: it reaches the callers of the function that returns it,
+# here a function that returns it to other files. The maps are on the lines given.
+ZIP_RETURNED = ("def dataset(path):\n    images = tf.data.TFRecordDataset(path).map(decode)\n"
+                "    labels = tf.data.TFRecordDataset(path).map(decode)\n"
+                "    return tf.data.Dataset.zip((images, labels))\n"
+                "def train(directory):\n    return dataset(directory)\n")
+# `choose_from_datasets([ds.take(n), ds.map(aug).skip(n)])` returned by a function that transforms the dataset
+# it is given
+CHOSEN = ("def augment(ds, fn, warmup):\n    if not warmup:\n        return ds.map(fn)\n"
+          "    late = ds.map(fn).skip(warmup)\n"
+          "    return tf.data.Dataset.choose_from_datasets([ds.take(warmup), late], choice)\n"
+          "def sampler(files):\n    return augment(tf.data.TFRecordDataset(files), decode, 10)\n")
 
 
-def test_a_pipeline_merged_by_a_transform_function_goes_to_its_callers() -> None:
-    """`choose_from_datasets([ds.take(n), ds.map(aug).skip(n)])` returned by a function that transforms the
-    dataset it is given (the development corpus's tensorflow/similarity sampler, labelled true)."""
-    text = TF + DECODE + ("def augment(ds, fn, warmup):\n    if not warmup:\n        return ds.map(fn)\n"
-                          "    late = ds.map(fn).skip(warmup)\n"
-                          "    return tf.data.Dataset.choose_from_datasets([ds.take(warmup), late], choice)\n"
-                          "def sampler(files):\n    return augment(tf.data.TFRecordDataset(files), decode, 10)\n")
-    findings = lint(text, select=("SRC103",), target=BEFORE_REWRITES).findings
-    assert [(f.line, f.severity.label) for f in findings] == [(7, "info"), (8, "info")]
+@pytest.mark.parametrize(("code", "lines"), [
+    pytest.param(ZIP_RETURNED, [6, 7], id="zip (model/mnist_dataset.py of the sixth held-out set)"),
+    pytest.param(CHOSEN, [7, 8], id="choose_from_datasets (the development corpus's tensorflow/similarity sampler)"),
+])
+def test_a_merged_pipeline_returned_as_it_is_goes_to_the_callers_of_its_function(code: str, lines: list[int]) -> None:
+    findings = lint(TF + DECODE + code, select=("SRC103",), target=BEFORE_REWRITES).findings
+    assert [(f.line, f.severity.label) for f in findings] == [(line, "info") for line in lines]
     assert all("(info: returned to callers in other files" in f.message for f in findings)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from tfdoctor.lint.rule import Edit
 from tfdoctor.lint.source import SourceModule
@@ -87,13 +88,10 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
     placeholders, tf.compat.v1, contrib, its own hasattr guard) gets tf.data.experimental.AUTOTUNE, which
     every release since 1.13 has; a file that reads its pipelines through tf.contrib.data (1.12 and older)
     gets no safe edit."""
-    # A name bound to AUTOTUNE is written in the text: a file without it has nothing to walk (a notebook
-    # is all module level, and each finding asked again).
-    for statement in _module_level(module.tree.body) if "AUTOTUNE" in module.text else ():
-        targets = statement.targets if isinstance(statement, ast.Assign) else []
-        if (statement.end_lineno is not None and statement.end_lineno < line and len(targets) == 1
-                and isinstance(targets[0], ast.Name) and _is_autotune(statement.value)):
-            return targets[0].id, True
+    era = module.derived(_era)
+    for end_line, name in era.bindings:
+        if end_line < line:
+            return name, True
     imported = module.imports.bindings.get("AUTOTUNE", "")
     if imported.endswith(".AUTOTUNE"):
         return "AUTOTUNE", True
@@ -102,11 +100,33 @@ def autotune(module: SourceModule, alias: str, line: int) -> tuple[str, bool]:
         # a release older than tf.data.AUTOTUNE may run it: the spelling every release since 1.13 has
         every_one_has_it = target.before(autotune_since("data.experimental.AUTOTUNE")) is False
         return f"{alias}.data.experimental.AUTOTUNE", every_one_has_it
-    if _CONTRIB_ONLY.search(module.text) and "data.experimental" not in module.text:
+    if era.contrib_only:
         return f"{alias}.data.experimental.AUTOTUNE", False
-    if _TF1_ERA.search(module.text):
+    if era.tf1:
         return f"{alias}.data.experimental.AUTOTUNE", True
     return f"{alias}.data.AUTOTUNE", True
+
+
+@dataclass(frozen=True)
+class _Era:
+    """What a file's text shows of the TensorFlow it targets, read once per file (each finding asks: read
+    per finding, a file of many findings was read as many times)."""
+
+    bindings: tuple[tuple[int, str], ...]  # (last line, name) of each module-level `NAME = <AUTOTUNE>`, in order
+    contrib_only: bool  # reads its pipelines through tf.contrib.data (1.12 and older)
+    tf1: bool  # sessions, placeholders, tf.compat.v1, contrib, its own hasattr guard
+
+
+def _era(module: SourceModule) -> _Era:
+    bindings = []
+    # A name bound to AUTOTUNE is written in the text: a file without it has nothing to walk.
+    for statement in _module_level(module.tree.body) if "AUTOTUNE" in module.text else ():
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if (statement.end_lineno is not None and len(targets) == 1 and isinstance(targets[0], ast.Name)
+                and _is_autotune(statement.value)):
+            bindings.append((statement.end_lineno, targets[0].id))
+    return _Era(tuple(bindings), bool(_CONTRIB_ONLY.search(module.text)) and "data.experimental" not in module.text,
+                bool(_TF1_ERA.search(module.text)))
 
 
 def _is_autotune(value: ast.expr) -> bool:

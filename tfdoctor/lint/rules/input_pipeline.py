@@ -469,17 +469,21 @@ def _per_file_in_parallel_interleave(module: SourceModule, call: ast.Call) -> bo
     """The map sits in a function of this file that a parallel `.interleave(read_file, ...,
     num_parallel_calls=N)` runs once per file: N files are mapped at once (held-out sample, issue 25)."""
     owner = next((a for a in module.ancestors(call) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if owner is None:
-        return False
+    return owner is not None and owner.name in module.derived(_run_by_parallel_interleave)
+
+
+def _run_by_parallel_interleave(module: SourceModule) -> frozenset[str]:
+    """The names of the functions a parallel `.interleave(read_file, ..., num_parallel_calls=N)` of this file runs,
+    found in one pass over its calls (asked once per map: a scan per map was quadratic in a file of many)."""
+    names = set()
     for node in module.calls:
         if not (isinstance(node.func, ast.Attribute) and node.func.attr == "interleave"):
             continue
         func = argument(node, "map_func", 0)
         parallel = argument(node, "num_parallel_calls", 3)
-        if isinstance(func, ast.Name) and func.id == owner.name and parallel is not None and \
-                constant(parallel) not in (1, None):
-            return True
-    return False
+        if isinstance(func, ast.Name) and parallel is not None and constant(parallel) not in (1, None):
+            names.add(func.id)
+    return frozenset(names)
 
 
 def _cached_later(flow: ScopeFlow, value: Pipeline) -> bool:

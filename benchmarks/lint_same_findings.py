@@ -118,14 +118,31 @@ def differences(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     return lines
 
 
+_MODES = (" (default)", " (preview)")  # a walked run lints each repository twice: `root (mode)`, one entry each
+
+
 def summary(ref: str, before: dict[str, dict], after: dict[str, dict]) -> list[str]:
-    """What the run prints: repositories, files and findings on each side, then every difference."""
-    count = {name: sum(len(e["findings"]) for e in side.values()) for name, side in (("before", before),
-                                                                                      ("after", after))}
-    files = sum(e["files"] for e in after.values())
+    """What the run prints: repositories, files and findings on each side, then every difference. A walked run
+    lints each repository twice, with the default rules and with the preview ones: its repositories and files are
+    counted once, and its findings by mode (results files written before this was so count each run)."""
     lines = differences(before, after)
-    return [f"{len(after)} repositories, {files} files; findings at {ref}: {count['before']}, "
-            f"working tree: {count['after']}", *lines, "identical" if not lines else f"{len(lines)} differences"]
+    tail = [*lines, "identical" if not lines else f"{len(lines)} differences"]
+    if not any(root.endswith(_MODES) for root in after):
+        count = {name: sum(len(e["findings"]) for e in side.values()) for name, side in (("before", before),
+                                                                                          ("after", after))}
+        files = sum(e["files"] for e in after.values())
+        return [f"{len(after)} repositories, {files} files; findings at {ref}: {count['before']}, "
+                f"working tree: {count['after']}", *tail]
+
+    def by_mode(side: dict[str, dict], mode: str) -> int:
+        return sum(len(e["findings"]) for root, e in side.items() if root.endswith(mode))
+
+    default, preview = _MODES
+    repositories = {root[: -len(default)] for root in after if root.endswith(default)}
+    files = sum(e["files"] for root, e in after.items() if root.endswith(default))
+    return [f"{len(repositories)} repositories, {files} files, each linted with the default rules and with the "
+            f"preview rules; findings at {ref}: {by_mode(before, default)} and {by_mode(before, preview)}, "
+            f"working tree: {by_mode(after, default)} and {by_mode(after, preview)}", *tail]
 
 
 def results_header(argv: list[str], commit: str, dirty: bool, when: float) -> str:

@@ -180,6 +180,12 @@ def test_the_corpus_comparison_summary_and_its_results_file(tmp_path):
     lines = summary("607f17b", side, other)
     assert lines[0] == "2 repositories, 7 files; findings at 607f17b: 1, working tree: 2"
     assert lines[1].startswith("+ /s: ") and lines[-1] == "1 differences"
+    # a walked run: each repository twice, with the default rules and with the preview ones, counted once
+    walked = {"/r (default)": side["/r"], "/r (preview)": dict(side["/r"], findings=[finding, finding]),
+              "/s (default)": side["/s"], "/s (preview)": side["/s"]}
+    assert summary("607f17b", walked, walked)[0] == (
+        "2 repositories, 7 files, each linted with the default rules and with the preview rules; findings at "
+        "607f17b: 1 and 2, working tree: 1 and 2")
     header = results_header(["--ref", "607f17b", "--output", "x.txt"], "1882bc7", False, 1795824000.0)
     assert header == ("# python benchmarks/lint_same_findings.py --ref 607f17b --output x.txt, working tree at "
                       "1882bc7, 2026-11-28T00:00:00Z")

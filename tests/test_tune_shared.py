@@ -680,6 +680,31 @@ def test_a_trial_its_worker_finishes_while_another_fails_it_keeps_its_result(tmp
     assert _orphans(study.get_trials(), 1, space) == []  # not measured again
 
 
+def test_a_queued_trial_another_worker_popped_and_finished_first_is_left_to_it(tmp_path):
+    """Two workers started at once on a fresh SQLite file can both pop the queued trial 0 (optuna reads it
+    WAITING, then marks it RUNNING); the one that finishes it first keeps it, the other asks for the next
+    (this ended the other worker with exit 3 on a loaded machine)."""
+    from tfdoctor.tune.shared import open_storage, open_study, run_worker
+
+    space = thread_space()
+    study = open_study(open_storage(str(tmp_path / "s.journal")), "race", True, 1, {INTRA: 2})
+    real_ask, popped = study.ask, []
+
+    def ask(*args, **kwargs):
+        trial = real_ask(*args, **kwargs)
+        if trial.number == 0 and not popped:  # the other worker measures and tells it meanwhile
+            popped.append(trial.number)
+            study._storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.COMPLETE,
+                                                  values=[7.0])
+        return trial
+
+    study.ask = ask
+    result = run_worker(study, space, FakeJob(INTRA, seed=1), 4, "n1", "n1:1", seed=1, limit=3)
+    assert popped == [0] and result.measured == [1, 2, 3]
+    first = study.get_trials()[0]
+    assert first.state == optuna.trial.TrialState.COMPLETE and first.value == 7.0  # the other worker's result
+
+
 def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path):
     """A node that stalled past the grace period and came back: its trial was failed (and is measured again
     elsewhere); its late measurement is dropped without an error and it goes on with the next trial."""

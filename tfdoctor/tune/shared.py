@@ -299,6 +299,7 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
     kept and nobody waits for a dead node. `stale_floor`: the smallest grace period (default 60 s)."""
     import random
 
+    from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
     from tfdoctor.tune.heartbeat import GRACE_FLOOR, REPLACES_ATTR, Watch, beat_interval
@@ -312,25 +313,31 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
     out = WorkerResult()
     while limit is None or len(out.measured) < limit:
         _reap(study, watch, budget, floor, worker, on_stale)
-        trial = study.ask(distributions)
-        if trial.number >= budget:
-            trial.set_user_attr("over_budget", True)
-            study.tell(trial, state=TrialState.FAIL)
-            out.writer = trial.number == budget or finish
-            break
-        params: dict[str, Any] | None = dict(trial.params)
-        trial.set_user_attr("params", params)
-        for _attempt in range(100):
-            taken = _taken(study, space, trial.number)
-            if _key(space, params) not in taken:  # type: ignore[arg-type]
+        try:
+            trial = study.ask(distributions)
+            if trial.number >= budget:
+                trial.set_user_attr("over_budget", True)
+                study.tell(trial, state=TrialState.FAIL)
+                out.writer = trial.number == budget or finish
                 break
-            params = _unmeasured(space, taken, params, rng)  # type: ignore[arg-type]
-            if params is None:
-                break
+            params: dict[str, Any] | None = dict(trial.params)
             trial.set_user_attr("params", params)
-        if params is None:  # every configuration is taken: nothing measured, nothing recorded
-            trial.set_user_attr("params", None)
-            study.tell(trial, state=TrialState.FAIL)
+            for _attempt in range(100):
+                taken = _taken(study, space, trial.number)
+                if _key(space, params) not in taken:  # type: ignore[arg-type]
+                    break
+                params = _unmeasured(space, taken, params, rng)  # type: ignore[arg-type]
+                if params is None:
+                    break
+                trial.set_user_attr("params", params)
+            if params is None:  # every configuration is taken: nothing measured, nothing recorded
+                trial.set_user_attr("params", None)
+                study.tell(trial, state=TrialState.FAIL)
+                continue
+        except UpdateFinishedTrialError:
+            # Another worker popped the same queued trial (the rule seed, trial 0: optuna reads it WAITING and
+            # then marks it RUNNING, and on SQLite two workers started at once can both do so) and finished it
+            # first. It is measured; this worker asks for the next one (a loaded 2-CPU machine, exit 3 before).
             continue
         measurement = _measure(study, trial, space, objective, params, node, worker, interval)
         if measurement is None:

@@ -178,6 +178,8 @@ def main() -> None:
     parser.add_argument("--manifest", action="append", metavar="NAME",
                         help="a manifest of benchmarks/lint_corpus/ to lint (repeatable; default: the three)")
     args = parser.parse_args()
+    if not args.timeout > 0:  # nan and 0 included: a run that can never finish, or is ended at once
+        parser.error(f"--timeout {args.timeout:g}: give a number of seconds above 0")
     started = time.time()
     if args.output and not args.output.parent.is_dir():
         parser.error(f"--output {args.output}: no folder {args.output.parent}")

@@ -210,6 +210,17 @@ def test_a_linter_that_hangs_ends_the_comparison_with_a_message(tmp_path):
     assert str(exited.value.code) == f"linting with {tmp_path} took over 1 s (--timeout) and was ended"
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(value):
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" /
+                                               "lint_same_findings.py"), "--timeout", value],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "give a number of seconds above 0" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_ref_git_does_not_know_is_a_message(tmp_path):
     from lint_same_findings import extract_tfdoctor
 

@@ -243,7 +243,19 @@ def _spelled_compat(module: SourceModule, func: ast.AST) -> bool:
 
 def switched_off(module: SourceModule, name: str) -> str | None:
     """What in the file switches a default rewrite off (`options.experimental_optimization.map_parallelization
-    = False`), as written; None when nothing does."""
+    = False`), as written; None when nothing does. Read once per file and rewrite: each map asks, and reading
+    the text per map was quadratic in a file of many."""
+    answers = module.derived(_switches_read)
+    if name not in answers:
+        answers[name] = _switched_off(module, name)
+    return answers[name]
+
+
+def _switches_read(_module: SourceModule) -> dict[str, str | None]:
+    return {}
+
+
+def _switched_off(module: SourceModule, name: str) -> str | None:
     text = module.text
     for setting in rewrite(name)["off"]:
         field, _, value = setting.partition(" = ")

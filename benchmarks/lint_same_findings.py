@@ -183,8 +183,12 @@ def main() -> None:
     started = time.time()
     if args.output and not args.output.parent.is_dir():
         parser.error(f"--output {args.output}: no folder {args.output.parent}")
-    repos = [r for name in args.manifest or MANIFESTS
-             for r in tomllib.loads((HERE / "lint_corpus" / name).read_text())["repos"]]
+    manifests = [HERE / "lint_corpus" / (name if name.endswith(".toml") else f"{name}.toml")
+                 for name in args.manifest or MANIFESTS]
+    absent = [m.name for m in manifests if not m.is_file()]
+    if absent:
+        parser.error(f"--manifest: no {', '.join(absent)} in benchmarks/lint_corpus/")
+    repos = [r for manifest in manifests for r in tomllib.loads(manifest.read_text())["repos"]]
     roots, _ = materialise(args.mirror, args.cache, repos)
     paths = [roots[r["repo"]] for r in repos]
     with tempfile.TemporaryDirectory(prefix="tfdoctor-ref-") as tmp:

@@ -221,6 +221,19 @@ def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(value):
     assert "Traceback" not in done.stderr
 
 
+def test_a_manifest_that_is_not_there_is_a_usage_error_naming_it():
+    """`--manifest heldout27` and `--manifest heldout27.toml` name the same file; one not in
+    benchmarks/lint_corpus/ is a message and exit 2 before anything is linted (it was a traceback)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" /
+                                               "lint_same_findings.py"), "--manifest", "heldout27",
+                           "--manifest", "no-such-set", "--manifest", "heldout26.toml"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--manifest: no no-such-set.toml in benchmarks/lint_corpus/" in done.stderr
+
+
 def test_a_ref_git_does_not_know_is_a_message(tmp_path):
     from lint_same_findings import extract_tfdoctor
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
@@ -711,23 +711,35 @@ class DatasetFlow:
         """How the pipeline, or one built on it, is used (see trained_on): ("consumed", the consuming node),
         ("used", None) for handed to code lint cannot follow, ("returned", None) for returned to callers
         in other files. Consumptions first, so a rule can take the strongest evidence."""
-        later: list[tuple[str, ast.AST | None]] = []
-        for kind, node in self._uses(flow, value, depth, {}):
-            if kind == "consumed":
-                yield kind, node
-            else:
-                later.append((kind, node))
-        yield from later
+        found = self._uses(flow, value, depth, {})
+        yield from (use for use in found if use[0] == "consumed")
+        yield from (use for use in found if use[0] != "consumed")
 
-    def _uses(self, flow: ScopeFlow, value: Pipeline, depth: int, seen: dict[tuple[int, int], int]
-              ) -> Iterator[tuple[str, ast.AST | None]]:
-        # `seen`: each (flow, value) already followed, at the least depth it was followed at. Merges fan out
-        # and in (many maps of one zip, zipped again), and following each path anew is exponential in the
-        # merges; from the same place at the same depth or deeper, a path finds nothing new.
-        key = (id(flow), id(value))
-        if seen.get(key, depth + 1) <= depth:
-            return
-        seen[key] = depth
+    @cached_property
+    def _followed(self) -> dict[tuple[int, int, int], tuple[tuple[str, ast.AST | None], ...]]:
+        """What `_uses` found from (flow, value, depth), for the flows of the file (kept alive by `flows`, so
+        their ids are not reused): every map of a merge asks again what is built on the merge, and following
+        that anew for each map was quadratic (three rounds of 1,000 maps of one zip, zipped again: 4.8 s)."""
+        return {}
+
+    def _uses(self, flow: ScopeFlow, value: Pipeline, depth: int,
+              apart: dict[tuple[int, int, int], tuple[tuple[str, ast.AST | None], ...]]
+              ) -> tuple[tuple[str, ast.AST | None], ...]:
+        """Every use of the pipeline and of those built on it, in the order a depth-first walk meets them, each
+        once. Following goes deeper with each step and stops at depth 5, so it ends; what is found from one
+        place at one depth is kept (`_followed`; `apart` for a flow walked apart from the file's, for this
+        query only): merges fan out and in, and each path tried anew was exponential in the merges."""
+        key = (id(flow), id(value), depth)
+        memo = self._followed if id(flow) in self._flow_ids else apart
+        if key in memo:
+            return memo[key]
+        memo[key] = ()  # not reached again on the way down (each step is one deeper), but never unbound
+        found: dict[tuple[str, int], tuple[str, ast.AST | None]] = {}
+
+        def add(uses: Iterable[tuple[str, ast.AST | None]]) -> None:
+            for use in uses:
+                found.setdefault((use[0], id(use[1])), use)
+
         ops = value.ops
         # The same ops, by call: pipelines built on this one here, and in the callers of this function
         # (a function of the file that returns it carries its ops into the caller's flow). Only values that
@@ -751,11 +763,11 @@ class DatasetFlow:
                     built_on = [v for v in flow.values if v.source is value.source and len(v.ops) == 1]
                 for built in built_on:
                     if built is not value:
-                        yield from self._uses(flow, built, depth + 1, seen)
+                        add(self._uses(flow, built, depth + 1, apart))
                 if flow.returned and value in flow.returned and self._called_here(flow.scope):
                     name = flow.scope.name  # type: ignore[attr-defined]
                     for caller, made in self._made_by_calling.get(name, ()):
-                        yield from self._uses(caller, made, depth + 1, seen)
+                        add(self._uses(caller, made, depth + 1, apart))
         for owner, other in candidates:
             merged = owner.merged_into.get(id(other))
             returned = bool(owner.returned and other in owner.returned and not self._called_here(owner.scope))
@@ -765,17 +777,19 @@ class DatasetFlow:
             if other.ops[: len(ops)] != ops:
                 continue
             if merged is not None and depth < 5:
-                yield from self._uses(owner, merged, depth + 1, seen)
+                add(self._uses(owner, merged, depth + 1, apart))
             if not counted:
                 continue
             if any(op == "take" and _few(call) for op, call in other.ops[len(ops):]):
                 continue  # a peek at a few elements
             if id(other) in owner.consumed:
-                yield "consumed", owner.consumed[id(other)]
+                add([("consumed", owner.consumed[id(other)])])
             elif id(other) in owner.used:
-                yield "used", None
+                add([("used", None)])
             else:
-                yield "returned", None
+                add([("returned", None)])
+        memo[key] = result = tuple(found.values())
+        return result
 
     @cached_property
     def _flow_ids(self) -> set[int]:

@@ -348,7 +348,7 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         parallel = argument(call, "num_parallel_calls", 1)
         if parallel is not None and constant(parallel) not in (1, None):
             continue
-        if _cached_later(_flow, value):
+        if _cached_later(module, _flow, value):
             continue  # a map before .cache() runs once; its speed hardly matters
         cost = function_cost(module, argument(call, "map_func", 0))
         if cost is Cost.TRIVIAL or (cost is Cost.UNKNOWN and in_memory(module, value)) or tiny(module, value):
@@ -486,10 +486,35 @@ def _run_by_parallel_interleave(module: SourceModule) -> frozenset[str]:
     return frozenset(names)
 
 
-def _cached_later(flow: ScopeFlow, value: Pipeline) -> bool:
+def _cached_later(module: SourceModule, flow: ScopeFlow, value: Pipeline) -> bool:
     """Whether a pipeline built on `value` in the same scope caches (in memory or on disk) after it."""
-    return any(v.ops[: len(value.ops)] == value.ops and any(op == "cache" for op, _ in v.ops[len(value.ops):])
-               for v in flow.values if len(v.ops) > len(value.ops))
+    if not value.ops:
+        return any(any(op == "cache" for op, _ in v.ops) for v in flow.values)
+    indexes = module.derived(_caching_by_prefix)
+    if id(flow) not in indexes:
+        indexes[id(flow)] = (flow, _caching_index(flow))  # the flow kept with it: its id is not reused
+    length = len(value.ops)
+    return any(v.ops[:length] == value.ops for v in indexes[id(flow)][1].get((length, id(value.ops[-1][1])), ()))
+
+
+def _caching_by_prefix(module: SourceModule) -> dict[int, tuple[ScopeFlow, dict[tuple[int, int], list[Pipeline]]]]:
+    """Per flow of the module, filled as flows are asked about (see _caching_index)."""
+    return {}
+
+
+def _caching_index(flow: ScopeFlow) -> dict[tuple[int, int], list[Pipeline]]:
+    """The flow's pipelines that cache, by each (length, last call) of a prefix the cache comes after.
+
+    A map asks whether anything built on it caches; scanning every value of the flow for each map was
+    quadratic in a scope of many maps (three rounds of 2,000 maps of one zip: 4.7 s of 7.7). The key narrows
+    the candidates; the prefix itself is still compared, as one call can end different prefixes (a name
+    rebound in two branches)."""
+    index: dict[tuple[int, int], list[Pipeline]] = {}
+    for value in flow.values:
+        last_cache = max((i for i, (op, _) in enumerate(value.ops) if op == "cache"), default=0)
+        for length in range(1, last_cache + 1):
+            index.setdefault((length, id(value.ops[length - 1][1])), []).append(value)
+    return index
 
 
 @lint_rule("SRC104", "dataset-from-python-generator", Severity.INFO, preview=True, triggers=[b"from_generator"])

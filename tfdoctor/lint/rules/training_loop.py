@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
+from typing import cast
 
 from tfdoctor.lint.costs import functions_by_name
 from tfdoctor.lint.datasets import Pipeline, dataset_flow
@@ -196,12 +197,24 @@ def _demo_loop(module: SourceModule, call: ast.AST, owner: Function | None,
     return bool(loops) and all(_short_literal_loop(module, loop) for loop in loops)
 
 
-def _loops_calling(module: SourceModule) -> Callable[[str], list[ast.AST]]:
-    """The loops of this file around a call of a name (`train_step(...)` in `for x in ds:`), each name's found
-    when first asked: only the names of the few candidate steps are, not every call's (issue 39, item 7)."""
+def _calls_by_called_name(module: SourceModule) -> dict[str, list[ast.Call]]:
+    """The file's calls by the name they call (`step` of `step(x)` and of `self.step(x)`), in one pass: asked
+    once per candidate step, a scan of every call each time was quadratic in a file of many steps."""
     by_name: dict[str, list[ast.Call]] = {}
     for c in module.calls:
         by_name.setdefault(_called_name(c) or "", []).append(c)
+    return by_name
+
+
+def _calls_in_a_loop(module: SourceModule, name: str) -> list[ast.Call]:
+    """The calls of `name` that sit in a loop, in the file's order."""
+    return [c for c in module.derived(_calls_by_called_name).get(name, ()) if _innermost_loop(module, c) is not None]
+
+
+def _loops_calling(module: SourceModule) -> Callable[[str], list[ast.AST]]:
+    """The loops of this file around a call of a name (`train_step(...)` in `for x in ds:`), each name's found
+    when first asked: only the names of the few candidate steps are, not every call's (issue 39, item 7)."""
+    by_name = module.derived(_calls_by_called_name)
     found: dict[str, list[ast.AST]] = {}
 
     def loops(name: str) -> list[ast.AST]:
@@ -373,7 +386,7 @@ def _step_grounds(module: SourceModule, func: Function | None, apply: ast.AST
         grounds["step-called-in-loop"] = "the tape and apply_gradients sit in a loop"
         loops = _loops_around(module, apply)
     elif func is not None:
-        calls = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
+        calls = _calls_in_a_loop(module, func.name)
         if calls:
             grounds["step-called-in-loop"] = f"{func.name}() is called in a loop (line {calls[0].lineno})"
         loops = [loop for call in calls for loop in _loops_around(module, call)]
@@ -403,7 +416,7 @@ def _once_per_rollout(module: SourceModule, apply: ast.AST, func: Function | Non
     if _in_loop(module, apply, func):
         sites: list[ast.AST] = [apply]
     elif func is not None:
-        sites = [c for c in module.calls if _called_name(c) == func.name and _innermost_loop(module, c) is not None]
+        sites = _calls_in_a_loop(module, func.name)
     else:
         sites = []
     reason = None
@@ -437,16 +450,21 @@ def _environment_steps_beside(module: SourceModule, loop: ast.AST, site: ast.AST
     environments stepping each once (`for env in envs: env.step(a)`, the dev corpus's 50 CartPoles updated
     at every step) is one step of each, not an episode."""
     around = set(map(id, module.ancestors(site)))
-    for call in module.calls:
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr == "step" and "env" in _terminal_name(func.value)):
-            continue
+    for call in module.derived(_environment_steps):
+        func = cast(ast.Attribute, call.func)  # _environment_steps holds `<receiver>.step(...)` calls only
         for parent in module.ancestors(call):
             if parent is loop or isinstance(parent, _LOOP_STOPS):
                 break
             if _over_time_steps(module, parent) and id(parent) not in around and loop in module.ancestors(parent):
                 return f"{_terminal_name(func.value)}.step() on line {call.lineno}"
     return None
+
+
+def _environment_steps(module: SourceModule) -> list[ast.Call]:
+    """The file's `env.step(...)` calls (a receiver whose last name holds "env"), found once per file: looked
+    for at each place a step runs, a scan of every call each time was quadratic in a file of many steps."""
+    return [call for call in module.calls if isinstance(call.func, ast.Attribute) and call.func.attr == "step"
+            and "env" in _terminal_name(call.func.value)]
 
 
 def _over_time_steps(module: SourceModule, loop: ast.AST) -> bool:

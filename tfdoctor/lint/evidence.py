@@ -113,7 +113,7 @@ def loop_steps(module: SourceModule, loop: ast.AST) -> str | None:
     """What in a loop's body trains: a call that steps an optimizer, or a call named for a step (`train_step`,
     `update`, `strategy.run(step_fn)` is followed by its argument's name), or a function of this file that
     trains. None when the loop only looks at the elements (prints, plots, writes records)."""
-    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
+    functions = module.derived(_functions_by_name)
     for stmt in getattr(loop, "body", []):
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
@@ -128,6 +128,12 @@ def loop_steps(module: SourceModule, loop: ast.AST) -> str | None:
                 if name in functions and _body_trains(module, functions[name], functions, 0):
                     return f"{name}()"
     return None
+
+
+def _functions_by_name(module: SourceModule) -> dict[str, ast.FunctionDef]:
+    """The file's functions by name, the last definition of a name winning as at run time; made once per file
+    (made for each loop asked about, it was quadratic in a file of many loops and functions)."""
+    return {f.name: f for f in module.nodes(ast.FunctionDef)}
 
 
 def _body_trains(module: SourceModule, function: ast.AST, functions: dict[str, ast.FunctionDef], depth: int) -> bool:
@@ -583,7 +589,7 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
         return f"a TF1 iterator in a file that trains ({trains})", None
     if isinstance(consumer.func, ast.Name) and name in ("iter", "enumerate", "zip"):
         return (f"{name}() in a file that trains ({trains})", None) if trains else (None, None)
-    functions = {f.name: f for f in module.nodes(ast.FunctionDef)}
+    functions = module.derived(_functions_by_name)
     if name in functions:  # a function of this file that loops over it (datasets.DatasetFlow.consuming)
         if _body_trains(module, functions[name], functions, 0) or any(word in name.lower() for word in _STEP_WORDS):
             return f"{name}() trains on it", None

@@ -338,12 +338,13 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
     for _flow, value in flows.values():
         if not value.ops or value.ops[-1][0] != "map":
             continue
+        call = value.ops[-1][1]
+        if id(call) in seen:
+            continue  # judged already: a helper's map comes into the flow of each caller (asked first, as
+            # following each copy's uses anew was quadratic in the callers: 1,200 took 2 s)
         trained, untrained = _training_use(module, flows, _flow, value)
         if trained is None and untrained is None:
             continue  # built, peeked at or plotted, never trained on: its speed does not matter (issue 25)
-        call = value.ops[-1][1]
-        if id(call) in seen:
-            continue
         seen.add(id(call))
         parallel = argument(call, "num_parallel_calls", 1)
         if parallel is not None and constant(parallel) not in (1, None):

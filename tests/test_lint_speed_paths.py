@@ -321,3 +321,37 @@ def test_workers_and_one_process_report_the_same(tmp_path, monkeypatch):
     per_file = len(lint_text(PIPELINE, rules()).findings)
     assert per_file >= 3 and report.files == 70 and len(report.findings) == 24 * per_file
     assert gc.isenabled()
+
+
+def _growth(*args: str):
+    import subprocess
+
+    return subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" / "lint_growth.py"),
+                           *args], capture_output=True, text=True, timeout=600)
+
+
+def test_the_growth_benchmark_measures_each_shape_at_n_and_4n():
+    done = _growth("--n", "10", "--only", "chained-maps", "layers")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("lint's CPU seconds (best of 3, every rule with the preview ones) at n = 10 and 4n")
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert set(rows) == {"chained-maps", "layers"}
+    for small, large, growth in rows.values():
+        assert float(large) >= 0 and float(small) >= 0 and growth.endswith("x")
+
+
+def test_the_growth_benchmark_fails_a_shape_over_the_bound_it_is_given():
+    done = _growth("--n", "10", "--only", "layers", "--fail-over", "1.0001")
+    assert done.returncode == 1 and "grew over 1.0001x: layers (" in done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--n", "5"], "--n 5: give 10 or more"),
+    (["--only", "no-such-shape"], "--only: no shape no-such-shape"),
+    (["--fail-over", "1"], "--fail-over 1: give a growth above 1"),
+    (["--n", "10", "--only", "layers", "--baseline", "no-such-ref"], "--baseline no-such-ref:"),
+])
+def test_the_growth_benchmark_refuses_bad_input_with_a_message(args, message):
+    done = _growth(*args)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -170,21 +170,27 @@ class _Used(str):
 def _tensorflow_use_before(module: SourceModule, node: ast.AST) -> _Used | None:
     """The first TensorFlow or Keras call that runs before `node` in its scope (module level, or its
     function from the top), which may already have initialised the GPUs."""
-    scope = module.scope_of(node)
-    line = getattr(node, "lineno", 0)
-    first: ast.Call | None = None
-    for call in module.calls:
-        if call.lineno >= line or module.scope_of(call) is not scope:
-            continue
-        name = module.call_name(call) or ""
-        if name.startswith(("tf.", "keras.")) and not name.startswith(_HARMLESS) and \
-                (first is None or call.lineno < first.lineno):
-            first = call
-    if first is None:
+    first = module.derived(_first_tensorflow_use).get(id(module.scope_of(node)))
+    if first is None or first.lineno >= getattr(node, "lineno", 0):
         return None
     used = _Used(module.call_name(first) + "()")
     used.lineno = first.lineno
     return used
+
+
+def _first_tensorflow_use(module: SourceModule) -> dict[int, ast.Call]:
+    """Per scope (by id; the module's tree keeps the scopes alive), its TensorFlow or Keras call on the lowest
+    line, the first of the file's calls on that line: what may initialise the GPUs first. Found once per file:
+    a scan of every call for each assignment of CUDA_VISIBLE_DEVICES was quadratic in a file of many."""
+    first: dict[int, ast.Call] = {}
+    for call in module.calls:
+        name = module.call_name(call) or ""
+        if not name.startswith(("tf.", "keras.")) or name.startswith(_HARMLESS):
+            continue
+        scope = id(module.scope_of(call))
+        if scope not in first or call.lineno < first[scope].lineno:
+            first[scope] = call
+    return first
 
 
 # Calls that do not create a GPU context. Seeding only records the seed: TF2's tf.random.set_seed calls

@@ -470,3 +470,40 @@ def test_readme_has_exactly_two_setup_commands():
     for need in ("network access to the package index", "3.6 GB of disk", "root or", "sudo", "4,930 tests",
                  "20 minutes"):
         assert need in " ".join(setup.split()), need
+
+
+def _heading_anchors(doc: Path) -> set[str]:
+    """The anchors GitHub makes of a page's headings: lower case, punctuation but `-` and `_` dropped, spaces as
+    hyphens, a repeated heading numbered (`-1`, `-2`); headings in fenced blocks are not headings."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in doc.read_text().split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"^#{1,6} (.*)$", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).replace("`", "").strip().lower()).replace(" ", "-")
+            found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def test_heading_anchors_are_made_as_github_makes_them(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text('# Twenty-seventh: named with "gradienttape" (2026-12-07)\n## `tfdoctor lint`\n## `tfdoctor lint`\n'
+                    "```sh\n# not a heading\n```\n")
+    assert _heading_anchors(page) == {"twenty-seventh-named-with-gradienttape-2026-12-07", "tfdoctor-lint",
+                                      "tfdoctor-lint-1"}
+
+
+def test_every_link_to_a_heading_of_the_docs_resolves():
+    """A link to `#a-heading` of README.md or docs/ (in the page or another) names a heading that is there:
+    the long lint.md sections are linked by their dated titles, which a retitle silently breaks."""
+    broken = []
+    for doc in DOCS:
+        for target, anchor in re.findall(r"\]\(([^)\s]*?)#([^)\s]+)\)", doc.read_text()):
+            page = doc if not target else (doc.parent / target).resolve()
+            if page.suffix == ".md" and page.is_file() and anchor not in _heading_anchors(page):
+                broken.append(f"{doc.relative_to(REPO)}: {target}#{anchor}")
+    assert not broken, broken

@@ -271,7 +271,8 @@ def test_many_cuda_visible_devices_writes_are_judged_in_linear_time():
     assert large < 1.5
     assert large < max(small, 0.005) * 4 * 2.5
     messages = [f.message for f in lint_text(make(2), rules(("SRC113",)), "script.py").findings]
-    assert len(messages) == 2 and all("after TensorFlow already ran (tf.zeros() on line 3)" in m for m in messages), messages
+    assert len(messages) == 2, messages
+    assert all("after TensorFlow already ran (tf.zeros() on line 3)" in m for m in messages), messages
 
 
 def test_helpers_returning_helpers_pipelines_are_found_in_linear_time():

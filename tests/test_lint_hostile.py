@@ -151,9 +151,13 @@ def test_a_map_cached_later_in_its_scope_is_silent_and_its_uncached_twin_is_not(
             "cached = ds.batch(8).cache()\n"
             "model.fit(cached)\n"
             "other = src.map(f)\n"
-            "model.fit(other.batch(8))\n")
+            "model.fit(other.batch(8))\n"
+            # one cache under two pipelines: the map before it is cached (indexed once), the maps after it are not
+            "once = tf.data.TFRecordDataset('b').map(f).cache()\n"
+            "model.fit(once.map(f).batch(8))\n"
+            "model.fit(once.map(tf.image.flip_left_right).batch(8))\n")
     report = lint_text(text, rules(("SRC103",)), "script.py")
-    assert sorted(f.line for f in report.findings if f.code == "SRC103") == [11]
+    assert sorted((f.line, f.column) for f in report.findings if f.code == "SRC103") == [(11, 13), (14, 16), (15, 16)]
 
 
 def test_many_eager_steps_each_called_in_a_loop_are_judged_in_linear_time():

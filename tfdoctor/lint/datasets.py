@@ -809,7 +809,7 @@ class DatasetFlow:
     def _by_first_call(self) -> dict[int, list[tuple[ScopeFlow, Pipeline]]]:
         """Every value of every flow that leads somewhere, by the id of its first op's call. Values that lead
         nowhere are left out: each map of a chain of n was otherwise compared with the n values after it
-        (2,400 chained maps: 7 s)."""
+        (2,400 chained maps: 1.9 s of SRC103 alone, 0.55 s now)."""
         index: dict[int, list[tuple[ScopeFlow, Pipeline]]] = {}
         for flow in self.flows:
             for value in flow.values:

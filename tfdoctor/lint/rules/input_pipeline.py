@@ -513,8 +513,12 @@ def _caching_index(flow: ScopeFlow) -> dict[tuple[int, int], list[Pipeline]]:
     index: dict[tuple[int, int], list[Pipeline]] = {}
     for value in flow.values:
         last_cache = max((i for i, (op, _) in enumerate(value.ops) if op == "cache"), default=0)
-        for length in range(1, last_cache + 1):
-            index.setdefault((length, id(value.ops[length - 1][1])), []).append(value)
+        for length in range(last_cache, 0, -1):
+            entries = index.setdefault((length, id(value.ops[length - 1][1])), [])
+            if any(other.ops[:length] == value.ops[:length] for other in entries):
+                break  # a pipeline with this prefix is indexed already, and so are its shorter prefixes: each
+                # map after a cache would otherwise add every prefix before it (quadratic in a long chain)
+            entries.append(value)
     return index
 
 

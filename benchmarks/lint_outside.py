@@ -102,12 +102,14 @@ def linter_name(command: list[str]) -> str:
     return f"{version} ({head}{'+changes' if changed else ''})" if head else version
 
 
-def lint(command: list[str], folder: Path, preview: bool, timeout: float) -> tuple[dict | None, str]:
-    """(the JSON report, '') or (None, why not) for one checkout."""
+def lint(command: list[str], folder: Path, preview: bool, timeout: float, cwd: Path) -> tuple[dict | None, str]:
+    """(the JSON report, '') or (None, why not) for one checkout, linted from `cwd`, an empty folder: tfdoctor
+    reads `[tool.tfdoctor]` from the folder it runs in upward, and the figure is of the default settings, not of
+    whatever configuration the reader's folder holds."""
     args = [*command, "lint", "--format", "json", "--fail-on", "never", *(["--preview"] if preview else []),
-            str(folder)]
+            str(folder.resolve())]
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd)
     except subprocess.TimeoutExpired:
         return None, f"still running after {timeout:g} s (--timeout)"
     except OSError as error:
@@ -187,21 +189,22 @@ def list_findings(args: argparse.Namespace) -> int:
     linter = linter_name(command)
     rows: list[dict[str, str]] = []
     problems, files, unparsed = [], 0, 0
-    for folder, repo in zip(folders, names, strict=True):
-        commit = _git(folder, "rev-parse", "HEAD")
-        report, problem = lint(command, folder, False, args.timeout)
-        if report is not None:
-            made, skipped = rows_of(report, folder, repo, commit, "default", linter)
-            rows += made
-            files += report.get("files", 0)
-            unparsed += skipped
-        if args.preview and report is not None and not problem:
-            extra, problem = lint(command, folder, True, args.timeout)
-            if extra is not None:
-                rows += rows_of(extra, folder, repo, commit, "preview", linter,
-                                {_key(f) for f in report["findings"]})[0]
-        if problem:
-            problems.append(f"{safe_line(repo)}: {safe_line(problem)}")
+    with tempfile.TemporaryDirectory(prefix="tfdoctor-outside-") as empty:
+        for folder, repo in zip(folders, names, strict=True):
+            commit = _git(folder, "rev-parse", "HEAD")
+            report, problem = lint(command, folder, False, args.timeout, Path(empty))
+            if report is not None:
+                made, skipped = rows_of(report, folder, repo, commit, "default", linter)
+                rows += made
+                files += report.get("files", 0)
+                unparsed += skipped
+            if args.preview and report is not None and not problem:
+                extra, problem = lint(command, folder, True, args.timeout, Path(empty))
+                if extra is not None:
+                    rows += rows_of(extra, folder, repo, commit, "preview", linter,
+                                    {_key(f) for f in report["findings"]})[0]
+            if problem:
+                problems.append(f"{safe_line(repo)}: {safe_line(problem)}")
     _write_csv(args.out, rows)
     by_run = Counter(r["run"] for r in rows)
     print(f"{len(folders)} checkout(s), {files} file(s) linted by tfdoctor {safe_line(linter)}: "

@@ -122,6 +122,17 @@ def test_list_writes_a_row_per_finding_of_each_checkout_as_a_user_would_lint_it(
     assert "1 SRC001/SRC002" in done.stdout
 
 
+def test_the_readers_folder_configuration_does_not_change_the_default_settings(listed, tmp_path):
+    """tfdoctor reads [tool.tfdoctor] from the folder it runs in upward: list lints from an empty folder, so a
+    configuration where the reader stands (here one ignoring SRC107) does not thin the rows to judge."""
+    _, folders, _ = listed
+    (tmp_path / "pyproject.toml").write_text('[tool.tfdoctor]\nignore = ["SRC107"]\n')
+    out = tmp_path / "x.csv"
+    done = run("list", str(folders["one"]), "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [r["rule"] for r in rows(out)] == ["SRC107", "SRC107"]
+
+
 def test_an_existing_out_file_is_not_overwritten_without_force(listed, tmp_path):
     _, folders, _ = listed
     out = tmp_path / "judged.csv"

@@ -355,6 +355,60 @@ def test_the_input_pipeline_rules_read_the_same_sizes() -> None:
         ("SRC103", 5, "warning")]
 
 
+# The twenty-eighth held-out set's Iris estimator (TensorFlow 1): the file's path is a flag's default, read in
+# the helper that builds the pipeline through its parameter.
+PARSE = ("def parse(line):\n    fields = tf.decode_csv(line, record_defaults=[[0.0]] * 5)\n"
+         "    return dict(zip('abcd', fields[:4])), fields[4]\n")
+CSV_INPUT = ("def csv_input_fn(csv_path, batch_size):\n"
+             "    dataset = tf.data.TextLineDataset(csv_path).skip(1)\n"
+             "    dataset = dataset.map(parse)\n"
+             "    return dataset.shuffle(1000).repeat().batch(batch_size)\n")
+
+
+@pytest.mark.parametrize("defined, read", [
+    ("flags = tf.app.flags\nflags.DEFINE_string('train_file_path', './raw_data/iris_training.csv', 'data')\n"
+     "FLAGS = flags.FLAGS\n", "FLAGS.train_file_path"),
+    ("import argparse\nparser = argparse.ArgumentParser()\n"
+     "parser.add_argument('--train-file', default='data/iris_training.csv')\nargs = parser.parse_args()\n",
+     "args.train_file"),
+    ("import argparse\nparser = argparse.ArgumentParser()\n"
+     "parser.add_argument('-t', '--train', dest='csv', default='iris_training.csv')\nargs = parser.parse_args()\n",
+     "args.csv"),
+    ("TRAIN = 'iris_training.csv'\n", "csv_path=TRAIN"),
+])
+def test_a_small_tutorial_file_behind_an_option_or_a_parameter_is_toy_data(defined: str, read: str) -> None:
+    def text(call: str) -> str:
+        return (TF + defined + PARSE + CSV_INPUT
+                + f"classifier.train(input_fn=lambda: csv_input_fn({call}, batch_size=100), steps=1000)\n")
+
+    ast.parse(text(read))  # valid Python: a silence is the evidence's, not a syntax error's
+    assert found(text(read), select=("SRC103",)) == []
+    # the same code over a file of unknown size: a serial parse of a file read from disk
+    twin = text(read).replace("iris_training.csv", "sensor_readings.csv")
+    line = twin.split("\n").index("    dataset = dataset.map(parse)") + 1
+    assert found(twin, select=("SRC103",)) == [("SRC103", line, "warning")]
+
+
+def test_a_parameters_default_is_followed_and_options_are_indexed_once() -> None:
+    from tfdoctor.lint.bindings import option_defaults, parameter_values
+    from tfdoctor.lint.source import SourceModule
+
+    module = SourceModule.from_text(TF + "import argparse\np = argparse.ArgumentParser()\n"
+                                    "p.add_argument('--data-dir', default='/data')\n"
+                                    "p.add_argument('--epochs', type=int)\n"
+                                    "tf.app.flags.DEFINE_integer('steps', 100, 'n')\n"
+                                    "def input_fn(path='iris_training.csv', *, batch=32):\n    return path\n"
+                                    "input_fn('a.csv')\ninput_fn(path='b.csv', batch=8)\n")
+    options = option_defaults(module)
+    assert {name: [ast.literal_eval(v) for v in values] for name, values in options.items()} == {
+        "data_dir": ["/data"], "steps": [100]}  # --epochs has no default
+    function = module.nodes(ast.FunctionDef)[0]
+    assert [ast.literal_eval(v) for v in parameter_values(module, function, "path")] == [
+        "iris_training.csv", "a.csv", "b.csv"]
+    assert [ast.literal_eval(v) for v in parameter_values(module, function, "batch")] == [32, 8]
+    assert parameter_values(module, function, "nothing") == []
+
+
 @pytest.mark.parametrize("loader, silent", [("load_iris", True), ("load_digits", True), ("fetch_covtype", False)])
 def test_scikit_learns_loaders_are_sized_by_the_table(loader: str, silent: bool) -> None:
     text = (TF + "from sklearn import datasets\n" + f"x_train, y_train = datasets.{loader}(return_X_y=True)\n"

@@ -15,7 +15,7 @@ import ast
 import re
 from collections.abc import Mapping
 
-from tfdoctor.lint.bindings import bindings, bound_to
+from tfdoctor.lint.bindings import bindings, bound_to, option_defaults, parameter_values
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
@@ -348,10 +348,16 @@ def _cut_to(module: SourceModule, expr: ast.AST) -> int | None:
 
 def known_file_rows(module: SourceModule, source: ast.AST | None) -> int | None:
     """Rows of a tutorial's data file of known size that `source` reads: a string among its arguments, or
-    behind the names they use, three assignments deep at most (`make_csv_dataset(fp)`, `fp = get_file(...,
-    origin=url)`, `url = ".../iris_training.csv"`)."""
+    behind the names they use, three steps deep at most: an assignment (`make_csv_dataset(fp)`, `fp =
+    get_file(..., origin=url)`, `url = ".../iris_training.csv"`), a parameter of the function around the source
+    (what the file's calls of it pass: `csv_input_fn(FLAGS.train_file_path)`), or a command-line option's default
+    (`flags.DEFINE_string('train_file_path', './raw_data/iris_training.csv', ...)`, the twenty-eighth held-out
+    set's Iris estimator)."""
     if not isinstance(source, ast.Call):
         return None
+    around = next((a for a in module.ancestors(source) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                  None)
+    options = option_defaults(module)
     frontier, seen, sizes = [source], set(), []
     for _ in range(4):
         following = []
@@ -364,6 +370,12 @@ def known_file_rows(module: SourceModule, source: ast.AST | None) -> int | None:
                 elif isinstance(child, ast.Name) and child.id not in seen:
                     seen.add(child.id)
                     following += bindings(module, child.id)
+                    if around is not None:
+                        following += parameter_values(module, around, child.id)
+                elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and \
+                        f".{child.attr}" not in seen:
+                    seen.add(f".{child.attr}")
+                    following += options.get(child.attr, [])
         frontier = following
     return max(sizes) if sizes else None
 

@@ -40,6 +40,7 @@ import lint_heldout25 as h25  # noqa: E402
 import lint_heldout26 as h26  # noqa: E402
 import lint_heldout27 as h27  # noqa: E402
 import lint_heldout28 as h28  # noqa: E402
+import lint_heldout29 as h29  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -77,10 +78,11 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         # seven repositories: the index lists ten names with "gradienttape", three passed over by the rule
         pytest.param(h27, 6, "niccololaurora/Quanvolutional-GradientTape",
                      "machinelearningzuu/TF2-GradientTape-Examples", id="twenty-seventh"),
-        pytest.param(h28, 13, "jke-zq/tensorflow120", "wonjunchoi-arc/tensorflow1", id="twenty-eighth")]
+        pytest.param(h28, 13, "jke-zq/tensorflow120", "wonjunchoi-arc/tensorflow1", id="twenty-eighth"),
+        pytest.param(h29, 2, "itanghiu/OnlineHanziRecognizer_tf1_14_0", "jieniu/tf1_study", id="twenty-ninth")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
 REPOSITORIES = {h: 8 for h in (h10, h11, h12, h13, h14, h15, h16, h17, h18, h19, h20, h21, h22, h23, h24, h25, h26,
-                               h28)}
+                               h28, h29)}
 REPOSITORIES[h27] = 7
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.

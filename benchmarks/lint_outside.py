@@ -77,10 +77,12 @@ def _git(folder: Path, *args: str) -> str:
 
 
 def repository_name(folder: Path) -> str:
-    """`owner/name` from the checkout's `origin` remote (https or ssh form), else the folder's name."""
+    """`owner/name` from the checkout's `origin` remote on a host (https, ssh or `git@host:` form), else the
+    folder's name (no remote, or a clone of a local path or `file://` URL, whose last parts name no owner)."""
     remote = _git(folder, "remote", "get-url", "origin").removesuffix("/").removesuffix(".git")
+    local = not remote or remote.startswith(("/", ".", "~", "file:")) or Path(remote).exists()
     parts = remote.replace(":", "/").split("/")
-    if remote and len(parts) >= 2 and parts[-1] and parts[-2]:
+    if not local and len(parts) >= 2 and parts[-1] and parts[-2]:
         return f"{parts[-2]}/{parts[-1]}"
     return folder.resolve().name
 

@@ -260,6 +260,11 @@ def test_wilson_interval():
     ("https://github.com/owner/name.git", "owner/name"),
     ("git@github.com:owner/name.git", "owner/name"),
     ("https://gitlab.example.org/group/sub/name/", "sub/name"),
+    ("ssh://git@example.org:2222/owner/name.git", "owner/name"),
+    # a clone of a local copy: its path names no owner, so the checkout is named by its folder
+    ("/srv/mirrors/owner+name/repo", "clone"),
+    ("file:///srv/mirrors/name.git", "clone"),
+    ("../elsewhere/name", "clone"),
 ])
 def test_a_checkout_is_named_by_its_origin(tmp_path, remote, name):
     folder = checkout(tmp_path / "clone", {"a.py": "x = 1\n"}, remote=remote)

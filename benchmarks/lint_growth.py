@@ -27,6 +27,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+OUTPUT_LIMIT = 1024 * 1024  # what a measuring interpreter may print back: a few numbers per shape
 
 _H = "import tensorflow as tf\nimport os\nfrom tensorflow.keras import layers\n"
 _STEP = ("def step(x):\n    with tf.GradientTape() as t:\n        l = m(x)\n"
@@ -123,14 +125,21 @@ def measure(source: Path, texts: dict[str, list[str]], timeout: float) -> dict[s
     import packaging  # lint's only import outside the standard library: found beside it, not in site-packages
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(Path(packaging.__file__).parent.parent)])}
-    try:
-        done = subprocess.run([sys.executable, "-S", "-c", _MEASURE, str(source)], input=json.dumps(texts),
-                              capture_output=True, text=True, env=env, cwd=source, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        sys.exit(f"lint_growth: the linter under {source} took over {timeout:g} s (--timeout) and was ended")
-    if done.returncode:
-        sys.exit(f"lint_growth: the linter under {source} failed: {done.stderr.strip()[-800:]}")
-    return json.loads(done.stdout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run([sys.executable, "-S", "-c", _MEASURE, str(source)], input=json.dumps(texts).encode(),
+                                  stdout=out, stderr=err, env=env, cwd=source, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            sys.exit(f"lint_growth: the linter under {source} took over {timeout:g} s (--timeout) and was ended")
+        out.seek(0)
+        err.seek(0, os.SEEK_END)
+        err.seek(max(0, err.tell() - 800))
+        if done.returncode:
+            sys.exit(f"lint_growth: the linter under {source} failed: {err.read().decode(errors='replace').strip()}")
+        answer = out.read(OUTPUT_LIMIT + 1)  # a few numbers per shape
+    if len(answer) > OUTPUT_LIMIT:
+        sys.exit(f"lint_growth: the linter under {source} printed over {OUTPUT_LIMIT:,} bytes, not a measurement")
+    return json.loads(answer)
 
 
 def extract(ref: str, dest: Path) -> None:
@@ -145,6 +154,9 @@ def extract(ref: str, dest: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tfdoctor.terminal import write  # fits lines to a terminal (and shows control characters, were any there)
+
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300, help="pieces in the smaller file (the larger has 4n)")
     parser.add_argument("--baseline", metavar="COMMIT", help="also measure tfdoctor/ at this commit, same run")
@@ -166,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="tfdoctor-growth-") as tmp:
             extract(args.baseline, Path(tmp))
             trees[args.baseline] = measure(Path(tmp), texts, args.timeout)
-    print(f"lint's CPU seconds (best of 3, every rule with the preview ones) at n = {args.n} and 4n, and the growth")
+    lines = [f"lint's CPU seconds (best of 3, every rule with the preview ones) at n = {args.n} and 4n, and the growth"]
     header = f"{'shape':28}" + "".join(f"  {name[:12]:>12} n  {'4n':>7}  growth" for name in trees)
-    print(header)
+    lines.append(header)
     over = []
     for shape in chosen:
         row = f"{shape:28}"
@@ -178,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             row += f"  {small:14.3f}  {large:7.3f}  {growth:5.1f}x"
             if name == "this tree" and args.fail_over is not None and growth > args.fail_over:
                 over.append(f"{shape} ({growth:.1f}x)")
-        print(row)
+        lines.append(row)
+    write("\n".join(lines) + "\n", wrap=True)
     if over:
-        print(f"grew over {args.fail_over:g}x: {', '.join(over)}", file=sys.stderr)
+        write(f"grew over {args.fail_over:g}x: {', '.join(over)}\n", err=True, wrap=True)
         return 1
     return 0
 

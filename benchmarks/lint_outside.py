@@ -26,8 +26,10 @@ one repository says less than its count suggests), and whether the strict defaul
 Exit codes: 0 done (`list`: every checkout linted; `score`: every row judged); 1 `list`: a checkout's lint
 crashed, timed out or failed (the CSV is still written, with what was found, and the message says which);
 `score`: rows still unjudged (listed; the figure printed is not one to quote); 2 usage error (a checkout that is
-not a folder, two checkouts of one repository, `--out` that exists without `--force`, a CSV without the
-columns, a label that is not one of the three, a label without its reason).
+not a folder, two checkouts of one repository, `--out` that exists without `--force` or cannot be written, a CSV
+without the columns or over 64 MiB, a label that is not one of the three, a label without its reason); 4 standard
+output or error could not be written. A lint's report is read back up to 256 MiB; a lint still running at
+`--timeout`, or when this script is ended, is killed with every process it started.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import io
 import json
 import math
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,13 +57,19 @@ sys.path.insert(0, str(ROOT))
 from lint_heldout4 import LABEL_VALUES, NOT_JUDGED, _pct, precision  # noqa: E402
 from lint_heldout5 import tier_of  # noqa: E402 (the tiers the held-out sets are scored by)
 
-from tfdoctor.terminal import safe_line  # noqa: E402
+from tfdoctor.fixes.write import WriteError, write_bytes  # noqa: E402
+from tfdoctor.terminal import EXIT_OUTPUT, OutputLost, safe_line, write  # noqa: E402
 
 COLUMNS = ("repo", "commit", "run", "path", "cell", "line", "column", "rule", "severity", "tier", "message",
            "grounds", "linter", "label", "reason")
 NEEDED = ("repo", "path", "line", "rule", "label", "reason")
 TIMEOUT = 3600.0  # seconds for one checkout: the largest repositories linted here take under a minute
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE = 0, 1, 2
+# What is read back: lint's JSON for one repository (20,000 files of the corpora give well under 10 MB) and a
+# judged CSV; anything larger is refused with a message, not read into memory.
+REPORT_LIMIT = 256 * 1024 * 1024
+CSV_LIMIT = 64 * 1024 * 1024
+STDERR_TAIL = 4096
 Z95 = 1.959964
 
 
@@ -107,21 +117,37 @@ def linter_name(command: list[str]) -> str:
 def lint(command: list[str], folder: Path, preview: bool, timeout: float, cwd: Path) -> tuple[dict | None, str]:
     """(the JSON report, '') or (None, why not) for one checkout, linted from `cwd`, an empty folder: tfdoctor
     reads `[tool.tfdoctor]` from the folder it runs in upward, and the figure is of the default settings, not of
-    whatever configuration the reader's folder holds."""
+    whatever configuration the reader's folder holds.
+
+    The lint runs in a session of its own, its output in files of `cwd` read back within bounds: at `timeout`,
+    or if this script is ended (SIGTERM, SIGHUP, Ctrl-C), the whole group is killed, workers included."""
     args = [*command, "lint", "--format", "json", "--fail-on", "never", *(["--preview"] if preview else []),
             str(folder.resolve())]
+    out_path, err_path = cwd / "report.json", cwd / "stderr.txt"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        try:
+            child = subprocess.Popen(args, stdout=out, stderr=err, cwd=cwd, start_new_session=True)
+        except OSError as error:
+            return None, f"could not run {shlex.join(command)}: {error}"
+        try:
+            returncode = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"still running after {timeout:g} s (--timeout)"
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)  # workers it left, or all of it on a timeout or a signal
+            child.wait()
+    size = out_path.stat().st_size
+    if size > REPORT_LIMIT:
+        return None, f"a report of {size:,} bytes, over the {REPORT_LIMIT:,} read back"
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        return None, f"still running after {timeout:g} s (--timeout)"
-    except OSError as error:
-        return None, f"could not run {shlex.join(command)}: {error}"
-    try:
-        report = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        return None, f"exit {done.returncode}, no report: {tail[0]}"
-    if done.returncode == 3 or report.get("crashes"):
+        report = json.loads(out_path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        with err_path.open("rb") as handle:
+            handle.seek(max(0, err_path.stat().st_size - STDERR_TAIL))
+            tail = handle.read().decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        return None, f"exit {returncode}, no report: {tail[0]}"
+    if returncode == 3 or report.get("crashes"):
         return report, f"a rule crashed ({len(report.get('crashes') or [])}; see `tfdoctor lint` on it)"
     return report, ""
 
@@ -153,18 +179,21 @@ def rows_of(report: dict, folder: Path, repo: str, commit: str, run: str, linter
     return rows, unjudged
 
 
-def _write_csv(out: Path, rows: list[dict[str, str]]) -> None:
-    """Whole or not at all: a temporary file beside `out`, renamed over it."""
-    handle, name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+def _write_csv(out: Path, rows: list[dict[str, str]], force: bool) -> None:
+    """Whole or not at all, with the umask, never through a link out of its folder (tfdoctor's own writer)."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
     try:
-        with os.fdopen(handle, "w", newline="") as stream:
-            writer = csv.DictWriter(stream, fieldnames=COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(name, out)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
+        write_bytes(out, text.getvalue().encode("utf-8"), force=force)
+    except WriteError as error:
+        raise UsageError(safe_line(str(error))) from None
+
+
+def _say(text: str, err: bool = False) -> None:
+    """Printed as tfdoctor prints: control characters shown, lines fitted to a terminal."""
+    write(text + "\n", err=err, wrap=True)
 
 
 def list_findings(args: argparse.Namespace) -> int:
@@ -207,23 +236,26 @@ def list_findings(args: argparse.Namespace) -> int:
                                     {_key(f) for f in report["findings"]})[0]
             if problem:
                 problems.append(f"{safe_line(repo)}: {safe_line(problem)}")
-    _write_csv(args.out, rows)
+    _write_csv(args.out, rows, args.force)
     by_run = Counter(r["run"] for r in rows)
-    print(f"{len(folders)} checkout(s), {files} file(s) linted by tfdoctor {safe_line(linter)}: "
+    _say(f"{len(folders)} checkout(s), {files} file(s) linted by tfdoctor {safe_line(linter)}: "
           f"{by_run['default']} default finding(s) to judge"
           + (f", {by_run['preview']} more with the preview rules" if args.preview else "")
           + (f" ({unparsed} SRC001/SRC002, files that do not parse or read, counted, not listed)" if unparsed else "")
           + f"; written to {safe_line(str(args.out))}")
-    print("Judge every row by docs/lint.md's rubric: label true, debatable or false, and a one-line reason; then "
-          f"`python benchmarks/lint_outside.py score {shlex.quote(str(args.out))}`.")
+    _say("Judge every row by docs/lint.md's rubric: label true, debatable or false, and a one-line reason; then "
+         f"`python benchmarks/lint_outside.py score {shlex.quote(str(args.out))}`.")
     for problem in problems:
-        print(f"not fully linted: {problem}", file=sys.stderr)
+        _say(f"not fully linted: {problem}", err=True)
     return EXIT_INCOMPLETE if problems else EXIT_OK
 
 
 def read_judged(path: Path) -> list[dict[str, str]]:
     """The rows of a judged CSV, each label lower-cased; bad input is a UsageError naming its line."""
     try:
+        size = path.stat().st_size
+        if size > CSV_LIMIT:
+            raise UsageError(f"{safe_line(str(path))}: {size:,} bytes, over the {CSV_LIMIT:,} a judged CSV may hold")
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
@@ -274,33 +306,33 @@ def score(args: argparse.Namespace) -> int:
     for run, chosen in runs.items():
         if not chosen and run == "preview":
             continue
-        print(f"{run} settings: {len(chosen)} finding(s)" if run == "default" else
+        _say(f"{run} settings: {len(chosen)} finding(s)" if run == "default" else
               f"preview rules, findings the default settings do not make: {len(chosen)}")
-        print("\n".join(figure_lines(chosen)))
+        _say("\n".join(figure_lines(chosen)))
     default = runs["default"]
     by_repo = Counter(r["repo"] for r in default)
     if by_repo:
-        print("default findings per repository: " + ", ".join(
+        _say("default findings per repository: " + ", ".join(
             f"{safe_line(repo)} {n}" for repo, n in sorted(by_repo.items(), key=lambda item: (-item[1], item[0]))))
     linters = sorted({r.get("linter") or "" for r in rows} - {""})
     if linters:
-        print("linted by tfdoctor " + "; ".join(safe_line(name) for name in linters))
+        _say("linted by tfdoctor " + "; ".join(safe_line(name) for name in linters))
     unjudged = [r for r in rows if r["label"] == "unjudged"]
     if unjudged:
-        print(f"{len(unjudged)} row(s) unjudged: judge every finding before quoting a figure", file=sys.stderr)
+        _say(f"{len(unjudged)} row(s) unjudged: judge every finding before quoting a figure", err=True)
         for row in unjudged[:20]:
             where = f"{row['path']}:{row['cell'] + ':' if row.get('cell') else ''}{row['line']}"
-            print(f"  line {row['number']}: {safe_line(row['repo'])} {safe_line(where)} {safe_line(row['rule'])}",
-                  file=sys.stderr)
+            _say(f"  line {row['number']}: {safe_line(row['repo'])} {safe_line(where)} {safe_line(row['rule'])}",
+                 err=True)
         if len(unjudged) > 20:
-            print(f"  … and {len(unjudged) - 20} more", file=sys.stderr)
+            _say(f"  … and {len(unjudged) - 20} more", err=True)
         return EXIT_INCOMPLETE
     judged = precision(Counter((r["rule"], r["label"]) for r in default))
     if judged["strict"] is None:
-        print("no default finding to judge: no precision figure (a set with none says nothing about it)")
+        _say("no default finding to judge: no precision figure (a set with none says nothing about it)")
         return EXIT_OK
     verdict = "reaches" if 100 * judged["strict"] >= args.bar else "does not reach"
-    print(f"strict default precision {_pct(judged['strict'])} ({judged['true']} of {judged['findings']}) {verdict} "
+    _say(f"strict default precision {_pct(judged['strict'])} ({judged['true']} of {judged['findings']}) {verdict} "
           f"the bar of {args.bar:g} %; lenient {_pct(judged['lenient'])}")
     return EXIT_OK
 
@@ -322,13 +354,22 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _ended(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # through the `finally` that kills a running lint's process group
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _ended)
     try:
         return list_findings(args) if args.command == "list" else score(args)
     except UsageError as error:
-        print(f"lint_outside: {error}", file=sys.stderr)
+        with contextlib.suppress(OutputLost):
+            _say(f"lint_outside: {error}", err=True)
         return EXIT_USAGE
+    except (OutputLost, BrokenPipeError):
+        return EXIT_OUTPUT
 
 
 if __name__ == "__main__":

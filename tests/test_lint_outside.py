@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +276,107 @@ def test_the_interval_docs_lint_md_quotes_is_the_one_score_prints():
     doc = (REPO / "docs" / "lint.md").read_text()
     low, high = lint_outside.wilson(24, 30)
     assert f"on 30 findings, 80 % strict is {100 * low:.0f}–{100 * high:.0f} %" in doc
+
+
+# A tfdoctor that starts a worker (as `lint` with several jobs does) and then hangs: the worker writes its pid.
+HANGING_WITH_A_WORKER = """\
+import os, subprocess, sys, time, runpy
+if "lint" in sys.argv:
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.environ["WORKER_PID"] + ".tmp", "w") as f:
+        f.write(str(worker.pid))
+    os.replace(os.environ["WORKER_PID"] + ".tmp", os.environ["WORKER_PID"])
+    time.sleep(120)
+sys.argv[0] = "tfdoctor"
+runpy.run_module("tfdoctor", run_name="__main__")
+"""
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["timeout", "SIGTERM", "SIGHUP"])
+def test_a_lint_ended_takes_every_process_it_started_with_it(tmp_path, ending):
+    """At --timeout, or when lint_outside itself is ended, the lint's whole process group is killed: a worker it
+    started does not outlive it (reaped by init, it would keep a CPU busy for the rest of its sleep)."""
+    import signal
+    import time
+
+    fake = tmp_path / "tfdoctor-with-worker"
+    fake.write_text(f"#!{sys.executable}\n" + HANGING_WITH_A_WORKER)
+    fake.chmod(0o755)
+    pid_file = tmp_path / "worker.pid"
+    folder = checkout(tmp_path / "repo", {"train.py": EAGER_STEP})
+    args = [sys.executable, str(SCRIPT), "list", str(folder), "--out", str(tmp_path / "x.csv"), "--tfdoctor",
+            str(fake), "--timeout", "8" if ending == "timeout" else "100"]
+    process = subprocess.Popen(args, env={**os.environ, "WORKER_PID": str(pid_file)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker = int(pid_file.read_text())
+    if ending != "timeout":
+        process.send_signal(getattr(signal, ending))
+    _, err = process.communicate(timeout=60)
+    assert _gone(worker), f"worker {worker} outlived lint_outside"
+    if ending == "timeout":
+        assert process.returncode == 1 and "still running after 8 s" in err
+    else:
+        assert process.returncode == 128 + getattr(signal, ending) and "Traceback" not in err
+
+
+def test_a_report_over_the_bound_is_not_read(tmp_path, monkeypatch, listed):
+    _, folders, _ = listed
+    monkeypatch.setattr(lint_outside, "REPORT_LIMIT", 100)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report, problem = lint_outside.lint([sys.executable, "-m", "tfdoctor"], folders["one"], False, 300, empty)
+    assert report is None and problem.startswith("a report of ") and "over the 100 read back" in problem
+
+
+def test_a_judged_csv_over_the_bound_is_refused(tmp_path, monkeypatch, capsys):
+    table = tmp_path / "big.csv"
+    table.write_text("repo,path,line,rule,label,reason\n" + "o/r,a.py,1,SRC103,true,why\n" * 10)
+    monkeypatch.setattr(lint_outside, "CSV_LIMIT", 64)
+    assert lint_outside.main(["score", str(table)]) == 2
+    assert "over the 64 a judged CSV may hold" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_the_csv_is_written_with_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        lint_outside._write_csv(tmp_path / "x.csv", [], force=False)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "x.csv").stat().st_mode & 0o777 == mode
+    assert (tmp_path / "x.csv").read_text().startswith("repo,commit,run,path")
+
+
+def test_force_never_writes_through_a_link_out_of_its_folder(tmp_path, listed):
+    _, folders, _ = listed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep me\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "x.csv").symlink_to(elsewhere / "precious.txt")
+    done = run("list", str(folders["two"]), "--out", str(tmp_path / "out" / "x.csv"), "--force")
+    assert done.returncode == 2 and "outside its folder" in done.stderr and "Traceback" not in done.stderr
+    assert (elsewhere / "precious.txt").read_text() == "keep me\n"
+
+
+def test_a_closed_standard_output_is_exit_4_not_a_traceback(listed):
+    out, _, _ = listed
+    done = subprocess.run(["bash", "-c", f'"{sys.executable}" "{SCRIPT}" score "{out}" >&-'], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 4 and "Traceback" not in done.stderr

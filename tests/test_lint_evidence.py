@@ -721,3 +721,88 @@ def test_a_tf1_file_that_runs_its_training_op_once_is_a_smoke_test(run: str, rep
     rules = select_lint_rules(load_lint_rules().rules, select=["SRC102", "SRC103"])
     findings = lint_text(TF1_PIPELINE + run, rules, "one_step.py").findings
     assert sorted(f.code for f in findings) == (["SRC102", "SRC103"] if reported else [])
+
+
+# The twenty-ninth held-out set's handwriting recognizer: a list of PNG paths filled from os.walk, mapped by a
+# lambda calling a method whose name a function nested in another method also has.
+WALKED = ("import os\n"
+          "class Data:\n"
+          "    def _parse(self, filename):\n"
+          "        image = tf.image.decode_png(tf.io.read_file(filename), channels=1)\n"
+          "        return tf.image.random_brightness(image, 0.2)\n"
+          "    def train_data(self, data_dir):\n"
+          "        paths = []\n"
+          "        for root, _, names in os.walk(data_dir):\n"
+          "            paths += [os.path.join(root, n) for n in names]\n"
+          "        ds = tf.data.Dataset.from_tensor_slices(paths).map(lambda x: self._parse(x))\n"
+          "        model.fit(ds.batch(64))\n"
+          "    def other(self):\n"
+          "        def _parse(name):\n"
+          "            return name\n"
+          "        return _parse\n")
+
+
+def test_a_list_filled_from_os_walk_is_files_not_a_literal_and_self_finds_the_method() -> None:
+    text = TF + WALKED
+    ast.parse(text)
+    assert found(text, select=("SRC103",)) == [("SRC103", 11, "warning")]
+    # twins: the list as written (two names, nothing added: a demo), and a map of the nested identity
+    literal = text.replace("        for root, _, names in os.walk(data_dir):\n"
+                           "            paths += [os.path.join(root, n) for n in names]\n", "")
+    literal = literal.replace("paths = []", "paths = ['a.png', 'b.png']")
+    assert found(literal, select=("SRC103",)) == []
+    assert found(text.replace("lambda x: self._parse(x)", "lambda x: self.other()(x)"), select=("SRC103",)) == []
+
+
+@pytest.mark.parametrize("fill", ["paths.append(os.path.join(root, n))", "paths.extend([root])"])
+def test_a_list_grown_in_place_is_not_the_empty_literal_it_started_as(fill: str) -> None:
+    from tfdoctor.lint.bindings import values_besides_assignment
+    from tfdoctor.lint.source import SourceModule
+
+    text = TF + WALKED.replace("paths += [os.path.join(root, n) for n in names]",
+                               f"for n in names:\n                {fill}")
+    assert found(text, select=("SRC103",)) == [("SRC103", 12, "warning")]
+    module = SourceModule.from_text(text)
+    assert [ast.unparse(v) for v in values_besides_assignment(module, "root")] == ["os.walk(data_dir)"]
+    assert values_besides_assignment(module, "ds") == []
+
+
+# The twenty-seventh held-out set's CIFAR-10 script: one helper records the tape and returns the gradients, the
+# loop collects them and hands them to another helper that applies them.
+SPLIT_STEP = ("(x_train, y_train), _ = tf.keras.datasets.cifar10.load_data()\n"
+              "def step(x, y):\n"
+              "    with tf.GradientTape() as tape:\n"
+              "        loss = loss_fn(y, model(x, training=True))\n"
+              "    return tape.gradient(loss, model.trainable_variables)\n"
+              "def update(grads_list):\n"
+              "    optimizer.apply_gradients(zip(average(grads_list), model.trainable_variables))\n"
+              "for epoch in range(40):\n"
+              "    for x, y in batches(x_train, y_train):\n"
+              "        grads_list = []\n"
+              "        for part in range(4):\n"
+              "            grads = step(x[part], y[part])\n"
+              "            grads_list.append(grads)\n"
+              "        update(grads_list)\n")
+
+
+def test_a_tape_helper_whose_gradients_the_loop_hands_to_an_applying_helper_is_a_step() -> None:
+    [(code, severity, grounds, _)] = step_findings(TF + SPLIT_STEP)
+    assert (code, severity) == ("SRC107", "warning")
+    assert grounds["data-from-files-or-large"] == "50,000 elements (keras.datasets.cifar10)"
+    # twins: the step compiled; the applying helper handed something else; the apply outside any loop
+    assert step_findings(TF + SPLIT_STEP.replace("def step(", "@tf.function\ndef step(")) == []
+    assert step_findings(TF + SPLIT_STEP.replace("update(grads_list)\n", "update(saved)\n")) == []
+    once = SPLIT_STEP.replace("        update(grads_list)\n", "") + "update(grads_list)\n"
+    assert step_findings(TF + once) == []
+
+
+def test_a_module_level_loop_whose_tape_is_in_one_helper_is_told_to_decorate_that_helper() -> None:
+    def advice(text: str) -> tuple[str, object]:
+        report = lint_text(text, select_lint_rules(load_lint_rules().rules, select=["SRC107"]), "script.py")
+        [finding] = report.findings
+        return finding.fix.title, finding.evidence.get("tape_in")
+
+    assert advice(TF + SPLIT_STEP) == ("Decorate step() (it records the GradientTape) with @tf.function", "step")
+    # a helper that reads its loss to Python cannot be compiled as written: the general advice instead
+    numpy = SPLIT_STEP.replace("    return tape.gradient(", "    print(loss.numpy())\n    return tape.gradient(")
+    assert advice(TF + numpy) == ("Move the step into a function decorated with @tf.function", None)

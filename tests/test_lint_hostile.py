@@ -196,6 +196,25 @@ def _linear(make, select: tuple[str, ...], n: int, expected=lambda size: size) -
     return min(cost(n) for _ in range(3)), min(cost(4 * n) for _ in range(3))
 
 
+def test_many_applying_helpers_in_one_loop_are_judged_in_linear_time():
+    """A helper that applies gradients, called in a loop beside a helper that returns them, is a step when it is
+    handed what that helper returned: what each function binds to returned gradients is found once for it, not
+    once per call of a helper (n calls in one loop would walk the loop n times)."""
+    def make(n: int) -> str:
+        lines = ["import tensorflow as tf", "ds = tf.data.TFRecordDataset('a')",
+                 "def grads_of(x):", "    with tf.GradientTape() as tape:", "        loss = model(x)",
+                 "    return tape.gradient(loss, model.trainable_variables)"]
+        for i in range(n):
+            lines += [f"def update{i}(g):", "    opt.apply_gradients(zip(g, model.trainable_variables))"]
+        lines += ["def train():", "    for x in ds:", "        g = grads_of(x)"]
+        lines += [f"        update{i}(other)" for i in range(n)] + ["        update0(g)", "train()"]
+        return "\n".join(lines) + "\n"
+
+    small, large = _linear(make, ("SRC107",), 400, expected=lambda size: 1)
+    assert large < 1.5
+    assert large < max(small, 0.005) * 4 * 2.5  # 4x the calls: linear ~4x, quadratic ~16x
+
+
 def test_many_functions_compiled_with_xla_are_judged_in_linear_time():
     """Each function compiled with jit_compile=True walked every loop over a padded pipeline of the file and
     scanned every call for its own (1,200 functions: 11.8 s against 0.7 s for 300)."""

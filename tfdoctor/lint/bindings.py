@@ -113,3 +113,37 @@ def calls_by_plain_name(module: SourceModule) -> dict[str, list[ast.Call]]:
         if isinstance(call.func, ast.Name):
             found.setdefault(call.func.id, []).append(call)
     return found
+
+
+# Methods that put values into a list or set in place: `paths.append(p)`, `paths.extend(more)`.
+_GROWING_METHODS = frozenset({"append", "extend", "insert", "add", "update"})
+
+
+def values_besides_assignment(module: SourceModule, name: str) -> list[ast.AST]:
+    """What reaches a name other than by `name = value`: the value of `name += more`, what a loop `for name in
+    walk(...)` takes its items from, what `name.append(x)` or `name.extend(xs)` puts in. A name with any of
+    these is not the literal it was first bound to (`paths = []`, then filled from `os.walk`)."""
+    return module.derived(_besides_index).get(name, [])
+
+
+def _besides_index(module: SourceModule) -> dict[str, list[ast.AST]]:
+    found: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                found.setdefault(node.id, []).append(value)
+
+    for node in module.nodes(ast.AugAssign):
+        bind(node.target, node.value)
+    for node in module.nodes(ast.AnnAssign):
+        if node.value is not None:
+            bind(node.target, node.value)
+    for node in (*module.nodes(ast.For), *module.nodes(ast.AsyncFor), *module.nodes(ast.comprehension)):
+        bind(node.target, node.iter)
+    for call in module.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _GROWING_METHODS and isinstance(func.value, ast.Name):
+            for value in (*call.args, *(k.value for k in call.keywords)):
+                found.setdefault(func.value.id, []).append(value)
+    return found

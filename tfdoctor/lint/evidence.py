@@ -15,7 +15,13 @@ import ast
 import re
 from collections.abc import Mapping
 
-from tfdoctor.lint.bindings import bindings, bound_to, option_defaults, parameter_values
+from tfdoctor.lint.bindings import (
+    bindings,
+    bound_to,
+    option_defaults,
+    parameter_values,
+    values_besides_assignment,
+)
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
@@ -223,7 +229,8 @@ def _data_sizes() -> dict[tuple[str, str], int]:
 
 # Readers whose data comes from files (NumPy, pandas, h5py, PIL, OpenCV, Python's own open).
 _FILE_READERS = ("numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "pandas.read_", "h5py.File",
-                 "open", "tf.io.gfile", "PIL.Image.open", "cv2.imread", "glob.glob", "os.listdir", "pathlib.Path")
+                 "open", "tf.io.gfile", "PIL.Image.open", "cv2.imread", "glob.glob", "glob.iglob", "os.listdir",
+                 "os.walk", "os.scandir", "pathlib.Path")
 
 
 def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[str | None, str | None]:
@@ -404,7 +411,7 @@ def _read_from_files(module: SourceModule, source: ast.AST) -> str | None:
             if name in seen:
                 continue
             seen.add(name)
-            for bound in bindings(module, name):
+            for bound in (*bindings(module, name), *values_besides_assignment(module, name)):
                 for node in ast.walk(bound):
                     called = module.call_name(node) if isinstance(node, ast.Call) else None
                     if called and called.startswith(_FILE_READERS):

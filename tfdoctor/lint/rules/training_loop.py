@@ -225,6 +225,34 @@ def _loops_calling(module: SourceModule) -> Callable[[str], list[ast.AST]]:
     return loops
 
 
+def _tapes(module: SourceModule) -> dict[int, Function | None]:
+    """The functions of the file that record a `tf.GradientTape` (0: the module itself), by id."""
+    tapes: dict[int, Function | None] = {}
+    for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith)):
+        if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
+               for i in w.items):
+            owner = _enclosing(module, w)
+            tapes[id(owner) if owner is not None else 0] = owner
+    return tapes
+
+
+def _taping_helper_in_loop(module: SourceModule, apply: ast.AST) -> str | None:
+    """The one function of the file that records the tape, is not compiled and is called in the loops around a
+    module-level apply (`grads = step(x)`): what to decorate, rather than moving the loop's step into a function."""
+    loops = _loops_around(module, apply)
+    if not loops:
+        return None
+    compiled = module.derived(_compiled_functions)
+    taping = {f.name for f in module.derived(_tapes).values() if f is not None} - compiled
+    called = {name for n in ast.walk(loops[-1]) if isinstance(n, ast.Call) and (name := _called_name(n)) in taping}
+    if len(called) != 1:
+        return None
+    name = called.pop()
+    definitions = module.derived(functions_by_name).get(name, [])
+    # one definition that can be compiled as written: not one that reads tensors to NumPy or writes files
+    return name if len(definitions) == 1 and _cannot_wrap(module, definitions[0], None) is None else None
+
+
 def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST]]:
     """Eager training steps: (function or None for module level, the apply_gradients call).
 
@@ -233,12 +261,7 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     loop, or its function is called from one. A method or function whose callers are elsewhere (a
     library's `_train`, which the library compiles) is left alone.
     """
-    tapes: dict[int, Function | None] = {}
-    for w in (*module.nodes(ast.With), *module.nodes(ast.AsyncWith)):
-        if any(isinstance(i.context_expr, ast.Call) and module.call_name(i.context_expr) == "tf.GradientTape"
-               for i in w.items):
-            owner = _enclosing(module, w)
-            tapes[id(owner) if owner is not None else 0] = owner
+    tapes = module.derived(_tapes)
     if not tapes:
         return []
     if any(_eager_on_purpose(module, c) for n in _EAGER_SWITCHES for c in module.calls_by_name.get(n, ())):
@@ -260,11 +283,13 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
                 appliers.update(a.name for a in module.ancestors(c)
                                 if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)))
         appliers -= taping_names | compiled
+    gradients: dict[int, set[str]] = {}
     for call in module.calls:
         name = _called_name(call)
         if name in appliers:
             holder = _enclosing(module, call)
-            if holder is None or id(holder) not in tapes:
+            if (holder is None or id(holder) not in tapes) and not _applies_returned_gradients(
+                    module, call, holder, taping_names - compiled, gradients):
                 continue
         elif not (isinstance(call.func, ast.Attribute) and call.func.attr == "apply_gradients"):
             continue
@@ -293,6 +318,43 @@ def _gradient_steps(module: SourceModule) -> list[tuple[Function | None, ast.AST
     return sorted(steps, key=lambda s: getattr(s[0] or s[1], "lineno", 0))
 
 
+def _applies_returned_gradients(module: SourceModule, call: ast.Call, holder: Function | None, taping: set[str],
+                                known: dict[int, set[str]]) -> bool:
+    """Whether a call of a helper that applies gradients sits in a loop and is handed what a taping function of
+    this file returned in the same function (or module): `grads = step(x)`, `grads_list.append(grads)`, then
+    `update(grads_list)`. The loop runs the step in two helpers, one recording the tape and returning the
+    gradients, the other applying them (the twenty-seventh held-out set's CIFAR-10 script)."""
+    if not taping or not _in_loop(module, call, holder):
+        return False
+    key = id(holder) if holder is not None else 0
+    if key not in known:
+        known[key] = _names_holding_gradients(module, holder if holder is not None else module.tree, taping)
+    held = known[key]
+    return bool(held) and any(isinstance(n, ast.Name) and n.id in held
+                              for arg in (*call.args, *(k.value for k in call.keywords)) for n in ast.walk(arg))
+
+
+def _names_holding_gradients(module: SourceModule, body: ast.AST, taping: set[str]) -> set[str]:
+    """The names a function (or the module) binds to what its calls of taping functions return, and the lists
+    it appends those to; found in one walk of its own body (nested functions are theirs)."""
+    held: set[str] = set()
+    appended: list[tuple[str, ast.AST]] = []
+    stack = list(ast.iter_child_nodes(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called_name(node.value) in taping:
+            held.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "append", "extend") and isinstance(node.func.value, ast.Name) and node.args:
+            appended.append((node.func.value.id, node.args[0]))
+        stack.extend(ast.iter_child_nodes(node))
+    held.update(receiver for receiver, value in appended
+                if any(isinstance(n, ast.Name) and n.id in held for n in ast.walk(value)))
+    return held
+
+
 @lint_rule("SRC107", "training-step-without-tf-function", Severity.WARNING,
            triggers=[b"GradientTape", (b"apply_gradients", b"assign_sub")],
            evidence=("step-called-in-loop", "data-from-files-or-large", "users-training-code"))
@@ -302,7 +364,9 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
     What it does:
         Flags a function that opens `tf.GradientTape()` and calls `optimizer.apply_gradients()` when
         it is not decorated with `@tf.function`, not wrapped by `tf.function(step)`, and not called from
-        a function that is. Keras' own `train_step`/`test_step` overrides are compiled by `fit` and are
+        a function that is; also a loop that calls a helper recording the tape and returning its
+        gradients and hands them to a helper that applies them (the advice names the helper to
+        decorate). Keras' own `train_step`/`test_step` overrides are compiled by `fit` and are
         left alone, as is a step right under a `tf.function` decorator its author turned into a comment
         (`# @tf.function  # not working`). It needs evidence (`tfdoctor lint --list-rules`): the step
         runs in a loop of the file, over data known to be large, read from files or an environment's
@@ -345,10 +409,13 @@ def training_step_without_tf_function(module: SourceModule) -> Iterator[Hit]:
         grounds, unproven = _step_grounds(module, func, apply)
         severity = Severity.INFO if unproven else None
         if func is None:  # the loop itself is at module level: no function to decorate
+            helper = _taping_helper_in_loop(module, apply)
+            advice = (f"Decorate {helper}() (it records the GradientTape) with @tf.function" if helper
+                      else "Move the step into a function decorated with @tf.function")
+            at_module: dict[str, object] = {"function": None, **({"tape_in": helper} if helper else {})}
             yield Hit(apply, "training loop at module level records a GradientTape and applies gradients eagerly "
-                      "(not a tf.function)" + not_shown(unproven), evidence={"function": None},
-                      fix=SourceFix("Move the step into a function decorated with @tf.function"), grounds=grounds,
-                      unproven=unproven, severity=severity)
+                      "(not a tf.function)" + not_shown(unproven), evidence=at_module,
+                      fix=SourceFix(advice), grounds=grounds, unproven=unproven, severity=severity)
             continue
         if func.name in compiled:
             continue
@@ -507,9 +574,10 @@ _WRITES = frozenset({"open", "save", "save_weights", "save_model", "savefig", "d
 _GRAPH_WRITERS = ("tf.io.", "tf.summary.", "tf.print")  # ops: fine in a graph
 
 
-def _cannot_wrap(module: SourceModule, func: Function, apply: ast.AST) -> str | None:
-    """Why decorating `func` itself with @tf.function cannot be right, or None."""
-    if _innermost_loop_in(module, apply, func) is not None:
+def _cannot_wrap(module: SourceModule, func: Function, apply: ast.AST | None) -> str | None:
+    """Why decorating `func` itself with @tf.function cannot be right, or None (`apply`: the step's apply in
+    `func`, None for a helper that only records the tape)."""
+    if apply is not None and _innermost_loop_in(module, apply, func) is not None:
         return "runs the whole training loop"
     for node in ast.walk(func):
         if not isinstance(node, ast.Call) or node is apply:

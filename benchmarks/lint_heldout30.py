@@ -1,0 +1,31 @@
+"""The thirtieth held-out measurement of `tfdoctor lint` (issue 39, item 4): eight repositories named with
+"tensorflow-cnn" that nobody on the project had linted, chosen by the twenty-ninth set's written rule with another
+name (one per owner, in the search index's file-count order, a copy of a repository chosen before passed over, and a
+repository a fifth of whose files are near copies of code judged before passed over), aimed at convolutional
+networks in TensorFlow 1 and 2; scored exactly as the fifth (benchmarks/lint_heldout5.py: the default settings, and
+`--select SRC102,SRC103,SRC113` with the defaults, per rule and per tier; each repository linted as `tfdoctor lint
+DIR` lints it, each file for its nearest pins).
+
+    python benchmarks/lint_heldout30.py [--show] [--mirror /work/.mirror] [--list CSV]
+
+The manifest (benchmarks/lint_corpus/heldout30.toml, commit 8c9f4a8) was committed alone before the linter ran on
+any of its repositories, and the linter measured (commit 48208ce's tfdoctor/: the twenty-ninth set's rules, with a
+list filled from os.walk counted as file names, `self.method` resolved to its class's method, and the gradients a
+taping helper returns followed into the helper that applies them; the default rule set unchanged) was committed
+before it ran on them; the labels, one per finding with a one-line reason, are
+benchmarks/lint_corpus/heldout30_labels.csv. Absent snapshots: the script says which and exits 0 without a figure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lint_heldout5 import HeldOutSet
+
+SET = HeldOutSet("heldout30")
+MANIFEST, LABELS, main = SET.manifest, SET.labels, SET.main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

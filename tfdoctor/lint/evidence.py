@@ -271,18 +271,10 @@ def data_grounds(module: SourceModule, value: object, depth: int = 0) -> tuple[s
     return None, "its source is not known to read files"
 
 
-_FEW = 100  # take(n) of at most this many elements or batches: a demo's data, not a training set
-
-
 def _a_few_taken(value: object) -> bool:
-    few = False
-    for op, call in getattr(value, "ops", ()):
-        if op == "take":
-            count = constant(argument(call, "count", 0))
-            few = few or (isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _FEW)
-        elif op == "repeat" and argument(call, "count", 0) is None:
-            few = False  # repeated without end after the take: a stream, however small its cycle
-    return few
+    """`take(5).repeat(2)`: a few elements (or batches) of a demo, not repeated without end after the take."""
+    marks = getattr(value, "marks", None)
+    return bool(marks is not None and marks.few_taken)
 
 
 def _made_by_a_function_of_the_file(module: SourceModule, value: object) -> object | None:

@@ -512,7 +512,7 @@ def _caching_index(flow: ScopeFlow) -> dict[tuple[int, int], list[Pipeline]]:
     rebound in two branches)."""
     index: dict[tuple[int, int], list[Pipeline]] = {}
     for value in flow.values:
-        last_cache = max((i for i, (op, _) in enumerate(value.ops) if op == "cache"), default=0)
+        last_cache = max(value.marks.last_cache, 0)
         for length in range(last_cache, 0, -1):
             entries = index.setdefault((length, id(value.ops[length - 1][1])), [])
             if any(other.ops[:length] == value.ops[:length] for other in entries):

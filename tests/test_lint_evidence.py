@@ -806,3 +806,32 @@ def test_a_module_level_loop_whose_tape_is_in_one_helper_is_told_to_decorate_tha
     # a helper that reads its loss to Python cannot be compiled as written: the general advice instead
     numpy = SPLIT_STEP.replace("    return tape.gradient(", "    print(loss.numpy())\n    return tape.gradient(")
     assert advice(TF + numpy) == ("Move the step into a function decorated with @tf.function", None)
+
+
+# The thirty-first held-out set's denoiser (TensorFlow 1): `num_parallel_calls = 1  # number of threads`, then the
+# map of PNG files read from disk passes the name.
+NAMED_ONE = ("import glob\n"
+             "files = glob.glob('./data/train/*.png')\n"
+             "def read(name):\n    return tf.image.decode_png(tf.read_file(name))\n"
+             "threads = 1\n"
+             "ds = tf.data.Dataset.from_tensor_slices(files).map(read, num_parallel_calls=threads).batch(32)\n"
+             "x = ds.make_one_shot_iterator().get_next()\n"
+             "train_op = tf.train.AdamOptimizer().minimize(loss(x))\n"
+             "with tf.Session() as sess:\n    for step in range(100000):\n        sess.run(train_op)\n")
+
+
+def test_num_parallel_calls_given_a_name_bound_to_one_is_one_at_a_time() -> None:
+    text = TF + NAMED_ONE
+    ast.parse(text)
+    report = lint(text, select=("SRC103",))
+    [finding] = report.findings
+    assert (finding.line, finding.severity.label) == (7, "warning")
+    assert "with num_parallel_calls=1" in finding.message
+    assert finding.fix.title == "Pass num_parallel_calls=tf.data.experimental.AUTOTUNE"  # TensorFlow 1 code
+    # twins: bound to 4; bound to 1 and to 8 (which reaches the call is not known); a parameter of the function
+    assert found(text.replace("threads = 1", "threads = 4"), select=("SRC103",)) == []
+    assert found(text.replace("threads = 1\n", "threads = 1\nif big:\n    threads = 8\n"), select=("SRC103",)) == []
+    within = text.replace("threads = 1\nds = ", "def make(threads=1):\n    return ").replace(
+        "x = ds.", "ds = make(8)\nx = ds.")
+    ast.parse(within)
+    assert found(within, select=("SRC103",)) == []

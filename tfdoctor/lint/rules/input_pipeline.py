@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from typing import Literal
 
+from tfdoctor.lint.bindings import bound_to, values_besides_assignment
 from tfdoctor.lint.costs import Cost, State, function_cost, function_state, in_memory, pipeline_cost, source_name, tiny
 from tfdoctor.lint.datasets import PIPELINE_TRIGGERS, SOURCE_TRIGGERS, DatasetFlow, Pipeline, ScopeFlow, dataset_flow
 from tfdoctor.lint.edits import add_keyword, append_call, autotune, tf_alias
@@ -299,20 +300,19 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
 
     What it does:
         Flags `.map(f)` on a tf.data pipeline (followed from its source, or a parameter annotated
-        `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes a
-        literal 1 — when the function does real work per element and the pipeline, or one built on
-        it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
-        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted. Where training, the
-        data's size or the function's work is not visible in the file (returned to callers in other
-        files, arrays of unknown size, a function of another module) it says so at info severity, with
-        the reason; an identity or a cast, or data known to be small, gives no finding.
-        From TensorFlow 2.5 tf.data runs a map of a stateless function in parallel itself
-        (map_parallelization; knowledge table tfdata_automatic), so a warning needs a map that runs one
-        element at a time where the code runs: a stateful function (random ops, `tf.py_function`,
-        `tf.print`, variables, lookup tables, Keras' random layers), TensorFlow 1 code, an older release
-        (`--target-tensorflow`, or what the project's requirement files pin), the rewrite switched off, or
-        `num_parallel_calls=1`. A stateless map is silent on a release that parallelizes it and an info
-        where the release is not known. The fix writes AUTOTUNE as every release the code may run on has
+        `tf.data.Dataset` or named `ds`/`dataset`) that passes no `num_parallel_calls`, or passes 1 (a literal,
+        or a name the file binds to 1 alone) — when the function does real work per element and the pipeline, or
+        one built on it, is trained on (consumed by fit or a training loop, returned, stored, handed on); not
+        when it is only built, peeked at (`take(1)`, `next(iter(ds))`) or plotted. Where training, the data's
+        size or the function's work is not visible in the file (returned to callers in other files, arrays of
+        unknown size, a function of another module) it says so at info severity, with the reason; an identity or
+        a cast, or data known to be small, gives no finding. From TensorFlow 2.5 tf.data runs a map of a
+        stateless function in parallel itself (map_parallelization; knowledge table tfdata_automatic), so a
+        warning needs a map that runs one element at a time where the code runs: a stateful function (random
+        ops, `tf.py_function`, `tf.print`, variables, lookup tables, Keras' random layers), TensorFlow 1 code,
+        an older release (`--target-tensorflow`, or what the project's requirement files pin), the rewrite
+        switched off, or `num_parallel_calls=1`. A stateless map is silent on a release that parallelizes it and
+        an info where the release is not known. The fix writes AUTOTUNE as every release the code may run on has
         it (`tf.data.experimental.AUTOTUNE` where one before 2.4 may).
 
     Why is this bad?
@@ -347,7 +347,7 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             continue  # built, peeked at or plotted, never trained on: its speed does not matter (issue 25)
         seen.add(id(call))
         parallel = argument(call, "num_parallel_calls", 1)
-        if parallel is not None and constant(parallel) not in (1, None):
+        if parallel is not None and _parallel_calls(module, parallel) not in (1, None):
             continue
         if _cached_later(module, _flow, value):
             continue  # a map before .cache() runs once; its speed hardly matters
@@ -374,16 +374,41 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
                                            "code of another module)"
         alias = tf_alias(module)
         fix = SourceFix("Pass num_parallel_calls=tf.data.AUTOTUNE")
+        if alias and parallel is not None:  # advice in the spelling every release the code may run on has
+            tune, _ = autotune(module, alias, module.position(call).line)
+            fix = SourceFix(f"Pass num_parallel_calls={tune}")
         if alias and parallel is None:
             tune, safe = autotune(module, alias, module.position(call).line)
             edit = add_keyword(module, call, f"num_parallel_calls={tune}")
             if edit is not None:  # the title names what the edit writes (its spelling for the release)
                 fix = SourceFix(f"Pass num_parallel_calls={tune}", (edit,),
                                 Applicability.SAFE if safe else Applicability.UNSAFE)
-        state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={constant(parallel)}"
+        state = "without num_parallel_calls" if parallel is None else \
+            f"with num_parallel_calls={_parallel_calls(module, parallel)}"
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + not_shown(unproven),
                   evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
                   severity=Severity.INFO if unproven else None, grounds=grounds, unproven=unproven)
+
+
+def _parallel_calls(module: SourceModule, node: ast.AST) -> object:
+    """The value `num_parallel_calls=` is given: a literal, or a name every assignment of the file binds to the
+    same literal (`num_parallel_calls = 1  # number of threads`, then `.map(read, num_parallel_calls=...)`: the
+    thirty-first held-out set's denoiser); else not known (an option, `AUTOTUNE`, a name bound twice)."""
+    value = constant(node)
+    if isinstance(node, ast.Name) and not any(
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node.id in _parameters(f)
+            for f in module.ancestors(node)):  # a parameter: what each caller passes
+        bound = [constant(b) for b in bound_to(module, node.id)]
+        if bound and all(isinstance(b, int) and not isinstance(b, bool) and b == bound[0] for b in bound) and \
+                not values_besides_assignment(module, node.id):
+            return bound[0]
+    return value
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    arguments = function.args
+    return {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            *(x for x in (arguments.vararg, arguments.kwarg) if x is not None))}
 
 
 def _no_prefetch_injected(module: SourceModule) -> tuple[str | None, str | None]:

@@ -41,6 +41,8 @@ import lint_heldout26 as h26  # noqa: E402
 import lint_heldout27 as h27  # noqa: E402
 import lint_heldout28 as h28  # noqa: E402
 import lint_heldout29 as h29  # noqa: E402
+import lint_heldout30 as h30  # noqa: E402
+import lint_heldout31 as h31  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -79,10 +81,13 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h27, 7, "niccololaurora/Quanvolutional-GradientTape",
                      "machinelearningzuu/TF2-GradientTape-Examples", id="twenty-seventh"),
         pytest.param(h28, 13, "jke-zq/tensorflow120", "wonjunchoi-arc/tensorflow1", id="twenty-eighth"),
-        pytest.param(h29, 3, "itanghiu/OnlineHanziRecognizer_tf1_14_0", "jieniu/tf1_study", id="twenty-ninth")]
+        pytest.param(h29, 3, "itanghiu/OnlineHanziRecognizer_tf1_14_0", "jieniu/tf1_study", id="twenty-ninth"),
+        pytest.param(h30, 2, "MoonArchitect/tensorflow-CNNs", "ouprince/tensorflow-cnn", id="thirtieth"),
+        # no finding as measured (TensorFlow 1 sessions fed by feed_dict and queues); one made by a later linter
+        pytest.param(h31, 1, "RuslanKosarev/MTCNN-Tensorflow", "ymlwww/FSRCNN-TensorFlow", id="thirty-first")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
 REPOSITORIES = {h: 8 for h in (h10, h11, h12, h13, h14, h15, h16, h17, h18, h19, h20, h21, h22, h23, h24, h25, h26,
-                               h28, h29)}
+                               h28, h29, h30, h31)}
 REPOSITORIES[h27] = 7
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.

@@ -826,7 +826,7 @@ def test_num_parallel_calls_given_a_name_bound_to_one_is_one_at_a_time() -> None
     report = lint(text, select=("SRC103",))
     [finding] = report.findings
     assert (finding.line, finding.severity.label) == (7, "warning")
-    assert "with num_parallel_calls=1" in finding.message
+    assert "with num_parallel_calls=1" in finding.message and finding.evidence == {"num_parallel_calls": 1}
     assert finding.fix.title == "Pass num_parallel_calls=tf.data.experimental.AUTOTUNE"  # TensorFlow 1 code
     # twins: bound to 4; bound to 1 and to 8 (which reaches the call is not known); a parameter of the function
     assert found(text.replace("threads = 1", "threads = 4"), select=("SRC103",)) == []

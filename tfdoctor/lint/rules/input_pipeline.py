@@ -383,10 +383,10 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
             if edit is not None:  # the title names what the edit writes (its spelling for the release)
                 fix = SourceFix(f"Pass num_parallel_calls={tune}", (edit,),
                                 Applicability.SAFE if safe else Applicability.UNSAFE)
-        state = "without num_parallel_calls" if parallel is None else \
-            f"with num_parallel_calls={_parallel_calls(module, parallel)}"
+        given = None if parallel is None else _parallel_calls(module, parallel)  # 1: the literal, or a name's
+        state = "without num_parallel_calls" if parallel is None else f"with num_parallel_calls={given}"
         yield Hit(call.func, f"Dataset.map() {state} processes one element at a time" + not_shown(unproven),
-                  evidence={"num_parallel_calls": None if parallel is None else constant(parallel)}, fix=fix,
+                  evidence={"num_parallel_calls": given}, fix=fix,
                   severity=Severity.INFO if unproven else None, grounds=grounds, unproven=unproven)
 
 

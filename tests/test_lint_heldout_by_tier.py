@@ -44,6 +44,7 @@ import lint_heldout29 as h29  # noqa: E402
 import lint_heldout30 as h30  # noqa: E402
 import lint_heldout31 as h31  # noqa: E402
 import lint_heldout32 as h32  # noqa: E402
+import lint_heldout33 as h33  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -86,10 +87,12 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h30, 2, "MoonArchitect/tensorflow-CNNs", "ouprince/tensorflow-cnn", id="thirtieth"),
         # no finding as measured (TensorFlow 1 sessions fed by feed_dict and queues); one made by a later linter
         pytest.param(h31, 1, "RuslanKosarev/MTCNN-Tensorflow", "ymlwww/FSRCNN-TensorFlow", id="thirty-first"),
-        pytest.param(h32, 23, "jc-LeeHub/Recommend-System-tf2.0", "alpxe/python-fasterrcnn-tf2.0", id="thirty-second")]
+        pytest.param(h32, 23, "jc-LeeHub/Recommend-System-tf2.0", "alpxe/python-fasterrcnn-tf2.0", id="thirty-second"),
+        pytest.param(h33, 10, "hrwleo/recommend-tf-estimator",
+                     "rohit-ganapathy/ToxicCommentClassification-TF-Estimator", id="thirty-third")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
 REPOSITORIES = {h: 8 for h in (h10, h11, h12, h13, h14, h15, h16, h17, h18, h19, h20, h21, h22, h23, h24, h25, h26,
-                               h28, h29, h30, h31, h32)}
+                               h28, h29, h30, h31, h32, h33)}
 REPOSITORIES[h27] = 7
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.

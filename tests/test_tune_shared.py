@@ -728,3 +728,48 @@ def test_a_worker_whose_trial_was_failed_as_stale_drops_its_measurement(tmp_path
     assert first.state == optuna.trial.TrialState.FAIL and first.user_attrs[STALE_ATTR] == "no heartbeat (test)"
     assert [r.params for r in shared_records(study, space, 4)] == [t.user_attrs["params"]
                                                                   for t in study.get_trials()[1:4]]
+
+
+class _FinishedFirst:
+    """A study handle whose every `tell` comes second: another worker's handle finishes the trial just before."""
+
+    def __init__(self, study, other) -> None:
+        self.study, self.other = study, other
+
+    def tell(self, trial, *args, **kwargs):
+        self.other.tell(trial.number, 1.0)
+        return self.study.tell(trial, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.study, name)
+
+
+def test_a_trial_another_worker_told_first_is_dropped_not_a_crash(tmp_path):
+    """Two workers started at once on SQLite can both pop the queued seed trial. When the other tells its result
+    between this worker's last write and its own tell, optuna's tell refuses with a plain ValueError ("Cannot
+    tell a COMPLETE trial"), not the UpdateFinishedTrialError every other write raises: a worker ended with exit
+    3, one run in about five on a loaded 2-CPU machine. The measurement is dropped, the other's result kept."""
+    import optuna
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    from tfdoctor.tune.search import _distributions
+    from tfdoctor.tune.shared import _measure, _tell, open_storage, open_study
+
+    space = thread_space()
+    journal = str(tmp_path / "s.journal")
+    study = open_study(open_storage(journal), "race", True, 1, rule_based_settings(TWO_CPUS, space))
+    other = optuna.load_study(storage=open_storage(journal), study_name="race")
+    trial = study.ask(_distributions(space))
+    measured = _measure(_FinishedFirst(study, other), trial, space, FakeJob(INTRA, seed=1), dict(trial.params),
+                        "n1", "n1:1", 60.0)
+    assert measured is None
+    kept = other.get_trials(deepcopy=False)[trial.number]
+    assert kept.state == TrialState.COMPLETE and kept.value == 1.0
+    with pytest.raises(UpdateFinishedTrialError):
+        _tell(study, trial, 2.0)
+    # a refusal of another kind, on a trial still running, stays what it is
+    running = study.ask(_distributions(space))
+    with pytest.raises(ValueError, match="Cannot tell with state") as refused:
+        _tell(study, running, state=TrialState.RUNNING)
+    assert not isinstance(refused.value, UpdateFinishedTrialError)

@@ -185,6 +185,29 @@ def _unmeasured(space: Space, taken: set[tuple[Any, ...]], near: Mapping[str, An
     return None
 
 
+def _tell(study: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
+    """`study.tell`, with a trial another worker finished meanwhile raised as optuna raises any other write to a
+    finished trial (UpdateFinishedTrialError), which the callers handle. Two workers started at once on SQLite
+    can both pop the queued seed trial; the one that tells second is refused by a check of tell's own, which
+    raises a plain ValueError ("Cannot tell a COMPLETE trial"): that ended a worker with exit 3 on a loaded
+    2-CPU machine, one run in about five."""
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    try:
+        study.tell(trial, *args, **kwargs)
+    except ValueError as error:
+        if _finished(study, trial):
+            raise UpdateFinishedTrialError(f"trial {trial.number} was finished by another worker: {error}") from error
+        raise
+
+
+def _finished(study: Any, trial: Any) -> bool:
+    try:  # optuna has no public call to read one trial of a study by its id
+        return bool(study._storage.get_trial(trial._trial_id).state.is_finished())
+    except (AttributeError, KeyError):
+        return False
+
+
 def _measure(study: Any, trial: Any, space: Space, objective: Objective, params: dict[str, Any], node: str,
              worker: str, interval: float) -> Any:
     """Measure `params` in `trial` (its heartbeat beating meanwhile) and tell the study; None when another
@@ -202,12 +225,12 @@ def _measure(study: Any, trial: Any, space: Space, objective: Objective, params:
             measurement = objective.measure(space.env_changes(params), space.launcher(params))
         trial.set_user_attr("seconds", round(measurement.seconds, 3))
         if measurement.status == "ok" and measurement.value is not None:
-            study.tell(trial, measurement.value)
+            _tell(study, trial, measurement.value)
         else:
             from tfdoctor.facts.redact import excerpt
 
             trial.set_user_attr("error", excerpt(measurement.error, 500))  # every worker and reader sees it
-            study.tell(trial, state=TrialState.FAIL)
+            _tell(study, trial, state=TrialState.FAIL)
     except UpdateFinishedTrialError:
         return None
     return measurement
@@ -317,7 +340,7 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
             trial = study.ask(distributions)
             if trial.number >= budget:
                 trial.set_user_attr("over_budget", True)
-                study.tell(trial, state=TrialState.FAIL)
+                _tell(study, trial, state=TrialState.FAIL)
                 out.writer = trial.number == budget or finish
                 break
             params: dict[str, Any] | None = dict(trial.params)
@@ -332,12 +355,13 @@ def run_worker(study: Any, space: Space, objective: Objective, budget: int, node
                 trial.set_user_attr("params", params)
             if params is None:  # every configuration is taken: nothing measured, nothing recorded
                 trial.set_user_attr("params", None)
-                study.tell(trial, state=TrialState.FAIL)
+                _tell(study, trial, state=TrialState.FAIL)
                 continue
         except UpdateFinishedTrialError:
             # Another worker popped the same queued trial (the rule seed, trial 0: optuna reads it WAITING and
             # then marks it RUNNING, and on SQLite two workers started at once can both do so) and finished it
-            # first. It is measured; this worker asks for the next one (a loaded 2-CPU machine, exit 3 before).
+            # first. It is measured; this worker asks for the next one (a loaded 2-CPU machine, exit 3 before;
+            # `_tell` raises this too when tell's own check is the one that sees it).
             continue
         measurement = _measure(study, trial, space, objective, params, node, worker, interval)
         if measurement is None:

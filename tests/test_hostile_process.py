@@ -66,18 +66,27 @@ def _wait_for(condition, seconds: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+# The signals the tests send, each started at its default disposition in the child (see _start).
+_SENT = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+
+
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     """tfdoctor in a session of its own, as a batch step runs it (a signal is sent to it alone).
 
-    The child starts with SIGHUP at its default disposition, as a batch step has it. Under `nohup` the
-    test runner's SIGHUP is ignored, the child would inherit that, and tfdoctor rightly keeps ignoring a
-    signal it was told to ignore: the SIGHUP case would then test `nohup`, not tfdoctor."""
-    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    The child starts with the signals the tests send at their default disposition, as a batch step has them.
+    Under `nohup` the test runner's SIGHUP is ignored, and a test run started in the background of a script
+    (`cmd &` without job control) has SIGINT and SIGQUIT ignored; the child would inherit that, and tfdoctor
+    rightly keeps ignoring a signal it was told to ignore: those cases would then test how the suite was
+    started, not tfdoctor (the README's test command run as `nohup sh -c '...' &` failed three of them)."""
+    # Set in this process around the start (the child inherits dispositions at exec): no preexec_fn, which is
+    # not safe beside the threads a test may have running.
+    previous = {sig: signal.signal(sig, signal.SIG_DFL) for sig in _SENT}
     try:
         return subprocess.Popen([sys.executable, "-m", "tfdoctor", *args], cwd=cwd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _trial_command(tmp_path: Path, pids: Path) -> list[str]:

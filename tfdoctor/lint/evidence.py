@@ -22,6 +22,7 @@ from tfdoctor.lint.bindings import (
     parameter_values,
     values_besides_assignment,
 )
+from tfdoctor.lint.iterator_flow import batch_flow, is_iterator_call, trained_by_another
 from tfdoctor.lint.source import SourceModule, argument, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
@@ -561,7 +562,6 @@ def literal_steps(call: ast.Call, name: str) -> int | None:
 
 _KERAS_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator"})
 _DISTRIBUTE = frozenset({"experimental_distribute_dataset", "distribute_datasets_from_function"})
-_TF1_ITERATORS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
 
 
 def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[str | None, str | None]:
@@ -592,11 +592,17 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
     if name in _DISTRIBUTE:
         return f"a distribute strategy's {name}()", None
     trains = module_trains(module)
-    if name in _TF1_ITERATORS or (module.call_name(consumer) or "").endswith(tuple(_TF1_ITERATORS)):
+    if is_iterator_call(module, consumer):
         # TF1: the iterator's batches go wherever sess.run takes them; only a file that trains shows it, and a
         # file that runs its training op once (a smoke test, a demo of one step) has nothing to overlap
         if not trains or _runs_training_once(module):
             return None, None
+        other = trained_by_another(module, consumer)
+        if other is not None:
+            went = batch_flow(module, consumer).into
+            only = f" (only into {', '.join(went[:3])})" if went else ""
+            return None, (f"its batches reach no optimizer and no session run in this file{only}; the training "
+                          f"op reads the iterator of line {other}")
         return f"a TF1 iterator in a file that trains ({trains})", None
     if isinstance(consumer.func, ast.Name) and name in ("iter", "enumerate", "zip"):
         return (f"{name}() in a file that trains ({trains})", None) if trains else (None, None)

@@ -61,7 +61,7 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h13, 4, "leondgarse/keras_cv_attention_models", "ehallmark/keras_playground", id="thirteenth"),
         # no finding to judge, with the preview rules either: the set is measured all the same
         pytest.param(h14, 0, "keisen/tf-keras-vis", "yangzijia/tf-keras-yolov3", id="fourteenth"),
-        pytest.param(h15, 16, "harrydrippin/tfrecord-converter", "vishalw-iitk/tfrecords", id="fifteenth"),
+        pytest.param(h15, 18, "harrydrippin/tfrecord-converter", "vishalw-iitk/tfrecords", id="fifteenth"),
         pytest.param(h16, 42, "twj515895394/deep-face-lab-tf2.x", "ZermZhang/DeepCTR-tf2", id="sixteenth"),
         pytest.param(h17, 6, "zmfkzj/mask_rcnn_etc_tf2", "xianlopez/ssd_tf2", id="seventeenth"),
         # one notebook line judged twice: its two maps' findings are in different tiers (read_labels)
@@ -74,7 +74,7 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
         pytest.param(h22, 3, "pronobis/libspn-keras", "chansoopark98/Tensorflow-Keras-Object-Detection",
                      id="twenty-second"),
         pytest.param(h23, 1, "obs145628/dcgan-cuda", "Yoogeonhui/dcgan_keras", id="twenty-third"),
-        pytest.param(h24, 6, "caicloud/tensorflow-tutorial", "xuehuanran/tensorflow-tutorial", id="twenty-fourth"),
+        pytest.param(h24, 8, "caicloud/tensorflow-tutorial", "xuehuanran/tensorflow-tutorial", id="twenty-fourth"),
         pytest.param(h25, 11, "hereismari/tf-eager-text-generation", "Baichenjia/Mnist-tf-eager", id="twenty-fifth"),
         # no finding to judge, with the preview rules either (the maps over files are never trained on there)
         pytest.param(h26, 0, "ischlag/tensorflow-input-pipelines", "Zara-Irfan/Tensorflow-Input-Pipeline",

@@ -215,6 +215,25 @@ def test_many_applying_helpers_in_one_loop_are_judged_in_linear_time():
     assert large < max(small, 0.005) * 4 * 2.5  # 4x the calls: linear ~4x, quadratic ~16x
 
 
+def test_many_tf1_iterators_handing_batches_to_one_object_are_followed_in_bounded_time():
+    """Each TF1 iterator's batches are followed on their own (tfdoctor/lint/iterator_flow.py); n iterators each
+    handing theirs to a method of one model make each follower walk the model's n uses: quadratic, until the
+    file's budget of steps ends it (past it an iterator is not followed, and its finding stays a warning)."""
+    def make(n: int) -> str:
+        lines = ["import tensorflow as tf", "def parse(r):", "    return tf.io.decode_jpeg(r)",
+                 "x = tf.data.TFRecordDataset('t').map(parse).batch(8).make_one_shot_iterator().get_next()",
+                 "train_op = tf.train.AdamOptimizer().minimize(model.loss(x))"]
+        for i in range(n):
+            lines += [f"v{i} = tf.data.TFRecordDataset('v{i}').batch(8).make_one_shot_iterator().get_next()",
+                      f"s{i} = model.build(v{i})"]
+        lines += ["with tf.Session() as sess:", "    while True:", "        sess.run(train_op)"]
+        return "\n".join(lines) + "\n"
+
+    small, large = _linear(make, ("SRC102",), 250, expected=lambda size: size + 1)
+    assert large < 3.0
+    assert large < max(small, 0.005) * 4 * 2.5  # 4x the iterators: bounded ~4-6x, quadratic ~16x
+
+
 def test_many_functions_compiled_with_xla_are_judged_in_linear_time():
     """Each function compiled with jit_compile=True walked every loop over a padded pipeline of the file and
     scanned every call for its own (1,200 functions: 11.8 s against 0.7 s for 300)."""

@@ -185,3 +185,13 @@ def test_following_the_batches_is_linear_in_the_file() -> None:
 ])
 def test_what_this_does_not_follow_leaves_the_warning(use: str) -> None:
     assert findings(HEAD + use + LOOP) == BOTH_WARNINGS
+
+
+def test_past_the_file_s_budget_an_iterator_is_not_followed(monkeypatch) -> None:
+    """Past the steps a file may take, the validation pipeline is UNSEEN: a warning, as before batches were
+    followed (tests/test_lint_hostile.py times the case the budget is for)."""
+    from tfdoctor.lint import iterator_flow
+
+    monkeypatch.setattr(iterator_flow, "BUDGET", 0)
+    assert findings(HEAD + SUMMARY_ONLY + LOOP) == BOTH_WARNINGS
+    assert flows(HEAD + SUMMARY_ONLY)[1] == (Reach.UNSEEN, ())

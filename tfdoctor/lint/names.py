@@ -11,8 +11,12 @@ from __future__ import annotations
 import ast
 import functools
 
-# Longest first: the first matching prefix is rewritten.
+# Longest first: the first matching prefix is rewritten. tf.data began as tf.contrib.data (TensorFlow 1.2 and 1.3;
+# its classes stayed there, deprecated, until 1.12): its Dataset and file datasets are tf.data's under an older name
+# (map's `num_threads` and `output_buffer_size` are read where map is). Only those: the contrib module's own
+# transformations (`tf.contrib.data.map_and_batch`) keep their names, which lint's tables use.
 _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.contrib.data.Dataset.", "tf.data.Dataset."),
     ("tensorflow.compat.v1.keras.", "keras."),
     ("tensorflow.compat.v2.keras.", "keras."),
     ("tensorflow.python.keras.", "keras."),
@@ -23,7 +27,9 @@ _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("tensorflow.compat.v2.", "tf."),
     ("tensorflow.", "tf."),
 )
-_CANONICAL_EXACT = {"tensorflow": "tf", "tensorflow.keras": "keras", "tf_keras": "keras"}
+_CANONICAL_EXACT = {"tensorflow": "tf", "tensorflow.keras": "keras", "tf_keras": "keras",
+                    **{f"tensorflow.contrib.data.{name}": f"tf.data.{name}"
+                       for name in ("Dataset", "TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")}}
 
 
 @functools.lru_cache(maxsize=65536)  # the same few hundred names recur in every file of a corpus

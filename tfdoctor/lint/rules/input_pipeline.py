@@ -74,7 +74,8 @@ def dataset_without_prefetch(module: SourceModule) -> Iterator[Hit]:
             scope_flow.scope.name not in flow.referenced_names  # its callers are in other files
         returned = {id(v) for v in scope_flow.returned}
         for value in scope_flow.values:
-            if value.source is None or value.has("prefetch") or _prefetched_to_device(value):
+            if value.source is None or value.has("prefetch") or _prefetched_to_device(value) or \
+                    _map_buffered(value):
                 continue
             after_loader, light_reason = _loader_prefetch(module, value)
             if after_loader == "regrouped":
@@ -180,10 +181,22 @@ def _runs_ahead(value: Pipeline) -> bool:
         if op == "cache":
             return True
         if op in ("map", "interleave"):
-            parallel = argument(call, "num_parallel_calls", 1 if op == "map" else 3)
+            parallel = _map_parallelism(call) if op == "map" else argument(call, "num_parallel_calls", 3)
             return parallel is not None and constant(parallel) not in (1, None)
         return False
     return False
+
+
+def _map_parallelism(call: ast.Call) -> ast.expr | None:
+    """What a map is told to run in parallel: `num_parallel_calls`, or, in tf.contrib.data's map of TensorFlow
+    1.2 to 1.4, `num_threads` (the same second positional argument)."""
+    return argument(call, "num_parallel_calls", 1) or argument(call, "num_threads")
+
+
+def _map_buffered(value: Pipeline) -> bool:
+    """A map of tf.contrib.data (TensorFlow 1.2 to 1.4) given `output_buffer_size`: its output runs ahead of the
+    consumer in a buffer of that many elements (1.4 writes it as a prefetch after the map), as a prefetch does."""
+    return any(op == "map" and argument(call, "output_buffer_size") is not None for op, call in value.ops)
 
 
 def _running_ahead(kind: str) -> dict[str, str]:
@@ -346,7 +359,7 @@ def map_without_parallel_calls(module: SourceModule) -> Iterator[Hit]:
         if trained is None and untrained is None:
             continue  # built, peeked at or plotted, never trained on: its speed does not matter (issue 25)
         seen.add(id(call))
-        parallel = argument(call, "num_parallel_calls", 1)
+        parallel = _map_parallelism(call)
         if parallel is not None and _parallel_calls(module, parallel) not in (1, None):
             continue
         if _cached_later(module, _flow, value):

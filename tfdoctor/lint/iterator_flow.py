@@ -42,6 +42,8 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 class Reach(Enum):
+    """How far an iterator's batches visibly go."""
+
     TRAINS = "trains"  # the batches reach an optimizer
     RUNS = "runs"  # they reach a session run or eval, not visibly an optimizer
     UNSEEN = "unseen"  # they leave what this file shows (returned, stored in an attribute, a string handle)
@@ -50,6 +52,8 @@ class Reach(Enum):
 
 @dataclass(frozen=True)
 class BatchFlow:
+    """Where one iterator's batches go: how far they reach, and for NOWHERE the calls they went into."""
+
     reach: Reach
     into: tuple[str, ...] = ()  # for NOWHERE: the calls the batches went into, in source order
 
@@ -98,6 +102,8 @@ BUDGET = 50_000
 
 @dataclass
 class _Budget:
+    """The steps a file's iterator flows have left (shared by all of them: one per file, `module.derived`)."""
+
     left: int
 
 

@@ -252,18 +252,22 @@ def default_verdicts(rows: Iterable[Mapping[str, Any]], bar: float) -> dict[str,
     """Issue 39, item 3, as a pure function of the table's rows: a rule whose held-out strict precision is
     under `bar` is a preview rule. A rule measured by tier (after it learnt to say which evidence it saw)
     is judged by its `shown` figure, and its `unproven` info findings are on by default only when their own
-    figure clears the bar too; a rule measured as a whole, by its figure or a recorded `kept_on` reason."""
+    figure clears the bar too; a rule measured as a whole, by its figure or a recorded `kept_on` reason. A recorded
+    `held_back` reason keeps a rule at or over the bar in preview (a figure that reached it only on the sets whose
+    false findings shaped the fix waits for sets judged after it)."""
     verdicts: dict[str, DefaultVerdict] = {}
     for row in rows:
         shown = row.get("shown")
+        held_back = bool(row.get("held_back"))
         if shown is not None:
             figure = float(shown["precision"])
             unproven = row.get("unproven")
+            on = figure >= bar and not held_back
             verdicts[row["code"]] = DefaultVerdict(
-                figure >= bar, unproven is not None and float(unproven["precision"]) >= bar, figure, "shown")
+                on, on and unproven is not None and float(unproven["precision"]) >= bar, figure, "shown")
         else:
             figure = float(row["precision"])
-            on = figure >= bar or bool(row.get("kept_on"))
+            on = (figure >= bar or bool(row.get("kept_on"))) and not held_back
             verdicts[row["code"]] = DefaultVerdict(on, on, figure, "rule")
     return verdicts
 
@@ -276,7 +280,8 @@ def _verdicts() -> dict[str, DefaultVerdict]:
 
 
 def below_the_bar() -> dict[str, float]:
-    """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on: code →
+    """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on, or that a `held_back`
+    reason keeps in preview: code →
     the figure that decided it. They are preview rules whatever their decorator says (issue 39, item 3:
     tfdoctor/knowledge/lint_rule_precision.toml decides the default rule set)."""
     return {code: v.precision for code, v in _verdicts().items() if not v.on}

@@ -310,6 +310,7 @@ def test_a_long_chain_of_maps_is_judged_in_linear_time():
     "ds.take(5).repeat()",
     "ds.take(count=500).cache().take(3)",
     "ds.cache().take(n).repeat(count=4)",
+    "ds.map(f, output_buffer_size=64).map(g).batch(8)",
 ])
 def test_a_pipelines_marks_kept_op_by_op_are_those_of_its_whole_ops(chain: str):
     import ast
@@ -328,7 +329,8 @@ def test_a_pipelines_marks_kept_op_by_op_are_those_of_its_whole_ops(chain: str):
     assert value.marks == whole
     expected = {"ds.map(f).cache().map(g)": OpMarks(1, -1, False), "ds.take(5).repeat(2)": OpMarks(-1, 0, True),
                 "ds.take(5).repeat()": OpMarks(-1, 0, False), "ds.take(count=500).cache().take(3)": OpMarks(1, 2, True),
-                "ds.cache().take(n).repeat(count=4)": OpMarks(0, -1, False)}
+                "ds.cache().take(n).repeat(count=4)": OpMarks(0, -1, False),
+                "ds.map(f, output_buffer_size=64).map(g).batch(8)": OpMarks(buffered_map=True)}
     assert whole == expected[chain]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar
 
@@ -109,18 +109,22 @@ class OpMarks:
     last_cache: int = -1  # index of the last `cache`
     last_peek: int = -1  # index of the last `take` of a few elements (a peek at the data)
     few_taken: bool = False  # a few elements or batches taken, not repeated without end after: a demo's data
+    # a map of tf.contrib.data (TensorFlow 1.2-1.4) given `output_buffer_size`: its output runs ahead as a prefetch's
+    buffered_map: bool = False
 
     def after(self, index: int, op: str, call: ast.Call) -> OpMarks:
         if op == "cache":
-            return OpMarks(index, self.last_peek, self.few_taken)
+            return replace(self, last_cache=index)
         if op == "take":
             peek = index if _few(call) else self.last_peek
             count = constant(call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg == "count"), None))
             few = self.few_taken or (isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= _FEW)
-            return OpMarks(self.last_cache, peek, few)
+            return replace(self, last_peek=peek, few_taken=few)
         if op == "repeat" and not call.args and not any(k.arg == "count" for k in call.keywords):
-            return OpMarks(self.last_cache, self.last_peek, False)  # a stream, however small its cycle
+            return replace(self, few_taken=False)  # a stream, however small its cycle
+        if op == "map" and not self.buffered_map and any(k.arg == "output_buffer_size" for k in call.keywords):
+            return replace(self, buffered_map=True)
         return self
 
     @staticmethod

@@ -23,7 +23,7 @@ from tfdoctor.lint.bindings import (
     values_besides_assignment,
 )
 from tfdoctor.lint.iterator_flow import batch_flow, is_iterator_call, trained_by_another
-from tfdoctor.lint.source import SourceModule, argument, constant
+from tfdoctor.lint.source import SourceModule, argument, called_name, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
 KINDS: dict[str, str] = {
@@ -125,9 +125,9 @@ def _runs_training_once(module: SourceModule) -> bool:
 
 
 def _runs_training_once_in(module: SourceModule) -> bool:
-    ops = {target.id for call in module.calls if _called(call) in ("minimize", "apply_gradients")
+    ops = {target.id for call in module.calls if called_name(call) in ("minimize", "apply_gradients")
            for target in _assigned_names(module, call)}
-    runs = [call for call in module.calls if _called(call) == "run" and isinstance(call.func, ast.Attribute)
+    runs = [call for call in module.calls if called_name(call) == "run" and isinstance(call.func, ast.Attribute)
             and any(isinstance(n, ast.Name) and n.id in ops for a in call.args for n in ast.walk(a))]
     # only runs at module level say it: one in a function may be called from a loop anywhere
     return bool(runs) and not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef,
@@ -152,7 +152,7 @@ def loop_steps(module: SourceModule, loop: ast.AST) -> str | None:
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
-            names = [_called(node)] + [a.id if isinstance(a, ast.Name) else a.attr for a in node.args
+            names = [called_name(node)] + [a.id if isinstance(a, ast.Name) else a.attr for a in node.args
                                        if isinstance(a, (ast.Name, ast.Attribute))]
             for name in names:
                 if not name:
@@ -173,18 +173,13 @@ def _functions_by_name(module: SourceModule) -> dict[str, ast.FunctionDef]:
 def _body_trains(module: SourceModule, function: ast.AST, functions: dict[str, ast.FunctionDef], depth: int) -> bool:
     for node in ast.walk(function):
         if isinstance(node, ast.Call):
-            name = _called(node)
+            name = called_name(node)
             if name in _TRAINING_CALLS or module.call_name(node) == "tf.GradientTape":
                 return True
             if depth < 2 and name in functions and functions[name] is not function and \
                     _body_trains(module, functions[name], functions, depth + 1):
                 return True
     return False
-
-
-def _called(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 # --- whose code, and on purpose? -----------------------------------------------------------------------
@@ -598,7 +593,7 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
     if consumer is None:
         return None, None
     loop = module.parents.get(consumer)
-    if isinstance(consumer, ast.Call) and _called(consumer) in ("iter", "enumerate", "zip") and \
+    if isinstance(consumer, ast.Call) and called_name(consumer) in ("iter", "enumerate", "zip") and \
             isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is consumer:
         consumer = loop  # `for i, batch in enumerate(ds)`: the loop is what reads it
     if isinstance(consumer, ast.Return):
@@ -610,7 +605,7 @@ def training_grounds(module: SourceModule, consumer: ast.AST | None) -> tuple[st
         return None, "the loop over it calls no visible training step"
     if not isinstance(consumer, ast.Call):
         return None, None
-    name = _called(consumer)
+    name = called_name(consumer)
     if name in _KERAS_CONSUMERS:
         steps = literal_steps(consumer, name)
         if steps is not None and steps <= DEMO_STEPS:

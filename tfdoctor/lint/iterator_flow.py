@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from enum import Enum
 
-from tfdoctor.lint.source import SourceModule
+from tfdoctor.lint.source import SourceModule, called_name
 
 # Calls that turn a loss into an optimizer step: batches that reach one are what the file trains on.
 # Keras' training calls take tensors in TensorFlow 1 too (`model.fit(images, labels, steps_per_epoch=...)`).
@@ -82,7 +82,7 @@ def _first_trained(module: SourceModule) -> int | None:
 
 def is_iterator_call(module: SourceModule, call: ast.Call) -> bool:
     """`ds.make_initializable_iterator()`, `ds.make_one_shot_iterator()`, `tf.data.make_one_shot_iterator(ds)`."""
-    return _called(call) in _TF1_ITERATORS or (module.call_name(call) or "").endswith(_TF1_ITERATOR_SUFFIXES)
+    return called_name(call) in _TF1_ITERATORS or (module.call_name(call) or "").endswith(_TF1_ITERATOR_SUFFIXES)
 
 
 def _iterator_calls(module: SourceModule) -> list[ast.Call]:
@@ -145,7 +145,7 @@ class _Follower:
                 return BatchFlow(Reach.UNSEEN)
             for target in targets:
                 for use in self._uses_after(target.id, self._effective(statement)):
-                    self._iterator_used(self.module.parents.get(use), use)
+                    self._iterator_used(self.module.parents.get(use))
         budget = self.module.derived(_budget)
         while self.pending:
             budget.left -= 1
@@ -159,9 +159,9 @@ class _Follower:
         if self.runs:
             return BatchFlow(Reach.RUNS)
         into = sorted(self.into, key=lambda c: (c.lineno, c.col_offset))
-        return BatchFlow(Reach.NOWHERE, tuple(dict.fromkeys(f"{_called(c)}()" for c in into)))
+        return BatchFlow(Reach.NOWHERE, tuple(dict.fromkeys(f"{called_name(c)}()" for c in into)))
 
-    def _iterator_used(self, parent: ast.AST | None, use: ast.AST | None = None) -> None:
+    def _iterator_used(self, parent: ast.AST | None) -> None:
         """One use of the iterator: `.get_next()` yields batches, `.initializer` hands nothing on, and anything
         else (a string handle, the iterator passed to a function) is out of sight."""
         if isinstance(parent, ast.Attribute) and parent.attr in _ITERATOR_OWN:
@@ -177,7 +177,7 @@ class _Follower:
         child, current = node, parents.get(node)
         while current is not None and not isinstance(current, ast.stmt):
             if isinstance(current, ast.Call):
-                name = _called(current)
+                name = called_name(current)
                 if child is not current.func:  # the batches are an argument
                     if name in _OPTIMIZER_CALLS:
                         return Reach.TRAINS
@@ -277,8 +277,3 @@ def _bound_names(statement: ast.stmt, value: ast.AST) -> list[ast.Name]:
     if isinstance(statement, ast.AnnAssign) and statement.value is value and isinstance(statement.target, ast.Name):
         return [statement.target]
     return []
-
-
-def _called(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -375,6 +375,13 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr
     return None
 
 
+def called_name(call: ast.Call) -> str:
+    """The last part of what a call names (`opt.minimize(...)`: "minimize", `make(...)`: "make"), "" for anything
+    else (`fns[0](x)`): for matching methods on objects no import resolves."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def constant(node: ast.AST | None) -> object:
     """A literal's value, or the `_MISSING` marker when `node` is not a plain literal."""
     if isinstance(node, ast.Constant):

@@ -3,9 +3,9 @@
 2, Keras and tensorpack) that nobody on the project had linted, chosen by the thirty-fourth set's written rule with
 another name (one per owner and one per project, in the search index's file-count order, a copy of a repository
 chosen before passed over, and a repository a fifth of whose files are near copies of code judged before passed
-over); scored exactly as the fifth (benchmarks/lint_heldout5.py:
-the default settings, and `--select SRC102,SRC103,SRC113` with the defaults, per rule and per tier; each repository
-linted as `tfdoctor lint DIR` lints it, each file for its nearest pins).
+over); scored exactly as the fifth (benchmarks/lint_heldout5.py: the default settings, and `--select
+SRC102,SRC103,SRC113` with the defaults, per rule and per tier; each repository linted as `tfdoctor lint DIR` lints it,
+each file for its nearest pins).
 
     python benchmarks/lint_heldout35.py [--show] [--mirror /work/.mirror] [--list CSV]
 

@@ -9,10 +9,9 @@ no pipeline (tf.data under its first name) and no training (the optimizer is in 
 from __future__ import annotations
 
 import pytest
+from support.lint_support import sorted_findings
 
 from tfdoctor.lint.names import canonical
-from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
-from tfdoctor.lint.runner import lint_text
 
 HEAD = ("import tensorflow as tf\n"
         "import resnet_model\n"
@@ -34,10 +33,7 @@ TAIL = ("    dataset = dataset.repeat().batch(batch_size)\n"
 
 
 def findings(text: str) -> list[tuple[str, int, str]]:
-    rules = select_lint_rules(load_lint_rules().rules, select=["SRC102", "SRC103"])
-    report = lint_text(text, rules, "resnet_cifar_main.py")
-    assert report.crashes == []
-    return sorted((f.code, f.line, f.severity.label) for f in report.findings)
+    return sorted_findings(text, "resnet_cifar_main.py")
 
 
 def test_a_contrib_data_pipeline_a_training_session_reads_is_found() -> None:

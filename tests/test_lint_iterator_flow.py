@@ -14,6 +14,7 @@ import ast
 import time
 
 import pytest
+from support.lint_support import sorted_findings
 
 from tfdoctor.lint.iterator_flow import Reach, batch_flow, is_iterator_call
 from tfdoctor.lint.rule import load_lint_rules, select_lint_rules
@@ -45,10 +46,7 @@ SUMMARY_ONLY = ("static = model.build_static_infer_graph(val_images, 'static_ima
 
 
 def findings(text: str) -> list[tuple[str, int, str]]:
-    rules = select_lint_rules(load_lint_rules().rules, select=["SRC102", "SRC103"])
-    report = lint_text(text, rules, "train.py")
-    assert report.crashes == []
-    return sorted((f.code, f.line, f.severity.label) for f in report.findings)
+    return sorted_findings(text, "train.py")
 
 
 def messages(text: str) -> dict[tuple[str, int], str]:

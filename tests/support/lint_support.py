@@ -32,6 +32,13 @@ def lint(text: str, select: tuple[str, ...] = (), target: Target | None = None) 
     return report
 
 
+def sorted_findings(text: str, path: str, select: tuple[str, ...] = ("SRC102", "SRC103")) -> list[tuple[str, int, str]]:
+    """(code, line, severity) of each finding of the rules `select` on `text` linted as `path`, sorted; no crash."""
+    report = lint_text(text, rules(select), path)
+    assert report.crashes == []
+    return sorted((f.code, f.line, f.severity.label) for f in report.findings)
+
+
 def lint_fixture(name: str) -> LintReport:
     """A fixture linted as if found by walking a directory: through the prefilter (issue 39, item 7)."""
     path = FIXTURES / name

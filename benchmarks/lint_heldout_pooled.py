@@ -1,9 +1,9 @@
-"""Today's linter over every held-out set judged by tier (the fifth to the thirty-sixth), each finding scored by
+"""Today's linter over every held-out set judged by tier (the fifth to the thirty-seventh), each finding scored by
 the label its set's judges wrote: the default settings' precision over the sets chosen by a written rule (the
 seventh on), and each rule's figure by tier over all of them — what tfdoctor/knowledge/lint_rule_precision.toml
 records as `shown` and `unproven`, and what docs/lint.md quotes "with today's linter" (issue 39, items 3 and 4).
 
-    python benchmarks/lint_heldout_pooled.py [--mirror /work/.mirror] [--first 5] [--last 36] [--default-from 7]
+    python benchmarks/lint_heldout_pooled.py [--mirror /work/.mirror] [--first 5] [--last 37] [--default-from 7]
         [--near-copies CSV [--threshold 0.8]]
 
 Each set is linted exactly as its own script lints it (benchmarks/lint_heldout5.py, `findings_of`: the default
@@ -35,7 +35,8 @@ ORDINALS = {5: "fifth", 6: "sixth", 7: "seventh", 8: "eighth", 9: "ninth", 10: "
             27: "twenty-seventh", 28: "twenty-eighth",
             29: "twenty-ninth", 30: "thirtieth",
             31: "thirty-first", 32: "thirty-second",
-            33: "thirty-third", 34: "thirty-fourth", 35: "thirty-fifth", 36: "thirty-sixth"}
+            33: "thirty-third", 34: "thirty-fourth", 35: "thirty-fifth", 36: "thirty-sixth",
+            37: "thirty-seventh"}
 
 
 def breakdown(per_set: dict[int, Counter]) -> str:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="where the fetch snapshots are")
     parser.add_argument("--first", type=int, default=5)
-    parser.add_argument("--last", type=int, default=36)
+    parser.add_argument("--last", type=int, default=37)
     parser.add_argument("--default-from", type=int, default=7,
                         help="the first set the default figure pools (the seventh: the first chosen by a written rule)")
     parser.add_argument("--near-copies", type=Path,

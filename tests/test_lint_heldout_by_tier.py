@@ -48,6 +48,7 @@ import lint_heldout33 as h33  # noqa: E402
 import lint_heldout34 as h34  # noqa: E402
 import lint_heldout35 as h35  # noqa: E402
 import lint_heldout36 as h36  # noqa: E402
+import lint_heldout37 as h37  # noqa: E402
 
 # (set, labels judged, a repository of its manifest, another)
 SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
@@ -98,10 +99,12 @@ SETS = [pytest.param(h5, 64, "tensorflow/text", "taki0112/UGATIT", id="fifth"),
                      id="thirty-fourth"),
         pytest.param(h35, 10, "xadrianzetx/mobileunet-tensorflow",
                      "ashishpatel26/satellite-Image-Semantic-Segmentation-Unet-Tensorflow-keras", id="thirty-fifth"),
-        pytest.param(h36, 4, "DongjunLee/transformer-tensorflow", "tae73/TabTransformer-Tensorflow", id="thirty-sixth")]
+        pytest.param(h36, 4, "DongjunLee/transformer-tensorflow", "tae73/TabTransformer-Tensorflow", id="thirty-sixth"),
+        pytest.param(h37, 18, "Keyird/TensorFlow2-for-beginner",
+                     "wenbin-billy-zhao/Tensorflow2-Keras-Image-Effect-Transfer", id="thirty-seventh")]
 # the tenth and eleventh sets are shaped like issue 39's outside measurement: eight repositories, not sixteen
 REPOSITORIES = {h: 8 for h in (h10, h11, h12, h13, h14, h15, h16, h17, h18, h19, h20, h21, h22, h23, h24, h25, h26,
-                               h28, h29, h30, h31, h32, h33, h34, h35, h36)}
+                               h28, h29, h30, h31, h32, h33, h34, h35, h36, h37)}
 REPOSITORIES[h27] = 7
 
 # Issue 39's own measurement was made on eight repositories outside the project; none may be held out here.

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 
-# Longest first: the first matching prefix is rewritten. tf.data began as tf.contrib.data (TensorFlow 1.2 and 1.3;
-# its classes stayed there, deprecated, until 1.12): its Dataset and file datasets are tf.data's under an older name
+# Longest first: the first matching prefix is rewritten. tf.data began as tf.contrib.data (TensorFlow 1.2 and 1.3,
+# kept there deprecated in later 1.x releases): its Dataset and file datasets are tf.data's under an older name
 # (map's `num_threads` and `output_buffer_size` are read where map is). Only those: the contrib module's own
 # transformations (`tf.contrib.data.map_and_batch`) keep their names, which lint's tables use.
 _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (

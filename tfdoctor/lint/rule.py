@@ -280,10 +280,9 @@ def _verdicts() -> dict[str, DefaultVerdict]:
 
 
 def below_the_bar() -> dict[str, float]:
-    """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on, or that a `held_back`
-    reason keeps in preview: code →
-    the figure that decided it. They are preview rules whatever their decorator says (issue 39, item 3:
-    tfdoctor/knowledge/lint_rule_precision.toml decides the default rule set)."""
+    """Rules whose held-out precision is under the table's bar and that no `kept_on` keeps on, or that a
+    `held_back` reason keeps in preview: code → the figure that decided it. They are preview rules whatever their
+    decorator says (issue 39, item 3: tfdoctor/knowledge/lint_rule_precision.toml decides the default rule set)."""
     return {code: v.precision for code, v in _verdicts().items() if not v.on}
 
 

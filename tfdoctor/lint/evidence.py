@@ -23,7 +23,7 @@ from tfdoctor.lint.bindings import (
     values_besides_assignment,
 )
 from tfdoctor.lint.iterator_flow import batch_flow, is_iterator_call, trained_by_another
-from tfdoctor.lint.source import SourceModule, argument, called_name, constant
+from tfdoctor.lint.source import LOOPS, SourceModule, argument, called_name, constant
 
 # The kinds of evidence, and what each one means (what `tfdoctor lint --list-rules` and docs/lint.md say).
 KINDS: dict[str, str] = {
@@ -74,7 +74,6 @@ _TRAINING_CALLS = frozenset({"apply_gradients", "minimize", "train_on_batch", "t
 # mon_sess.run(model.train_op)`; held-out set 34's CIFAR ResNet). Run once, it only shows a batch (a notebook
 # reading a TFRecord back: both judges, false).
 _TRAINING_SESSIONS = frozenset({"MonitoredTrainingSession"})
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _STEP_WORDS = ("train", "step", "update", "optimi", "learn", "fit", "evaluat", "valid", "test")
 
 
@@ -113,7 +112,7 @@ def _run_in_a_loop(module: SourceModule) -> frozenset[str]:
     return frozenset(run.func.value.id for run in module.calls
                      if isinstance(run.func, ast.Attribute) and run.func.attr == "run"
                      and isinstance(run.func.value, ast.Name)
-                     and any(isinstance(a, _LOOPS) for a in module.ancestors(run)))
+                     and any(isinstance(a, LOOPS) for a in module.ancestors(run)))
 
 
 def _runs_training_once(module: SourceModule) -> bool:

@@ -24,7 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from enum import Enum
 
-from tfdoctor.lint.source import SourceModule, called_name
+from tfdoctor.lint.costs import functions_by_name
+from tfdoctor.lint.source import LOOPS, SourceModule, called_name
 
 # Calls that turn a loss into an optimizer step: batches that reach one are what the file trains on.
 # Keras' training calls take tensors in TensorFlow 1 too (`model.fit(images, labels, steps_per_epoch=...)`).
@@ -38,7 +39,6 @@ _ITERATOR_OWN = frozenset({"get_next", "initializer"})
 _TF1_ITERATORS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
 _TF1_ITERATOR_SUFFIXES = tuple(f".{name}" for name in _TF1_ITERATORS)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 class Reach(Enum):
@@ -119,15 +119,11 @@ def _loads_by_name(module: SourceModule) -> dict[str, list[ast.Name]]:
     return found
 
 
-def _function_names(module: SourceModule) -> frozenset[str]:
-    return frozenset(f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in module.nodes(kind))
-
-
 class _Follower:
     def __init__(self, module: SourceModule) -> None:
         self.module = module
         self.loads = module.derived(_loads_by_name)
-        self.own_functions = module.derived(_function_names)
+        self.own_functions = module.derived(functions_by_name)
         self.since: dict[str, tuple[int, int]] = {}  # name → the earliest position from which it holds batches
         self.pending: list[ast.AST] = []
         self.into: list[ast.Call] = []
@@ -256,7 +252,7 @@ class _Follower:
         for ancestor in self.module.ancestors(statement):
             if isinstance(ancestor, _FUNCTIONS):
                 break
-            if isinstance(ancestor, _LOOPS):
+            if isinstance(ancestor, LOOPS):
                 start = (ancestor.lineno, ancestor.col_offset)
         return start
 

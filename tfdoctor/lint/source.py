@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)  # statements whose body may run again
 
 
 FRAMEWORK_MARKERS = ("tensorflow", "keras", "horovod")  # a file without them gets no rule

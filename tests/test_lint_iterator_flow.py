@@ -175,6 +175,17 @@ def test_following_the_batches_is_linear_in_the_file() -> None:
     assert large < 2.0 and large / max(small, 0.005) < 10, (small, large)
 
 
+@pytest.mark.parametrize("use", [
+    # a function of this file may train on them: not followed into
+    "def train_on(batch):\n    return tf.train.AdamOptimizer().minimize(model.loss(batch))\n"
+    "op = train_on(val_images)\n",
+    # a comprehension binds its own name from them
+    "outs = [sess.run(v) for v in [val_images]]\n",
+])
+def test_what_this_does_not_follow_leaves_the_warning(use: str) -> None:
+    assert findings(HEAD + use + LOOP) == BOTH_WARNINGS
+
+
 def test_past_the_file_s_budget_an_iterator_is_not_followed(monkeypatch) -> None:
     """Past the steps a file may take, the validation pipeline is UNSEEN: a warning, as before batches were
     followed (tests/test_lint_hostile.py times the case the budget is for)."""
